@@ -1,0 +1,120 @@
+/**
+ * One provider call = one assistant message: `message.start`, transient deltas, checkpoints of
+ * the text so far, and `message.complete` with the final text and status. Never throws for a
+ * provider failure or an interrupt: the outcome is data, and the message is always completed.
+ */
+import {
+  EventType,
+  type MessageCompletePayload,
+  type MessageDeltaPayload,
+  type MessageStartPayload,
+  type ToolCall,
+  type TurnErrorInfo,
+  type Usage,
+} from "../protocol/index.js";
+import type { Logger } from "../lib/logger.js";
+import { Checkpointer } from "./checkpointer.js";
+import { ProviderError, type ChatMessage } from "./provider.js";
+import { DEFAULT_CHECKPOINT_MS, type TurnContext } from "./turn-context.js";
+import { internalError } from "./turn-errors.js";
+import { newMessageRow, type TurnFrames } from "./turn-frames.js";
+
+export interface AssistantStep {
+  messageId: string;
+  content: string;
+  status: "complete" | "interrupted" | "error";
+  /** Only for a complete message: calls from a cut-off stream are never run. */
+  toolCalls: ToolCall[];
+  usage?: Usage;
+  error?: TurnErrorInfo;
+}
+
+export async function streamAssistantMessage(ctx: TurnContext, frames: TurnFrames, logger: Logger): Promise<AssistantStep> {
+  const messageId = ctx.ids.next("msg");
+  frames.emit<MessageStartPayload>(EventType.MessageStart, { message_id: messageId, role: "assistant" }, [
+    { op: "message.insert", row: newMessageRow(ctx.sessionId, messageId, "assistant", "", "streaming", ctx.clock.now()) },
+  ]);
+
+  const checkpoints = new Checkpointer(ctx.clock, ctx.checkpointMs ?? DEFAULT_CHECKPOINT_MS, (text) => {
+    ctx.log
+      .write([{ op: "message.update", id: messageId, patch: { content: text } }])
+      .catch((err: unknown) => logger.warn({ err, message_id: messageId }, "checkpoint write failed"));
+  });
+
+  const step: AssistantStep = { messageId, content: "", status: "complete", toolCalls: [] };
+  try {
+    const specs = ctx.tools.specs();
+    const stream = ctx.provider.stream({
+      model: ctx.model,
+      messages: requestMessages(ctx),
+      ...(specs.length > 0 ? { tools: specs } : {}),
+      signal: ctx.signal,
+    });
+    for await (const chunk of stream) {
+      // A provider that ignores the signal must not keep the turn streaming after an interrupt.
+      if (ctx.signal.aborted) break;
+      switch (chunk.type) {
+        case "text":
+          if (!chunk.text) break;
+          step.content += chunk.text;
+          frames.emit<MessageDeltaPayload>(EventType.MessageDelta, { message_id: messageId, text: chunk.text });
+          checkpoints.offer(step.content);
+          break;
+        case "reasoning":
+          if (chunk.text) {
+            frames.emit<MessageDeltaPayload>(EventType.ReasoningDelta, { message_id: messageId, text: chunk.text });
+          }
+          break;
+        case "tool_calls":
+          step.toolCalls.push(...chunk.calls);
+          break;
+        case "usage":
+          step.usage = chunk.usage;
+          break;
+        case "finish":
+          break;
+      }
+    }
+    if (ctx.signal.aborted) step.status = "interrupted";
+  } catch (err) {
+    if (ctx.signal.aborted) {
+      step.status = "interrupted";
+    } else if (err instanceof ProviderError) {
+      step.status = "error";
+      step.error = err.info;
+    } else {
+      step.status = "error";
+      step.error = internalError(err);
+      logger.error({ err }, "provider threw an unclassified error");
+    }
+  }
+  if (step.status !== "complete") step.toolCalls = [];
+
+  const payload: MessageCompletePayload = {
+    message_id: messageId,
+    role: "assistant",
+    content: step.content,
+    status: step.status,
+  };
+  if (step.usage) payload.usage = step.usage;
+  if (step.error) payload.error = step.error;
+  if (step.toolCalls.length > 0) payload.tool_calls = step.toolCalls;
+  frames.emit(EventType.MessageComplete, payload, [
+    {
+      op: "message.update",
+      id: messageId,
+      patch: {
+        content: step.content,
+        status: step.status,
+        tool_calls: step.toolCalls.length > 0 ? step.toolCalls : null,
+      },
+    },
+  ]);
+  return step;
+}
+
+/** The system prompt is configuration, not conversation: sent every call, never stored in history. */
+function requestMessages(ctx: TurnContext): ChatMessage[] {
+  const history = [...ctx.history];
+  return ctx.systemPrompt ? [{ role: "system", content: ctx.systemPrompt }, ...history] : history;
+}

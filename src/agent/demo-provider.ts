@@ -1,0 +1,135 @@
+/**
+ * The built-in offline `demo` provider: what Tether talks to when no real model is configured.
+ * Deterministic (same conversation → same stream), paced like a real model, and able to exercise
+ * tools and failures, so demos, tests and benchmarks need no network and no API key.
+ *
+ * Commands (the last user message, trimmed, command word case-insensitive):
+ *   count to N        streams "1", " 2", … " N" (1 ≤ N ≤ 10000), one chunk each
+ *   todo: a; b; c     calls the `todo` tool, then confirms once the tool result is in
+ *   fail: LAYER/CODE  fails with that TurnErrorInfo (unknown layer → "provider")
+ *   anything else     a short reply quoting the prompt, word by word
+ */
+import { ERROR_LAYERS, type ErrorLayer, type ToolCall } from "../protocol/index.js";
+import type { Clock } from "../lib/clock.js";
+import { RETRYABLE_CODES } from "./error-classifier.js";
+import { ProviderError, type ChatMessage, type Provider, type ProviderChunk, type StreamRequest } from "./provider.js";
+
+export interface DemoProviderOptions {
+  clock: Clock;
+  /** Pause between chunks (the server passes TETHER_DEMO_DELAY_MS). @default 20 */
+  delayMs?: number;
+}
+
+export const DEMO_MODEL = "demo";
+const MAX_COUNT = 10_000;
+
+export class DemoProvider implements Provider {
+  readonly name = "demo";
+  readonly kind = "demo";
+  readonly defaultModel = DEMO_MODEL;
+  private readonly delayMs: number;
+
+  constructor(private readonly opts: DemoProviderOptions) {
+    this.delayMs = opts.delayMs ?? 20;
+  }
+
+  async *stream(req: StreamRequest): AsyncGenerator<ProviderChunk> {
+    req.signal.throwIfAborted();
+    const { prompt, toolResultSeen, userIndex } = lastUserTurn(req.messages);
+    const plan = planReply(prompt, toolResultSeen, userIndex);
+    if (plan.kind === "fail") throw new ProviderError(plan.info);
+
+    let output = "";
+    if (plan.kind === "tool") {
+      output = plan.calls.map((c) => c.arguments).join("");
+      yield { type: "tool_calls", calls: plan.calls };
+    } else {
+      for (let i = 0; i < plan.chunks.length; i++) {
+        if (i > 0) await this.pause(req.signal);
+        const text = plan.chunks[i]!;
+        output += text;
+        yield { type: "text", text };
+      }
+    }
+    const prompt_tokens = estimateTokens(req.messages.map((m) => m.content ?? "").join(""));
+    const completion_tokens = estimateTokens(output);
+    yield { type: "usage", usage: { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens } };
+    yield { type: "finish", reason: plan.kind === "tool" ? "tool_calls" : "stop" };
+  }
+
+  private async pause(signal: AbortSignal): Promise<void> {
+    if (this.delayMs > 0) await this.opts.clock.sleep(this.delayMs, signal);
+    // Rethrow the caller's reason untouched: an abort is an interruption, not a failure.
+    else signal.throwIfAborted();
+  }
+}
+
+type Plan =
+  | { kind: "text"; chunks: string[] }
+  | { kind: "tool"; calls: ToolCall[] }
+  | { kind: "fail"; info: ProviderError["info"] };
+
+function planReply(prompt: string, toolResultSeen: boolean, userIndex: number): Plan {
+  const count = /^count\s+to\s+(\d+)$/i.exec(prompt);
+  if (count) {
+    const n = Number(count[1]);
+    if (n >= 1 && n <= MAX_COUNT) {
+      return { kind: "text", chunks: Array.from({ length: n }, (_, i) => (i === 0 ? "1" : ` ${i + 1}`)) };
+    }
+  }
+
+  const todo = /^todo:\s*([\s\S]*)$/i.exec(prompt);
+  if (todo) {
+    const items = todo[1]!
+      .split(";")
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0);
+    if (toolResultSeen) return { kind: "text", chunks: words(`Todo list updated: ${items.length} items.`) };
+    const args = JSON.stringify({ items: items.map((content) => ({ content, status: "pending" })) });
+    // The id derives from the position of the user message: stable across runs, unique per turn.
+    return { kind: "tool", calls: [{ id: `call_demo_todo_${userIndex}`, name: "todo", arguments: args }] };
+  }
+
+  const fail = /^fail:\s*([a-z_]+)\/([a-z0-9_.-]+)$/i.exec(prompt);
+  if (fail) {
+    const asked = fail[1]!.toLowerCase();
+    const layer: ErrorLayer = (ERROR_LAYERS as readonly string[]).includes(asked) ? (asked as ErrorLayer) : "provider";
+    const code = fail[2]!.toLowerCase();
+    return {
+      kind: "fail",
+      info: {
+        layer,
+        code,
+        retryable: RETRYABLE_CODES.has(code),
+        message: `demo provider: simulated failure ${layer}/${code}`,
+      },
+    };
+  }
+
+  return {
+    kind: "text",
+    chunks: words(
+      `You said: "${prompt}". This is Tether's built-in demo provider; configure TETHER_PROVIDER_URL to talk to a real model.`,
+    ),
+  };
+}
+
+/** The last user message and whether a tool result follows it (the tool step already ran). */
+function lastUserTurn(messages: ChatMessage[]): { prompt: string; toolResultSeen: boolean; userIndex: number } {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role !== "user") continue;
+    const toolResultSeen = messages.slice(i + 1).some((x) => x.role === "tool");
+    return { prompt: (m.content ?? "").trim(), toolResultSeen, userIndex: i };
+  }
+  return { prompt: "", toolResultSeen: false, userIndex: -1 };
+}
+
+/** Splits into chunks that join back to the exact text: "a b c" → "a", " b", " c". */
+function words(text: string): string[] {
+  return text.split(/(?= )/);
+}
+
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}

@@ -1,0 +1,201 @@
+/**
+ * A provider for any OpenAI-compatible Chat Completions endpoint (OpenAI, Ollama, vLLM,
+ * llama.cpp server, LM Studio, OpenRouter…), streaming over SSE.
+ *
+ * Usage:
+ *   const p = new OpenAIProvider({ name: "local", baseUrl: "http://127.0.0.1:11434/v1", defaultModel: "qwen3" });
+ *
+ * `timeoutMs` is an idle timeout: the longest the server may stay silent (before the response
+ * headers, or between stream bytes). A total deadline would kill long but healthy generations.
+ */
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { systemClock, type Clock, type TimerHandle } from "../lib/clock.js";
+import {
+  classifyConnectError,
+  classifyHttpStatus,
+  errorMessageFromBody,
+  incompleteStreamError,
+  timeoutError,
+} from "./error-classifier.js";
+import { OpenAIStreamState } from "./openai-stream.js";
+import { ProviderError, type ChatMessage, type Provider, type ProviderChunk, type StreamRequest } from "./provider.js";
+
+export interface OpenAIProviderOptions {
+  name: string;
+  /** Base URL including the version segment, e.g. `http://127.0.0.1:1234/v1`. */
+  baseUrl: string;
+  apiKey?: string;
+  defaultModel: string;
+  /** Idle timeout in ms. @default 60000 */
+  timeoutMs?: number;
+  /** @default systemClock */
+  clock?: Clock;
+}
+
+const DEFAULT_TIMEOUT_MS = 60_000;
+const MAX_ERROR_BODY = 64 * 1024;
+
+export class OpenAIProvider implements Provider {
+  readonly kind = "openai";
+  readonly name: string;
+  readonly defaultModel: string;
+  private readonly url: string;
+  private readonly timeoutMs: number;
+  private readonly clock: Clock;
+
+  constructor(private readonly opts: OpenAIProviderOptions) {
+    this.name = opts.name;
+    this.defaultModel = opts.defaultModel;
+    this.url = `${opts.baseUrl.replace(/\/+$/, "")}/chat/completions`;
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.clock = opts.clock ?? systemClock;
+  }
+
+  async *stream(req: StreamRequest): AsyncGenerator<ProviderChunk> {
+    req.signal.throwIfAborted();
+    // One controller for the HTTP exchange: the caller's abort and our idle timeout both end it,
+    // and `finally` aborts it so an early `break` by the consumer releases the socket.
+    const http = new AbortController();
+    const onCallerAbort = () => http.abort(req.signal.reason);
+    req.signal.addEventListener("abort", onCallerAbort, { once: true });
+    const watchdog = new IdleWatchdog(this.clock, this.timeoutMs, () => http.abort(new Error("idle timeout")));
+    let responded = false;
+    try {
+      watchdog.arm();
+      const res = await fetch(this.url, {
+        method: "POST",
+        headers: this.headers(),
+        body: JSON.stringify(this.body(req)),
+        signal: http.signal,
+      });
+      responded = true;
+      if (!res.ok) {
+        const body = await readLimited(res, MAX_ERROR_BODY).catch(() => "");
+        throw new ProviderError(classifyHttpStatus(res.status, this.name, errorMessageFromBody(body)));
+      }
+      if (!res.body) throw new ProviderError(incompleteStreamError(this.name, "response has no body"));
+      yield* this.read(res.body, watchdog);
+    } catch (err) {
+      // An abort by the caller is an interruption, never a provider failure.
+      if (req.signal.aborted) throw req.signal.reason;
+      if (watchdog.fired) throw new ProviderError(timeoutError(this.name, this.timeoutMs), { cause: err });
+      if (err instanceof ProviderError) throw err;
+      if (!responded) throw new ProviderError(classifyConnectError(err, this.name), { cause: err });
+      throw new ProviderError(incompleteStreamError(this.name, err), { cause: err });
+    } finally {
+      watchdog.disarm();
+      req.signal.removeEventListener("abort", onCallerAbort);
+      http.abort();
+    }
+  }
+
+  private async *read(body: ReadableStream<Uint8Array>, watchdog: IdleWatchdog): AsyncGenerator<ProviderChunk> {
+    const state = new OpenAIStreamState(this.name);
+    const events: EventSourceMessage[] = [];
+    const parser = createParser({ onEvent: (e) => events.push(e) });
+    const decoder = new TextDecoder();
+    const reader = body.getReader();
+    try {
+      while (!state.done) {
+        const { done, value } = await reader.read();
+        if (done) {
+          // Dispatch a last event that lacked its blank line, as the spec'd stream end would.
+          parser.feed(decoder.decode());
+          parser.reset({ consume: true });
+        } else {
+          parser.feed(decoder.decode(value, { stream: true }));
+        }
+        // The server is not to blame for time our consumer spends on a chunk.
+        watchdog.disarm();
+        for (const e of events.splice(0)) {
+          if (state.done) break;
+          for (const chunk of state.accept(e.data)) yield chunk;
+        }
+        watchdog.arm();
+        if (done) break;
+      }
+    } finally {
+      reader.releaseLock();
+    }
+    if (!state.finished) throw new ProviderError(incompleteStreamError(this.name));
+    for (const chunk of state.final()) yield chunk;
+  }
+
+  private headers(): Record<string, string> {
+    const h: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
+    if (this.opts.apiKey) h.authorization = `Bearer ${this.opts.apiKey}`;
+    return h;
+  }
+
+  private body(req: StreamRequest): Record<string, unknown> {
+    const body: Record<string, unknown> = {
+      model: req.model || this.defaultModel,
+      messages: req.messages.map(toWireMessage),
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+    if (req.tools && req.tools.length > 0) {
+      body.tools = req.tools.map((t) => ({
+        type: "function",
+        function: { name: t.name, description: t.description, parameters: t.parameters },
+      }));
+    }
+    return body;
+  }
+}
+
+function toWireMessage(m: ChatMessage): Record<string, unknown> {
+  const out: Record<string, unknown> = { role: m.role, content: m.content };
+  if (m.tool_calls && m.tool_calls.length > 0) {
+    out.tool_calls = m.tool_calls.map((c) => ({
+      id: c.id,
+      type: "function",
+      function: { name: c.name, arguments: c.arguments },
+    }));
+  }
+  if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
+  return out;
+}
+
+/** Reads at most `limit` bytes of an error body: a misbehaving server must not make us buffer GBs. */
+async function readLimited(res: Response, limit: number): Promise<string> {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    while (text.length < limit) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return text.slice(0, limit);
+}
+
+/** Fires `onIdle` when armed for `ms` without being re-armed. */
+class IdleWatchdog {
+  fired = false;
+  private timer: TimerHandle | null = null;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly ms: number,
+    private readonly onIdle: () => void,
+  ) {}
+
+  arm(): void {
+    this.disarm();
+    this.timer = this.clock.setTimeout(() => {
+      this.fired = true;
+      this.onIdle();
+    }, this.ms);
+  }
+
+  disarm(): void {
+    this.timer?.cancel();
+    this.timer = null;
+  }
+}

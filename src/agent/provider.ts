@@ -1,0 +1,75 @@
+/**
+ * The Provider seam: everything the turn runner knows about a model. A provider turns a chat
+ * request into a stream of typed chunks and reports failures as `ProviderError` carrying
+ * `TurnErrorInfo`, so the runner never parses error text to decide what to do.
+ *
+ * Usage:
+ *   for await (const chunk of provider.stream({ model, messages, tools, signal })) { … }
+ *
+ * Contract every implementation keeps (the turn runner relies on it):
+ * - Tool calls are yielded once, complete (id, name, full JSON arguments), before `finish`.
+ * - An abort of `signal` is not an error: the provider rethrows the abort reason untouched so
+ *   the runner reports an interruption, not a failure.
+ * - Any other failure is a `ProviderError`.
+ */
+import type { ToolCall, TurnErrorInfo, Usage } from "../protocol/index.js";
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant" | "tool";
+  content: string | null;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+}
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON schema of the arguments object. */
+  parameters: Record<string, unknown>;
+}
+
+export interface StreamRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools?: ToolSpec[];
+  signal: AbortSignal;
+}
+
+export type ProviderChunk =
+  | { type: "text"; text: string }
+  | { type: "reasoning"; text: string }
+  | { type: "tool_calls"; calls: ToolCall[] }
+  | { type: "usage"; usage: Usage }
+  | { type: "finish"; reason: string };
+
+export interface Provider {
+  readonly name: string;
+  /** "demo" for the built-in one, "openai" for an OpenAI-compatible endpoint. */
+  readonly kind: string;
+  stream(req: StreamRequest): AsyncIterable<ProviderChunk>;
+}
+
+/** A classified provider failure: `info` says which layer broke and whether a retry can help. */
+export class ProviderError extends Error {
+  constructor(
+    readonly info: TurnErrorInfo,
+    options?: { cause?: unknown },
+  ) {
+    super(info.message, options);
+    this.name = "ProviderError";
+  }
+}
+
+export function isProviderError(err: unknown): err is ProviderError {
+  return err instanceof ProviderError;
+}
+
+export const ZERO_USAGE: Readonly<Usage> = Object.freeze({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    prompt_tokens: a.prompt_tokens + b.prompt_tokens,
+    completion_tokens: a.completion_tokens + b.completion_tokens,
+    total_tokens: a.total_tokens + b.total_tokens,
+  };
+}

@@ -1,0 +1,48 @@
+/** What one turn needs, and what it reports back. Built by the session runtime per turn. */
+import type { TurnErrorInfo, TurnStatus, Usage } from "../protocol/index.js";
+import type { SessionEventLog } from "../events/types.js";
+import type { WriteOp } from "../store/types.js";
+import type { Clock } from "../lib/clock.js";
+import type { IdGenerator } from "../lib/ids.js";
+import type { Logger } from "../lib/logger.js";
+import type { ChatMessage, Provider } from "./provider.js";
+import type { TodoList, ToolRegistry } from "./tools/index.js";
+
+export interface TurnContext {
+  sessionId: string;
+  turnId: string;
+  traceId: string;
+  input: string;
+  log: SessionEventLog;
+  /**
+   * The session's conversation so far. The runner appends the user message, each assistant
+   * message and each tool result as it is committed, so the next turn has the context.
+   */
+  history: ChatMessage[];
+  systemPrompt?: string;
+  todo: TodoList;
+  tools: ToolRegistry;
+  provider: Provider;
+  model: string;
+  /** Aborting it interrupts the turn: partial text is kept, the turn ends "interrupted". */
+  signal: AbortSignal;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  /** Provider calls per turn (the tool-call loop cap). @default 8 */
+  maxIterations?: number;
+  /** Least time between checkpoints of the streaming text. @default 500 */
+  checkpointMs?: number;
+  /** Extra ops committed with `turn.start` (e.g. the active-turn marker, an idempotency row). */
+  startOps?: WriteOp[];
+}
+
+export interface TurnOutcome {
+  status: TurnStatus;
+  /** Summed over every provider call of the turn. */
+  usage: Usage;
+  error?: TurnErrorInfo;
+}
+
+export const DEFAULT_MAX_ITERATIONS = 8;
+export const DEFAULT_CHECKPOINT_MS = 500;

@@ -1,0 +1,47 @@
+/**
+ * Emitting a turn's frames: every frame carries the turn's `turn_id` and `trace_id` (a client
+ * groups and traces by them), and transcript rows ride on the durable frame that describes them.
+ */
+import type { Frame } from "../protocol/index.js";
+import type { SessionEventLog } from "../events/types.js";
+import type { MessageRow, MessageRole, MessageRowStatus, WriteOp } from "../store/types.js";
+
+/** The event log fills `created_seq: -1` with the seq of the frame carrying the insert. */
+export const SEQ_OF_CARRYING_FRAME = -1;
+
+export class TurnFrames {
+  constructor(
+    private readonly log: SessionEventLog,
+    readonly turnId: string,
+    readonly traceId: string,
+  ) {}
+
+  emit<P>(type: string, payload: P, ops?: WriteOp[]): Frame<P> {
+    const opts = { turnId: this.turnId, traceId: this.traceId };
+    return this.log.emit(type, payload, ops && ops.length > 0 ? { ...opts, ops } : opts);
+  }
+}
+
+export function newMessageRow(
+  sessionId: string,
+  id: string,
+  role: MessageRole,
+  content: string,
+  status: MessageRowStatus,
+  createdAt: number,
+  extra: Partial<Pick<MessageRow, "tool_calls" | "tool_call_id">> = {},
+): MessageRow {
+  return {
+    id,
+    session_id: sessionId,
+    role,
+    content,
+    tool_calls: extra.tool_calls ?? null,
+    tool_call_id: extra.tool_call_id ?? null,
+    display_kind: null,
+    display_metadata: null,
+    status,
+    created_at: createdAt,
+    created_seq: SEQ_OF_CARRYING_FRAME,
+  };
+}

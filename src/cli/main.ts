@@ -1,0 +1,51 @@
+/**
+ * The `tether` command.
+ *
+ *   tether serve [--host H] [--port P] [--db FILE] [--ws-only]
+ *   tether chat [--url ws://127.0.0.1:8787/ws] [--token KEY] [--session ID]
+ *   tether sessions list [--all]
+ */
+import { Command } from "commander";
+import { VERSION } from "./version.js";
+
+const DEFAULT_WS_URL = "ws://127.0.0.1:8787/ws";
+
+const program = new Command();
+program.name("tether").description("Durable, reconnect-safe session gateway for LLM agents").version(VERSION);
+
+program
+  .command("serve")
+  .description("run the gateway (embedded SQLite store, built-in demo provider unless configured)")
+  .option("--host <host>", "interface to bind (env TETHER_HOST)", undefined)
+  .option("--port <port>", "port; 0 picks a free one (env TETHER_PORT)", undefined)
+  .option("--db <path>", "SQLite file, created if missing (env TETHER_DB)", undefined)
+  .option("--ws-only", "serve only /ws and /healthz")
+  .action(async (opts: { host?: string; port?: string; db?: string; wsOnly?: boolean }) => {
+    const { runServe } = await import("./serve.js");
+    await runServe(opts);
+  });
+
+program
+  .command("chat")
+  .description("interactive terminal chat with a session")
+  .option("--url <url>", "gateway WebSocket URL (env TETHER_URL)", process.env.TETHER_URL ?? DEFAULT_WS_URL)
+  .option("--token <key>", "API key (env TETHER_API_KEY)", process.env.TETHER_API_KEY)
+  .option("--session <id>", "resume this session instead of creating one")
+  .action(async (opts: { url: string; token?: string; session?: string }) => {
+    const { runChat } = await import("./chat.js");
+    await runChat({ url: opts.url, token: opts.token, sessionId: opts.session });
+  });
+
+const sessions = program.command("sessions").description("inspect stored sessions");
+sessions
+  .command("list")
+  .description("print a table of sessions")
+  .option("--url <url>", "gateway WebSocket URL (env TETHER_URL)", process.env.TETHER_URL ?? DEFAULT_WS_URL)
+  .option("--token <key>", "API key (env TETHER_API_KEY)", process.env.TETHER_API_KEY)
+  .option("--all", "include ended and hidden sessions")
+  .action(async (opts: { url: string; token?: string; all?: boolean }) => {
+    const { runSessionsList } = await import("./sessions-list.js");
+    await runSessionsList({ url: opts.url, token: opts.token, all: opts.all });
+  });
+
+await program.parseAsync(process.argv);

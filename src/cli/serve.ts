@@ -1,0 +1,68 @@
+/**
+ * `tether serve`: runs the gateway until SIGTERM/SIGINT, then stops gracefully (running turns are
+ * interrupted and written, so a stop loses nothing). Prints exactly one line to stdout when ready:
+ * `tether listening on http://HOST:PORT` — scripts and tests parse it. Logs go to stderr.
+ */
+import { assertSafeBind, ConfigError, resolveConfig, type ConfigInput } from "../config/index.js";
+import { createLogger } from "../lib/logger.js";
+import { startServer } from "./server.js";
+
+export interface ServeFlags {
+  host?: string;
+  port?: string;
+  db?: string;
+  wsOnly?: boolean;
+}
+
+export async function runServe(flags: ServeFlags): Promise<void> {
+  const logger = createLogger();
+  let overrides: ConfigInput = {};
+  try {
+    overrides = {
+      host: flags.host,
+      port: flags.port === undefined ? undefined : parsePort(flags.port),
+      dbPath: flags.db,
+      wsOnly: flags.wsOnly ? true : undefined,
+    };
+    const config = resolveConfig(process.env, overrides);
+    assertSafeBind(config);
+    const server = await startServer(config, { logger });
+    process.stdout.write(`tether listening on ${server.url}\n`);
+
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) {
+        logger.warn({ signal }, "second signal: exiting now");
+        process.exit(1);
+      }
+      stopping = true;
+      logger.info({ signal }, "stopping");
+      server.close().then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err }, "error while stopping");
+          process.exit(1);
+        },
+      );
+    };
+    process.on("SIGTERM", () => stop("SIGTERM"));
+    process.on("SIGINT", () => stop("SIGINT"));
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`tether: ${err.message}\n`);
+      process.exit(2);
+    }
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === "EADDRINUSE") {
+      process.stderr.write(`tether: port ${overrides.port ?? 8787} is already in use (try --port 0)\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}
+
+function parsePort(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`--port must be 0..65535, got "${text}"`);
+  return n;
+}

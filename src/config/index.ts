@@ -1,0 +1,2 @@
+/** config/ — defaults, env and flags, validated once. */
+export * from "./config.js";

@@ -1,0 +1,117 @@
+/**
+ * The replay ring: the last transient frames of one session (token deltas), bounded by frame
+ * count and bytes, and by a budget shared by the whole process. Only transient frames live here,
+ * so a burst of deltas can never evict a durable event: those are in the store.
+ */
+import type { Frame } from "../protocol/index.js";
+
+export interface RingLimits {
+  maxFrames: number;
+  maxBytes: number;
+}
+
+export const DEFAULT_RING_LIMITS: RingLimits = { maxFrames: 512, maxBytes: 4 * 1024 * 1024 };
+export const DEFAULT_PROCESS_RING_BYTES = 64 * 1024 * 1024;
+
+interface Entry {
+  frame: Frame;
+  bytes: number;
+}
+
+/** Process-wide byte budget over all rings; the ring that overflows it gives back first. */
+export class RingBudget {
+  bytes = 0;
+  frames = 0;
+  private readonly rings = new Set<ReplayRing>();
+
+  constructor(readonly maxBytes = DEFAULT_PROCESS_RING_BYTES) {}
+
+  register(ring: ReplayRing): void {
+    this.rings.add(ring);
+  }
+
+  unregister(ring: ReplayRing): void {
+    this.rings.delete(ring);
+  }
+
+  /** Evicts until the process is within budget: the appending ring first, then the others. */
+  enforce(appending: ReplayRing): void {
+    if (this.bytes <= this.maxBytes) return;
+    appending.evictWhile(() => this.bytes > this.maxBytes);
+    for (const ring of this.rings) {
+      if (this.bytes <= this.maxBytes) return;
+      ring.evictWhile(() => this.bytes > this.maxBytes);
+    }
+  }
+}
+
+export class ReplayRing {
+  private entries: Entry[] = [];
+  private head = 0;
+  private bytes = 0;
+
+  constructor(
+    private readonly limits: RingLimits = DEFAULT_RING_LIMITS,
+    private readonly budget: RingBudget = new RingBudget(),
+  ) {
+    budget.register(this);
+  }
+
+  get size(): number {
+    return this.entries.length - this.head;
+  }
+
+  get byteSize(): number {
+    return this.bytes;
+  }
+
+  /** `bytes` is the frame's encoded size, known to the caller who already serialized it. */
+  push(frame: Frame, bytes: number): void {
+    this.entries.push({ frame, bytes });
+    this.bytes += bytes;
+    this.budget.bytes += bytes;
+    this.budget.frames += 1;
+    this.evictWhile(() => this.size > this.limits.maxFrames || this.bytes > this.limits.maxBytes);
+    this.budget.enforce(this);
+  }
+
+  /** Frames with seq > afterSeq, oldest first. */
+  after(afterSeq: number): Frame[] {
+    const out: Frame[] = [];
+    // Frames are in seq order: binary search for the first one past the cursor.
+    let lo = this.head;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((this.entries[mid]!.frame.seq ?? 0) > afterSeq) hi = mid;
+      else lo = mid + 1;
+    }
+    for (let i = lo; i < this.entries.length; i++) out.push(this.entries[i]!.frame);
+    return out;
+  }
+
+  evictWhile(over: () => boolean): void {
+    while (this.size > 0 && over()) {
+      const e = this.entries[this.head]!;
+      this.entries[this.head] = undefined as unknown as Entry;
+      this.head++;
+      this.bytes -= e.bytes;
+      this.budget.bytes -= e.bytes;
+      this.budget.frames -= 1;
+    }
+    // Compact now and then so the array does not grow without bound.
+    if (this.head > 1024 && this.head * 2 > this.entries.length) {
+      this.entries = this.entries.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  clear(): void {
+    this.evictWhile(() => true);
+  }
+
+  dispose(): void {
+    this.clear();
+    this.budget.unregister(this);
+  }
+}

@@ -1,0 +1,26 @@
+/** What a producer of session events (the agent, the session manager) sees of the event log. */
+import type { Frame } from "../protocol/index.js";
+import type { WriteOp } from "../store/types.js";
+
+export interface EmitOptions {
+  turnId?: string;
+  traceId?: string;
+  /**
+   * Transcript changes this event describes. For a durable event they are committed in the same
+   * transaction as the event row; a transient event must not carry ops.
+   */
+  ops?: WriteOp[];
+}
+
+export interface SessionEventLog {
+  readonly sessionId: string;
+  /**
+   * Assigns the next seq at once and returns the frame. A durable frame is delivered to viewers
+   * only after it is committed, and frames are always delivered in seq order.
+   */
+  emit<P>(type: string, payload: P, opts?: EmitOptions): Frame<P>;
+  /** Writes transcript changes that no event describes (e.g. a streaming checkpoint). */
+  write(ops: WriteOp[]): Promise<void>;
+  /** Resolves once everything emitted or written so far is durable; rejects if a commit failed. */
+  flushed(): Promise<void>;
+}

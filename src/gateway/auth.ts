@@ -1,0 +1,42 @@
+/**
+ * Bearer-key auth. A key comes as `Authorization: Bearer <key>` or, for browsers that cannot set
+ * headers on a WebSocket, as `?token=<key>`. Keys are compared in constant time.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+
+export interface Principal {
+  id: string;
+}
+
+export interface Authenticator {
+  readonly required: boolean;
+  /** The principal for a request, or null when a key is required and missing or wrong. */
+  authenticate(req: IncomingMessage): Principal | null;
+}
+
+const ANONYMOUS: Principal = { id: "local" };
+
+function digest(s: string): Buffer {
+  return createHash("sha256").update(s).digest();
+}
+
+export function presentedKey(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  if (header && /^bearer\s+/i.test(header)) return header.replace(/^bearer\s+/i, "").trim();
+  const url = new URL(req.url ?? "/", "http://localhost");
+  return url.searchParams.get("token") ?? undefined;
+}
+
+export function createAuthenticator(apiKey: string | undefined): Authenticator {
+  if (!apiKey) return { required: false, authenticate: () => ANONYMOUS };
+  const expected = digest(apiKey);
+  return {
+    required: true,
+    authenticate(req) {
+      const key = presentedKey(req);
+      if (key === undefined) return null;
+      return timingSafeEqual(digest(key), expected) ? { id: "default" } : null;
+    },
+  };
+}

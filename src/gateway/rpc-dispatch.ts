@@ -1,0 +1,71 @@
+/**
+ * JSON-RPC dispatch: validates params against the protocol schema of the method, runs the handler
+ * and maps whatever it throws to a JSON-RPC error. Handlers throw `TetherError`; anything else is
+ * an internal error, logged with its stack and answered as -32603.
+ */
+import { z } from "zod";
+import {
+  decodeRequest,
+  encodeError,
+  encodeResult,
+  ErrorCode,
+  isKnownMethod,
+  METHOD_PARAMS,
+  TetherError,
+  type MethodMap,
+  type MethodName,
+  type RpcId,
+} from "../protocol/index.js";
+import type { Logger } from "../lib/logger.js";
+
+export type Handler<M extends MethodName> = (
+  params: z.output<(typeof METHOD_PARAMS)[M]>,
+) => Promise<MethodMap[M]["result"]> | MethodMap[M]["result"];
+
+export type HandlerTable = { [M in MethodName]?: Handler<M> };
+
+/** `data.issues` names each bad field, e.g. `{ path: "session_id", message: "Required" }`. */
+export function invalidParams(error: z.ZodError): TetherError {
+  const issues = error.issues.map((i) => ({ path: i.path.join(".") || "(params)", message: i.message }));
+  const names = issues.map((i) => i.path).join(", ");
+  return new TetherError(ErrorCode.InvalidParams, `Invalid params: ${names}`, { issues });
+}
+
+/**
+ * Handles one incoming text frame. Returns the answer to send, or null for a notification (a
+ * request without an id gets no answer, per JSON-RPC 2.0).
+ */
+export async function dispatch(text: string, handlers: HandlerTable, logger: Logger): Promise<string | null> {
+  let id: RpcId = null;
+  let notification = false;
+  try {
+    const req = decodeRequest(text);
+    notification = !("id" in req);
+    id = req.id ?? null;
+    if (!isKnownMethod(req.method)) {
+      throw new TetherError(ErrorCode.MethodNotFound, `Method not found: ${req.method}`, { method: req.method });
+    }
+    const handler = handlers[req.method] as Handler<MethodName> | undefined;
+    if (!handler) {
+      throw new TetherError(ErrorCode.MethodNotFound, `Method not available here: ${req.method}`, {
+        method: req.method,
+      });
+    }
+    const parsed = METHOD_PARAMS[req.method].safeParse(req.params);
+    if (!parsed.success) throw invalidParams(parsed.error);
+    const result = await handler(parsed.data as never);
+    return notification ? null : encodeResult(id, result);
+  } catch (err) {
+    if (notification) return null;
+    if (err instanceof TetherError) {
+      const data = err.data;
+      if (data && "id" in data && Object.keys(data).length === 1) {
+        // decodeRequest tells which id to answer with; that is not error data for the client.
+        return encodeError((data.id as RpcId) ?? null, err.code, err.message);
+      }
+      return encodeError(id, err.code, err.message, data);
+    }
+    logger.error({ err }, "internal error in rpc handler");
+    return encodeError(id, ErrorCode.Internal, "Internal error");
+  }
+}

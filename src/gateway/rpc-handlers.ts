@@ -1,0 +1,38 @@
+/** The JSON-RPC methods of one WebSocket connection, as calls into the SessionManager. */
+import { Method, PROTOCOL_VERSION } from "../protocol/index.js";
+import type { SessionManager, Viewer } from "../sessions/index.js";
+import type { HandlerTable } from "./rpc-dispatch.js";
+
+export interface GatewayIdentity {
+  name: string;
+  version: string;
+  capabilities: string[];
+}
+
+export function connectionHandlers(
+  manager: SessionManager,
+  viewer: Viewer,
+  identity: GatewayIdentity,
+  now: () => number,
+): HandlerTable {
+  return {
+    [Method.Ping]: () => ({ pong: true, epoch: manager.epoch, server_time: now() }),
+    [Method.GatewayInfo]: () => ({
+      name: identity.name,
+      version: identity.version,
+      protocol: PROTOCOL_VERSION,
+      epoch: manager.epoch,
+      capabilities: identity.capabilities,
+    }),
+    [Method.SessionCreate]: (p) => manager.create(p ?? {}, viewer),
+    [Method.SessionResume]: (p) => manager.resume(p.session_id, viewer),
+    [Method.SessionList]: (p) => manager.list(p ?? {}),
+    [Method.SessionMessages]: (p) => manager.messages(p.session_id, p.after_message_id, p.limit),
+    [Method.SessionClose]: (p) => manager.close(p.session_id),
+    [Method.SessionInterrupt]: (p) => manager.interrupt(p.session_id),
+    [Method.PromptSubmit]: (p) => manager.submit(p.session_id, p.text, p.request_id),
+    [Method.EventsSince]: (p) => manager.since(p.session_id, p.after_seq),
+    [Method.EventsStats]: () => manager.stats(),
+    [Method.TodoGet]: (p) => manager.todo(p.session_id),
+  };
+}

@@ -1,0 +1,93 @@
+/**
+ * The error table: every code Tether puts on the wire, with how each transport renders it.
+ * A handler throws `TetherError(code)`; the transport looks the code up here. Nothing below
+ * the transports invents its own error strings.
+ */
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  Internal: -32603,
+  NotLive: 4001,
+  Forbidden: 4003,
+  NotFound: 4007,
+  Busy: 4009,
+  Closed: 4010,
+  PayloadTooLarge: 4013,
+  RateLimited: 4029,
+  AtCapacity: 4090,
+  StorageUnavailable: 5070,
+} as const;
+
+export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export interface ErrorInfo {
+  /** Stable machine name, used as the OpenAI envelope's `code`. */
+  name: string;
+  httpStatus: number;
+  retryable: boolean;
+  message: string;
+}
+
+export const ERROR_TABLE: Record<ErrorCodeValue, ErrorInfo> = {
+  [-32700]: { name: "parse_error", httpStatus: 400, retryable: false, message: "Parse error" },
+  [-32600]: { name: "invalid_request", httpStatus: 400, retryable: false, message: "Invalid request" },
+  [-32601]: { name: "method_not_found", httpStatus: 404, retryable: false, message: "Method not found" },
+  [-32602]: { name: "invalid_params", httpStatus: 400, retryable: false, message: "Invalid params" },
+  [-32603]: { name: "internal_error", httpStatus: 500, retryable: true, message: "Internal error" },
+  4001: { name: "session_not_live", httpStatus: 409, retryable: true, message: "Session is not live here; resume it first" },
+  4003: { name: "forbidden", httpStatus: 403, retryable: false, message: "Forbidden" },
+  4007: { name: "session_not_found", httpStatus: 404, retryable: false, message: "Session not found" },
+  4009: { name: "busy", httpStatus: 409, retryable: true, message: "Session is busy" },
+  4010: { name: "session_closed", httpStatus: 410, retryable: false, message: "Session is closed" },
+  4013: { name: "payload_too_large", httpStatus: 413, retryable: false, message: "Payload too large" },
+  4029: { name: "rate_limited", httpStatus: 429, retryable: true, message: "Rate limited" },
+  4090: { name: "at_capacity", httpStatus: 503, retryable: true, message: "Gateway at capacity" },
+  5070: { name: "storage_unavailable", httpStatus: 503, retryable: true, message: "Storage unavailable" },
+};
+
+/** The one typed error of Tether. `data` travels to the client as JSON-RPC `error.data`. */
+export class TetherError extends Error {
+  readonly code: ErrorCodeValue;
+  readonly data: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCodeValue, message?: string, data?: Record<string, unknown>, options?: { cause?: unknown }) {
+    super(message ?? ERROR_TABLE[code].message, options);
+    this.name = "TetherError";
+    this.code = code;
+    this.data = data;
+  }
+
+  get info(): ErrorInfo {
+    return ERROR_TABLE[this.code];
+  }
+}
+
+export function isTetherError(err: unknown): err is TetherError {
+  return err instanceof TetherError;
+}
+
+/**
+ * Why a turn failed, as data: which layer broke, a stable code, and whether retrying the same
+ * turn can help. Clients decide what to show (Retry, Switch model) from this, never from text.
+ */
+export type ErrorLayer = "provider" | "endpoint" | "streaming" | "auth" | "billing" | "gateway" | "storage" | "tool";
+
+export const ERROR_LAYERS: readonly ErrorLayer[] = [
+  "provider",
+  "endpoint",
+  "streaming",
+  "auth",
+  "billing",
+  "gateway",
+  "storage",
+  "tool",
+];
+
+export interface TurnErrorInfo {
+  layer: ErrorLayer;
+  code: string;
+  retryable: boolean;
+  message: string;
+}

@@ -1,0 +1,78 @@
+/** JSON-RPC 2.0 envelopes: decoding one incoming text frame, encoding answers. */
+import { ErrorCode, type ErrorCodeValue, TetherError } from "./errors.js";
+
+export type RpcId = string | number | null;
+
+export interface RpcRequest {
+  jsonrpc: "2.0";
+  id?: RpcId;
+  method: string;
+  params?: unknown;
+}
+
+export interface RpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+export interface RpcResponse {
+  jsonrpc: "2.0";
+  id: RpcId;
+  result?: unknown;
+  error?: RpcErrorObject;
+}
+
+/** The id to answer with when the request could not be fully understood. */
+function salvageId(value: unknown): RpcId {
+  if (value && typeof value === "object" && !Array.isArray(value)) {
+    const id = (value as { id?: unknown }).id;
+    if (typeof id === "string" || typeof id === "number") return id;
+  }
+  return null;
+}
+
+/**
+ * Decodes one text frame into a request. Throws `TetherError` with the JSON-RPC code and the
+ * id to answer with (`data.id`) when the frame is not a single valid request.
+ */
+export function decodeRequest(text: string): RpcRequest {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new TetherError(ErrorCode.ParseError, "Parse error: the frame is not valid JSON", { id: null });
+  }
+  if (Array.isArray(value)) {
+    throw new TetherError(ErrorCode.InvalidRequest, "Batch requests are not supported", { id: null });
+  }
+  const id = salvageId(value);
+  if (!value || typeof value !== "object") {
+    throw new TetherError(ErrorCode.InvalidRequest, "A request must be a JSON object", { id });
+  }
+  const req = value as Record<string, unknown>;
+  if (req.jsonrpc !== "2.0") {
+    throw new TetherError(ErrorCode.InvalidRequest, 'Invalid request: "jsonrpc" must be "2.0"', { id });
+  }
+  if (typeof req.method !== "string" || req.method.length === 0) {
+    throw new TetherError(ErrorCode.InvalidRequest, 'Invalid request: "method" must be a string', { id });
+  }
+  if ("id" in req && req.id !== null && typeof req.id !== "string" && typeof req.id !== "number") {
+    throw new TetherError(ErrorCode.InvalidRequest, 'Invalid request: "id" must be a string, number or null', {
+      id: null,
+    });
+  }
+  if (req.params !== undefined && (typeof req.params !== "object" || req.params === null)) {
+    throw new TetherError(ErrorCode.InvalidRequest, 'Invalid request: "params" must be an object or array', { id });
+  }
+  return req as unknown as RpcRequest;
+}
+
+export function encodeResult(id: RpcId, result: unknown): string {
+  return JSON.stringify({ jsonrpc: "2.0", id, result });
+}
+
+export function encodeError(id: RpcId, code: ErrorCodeValue | number, message: string, data?: unknown): string {
+  const error: RpcErrorObject = data === undefined ? { code, message } : { code, message, data };
+  return JSON.stringify({ jsonrpc: "2.0", id, error });
+}

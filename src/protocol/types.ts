@@ -1,0 +1,89 @@
+/** Result shapes shared by the server, the SDK and the web client. */
+import type { MessageStatus } from "./events.js";
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export type TodoStatus = "pending" | "in_progress" | "completed";
+
+export interface TodoItem {
+  content: string;
+  status: TodoStatus;
+}
+
+export interface TodoState {
+  revision: number;
+  items: TodoItem[];
+}
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** JSON text, as the model produced it. */
+  arguments: string;
+}
+
+export interface Message {
+  message_id: string;
+  role: "user" | "assistant" | "tool" | "system";
+  content: string;
+  status: MessageStatus;
+  display_kind?: string;
+  display_metadata?: Record<string, unknown>;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+  created_at: number;
+}
+
+export type SessionState = "live" | "detached" | "ended";
+
+export interface Snapshot {
+  session_id: string;
+  resolved_from?: string;
+  title: string;
+  profile: string;
+  model: string;
+  provider: string;
+  state: SessionState;
+  running: boolean;
+  latest_seq: number;
+  epoch: string;
+  messages: Message[];
+  todo: TodoState;
+  delegations: unknown[];
+}
+
+export interface SessionSummary {
+  session_id: string;
+  title: string;
+  profile: string;
+  model: string;
+  state: SessionState;
+  end_reason?: string;
+  parent_session_id?: string;
+  started_at: number;
+  last_activity_at: number;
+  message_count: number;
+}
+
+/** Text so far of a message that is still streaming, so a client that lost deltas re-renders. */
+export interface MessageSnapshot {
+  message_id: string;
+  role: "assistant";
+  text: string;
+  reasoning: string;
+  turn_id?: string;
+  /** The snapshot includes every delta with seq <= as_of_seq. */
+  as_of_seq: number;
+}
+
+export interface ActiveTurn {
+  session_id: string;
+  turn_id: string;
+  trace_id: string;
+  elapsed_s: number;
+  streaming: boolean;
+}

@@ -1,0 +1,46 @@
+/** Conversions between stored message rows, wire messages and the model's chat history. */
+import type { Message } from "../protocol/index.js";
+import type { ChatMessage } from "../agent/provider.js";
+import type { MessageRow } from "../store/types.js";
+
+export function toWireMessage(row: MessageRow): Message {
+  const m: Message = {
+    message_id: row.id,
+    role: row.role,
+    content: row.content,
+    status: row.status,
+    created_at: row.created_at,
+  };
+  if (row.display_kind) m.display_kind = row.display_kind;
+  if (row.display_metadata) m.display_metadata = row.display_metadata;
+  if (row.tool_calls) m.tool_calls = row.tool_calls;
+  if (row.tool_call_id) m.tool_call_id = row.tool_call_id;
+  return m;
+}
+
+/**
+ * The history a model sees. An assistant message that was interrupted keeps its partial text (the
+ * user saw it), but its unfinished tool calls are dropped: a call without a result is invalid input
+ * for every OpenAI-compatible server.
+ */
+export function toChatHistory(rows: MessageRow[]): ChatMessage[] {
+  const answered = new Set(rows.filter((r) => r.role === "tool" && r.tool_call_id).map((r) => r.tool_call_id!));
+  const out: ChatMessage[] = [];
+  for (const r of rows) {
+    if (r.role === "system") continue;
+    if (r.role === "tool") {
+      out.push({ role: "tool", content: r.content, tool_call_id: r.tool_call_id ?? "" });
+      continue;
+    }
+    if (r.role === "assistant") {
+      const calls = r.tool_calls?.filter((c) => answered.has(c.id));
+      if (!r.content && (!calls || calls.length === 0)) continue;
+      const msg: ChatMessage = { role: "assistant", content: r.content || null };
+      if (calls && calls.length > 0) msg.tool_calls = calls;
+      out.push(msg);
+      continue;
+    }
+    out.push({ role: "user", content: r.content });
+  }
+  return out;
+}

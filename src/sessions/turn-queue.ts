@@ -1,0 +1,41 @@
+/**
+ * Turn admission for one session: at most one turn runs; the rest wait in order. Whether a submit
+ * while busy queues, interrupts or is rejected is the session's busy policy.
+ */
+export interface QueuedTurn {
+  turnId: string;
+  traceId: string;
+  text: string;
+  requestId: string | undefined;
+}
+
+export interface RunningTurn extends QueuedTurn {
+  abort: AbortController;
+  startedAt: number;
+  done: Promise<void>;
+}
+
+export class TurnQueue {
+  running: RunningTurn | null = null;
+  private readonly waiting: QueuedTurn[] = [];
+
+  get length(): number {
+    return this.waiting.length;
+  }
+
+  get busy(): boolean {
+    return this.running !== null;
+  }
+
+  push(turn: QueuedTurn): void {
+    this.waiting.push(turn);
+  }
+
+  shift(): QueuedTurn | undefined {
+    return this.waiting.shift();
+  }
+
+  clear(): QueuedTurn[] {
+    return this.waiting.splice(0, this.waiting.length);
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * Numbered schema migrations, run in order at open inside one transaction each. A migration is
+ * never edited once released: add the next number instead.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "core tables",
+    sql: `
+      CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        profile TEXT NOT NULL,
+        title TEXT NOT NULL DEFAULT '',
+        parent_session_id TEXT,
+        model TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model_config TEXT NOT NULL DEFAULT '{}',
+        flags TEXT NOT NULL DEFAULT '{}',
+        todo TEXT NOT NULL DEFAULT '{"revision":0,"items":[]}',
+        started_at INTEGER NOT NULL,
+        last_activity_at INTEGER NOT NULL,
+        ended_at INTEGER,
+        end_reason TEXT,
+        seq_reserved INTEGER NOT NULL DEFAULT 0,
+        active_turn TEXT
+      );
+      CREATE INDEX sessions_by_activity ON sessions (last_activity_at DESC, id DESC);
+      CREATE INDEX sessions_open ON sessions (ended_at) WHERE ended_at IS NULL;
+
+      CREATE TABLE messages (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        role TEXT NOT NULL,
+        content TEXT NOT NULL DEFAULT '',
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        display_kind TEXT,
+        display_metadata TEXT,
+        status TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        created_seq INTEGER NOT NULL
+      );
+      CREATE INDEX messages_by_session ON messages (session_id, created_seq);
+
+      CREATE TABLE events (
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        turn_id TEXT,
+        trace_id TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (session_id, seq)
+      ) WITHOUT ROWID;
+
+      CREATE TABLE idempotency (
+        session_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (session_id, request_id)
+      ) WITHOUT ROWID;
+    `,
+  },
+];

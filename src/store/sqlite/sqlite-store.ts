@@ -1,0 +1,251 @@
+/**
+ * The embedded default store: one SQLite file (WAL, synchronous=NORMAL, busy timeout), shared
+ * safely by several `tether serve` processes. better-sqlite3 is synchronous; the Store interface is
+ * async so that callers do not change when PostgreSQL stands in.
+ */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import type {
+  EventRow,
+  IdempotencyRow,
+  MessageRow,
+  Page,
+  SessionListItem,
+  SessionListQuery,
+  SessionRow,
+  Store,
+  WriteOp,
+} from "../types.js";
+import { MIGRATIONS } from "./migrations.js";
+import { decodeCursor, encodeCursor } from "../cursor.js";
+import { messageToColumns, rowToMessage, rowToSession, sessionPatchToColumns, sessionToColumns } from "./rows.js";
+
+type Statement = Database.Statement;
+
+export interface SqliteStoreOptions {
+  /** File path, or ":memory:". Parent folders are created. */
+  path: string;
+  busyTimeoutMs?: number;
+}
+
+export class SqliteStore implements Store {
+  readonly kind = "sqlite";
+  readonly path: string;
+  private readonly db: Database.Database;
+  private readonly stmts: Record<string, Statement>;
+  private readonly applyOps: (ops: readonly WriteOp[]) => void;
+
+  constructor(options: SqliteStoreOptions) {
+    this.path = options.path;
+    if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+    this.db = new Database(options.path);
+    this.db.pragma("journal_mode = WAL");
+    this.db.pragma("synchronous = NORMAL");
+    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+    this.db.pragma("foreign_keys = ON");
+    migrate(this.db);
+    const db = this.db;
+    this.stmts = {
+      insertSession: db.prepare(
+        `INSERT INTO sessions (id, profile, title, parent_session_id, model, provider, model_config, flags, todo,
+           started_at, last_activity_at, ended_at, end_reason, seq_reserved, active_turn)
+         VALUES (@id, @profile, @title, @parent_session_id, @model, @provider, @model_config, @flags, @todo,
+           @started_at, @last_activity_at, @ended_at, @end_reason, @seq_reserved, @active_turn)`,
+      ),
+      reserveSeq: db.prepare(`UPDATE sessions SET seq_reserved = MAX(seq_reserved, ?) WHERE id = ?`),
+      insertMessage: db.prepare(
+        `INSERT INTO messages (id, session_id, role, content, tool_calls, tool_call_id, display_kind,
+           display_metadata, status, created_at, created_seq)
+         VALUES (@id, @session_id, @role, @content, @tool_calls, @tool_call_id, @display_kind,
+           @display_metadata, @status, @created_at, @created_seq)`,
+      ),
+      insertEvent: db.prepare(
+        `INSERT INTO events (session_id, seq, type, payload, turn_id, trace_id, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      insertIdempotency: db.prepare(
+        `INSERT OR IGNORE INTO idempotency (session_id, request_id, turn_id, trace_id, created_at)
+         VALUES (?, ?, ?, ?, ?)`,
+      ),
+      getSession: db.prepare(`SELECT * FROM sessions WHERE id = ?`),
+      openSessions: db.prepare(`SELECT * FROM sessions WHERE ended_at IS NULL`),
+      loadMessages: db.prepare(`SELECT * FROM messages WHERE session_id = ? ORDER BY created_seq, id`),
+      messageSeq: db.prepare(`SELECT created_seq FROM messages WHERE id = ? AND session_id = ?`),
+      pageMessages: db.prepare(
+        `SELECT * FROM messages WHERE session_id = ? AND created_seq > ? ORDER BY created_seq, id LIMIT ?`,
+      ),
+      readEvents: db.prepare(
+        `SELECT session_id, seq, type, payload, turn_id, trace_id, created_at FROM events
+         WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+      ),
+      latestSeq: db.prepare(`SELECT MAX(seq) AS seq FROM events WHERE session_id = ?`),
+      earliestSeq: db.prepare(`SELECT MIN(seq) AS seq FROM events WHERE session_id = ?`),
+      getIdempotency: db.prepare(`SELECT * FROM idempotency WHERE session_id = ? AND request_id = ?`),
+    };
+    this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
+      for (const op of ops) this.applyOne(op);
+    });
+  }
+
+  private applyOne(op: WriteOp): void {
+    const s = this.stmts;
+    switch (op.op) {
+      case "session.insert":
+        s.insertSession!.run(sessionToColumns(op.row));
+        return;
+      case "session.update": {
+        const cols = sessionPatchToColumns(op.patch);
+        const keys = Object.keys(cols);
+        if (keys.length === 0) return;
+        // Patches name a handful of known columns; the statement is cached per column set.
+        this.updateStatement("sessions", keys).run({ ...cols, __id: op.id });
+        return;
+      }
+      case "seq.reserve":
+        s.reserveSeq!.run(op.upTo, op.session_id);
+        return;
+      case "message.insert":
+        s.insertMessage!.run(messageToColumns(op.row));
+        return;
+      case "message.update": {
+        const cols: Record<string, unknown> = {};
+        if (op.patch.content !== undefined) cols.content = op.patch.content;
+        if (op.patch.status !== undefined) cols.status = op.patch.status;
+        if (op.patch.tool_calls !== undefined) cols.tool_calls = op.patch.tool_calls ? JSON.stringify(op.patch.tool_calls) : null;
+        if (op.patch.display_metadata !== undefined)
+          cols.display_metadata = op.patch.display_metadata ? JSON.stringify(op.patch.display_metadata) : null;
+        const keys = Object.keys(cols);
+        if (keys.length === 0) return;
+        this.updateStatement("messages", keys).run({ ...cols, __id: op.id });
+        return;
+      }
+      case "event.append": {
+        const r = op.row;
+        s.insertEvent!.run(r.session_id, r.seq, r.type, r.payload, r.turn_id, r.trace_id, r.created_at);
+        return;
+      }
+      case "idempotency.put": {
+        const r = op.row;
+        s.insertIdempotency!.run(r.session_id, r.request_id, r.turn_id, r.trace_id, r.created_at);
+        return;
+      }
+    }
+  }
+
+  private readonly updateCache = new Map<string, Statement>();
+  private updateStatement(table: "sessions" | "messages", keys: string[]): Statement {
+    const cacheKey = `${table}:${keys.join(",")}`;
+    let stmt = this.updateCache.get(cacheKey);
+    if (!stmt) {
+      const sets = keys.map((k) => `${k} = @${k}`).join(", ");
+      stmt = this.db.prepare(`UPDATE ${table} SET ${sets} WHERE id = @__id`);
+      this.updateCache.set(cacheKey, stmt);
+    }
+    return stmt;
+  }
+
+  async commit(ops: readonly WriteOp[]): Promise<void> {
+    if (ops.length === 0) return;
+    this.applyOps(ops);
+  }
+
+  async getSession(id: string): Promise<SessionRow | null> {
+    const row = this.stmts.getSession!.get(id) as Record<string, unknown> | undefined;
+    return row ? rowToSession(row) : null;
+  }
+
+  async listOpenSessions(): Promise<SessionRow[]> {
+    return (this.stmts.openSessions!.all() as Record<string, unknown>[]).map(rowToSession);
+  }
+
+  async listSessions(q: SessionListQuery): Promise<Page<SessionListItem>> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (q.profile !== undefined) {
+      where.push("s.profile = ?");
+      params.push(q.profile);
+    }
+    if (!q.includeEnded) where.push("s.ended_at IS NULL");
+    if (!q.includeHidden) where.push("json_extract(s.flags, '$.hidden') IS NOT 1");
+    const cursor = decodeCursor(q.cursor);
+    if (cursor) {
+      where.push("(s.last_activity_at < ? OR (s.last_activity_at = ? AND s.id < ?))");
+      params.push(cursor.at, cursor.at, cursor.id);
+    }
+    const sql = `SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS message_count
+      FROM sessions s ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+      ORDER BY s.last_activity_at DESC, s.id DESC LIMIT ?`;
+    params.push(q.limit + 1);
+    const rows = this.db.prepare(sql).all(...params) as Record<string, unknown>[];
+    const items = rows.slice(0, q.limit).map((r) => ({ row: rowToSession(r), message_count: Number(r.message_count) }));
+    const last = items[items.length - 1];
+    const nextCursor =
+      rows.length > q.limit && last ? encodeCursor({ at: last.row.last_activity_at, id: last.row.id }) : null;
+    return { items, nextCursor };
+  }
+
+  async loadMessages(sessionId: string): Promise<MessageRow[]> {
+    return (this.stmts.loadMessages!.all(sessionId) as Record<string, unknown>[]).map(rowToMessage);
+  }
+
+  async listMessages(sessionId: string, afterMessageId: string | undefined, limit: number): Promise<Page<MessageRow>> {
+    let afterSeq = -1;
+    if (afterMessageId !== undefined) {
+      const found = this.stmts.messageSeq!.get(afterMessageId, sessionId) as { created_seq: number } | undefined;
+      afterSeq = found ? found.created_seq : Number.MAX_SAFE_INTEGER;
+    }
+    const rows = (this.stmts.pageMessages!.all(sessionId, afterSeq, limit + 1) as Record<string, unknown>[]).map(
+      rowToMessage,
+    );
+    const items = rows.slice(0, limit);
+    const last = items[items.length - 1];
+    return { items, nextCursor: rows.length > limit && last ? last.id : null };
+  }
+
+  async readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
+    return this.stmts.readEvents!.all(sessionId, afterSeq, limit) as EventRow[];
+  }
+
+  async latestEventSeq(sessionId: string): Promise<number> {
+    const row = this.stmts.latestSeq!.get(sessionId) as { seq: number | null };
+    return row.seq ?? 0;
+  }
+
+  async earliestEventSeq(sessionId: string): Promise<number | null> {
+    const row = this.stmts.earliestSeq!.get(sessionId) as { seq: number | null };
+    return row.seq ?? null;
+  }
+
+  async getIdempotency(sessionId: string, requestId: string): Promise<IdempotencyRow | null> {
+    return (this.stmts.getIdempotency!.get(sessionId, requestId) as IdempotencyRow | undefined) ?? null;
+  }
+
+  async ping(): Promise<boolean> {
+    return this.db.prepare("SELECT 1 AS ok").get() !== undefined;
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}
+
+function migrate(db: Database.Database): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
+  // IMMEDIATE: two processes starting on one file must not both apply the same migration.
+  const run = db.transaction(() => {
+    const done = new Set(
+      (db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((r) => r.version),
+    );
+    for (const m of MIGRATIONS) {
+      if (done.has(m.version)) continue;
+      db.exec(m.sql);
+      db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
+        m.version,
+        m.name,
+        Date.now(),
+      );
+    }
+  });
+  run.immediate();
+}
