@@ -215,7 +215,7 @@ describe("OpenAIProvider", () => {
     expect(textOf(chunks)).toBe("a");
   });
 
-  it("rethrows an abort that happens before the response arrives", async () => {
+  it("rethrows an abort that happens before the first chunk", async () => {
     ai.script(reply.stream([{ type: "delay", ms: 500 }, { type: "delta", delta: { content: "late" } }, { type: "done" }]));
     const abort = new AbortController();
     setTimeout(() => abort.abort(), 50);

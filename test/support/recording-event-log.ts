@@ -18,6 +18,8 @@ export class RecordingEventLog implements SessionEventLog {
   readonly commits: Array<{ via: string; ops: WriteOp[] }> = [];
   /** When set, `write()` and `flushed()` reject with it (a broken store). */
   failWith: Error | null = null;
+  /** Called after each frame is recorded, e.g. to abort a turn at a precise point. */
+  onEmit: ((frame: Frame) => void) | null = null;
   private seq = 0;
   private failure: Error | null = null;
 
@@ -34,6 +36,7 @@ export class RecordingEventLog implements SessionEventLog {
     if (isTransientEvent(type) && ops.length > 0) throw new Error(`transient event ${type} cannot carry ops`);
     if (ops.length > 0) this.apply(type, ops, frame.seq!);
     this.frames.push(frame);
+    this.onEmit?.(frame);
     return frame;
   }
 

@@ -1,0 +1,16 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DEFAULT_RING_LIMITS, EventLog, GroupCommitter, RingBudget } from "../src/events/index.js";
+import { SqliteStore } from "../src/store/index.js";
+import { systemClock } from "../src/lib/clock.js";
+const n = Number(process.argv[2] ?? 50000);
+const store = new SqliteStore({ path: join(mkdtempSync(join(tmpdir(), "tb-")), "t.db") });
+const now = Date.now();
+await store.commit([{ op: "session.insert", row: { id: "s1", profile: "d", title: "", parent_session_id: null, model: "m", provider: "demo", model_config: {}, flags: {}, todo: { revision: 0, items: [] }, started_at: now, last_activity_at: now, ended_at: null, end_reason: null, seq_reserved: 0, active_turn: null } }]);
+const log = await EventLog.open("s1", { store, committer: new GroupCommitter(store), epoch: "e", clock: systemClock, ringBudget: new RingBudget(), ringLimits: DEFAULT_RING_LIMITS });
+const t0 = performance.now();
+for (let i = 1; i <= n; i++) log.emit("todo.updated", { revision: i, items: [{ content: "write the bench", status: "in_progress" }, { content: "profile", status: "pending" }] }, { turnId: "turn_x", traceId: "abc" });
+const tEmit = performance.now();
+await log.flushed();
+console.log(`emit loop ${(tEmit - t0).toFixed(0)} ms, total ${(performance.now() - t0).toFixed(0)} ms`);

@@ -1,0 +1,20 @@
+/**
+ * client/ — the Tether SDK for Node and browsers. Imports protocol/ only.
+ *
+ *   import WebSocket from "ws"; // Node 20 only; browsers have a global WebSocket
+ *   const client = new TetherClient({ url: "ws://127.0.0.1:8787/ws", token, WebSocket });
+ *   await client.connect();
+ *   const snap = await client.createSession();
+ *   client.subscribe(snap.session_id, (frame) => …, { onSnapshot: (s) => … });
+ *   client.onStatus((s) => …);
+ */
+export { TetherClient, type CallArgs, type CallOptions } from "./tether-client.js";
+export type { TetherClientOptions } from "./options.js";
+export type { ClientStatus, ClientStatusState } from "./status.js";
+export type { FrameHandler, SubscribeOptions } from "./session-stream.js";
+export { RpcError, ConnectionError, TimeoutError } from "./errors.js";
+export { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "./backoff.js";
+export type { WebSocketConstructor, WebSocketLike } from "./websocket-like.js";
+// The wire vocabulary, so an app needs one import.
+export { Method, EventType, ErrorCode } from "../protocol/index.js";
+export type { Frame, MethodMap, Snapshot, MessageSnapshot, SinceResult, SessionSummary, TodoItem } from "../protocol/index.js";

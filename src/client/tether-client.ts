@@ -1,0 +1,307 @@
+/**
+ * TetherClient: one logical connection to a Tether gateway that survives socket drops.
+ *
+ *   const client = new TetherClient({ url: "ws://127.0.0.1:8787/ws", WebSocket });
+ *   await client.connect();
+ *   const snap = await client.createSession({});
+ *   const off = client.subscribe(snap.session_id, (frame) => render(frame), { onSnapshot });
+ *   await client.call(Method.PromptSubmit, { session_id: snap.session_id, text: "hi" });
+ *
+ * Reconnects with backoff; after each `gateway.ready` every subscription resumes and catches up
+ * through `session.events.since`, so handlers see every frame once, in seq order.
+ */
+import { Method, type Frame, type MethodMap, type Snapshot } from "../protocol/index.js";
+import { backoffDelay } from "./backoff.js";
+import { catchUp, type CatchUpDeps } from "./catch-up.js";
+import { Connection } from "./connection.js";
+import { ConnectionError } from "./errors.js";
+import { Heartbeat } from "./heartbeat.js";
+import { Listeners } from "./listeners.js";
+import { resolveOptions, type ResolvedOptions, type TetherClientOptions } from "./options.js";
+import { SessionStream, type FrameHandler, type SubscribeOptions } from "./session-stream.js";
+import type { ClientStatus } from "./status.js";
+
+export interface CallOptions {
+  /** Reject with TimeoutError when no answer comes in time. @default no bound */
+  timeoutMs?: number;
+}
+
+/** `params` may be left out for methods whose params are optional (ping, session.list…). */
+export type CallArgs<M extends keyof MethodMap> = undefined extends MethodMap[M]["params"]
+  ? [params?: MethodMap[M]["params"], options?: CallOptions]
+  : [params: MethodMap[M]["params"], options?: CallOptions];
+
+export class TetherClient {
+  private readonly opts: ResolvedOptions;
+  private conn: Connection | undefined;
+  private dialing: Connection | undefined;
+  private connecting: Promise<void> | undefined;
+  private reconnectLoop: Promise<void> | undefined;
+  private userClosed = true;
+  private everConnected = false;
+  private attempt = 0;
+  private wake: (() => void) | undefined;
+  private currentEpoch: string | undefined;
+  private currentStatus: ClientStatus = { state: "closed" };
+  private readonly streams = new Map<string, SessionStream>();
+  /** Watermarks from createSession/resumeSession for sessions not subscribed (yet). */
+  private readonly seeds = new Map<string, number>();
+  private readonly statusListeners: Listeners<ClientStatus>;
+  private readonly globalListeners: Listeners<Frame>;
+  private readonly heartbeat: Heartbeat;
+  private readonly catchUpDeps: CatchUpDeps;
+
+  constructor(options: TetherClientOptions) {
+    this.opts = resolveOptions(options);
+    this.statusListeners = new Listeners(this.opts.onHandlerError);
+    this.globalListeners = new Listeners(this.opts.onHandlerError);
+    this.heartbeat = new Heartbeat({
+      intervalMs: this.opts.pingIntervalMs,
+      timeoutMs: this.opts.pingTimeoutMs,
+      ping: (timeoutMs) => this.call(Method.Ping, undefined, { timeoutMs }),
+      onDead: (reason) => this.conn?.abandon(reason),
+    });
+    this.catchUpDeps = {
+      call: (method, params) => this.request(method, params) as never,
+      rekey: (stream, newId) => {
+        if (this.streams.get(stream.sessionId) === stream) this.streams.delete(stream.sessionId);
+        stream.sessionId = newId;
+        this.streams.set(newId, stream);
+      },
+      drop: (stream) => {
+        if (this.streams.get(stream.sessionId) === stream) this.streams.delete(stream.sessionId);
+      },
+    };
+  }
+
+  /** The server's process epoch from the last `gateway.ready`; it changes when the gateway restarts. */
+  get epoch(): string | undefined {
+    return this.currentEpoch;
+  }
+
+  get status(): ClientStatus {
+    return this.currentStatus;
+  }
+
+  get connected(): boolean {
+    return this.conn?.isReady === true;
+  }
+
+  onStatus(listener: (status: ClientStatus) => void): () => void {
+    return this.statusListeners.add(listener);
+  }
+
+  /** Global frames (`session_id: ""`): `gateway.ready`, `session.reclaimed`, … */
+  onGlobal(listener: (frame: Frame) => void): () => void {
+    return this.globalListeners.add(listener);
+  }
+
+  /**
+   * Opens the connection (and keeps it open until close()). Concurrent callers share one
+   * in-flight attempt, so two reconnects never race. Rejects when the first dial fails; after a
+   * successful connect, drops are handled by reconnecting on its own.
+   */
+  connect(): Promise<void> {
+    this.userClosed = false;
+    return this.ensureConnected();
+  }
+
+  /** Closes the socket and stops reconnecting. Subscriptions are kept: connect() resumes them. */
+  async close(): Promise<void> {
+    this.userClosed = true;
+    this.wake?.();
+    this.heartbeat.stop();
+    this.dialing?.abandon("client closed");
+    const conn = this.conn;
+    this.conn = undefined;
+    if (conn) {
+      conn.rpc.rejectAll(new ConnectionError("client closed", { retryable: false }));
+      await conn.close();
+    }
+    this.setStatus({ state: "closed" });
+  }
+
+  /** Typed JSON-RPC call. Rejects with RpcError (server error), ConnectionError or TimeoutError. */
+  call<M extends keyof MethodMap>(method: M, ...args: CallArgs<M>): Promise<MethodMap[M]["result"]> {
+    const [params, options] = args;
+    return this.request(method, params, options?.timeoutMs) as Promise<MethodMap[M]["result"]>;
+  }
+
+  /** `session.create`, and the new session's watermark set to its `latest_seq`. */
+  async createSession(params?: MethodMap["session.create"]["params"]): Promise<Snapshot> {
+    const snapshot = await this.call(Method.SessionCreate, params);
+    this.seedWatermark(snapshot.session_id, snapshot.latest_seq);
+    return snapshot;
+  }
+
+  /**
+   * `session.resume` (attaches this connection as a viewer). Without a watermark yet, the
+   * watermark becomes `afterSeq` if given, else the Snapshot's `latest_seq`. When the session is
+   * already subscribed, frames after its watermark are fetched and applied (catch-up).
+   * If the id was an ended ancestor, the Snapshot is the live tip's (`resolved_from`) and the
+   * subscription follows the tip.
+   */
+  async resumeSession(sessionId: string, afterSeq?: number): Promise<Snapshot> {
+    const stream = this.streams.get(sessionId);
+    if (stream) {
+      const outcome = await catchUp(stream, this.catchUpDeps, "resume", afterSeq);
+      if (outcome.error !== undefined) throw outcome.error;
+      return outcome.snapshot!;
+    }
+    const snapshot = await this.call(
+      Method.SessionResume,
+      afterSeq === undefined ? { session_id: sessionId } : { session_id: sessionId, after_seq: afterSeq },
+    );
+    this.seedWatermark(snapshot.session_id, snapshot.latest_seq);
+    return snapshot;
+  }
+
+  /**
+   * Delivers the session's frames to `handler` in seq order, each at most once, across
+   * reconnects. Subscribing is local: the connection receives a session's frames once it is a
+   * viewer (createSession / resumeSession), and every reconnect re-attaches it.
+   */
+  subscribe(sessionId: string, handler: FrameHandler, options: SubscribeOptions = {}): () => void {
+    let stream = this.streams.get(sessionId);
+    if (!stream) {
+      stream = new SessionStream(sessionId, options.afterSeq ?? this.seeds.get(sessionId), this.opts.onHandlerError);
+      this.seeds.delete(sessionId);
+      this.streams.set(sessionId, stream);
+    } else if (options.afterSeq !== undefined) {
+      stream.seed(options.afterSeq);
+    }
+    const owned = stream;
+    const remove = owned.add(handler, options);
+    return () => {
+      remove();
+      if (owned.empty && this.streams.get(owned.sessionId) === owned) this.streams.delete(owned.sessionId);
+    };
+  }
+
+  /** The seq watermark of a subscribed (or seeded) session. */
+  watermark(sessionId: string): number | undefined {
+    return this.streams.get(sessionId)?.watermark ?? this.seeds.get(sessionId);
+  }
+
+  private seedWatermark(sessionId: string, seq: number): void {
+    const stream = this.streams.get(sessionId);
+    if (stream) stream.seed(seq);
+    else if (!this.seeds.has(sessionId)) this.seeds.set(sessionId, seq);
+  }
+
+  private async request(method: string, params: unknown, timeoutMs?: number): Promise<unknown> {
+    // A call made while a dial is in flight waits for it rather than failing at once.
+    if (!this.conn && this.connecting) await this.connecting;
+    const conn = this.conn;
+    if (!conn) throw new ConnectionError("not connected", { retryable: !this.userClosed });
+    return conn.rpc.request(method, params, timeoutMs);
+  }
+
+  private ensureConnected(): Promise<void> {
+    if (this.conn?.isReady && !this.connecting) return Promise.resolve();
+    this.connecting ??= this.open().finally(() => {
+      this.connecting = undefined;
+    });
+    return this.connecting;
+  }
+
+  private async open(): Promise<void> {
+    this.setStatus({ state: "connecting", attempt: this.attempt });
+    const { conn: dialing, ready } = Connection.dial({
+      url: this.opts.url,
+      WebSocket: this.opts.WebSocket,
+      timeoutMs: this.opts.connectTimeoutMs,
+      handlers: {
+        onFrame: (frame) => this.onFrame(frame),
+        onEnd: (conn, reason) => this.onConnectionEnd(conn, reason),
+      },
+    });
+    this.dialing = dialing;
+    let opened: Awaited<typeof ready>;
+    try {
+      opened = await ready;
+    } finally {
+      if (this.dialing === dialing) this.dialing = undefined;
+    }
+    const { conn, ready: hello } = opened;
+    if (this.userClosed) {
+      conn.abandon("client closed");
+      throw new ConnectionError("client closed", { retryable: false });
+    }
+    this.conn = conn;
+    const restarted = this.currentEpoch !== undefined && this.currentEpoch !== hello.epoch;
+    this.currentEpoch = hello.epoch;
+    const reconnected = this.everConnected;
+    this.everConnected = true;
+    this.heartbeat.start();
+
+    const streams = [...this.streams.values()];
+    if (streams.length > 0) {
+      this.setStatus({ state: "catching_up", sessions: streams.map((s) => s.sessionId) });
+      await Promise.all(streams.map((s) => catchUp(s, this.catchUpDeps, "reconnect")));
+    }
+    if (this.conn !== conn) throw new ConnectionError("connection lost during catch-up");
+    this.attempt = 0;
+    this.setStatus({ state: "connected", epoch: hello.epoch, restarted, reconnected });
+  }
+
+  private onFrame(frame: Frame): void {
+    if (frame.session_id === "") {
+      // `gateway.ready` included: its epoch is recorded in open(), which knows the previous one.
+      this.globalListeners.emit(frame);
+      return;
+    }
+    this.streams.get(frame.session_id)?.receive(frame);
+  }
+
+  private onConnectionEnd(conn: Connection, reason: string): void {
+    if (conn !== this.conn) return;
+    this.conn = undefined;
+    this.heartbeat.stop();
+    if (!this.userClosed) this.startReconnecting(reason);
+  }
+
+  private startReconnecting(reason: string): void {
+    if (this.reconnectLoop) return;
+    this.reconnectLoop = this.reconnect(reason).finally(() => {
+      this.reconnectLoop = undefined;
+      // The socket may have dropped again between the last successful connect and here.
+      if (!this.conn && !this.connecting && !this.userClosed) this.startReconnecting("connection lost");
+    });
+  }
+
+  private async reconnect(reason: string): Promise<void> {
+    for (let attempt = 1; !this.userClosed; attempt++) {
+      const delayMs = backoffDelay(attempt, this.opts.backoff, this.opts.random);
+      this.setStatus({ state: "reconnecting", attempt, delayMs, reason });
+      await this.sleep(delayMs);
+      if (this.userClosed) return;
+      this.attempt = attempt;
+      try {
+        await this.ensureConnected();
+        if (this.conn) return;
+      } catch (err) {
+        reason = err instanceof Error ? err.message : String(err);
+      }
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      const wake = () => done();
+      this.wake = wake;
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+    }).finally(() => {
+      this.wake = undefined;
+    });
+  }
+
+  private setStatus(status: ClientStatus): void {
+    this.currentStatus = status;
+    this.statusListeners.emit(status);
+  }
+}
