@@ -88,7 +88,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     maxIterations: config.limits.maxIterations,
   });
 
-  const server = createHttpServer({ ready: () => store.ping() });
+  const server = createHttpServer({ ready: () => store.ping(), wsOnly: config.wsOnly });
   const ws = attachWsEndpoint(server, {
     manager,
     auth: createAuthenticator(config.apiKey),
@@ -109,7 +109,10 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const port = (server.address() as AddressInfo).port;
   const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${hostForUrl}:${port}`;
-  logger.info({ url, epoch, db: config.dbPath, provider: manager.epoch && config.provider.url ? "openai" : "demo" }, "gateway started");
+  logger.info(
+    { url, epoch, db: config.dbPath, ws_only: config.wsOnly, provider: config.provider.url ? "openai" : "demo" },
+    "gateway started",
+  );
 
   let closing: Promise<void> | null = null;
   return {

@@ -1,19 +1,21 @@
 /**
  * The HTTP listener: `/healthz`, `/readyz` and the WebSocket upgrade on `/ws`. It is bare
- * node:http so that `--ws-only` needs nothing else.
+ * node:http so that `--ws-only` (only `/ws` and `/healthz`) needs nothing else.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 
 export interface HttpRoutesOptions {
   /** True when the store answers and migrations ran. */
   ready: () => Promise<boolean>;
+  /** Serve only `/healthz` (and the `/ws` upgrade). */
+  wsOnly: boolean;
 }
 
 export function createHttpServer(opts: HttpRoutesOptions): Server {
   return createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = new URL(req.url ?? "/", "http://localhost").pathname;
     if (req.method === "GET" && path === "/healthz") return json(res, 200, { status: "ok" });
-    if (req.method === "GET" && path === "/readyz") {
+    if (!opts.wsOnly && req.method === "GET" && path === "/readyz") {
       opts.ready().then(
         (ok) => json(res, ok ? 200 : 503, { status: ok ? "ready" : "unavailable" }),
         () => json(res, 503, { status: "unavailable" }),

@@ -23,10 +23,11 @@ describe("tether serve", () => {
     expect(g.stdoutLines.filter((l) => l.length > 0)).toEqual([`tether listening on ${g.url}`]);
   });
 
-  it("--ws-only still serves /ws and /healthz", async () => {
+  it("--ws-only serves only /ws and /healthz", async () => {
     const g = await spawnGateway(["--port", "0", "--db", tempDbPath(), "--ws-only"]);
     try {
       expect((await fetch(`${g.url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${g.url}/readyz`)).status).toBe(404);
       const sock = await RpcSocket.open(g.wsUrl);
       expect(await sock.call("gateway.info")).toMatchObject({ name: "tether" });
       sock.close();

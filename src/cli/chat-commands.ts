@@ -1,0 +1,53 @@
+/** The slash commands of `tether chat`. */
+import { Method } from "../protocol/index.js";
+import type { TetherClient } from "../client/index.js";
+import type { ChatRenderer } from "./chat-render.js";
+import type { ChatSession } from "./chat-session.js";
+import { formatSessionTable } from "./session-table.js";
+
+export const HELP = [
+  "/new          start a new session",
+  "/sessions     list sessions",
+  "/resume ID    switch to session ID",
+  "/todo         show the todo list",
+  "/help         this help",
+  "/quit         exit (also Ctrl-C when idle, or Ctrl-D)",
+  "Ctrl-C during a turn interrupts it; a second Ctrl-C exits.",
+].join("\n");
+
+export interface CommandContext {
+  client: TetherClient;
+  session: ChatSession;
+  render: ChatRenderer;
+}
+
+/** Runs one command line; resolves "quit" when the chat should end. */
+export async function runCommand(line: string, ctx: CommandContext): Promise<"quit" | undefined> {
+  const [name, ...args] = line.slice(1).trim().split(/\s+/);
+  switch (name) {
+    case "quit":
+    case "exit":
+      return "quit";
+    case "help":
+      ctx.render.line(HELP);
+      return undefined;
+    case "new":
+      await ctx.session.create();
+      return undefined;
+    case "resume":
+      if (!args[0]) ctx.render.line("usage: /resume ID");
+      else await ctx.session.resume(args[0]);
+      return undefined;
+    case "sessions": {
+      const page = await ctx.client.call(Method.SessionList, { limit: 50 });
+      ctx.render.line(formatSessionTable(page.sessions, Date.now(), ctx.session.sessionId).trimEnd());
+      return undefined;
+    }
+    case "todo":
+      await ctx.session.todo();
+      return undefined;
+    default:
+      ctx.render.line(`unknown command /${name ?? ""} — /help lists them`);
+      return undefined;
+  }
+}

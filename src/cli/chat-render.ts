@@ -1,0 +1,155 @@
+/**
+ * How `tether chat` prints a session: streamed assistant text as it comes, tool calls, the todo
+ * list, turn errors and connection changes on their own lines. It tracks what text it already
+ * printed per message, so a snapshot or a final `message.complete` after a reconnect prints only
+ * the missing tail — a terminal cannot "replace" text the way a UI can.
+ */
+import {
+  EventType,
+  type Frame,
+  type Message,
+  type MessageCompletePayload,
+  type MessageDeltaPayload,
+  type MessageSnapshot,
+  type TodoItem,
+  type ToolCompletePayload,
+  type ToolStartPayload,
+  type TurnCompletePayload,
+  type TurnErrorPayload,
+} from "../protocol/index.js";
+import type { ClientStatus } from "../client/index.js";
+import type { Style } from "./terminal-style.js";
+
+const TODO_MARK: Record<string, string> = { pending: "[ ]", in_progress: "[~]", completed: "[x]" };
+const MAX_ARGS = 160;
+
+export class ChatRenderer {
+  private atLineStart = true;
+  private readonly printed = new Map<string, string>();
+  private openMessage: string | undefined;
+
+  constructor(
+    private readonly out: NodeJS.WritableStream,
+    private readonly style: Style,
+  ) {}
+
+  /** A full line of its own (ends any streamed text first). */
+  line(text: string): void {
+    this.breakLine();
+    this.out.write(`${text}\n`);
+  }
+
+  info(text: string): void {
+    this.line(this.style.dim(text));
+  }
+
+  frame(frame: Frame): void {
+    switch (frame.type) {
+      case EventType.MessageDelta: {
+        const p = frame.payload as MessageDeltaPayload;
+        this.stream(p.message_id, (this.printed.get(p.message_id) ?? "") + p.text);
+        break;
+      }
+      case EventType.MessageComplete: {
+        const p = frame.payload as MessageCompletePayload;
+        if (p.role !== "assistant") break;
+        this.stream(p.message_id, p.content);
+        if (this.openMessage === p.message_id) this.breakLine();
+        this.printed.delete(p.message_id);
+        break;
+      }
+      case EventType.ToolStart: {
+        const p = frame.payload as ToolStartPayload;
+        this.info(`[tool] ${p.name} ${truncate(JSON.stringify(p.args) ?? "", MAX_ARGS)}`);
+        break;
+      }
+      case EventType.ToolComplete: {
+        const p = frame.payload as ToolCompletePayload;
+        this.info(`[tool] ${p.name} ${p.error ? `failed: ${p.error}` : "done"} (${p.duration_ms} ms)`);
+        break;
+      }
+      case EventType.TodoUpdated:
+        this.todo(frame.payload as { revision: number; items: TodoItem[] });
+        break;
+      case EventType.TurnError: {
+        const { error } = frame.payload as TurnErrorPayload;
+        this.line(`[${error.layer}/${error.code}] ${error.message}${error.retryable ? " (retryable)" : ""}`);
+        break;
+      }
+      case EventType.TurnComplete: {
+        const p = frame.payload as TurnCompletePayload;
+        if (p.status === "interrupted") this.info("(turn interrupted)");
+        break;
+      }
+      case EventType.SessionRotated: {
+        const p = frame.payload as { to?: string; reason?: string };
+        this.info(`session continues as ${p.to ?? "?"}${p.reason ? ` (${p.reason})` : ""}`);
+        break;
+      }
+      case EventType.SessionClosed:
+        this.info(`session closed (${(frame.payload as { end_reason?: string }).end_reason ?? "closed"})`);
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Text of a message whose deltas were missed: print what is not on screen yet. */
+  snapshot(snapshot: MessageSnapshot): void {
+    this.stream(snapshot.message_id, snapshot.text);
+  }
+
+  todo(todo: { revision: number; items: TodoItem[] }): void {
+    if (todo.items.length === 0) return this.info(`todo (rev ${todo.revision}): empty`);
+    const lines = todo.items.map((i) => `  ${TODO_MARK[i.status] ?? "[?]"} ${i.content}`);
+    this.line([this.style.bold(`todo (rev ${todo.revision})`), ...lines].join("\n"));
+  }
+
+  /** The tail of a session's transcript after /resume; a message still streaming continues live. */
+  history(messages: Message[], limit = 10): void {
+    for (const m of messages.slice(-limit)) {
+      if (m.role === "user") this.line(`${this.style.bold(">")} ${m.content}`);
+      else if (m.role === "assistant" && m.status === "streaming") this.stream(m.message_id, m.content);
+      else if (m.role === "assistant" && m.content) this.line(m.content);
+    }
+  }
+
+  status(status: ClientStatus): void {
+    switch (status.state) {
+      case "reconnecting":
+        this.info(`… reconnecting (attempt ${status.attempt}, in ${status.delayMs} ms): ${status.reason}`);
+        break;
+      case "catching_up":
+        this.info("… catching up");
+        break;
+      case "connected":
+        if (status.reconnected) this.info(`… connected${status.restarted ? " (gateway restarted)" : ""}, caught up`);
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Prints the part of `text` beyond what is already printed for this message. */
+  private stream(messageId: string, text: string): void {
+    const shown = this.printed.get(messageId) ?? "";
+    // If the screen diverged (it should not), print in full on a new line rather than garble.
+    const tail = text.startsWith(shown) ? text.slice(shown.length) : `\n${text}`;
+    this.printed.set(messageId, text);
+    if (!tail) return;
+    if (this.openMessage !== messageId) this.breakLine();
+    this.out.write(tail);
+    this.openMessage = messageId;
+    this.atLineStart = tail.endsWith("\n");
+  }
+
+  private breakLine(): void {
+    if (!this.atLineStart) this.out.write("\n");
+    this.atLineStart = true;
+    this.openMessage = undefined;
+  }
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}

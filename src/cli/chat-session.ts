@@ -1,0 +1,93 @@
+/**
+ * The session `tether chat` is talking to: create/resume, the subscription that feeds the
+ * renderer, submitting a line and waiting for its turn, interrupting it.
+ */
+import { randomUUID } from "node:crypto";
+import { EventType, Method, type Frame, type Snapshot, type TurnErrorPayload } from "../protocol/index.js";
+import type { TetherClient } from "../client/index.js";
+import type { ChatRenderer } from "./chat-render.js";
+import { TurnWaiter } from "./turn-waiter.js";
+
+export class ChatSession {
+  sessionId: string | undefined;
+  /** The turn running in this session, as seen from its frames (ours or another viewer's). */
+  runningTurn: string | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private readonly turns = new TurnWaiter();
+
+  constructor(
+    private readonly client: TetherClient,
+    private readonly render: ChatRenderer,
+  ) {}
+
+  async create(): Promise<void> {
+    const snapshot = await this.client.createSession();
+    this.attach(snapshot);
+    this.render.info(`session ${snapshot.session_id} (${snapshot.provider}/${snapshot.model}) — /help for commands`);
+  }
+
+  async resume(sessionId: string): Promise<void> {
+    const snapshot = await this.client.resumeSession(sessionId);
+    this.attach(snapshot);
+    const from = snapshot.resolved_from ? ` (continued from ${snapshot.resolved_from})` : "";
+    this.render.info(`resumed ${snapshot.session_id}${from}: ${snapshot.messages.length} messages`);
+    this.render.history(snapshot.messages);
+  }
+
+  /** Submits one line and resolves when its turn has ended. */
+  async submit(text: string): Promise<void> {
+    const sessionId = this.requireSession();
+    // A fresh request_id per line: if this submit is retried after a drop, the server answers
+    // `duplicate` instead of running the turn twice.
+    const answer = await this.client.call(Method.PromptSubmit, { session_id: sessionId, text, request_id: randomUUID() });
+    if (answer.status === "queued") this.render.info("(queued behind the running turn)");
+    this.runningTurn ??= answer.turn_id;
+    await this.turns.wait(answer.turn_id);
+  }
+
+  async interrupt(): Promise<void> {
+    if (!this.sessionId) return;
+    await this.client.call(Method.SessionInterrupt, { session_id: this.sessionId });
+  }
+
+  async todo(): Promise<void> {
+    this.render.todo(await this.client.call(Method.TodoGet, { session_id: this.requireSession() }));
+  }
+
+  detach(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    this.runningTurn = undefined;
+    this.turns.releaseAll();
+  }
+
+  private attach(snapshot: Snapshot): void {
+    this.detach();
+    this.sessionId = snapshot.session_id;
+    this.unsubscribe = this.client.subscribe(snapshot.session_id, (frame) => this.onFrame(frame), {
+      onSnapshot: (s) => this.render.snapshot(s),
+      onDropped: (err) => {
+        this.render.line(`session ${snapshot.session_id} is gone: ${err.message}`);
+        this.sessionId = undefined;
+        this.detach();
+      },
+      onGap: (info) => this.render.info(`(some events of this session could not be recovered: ${info.reason})`),
+    });
+  }
+
+  private onFrame(frame: Frame): void {
+    if (frame.session_id !== this.sessionId) return;
+    this.render.frame(frame);
+    if (frame.type === EventType.TurnStart && frame.turn_id) this.runningTurn = frame.turn_id;
+    if (frame.type === EventType.TurnComplete || frame.type === EventType.TurnError) {
+      const turnId = frame.turn_id ?? (frame.payload as TurnErrorPayload).turn_id;
+      if (turnId === this.runningTurn) this.runningTurn = undefined;
+      if (turnId) this.turns.settle(turnId);
+    }
+  }
+
+  private requireSession(): string {
+    if (!this.sessionId) throw new Error("no session: /new or /resume ID");
+    return this.sessionId;
+  }
+}

@@ -1,0 +1,94 @@
+/** Listing, paging, closing and resuming sessions over WebSocket. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestServer, type TestServer } from "../support/start-server.js";
+import { RpcSocket } from "../support/rpc-socket.js";
+
+let srv: TestServer;
+beforeAll(async () => {
+  srv = await startTestServer();
+});
+afterAll(async () => {
+  await srv.close();
+});
+
+async function runTurn(sock: RpcSocket, sid: string, text: string) {
+  const t = await sock.call("prompt.submit", { session_id: sid, text });
+  await sock.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === t.turn_id);
+}
+
+describe("sessions", () => {
+  it("lists sessions newest first with cursors, hides hidden and ended ones unless asked", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const a = await sock.call("session.create", { title: "alpha", profile: "p1" });
+    const b = await sock.call("session.create", { title: "beta", profile: "p1" });
+    const hidden = await sock.call("session.create", { title: "plumbing", profile: "p1", hidden: true });
+    const ended = await sock.call("session.create", { title: "gone", profile: "p1" });
+    await sock.call("session.close", { session_id: ended.session_id });
+    await runTurn(sock, a.session_id, "hello"); // a is now the most recently active
+
+    const page1 = await sock.call("session.list", { profile: "p1", limit: 1 });
+    expect(page1.sessions.map((s: any) => s.session_id)).toEqual([a.session_id]);
+    expect(page1.sessions[0]).toMatchObject({ title: "alpha", state: "live", model: "demo", message_count: 2 });
+    const page2 = await sock.call("session.list", { profile: "p1", limit: 1, cursor: page1.next_cursor });
+    expect(page2.sessions.map((s: any) => s.session_id)).toEqual([b.session_id]);
+    expect(page2.next_cursor).toBeNull();
+
+    const all = await sock.call("session.list", { profile: "p1", include_ended: true, include_hidden: true });
+    const ids = all.sessions.map((s: any) => s.session_id);
+    expect(ids).toContain(hidden.session_id);
+    const gone = all.sessions.find((s: any) => s.session_id === ended.session_id);
+    expect(gone).toMatchObject({ state: "ended", end_reason: "closed" });
+
+    const bad = await sock.request("session.list", { cursor: "not-a-cursor" });
+    expect(bad.error).toMatchObject({ code: -32602, data: { issues: [{ path: "cursor" }] } });
+    sock.close();
+  });
+
+  it("pages a transcript with session.messages", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const s = await sock.call("session.create", {});
+    await runTurn(sock, s.session_id, "one");
+    await runTurn(sock, s.session_id, "two");
+    const p1 = await sock.call("session.messages", { session_id: s.session_id, limit: 3 });
+    expect(p1.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "user"]);
+    expect(p1.messages[0].content).toBe("one");
+    const p2 = await sock.call("session.messages", { session_id: s.session_id, after_message_id: p1.next_cursor, limit: 3 });
+    expect(p2.messages.map((m: any) => m.role)).toEqual(["assistant"]);
+    expect(p2.messages[0].content).toContain("two");
+    expect(p2.next_cursor).toBeNull();
+    sock.close();
+  });
+
+  it("a second connection resumes a live session, sees its transcript, and both viewers get new frames", async () => {
+    const one = await RpcSocket.open(srv.wsUrl);
+    const s = await one.call("session.create", {});
+    await runTurn(one, s.session_id, "first");
+    const two = await RpcSocket.open(srv.wsUrl);
+    const snap = await two.call("session.resume", { session_id: s.session_id });
+    expect(snap.messages.map((m: any) => m.content)).toEqual(["first", expect.stringContaining("first")]);
+    expect(snap.latest_seq).toBe(Math.max(...one.sessionEvents(s.session_id).map((f) => f.seq!)));
+    const t = await two.call("prompt.submit", { session_id: s.session_id, text: "count to 5" });
+    await one.waitForEvent(s.session_id, (f) => f.type === "turn.complete" && f.turn_id === t.turn_id);
+    await two.waitForEvent(s.session_id, (f) => f.type === "turn.complete" && f.turn_id === t.turn_id);
+    const seqs = (sock: RpcSocket) => sock.sessionEvents(s.session_id).filter((f) => f.seq! > snap.latest_seq).map((f) => f.seq);
+    expect(seqs(one)).toEqual(seqs(two));
+    one.close();
+    two.close();
+  });
+
+  it("closes a close_on_disconnect session when its last viewer leaves", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const s = await sock.call("session.create", { close_on_disconnect: true });
+    sock.close();
+    await sock.closed;
+    const watcher = await RpcSocket.open(srv.wsUrl);
+    let summary: any;
+    for (let i = 0; i < 50 && summary?.state !== "ended"; i++) {
+      const all = await watcher.call("session.list", { include_ended: true });
+      summary = all.sessions.find((x: any) => x.session_id === s.session_id);
+      if (summary?.state !== "ended") await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(summary).toMatchObject({ state: "ended", end_reason: "client_disconnect" });
+    watcher.close();
+  });
+});
