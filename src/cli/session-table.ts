@@ -7,7 +7,8 @@ export function formatSessionTable(sessions: SessionSummary[], now: number, curr
   if (sessions.length === 0) return "no sessions\n";
   const header = ["ID", "STATE", "TITLE", "MODEL", "MESSAGES", "LAST ACTIVITY"];
   const rows = sessions.map((s) => [
-    (s.session_id === currentId ? "* " : "") + s.session_id,
+    // The current session is starred; the others are indented so ids stay aligned.
+    (currentId === undefined ? "" : s.session_id === currentId ? "* " : "  ") + s.session_id,
     s.state === "ended" && s.end_reason ? `ended (${s.end_reason})` : s.state,
     truncate(s.title || "(untitled)", MAX_TITLE),
     s.model,

@@ -128,7 +128,7 @@ export class TetherClient {
   }
 
   /** `session.create`, and the new session's watermark set to its `latest_seq`. */
-  async createSession(params?: MethodMap["session.create"]["params"]): Promise<Snapshot> {
+  async createSession(params?: MethodMap[typeof Method.SessionCreate]["params"]): Promise<Snapshot> {
     const snapshot = await this.call(Method.SessionCreate, params);
     this.seedWatermark(snapshot.session_id, snapshot.latest_seq);
     return snapshot;

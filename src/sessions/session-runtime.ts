@@ -182,7 +182,8 @@ export class SessionRuntime {
         signal,
         clock: this.deps.clock,
         ids: this.deps.ids,
-        logger: this.logger,
+        // The runner adds session_id, trace_id and turn_id to its own child logger.
+        logger: this.deps.logger,
         maxIterations: this.deps.maxIterations,
         startOps,
       });

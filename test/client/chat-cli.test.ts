@@ -89,3 +89,60 @@ describe("tether sessions list", () => {
     expect(out.text()).toMatch(/just now|s ago/);
   });
 });
+
+describe("tether chat across a network drop", () => {
+  it("shows reconnecting / caught up and prints the reply exactly once", async () => {
+    const slow = await startTestServer({ demoDelayMs: 5 });
+    try {
+      const input = new PassThrough();
+      const out = collect();
+      const done = runChat({ url: slow.wsUrl, input, output: out.stream });
+      input.end("count to 200\ncount to 3\n");
+      await waitForText(out.text, " 20 ");
+      slow.dropConnections();
+      await done;
+      const text = out.text();
+      expect(text).toMatch(/… reconnecting \(attempt 1/);
+      expect(text).toContain("… connected, caught up");
+      // Status lines break the streamed line (the text goes on below them, starting " N");
+      // without them the reply reads whole, once.
+      const reply = text.replace(/\n… [^\n]*/g, "").replace(/\n(?= \d)/g, "");
+      const full = Array.from({ length: 200 }, (_, i) => i + 1).join(" ");
+      expect(reply).toContain(`\n${full}\n`);
+      expect(reply.split(" 199 200").length).toBe(2);
+      expect(reply).toMatch(/> count to 3\n1 2 3\n/);
+    } finally {
+      await slow.close();
+    }
+  });
+});
+
+describe("tether chat (terminal)", () => {
+  it("Ctrl-C interrupts the running turn; a second Ctrl-C exits", async () => {
+    const slow = await startTestServer({ demoDelayMs: 5 });
+    try {
+      const input = Object.assign(new PassThrough(), { isTTY: true });
+      const out = collect();
+      const done = runChat({ url: slow.wsUrl, input, output: out.stream });
+      await waitForText(out.text, "/help for commands");
+      input.write("count to 1000\r");
+      await waitForText(out.text, " 20 ");
+      input.write("\x03");
+      await waitForText(out.text, "(turn interrupted)");
+      input.write("\x03");
+      await done;
+      expect(out.text()).toContain("^C interrupting");
+      expect(out.text()).not.toContain("999 1000");
+    } finally {
+      await slow.close();
+    }
+  });
+});
+
+async function waitForText(text: () => string, needle: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!text().includes(needle)) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${JSON.stringify(needle)} in:\n${text()}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
