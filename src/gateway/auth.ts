@@ -15,7 +15,11 @@ export interface Authenticator {
   authenticate(req: IncomingMessage): Principal | null;
 }
 
-const ANONYMOUS: Principal = { id: "local" };
+/**
+ * Without a key, and with the single `TETHER_API_KEY`, everyone is the `default` principal, so
+ * adding a key to a local setup later keeps its sessions visible.
+ */
+export const DEFAULT_PRINCIPAL: Principal = { id: "default" };
 
 function digest(s: string): Buffer {
   return createHash("sha256").update(s).digest();
@@ -29,14 +33,14 @@ export function presentedKey(req: IncomingMessage): string | undefined {
 }
 
 export function createAuthenticator(apiKey: string | undefined): Authenticator {
-  if (!apiKey) return { required: false, authenticate: () => ANONYMOUS };
+  if (!apiKey) return { required: false, authenticate: () => DEFAULT_PRINCIPAL };
   const expected = digest(apiKey);
   return {
     required: true,
     authenticate(req) {
       const key = presentedKey(req);
       if (key === undefined) return null;
-      return timingSafeEqual(digest(key), expected) ? { id: "default" } : null;
+      return timingSafeEqual(digest(key), expected) ? DEFAULT_PRINCIPAL : null;
     },
   };
 }

@@ -1,6 +1,6 @@
 /** The JSON-RPC methods of one WebSocket connection, as calls into the SessionManager. */
 import { Method, PROTOCOL_VERSION } from "../protocol/index.js";
-import type { SessionManager, Viewer } from "../sessions/index.js";
+import type { Caller, SessionManager, Viewer } from "../sessions/index.js";
 import type { HandlerTable } from "./rpc-dispatch.js";
 
 export interface GatewayIdentity {
@@ -12,6 +12,7 @@ export interface GatewayIdentity {
 export function connectionHandlers(
   manager: SessionManager,
   viewer: Viewer,
+  caller: Caller,
   identity: GatewayIdentity,
   now: () => number,
 ): HandlerTable {
@@ -24,15 +25,18 @@ export function connectionHandlers(
       epoch: manager.epoch,
       capabilities: identity.capabilities,
     }),
-    [Method.SessionCreate]: (p) => manager.create(p ?? {}, viewer),
-    [Method.SessionResume]: (p) => manager.resume(p.session_id, viewer),
-    [Method.SessionList]: (p) => manager.list(p ?? {}),
-    [Method.SessionMessages]: (p) => manager.messages(p.session_id, p.after_message_id, p.limit),
-    [Method.SessionClose]: (p) => manager.close(p.session_id),
-    [Method.SessionInterrupt]: (p) => manager.interrupt(p.session_id),
-    [Method.PromptSubmit]: (p) => manager.submit(p.session_id, p.text, p.request_id),
-    [Method.EventsSince]: (p) => manager.since(p.session_id, p.after_seq),
+    [Method.SessionCreate]: (p) => manager.create(caller, p ?? {}, viewer),
+    [Method.SessionResume]: (p) => manager.resume(caller, p.session_id, viewer),
+    [Method.SessionReopen]: (p) => manager.reopen(caller, p.session_id, viewer),
+    [Method.SessionDetach]: (p) => manager.detach(caller, p.session_id, viewer),
+    [Method.SessionUpdate]: (p) => manager.update(caller, p.session_id, { title: p.title }),
+    [Method.SessionList]: (p) => manager.list(caller, p ?? {}),
+    [Method.SessionMessages]: (p) => manager.messages(caller, p.session_id, p.after_message_id, p.limit),
+    [Method.SessionClose]: (p) => manager.close(caller, p.session_id),
+    [Method.SessionInterrupt]: (p) => manager.interrupt(caller, p.session_id),
+    [Method.PromptSubmit]: (p) => manager.submit(caller, p.session_id, p.text, p.request_id),
+    [Method.EventsSince]: (p) => manager.since(caller, p.session_id, p.after_seq),
     [Method.EventsStats]: () => manager.stats(),
-    [Method.TodoGet]: (p) => manager.todo(p.session_id),
+    [Method.TodoGet]: (p) => manager.todo(caller, p.session_id),
   };
 }

@@ -8,7 +8,7 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
 import { encodeEventNotification, EventType, PROTOCOL_VERSION, type Frame, type GatewayReadyPayload } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
-import type { SessionManager, Viewer } from "../sessions/index.js";
+import type { Caller, SessionManager, Viewer } from "../sessions/index.js";
 import type { Authenticator } from "./auth.js";
 import { dispatch } from "./rpc-dispatch.js";
 import { connectionHandlers, type GatewayIdentity } from "./rpc-handlers.js";
@@ -40,7 +40,7 @@ export function attachWsEndpoint(server: Server, opts: WsEndpointOptions): WsEnd
     if (path !== "/ws") return rejectUpgrade(socket, 404, "Not Found");
     const principal = opts.auth.authenticate(req);
     if (!principal) return rejectUpgrade(socket, 401, "Unauthorized");
-    wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, opts));
+    wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, { principal: principal.id }, opts));
   });
 
   return {
@@ -62,7 +62,7 @@ function rejectUpgrade(socket: Duplex, status: number, text: string): void {
   socket.destroy();
 }
 
-function onConnection(ws: WebSocket, opts: WsEndpointOptions): void {
+function onConnection(ws: WebSocket, caller: Caller, opts: WsEndpointOptions): void {
   const id = `conn_${++connectionCounter}`;
   const logger = opts.logger.child({ conn: id });
   const viewer: Viewer = {
@@ -71,7 +71,7 @@ function onConnection(ws: WebSocket, opts: WsEndpointOptions): void {
       if (ws.readyState === ws.OPEN) ws.send(wire);
     },
   };
-  const handlers = connectionHandlers(opts.manager, viewer, opts.identity, opts.now);
+  const handlers = connectionHandlers(opts.manager, viewer, caller, opts.identity, opts.now);
 
   const ready: Frame<GatewayReadyPayload> = {
     type: EventType.GatewayReady,

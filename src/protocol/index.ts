@@ -7,3 +7,4 @@ export * from "./events.js";
 export * from "./types.js";
 export * from "./methods.js";
 export * from "./jsonrpc.js";
+export * from "./end-reasons.js";

@@ -16,6 +16,9 @@ export const Method = {
   SessionList: "session.list",
   SessionMessages: "session.messages",
   SessionClose: "session.close",
+  SessionReopen: "session.reopen",
+  SessionDetach: "session.detach",
+  SessionUpdate: "session.update",
   SessionInterrupt: "session.interrupt",
   PromptSubmit: "prompt.submit",
   EventsSince: "session.events.since",
@@ -65,6 +68,8 @@ export const SessionMessagesParams = z.object({
 
 export const SessionIdParams = z.object({ session_id: sessionId });
 
+export const SessionUpdateParams = z.object({ session_id: sessionId, title: z.string().max(500).optional() });
+
 export const PromptSubmitParams = z.object({
   session_id: sessionId,
   text: z.string().min(1).max(1_000_000),
@@ -89,6 +94,9 @@ export const METHOD_PARAMS = {
   [Method.SessionList]: SessionListParams,
   [Method.SessionMessages]: SessionMessagesParams,
   [Method.SessionClose]: SessionIdParams,
+  [Method.SessionReopen]: SessionIdParams,
+  [Method.SessionDetach]: SessionIdParams,
+  [Method.SessionUpdate]: SessionUpdateParams,
   [Method.SessionInterrupt]: SessionIdParams,
   [Method.PromptSubmit]: PromptSubmitParams,
   [Method.EventsSince]: EventsSinceParams,
@@ -146,6 +154,9 @@ export interface MethodMap {
     result: { messages: Message[]; next_cursor: string | null };
   };
   "session.close": { params: z.input<typeof SessionIdParams>; result: { closed: true; end_reason: string } };
+  "session.reopen": { params: z.input<typeof SessionIdParams>; result: Snapshot };
+  "session.detach": { params: z.input<typeof SessionIdParams>; result: { detached: boolean } };
+  "session.update": { params: z.input<typeof SessionUpdateParams>; result: SessionSummary };
   "session.interrupt": {
     params: z.input<typeof SessionIdParams>;
     result: { status: "interrupted" | "idle" };

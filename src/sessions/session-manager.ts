@@ -3,12 +3,16 @@
  * may ask for. Transports call this; they never touch the store or the agent.
  *
  *   const manager = new SessionManager(deps);
- *   const snap = await manager.create({ title: "hi" }, viewer);
- *   await manager.submit(snap.session_id, "count to 5", "req-1");
+ *   const snap = await manager.create(caller, { title: "hi" }, viewer);
+ *   await manager.submit(caller, snap.session_id, "count to 5", "req-1");
+ *
+ * Another principal's session answers exactly like a missing one (4007): existence is not leaked.
  */
 import {
+  EndReason,
   ErrorCode,
   EventType,
+  isRecoverableEnd,
   TetherError,
   type ActiveTurn,
   type Message,
@@ -75,13 +79,10 @@ export interface ListParams {
   include_hidden?: boolean;
 }
 
-/** End reasons a later resume may reopen. */
-export const RECOVERABLE_END_REASONS: ReadonlySet<string> = new Set([
-  "orphan_reap",
-  "superseded_by_resume",
-  "startup_orphan_reap",
-  "shutdown",
-]);
+/** Who is calling: every session belongs to the principal that created it. */
+export interface Caller {
+  principal: string;
+}
 
 export class SessionManager {
   private readonly live = new Map<string, SessionRuntime>();
@@ -102,7 +103,7 @@ export class SessionManager {
     return this.live.size;
   }
 
-  async create(params: CreateParams = {}, viewer?: Viewer): Promise<Snapshot> {
+  async create(caller: Caller, params: CreateParams = {}, viewer?: Viewer): Promise<Snapshot> {
     this.assertAccepting();
     const providerName = params.provider ?? this.deps.providers.defaultProvider;
     const resolved = this.deps.providers.resolve(providerName);
@@ -110,6 +111,7 @@ export class SessionManager {
     const now = this.deps.clock.now();
     const row: SessionRow = {
       id: this.deps.ids.next("ses"),
+      principal: caller.principal,
       profile: params.profile ?? "default",
       title: params.title ?? "",
       parent_session_id: null,
@@ -136,76 +138,110 @@ export class SessionManager {
     row.flags = JSON.parse(JSON.stringify(row.flags)); // drop undefined keys
     await this.storage(() => this.deps.committer.enqueue([{ op: "session.insert", row }]));
     const runtime = await this.openRuntime(row.id);
-    runtime.log.emit(EventType.SessionInfo, {
-      title: row.title,
-      profile: row.profile,
-      model: row.model,
-      provider: row.provider,
-    });
+    runtime.log.emit(EventType.SessionInfo, this.info(row));
     if (viewer) runtime.attach(viewer);
     this.logger.info({ session_id: row.id, provider: providerName, model }, "session created");
     return this.snapshot(runtime);
   }
 
   /** Attaches `viewer` to the session (opening it if needed) and returns its Snapshot. */
-  async resume(sessionId: string, viewer?: Viewer): Promise<Snapshot> {
+  async resume(caller: Caller, sessionId: string, viewer?: Viewer): Promise<Snapshot> {
     this.assertAccepting();
-    let runtime = this.live.get(sessionId);
-    if (!runtime) {
-      const row = await this.requireRow(sessionId);
-      if (row.ended_at !== null) {
-        if (!row.end_reason || !RECOVERABLE_END_REASONS.has(row.end_reason)) {
-          throw new TetherError(ErrorCode.Closed, `Session ${sessionId} is closed (${row.end_reason ?? "ended"})`, {
-            end_reason: row.end_reason,
-          });
-        }
-        await this.storage(() =>
-          this.deps.committer.enqueue([{ op: "session.update", id: sessionId, patch: { ended_at: null, end_reason: null } }]),
-        );
-      }
-      runtime = await this.openRuntime(sessionId);
-    }
+    const runtime = this.live.get(sessionId) ?? (await this.reopenIf(caller, sessionId, isRecoverableEnd));
+    this.assertOwner(caller, runtime.row);
     if (viewer) runtime.attach(viewer);
     return this.snapshot(runtime);
   }
 
-  async submit(sessionId: string, text: string, requestId?: string): Promise<SubmitResult> {
-    const runtime = await this.requireLive(sessionId, "prompt.submit");
+  /** Like resume, but also reopens a session the user closed. */
+  async reopen(caller: Caller, sessionId: string, viewer?: Viewer): Promise<Snapshot> {
+    this.assertAccepting();
+    const runtime =
+      this.live.get(sessionId) ?? (await this.reopenIf(caller, sessionId, (r) => r !== EndReason.Compression));
+    this.assertOwner(caller, runtime.row);
+    if (viewer) runtime.attach(viewer);
+    return this.snapshot(runtime);
+  }
+
+  /** Stops `viewer` viewing the session without closing it. */
+  async detach(caller: Caller, sessionId: string, viewer: Viewer): Promise<{ detached: boolean }> {
+    const runtime = this.live.get(sessionId);
+    if (!runtime) {
+      await this.requireRow(caller, sessionId);
+      return { detached: false };
+    }
+    this.assertOwner(caller, runtime.row);
+    const wasViewing = runtime.viewers.has(viewer.id);
+    this.detachFrom(runtime, viewer);
+    return { detached: wasViewing };
+  }
+
+  /** Renames a session; viewers see a new `session.info`. */
+  async update(caller: Caller, sessionId: string, patch: { title?: string }): Promise<SessionSummary> {
+    const runtime = this.live.get(sessionId);
+    const row = runtime?.row ?? (await this.requireRow(caller, sessionId));
+    this.assertOwner(caller, row);
+    if (patch.title !== undefined && patch.title !== row.title) {
+      const now = this.deps.clock.now();
+      const ops = [{ op: "session.update" as const, id: sessionId, patch: { title: patch.title, last_activity_at: now } }];
+      if (runtime) {
+        runtime.log.emit(EventType.SessionInfo, this.info({ ...row, title: patch.title }), { ops });
+        await this.storage(() => runtime.log.flushed());
+      } else {
+        await this.storage(() => this.deps.committer.enqueue(ops));
+      }
+      row.title = patch.title;
+      row.last_activity_at = now;
+    }
+    return this.get(caller, sessionId);
+  }
+
+  /** One session's summary. */
+  async get(caller: Caller, sessionId: string): Promise<SessionSummary> {
+    const row = await this.requireRow(caller, sessionId);
+    const messages = await this.storage(() => this.deps.store.loadMessages(sessionId));
+    return this.summary(this.live.get(sessionId)?.row ?? row, messages.length);
+  }
+
+  async submit(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult> {
+    const runtime = await this.requireLive(caller, sessionId, "prompt.submit");
     return runtime.submit(text, requestId);
   }
 
-  async interrupt(sessionId: string): Promise<{ status: "interrupted" | "idle" }> {
-    const runtime = await this.requireLive(sessionId, "session.interrupt");
+  async interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }> {
+    const runtime = await this.requireLive(caller, sessionId, "session.interrupt");
     return { status: runtime.interrupt() };
   }
 
-  async since(sessionId: string, afterSeq: number): Promise<SinceResult> {
-    const runtime = await this.requireLive(sessionId, "session.events.since");
+  async since(caller: Caller, sessionId: string, afterSeq: number): Promise<SinceResult> {
+    const runtime = await this.requireLive(caller, sessionId, "session.events.since");
     return runtime.log.since(afterSeq);
   }
 
-  async todo(sessionId: string): Promise<TodoState> {
-    const runtime = await this.requireLive(sessionId, "todo.get");
+  async todo(caller: Caller, sessionId: string): Promise<TodoState> {
+    const runtime = await this.requireLive(caller, sessionId, "todo.get");
     return runtime.todo.get();
   }
 
-  async close(sessionId: string, endReason = "closed"): Promise<{ closed: true; end_reason: string }> {
+  async close(caller: Caller, sessionId: string): Promise<{ closed: true; end_reason: string }> {
     let runtime = this.live.get(sessionId);
     if (!runtime) {
-      const row = await this.requireRow(sessionId);
-      if (row.ended_at !== null && !RECOVERABLE_END_REASONS.has(row.end_reason ?? "")) {
-        return { closed: true, end_reason: row.end_reason ?? endReason };
+      const row = await this.requireRow(caller, sessionId);
+      if (row.ended_at !== null && !isRecoverableEnd(row.end_reason)) {
+        return { closed: true, end_reason: row.end_reason ?? EndReason.UserClose };
       }
       runtime = await this.openRuntime(sessionId);
     }
-    await this.end(runtime, endReason);
-    return { closed: true, end_reason: endReason };
+    this.assertOwner(caller, runtime.row);
+    await this.end(runtime, EndReason.UserClose);
+    return { closed: true, end_reason: EndReason.UserClose };
   }
 
-  async list(params: ListParams = {}): Promise<{ sessions: SessionSummary[]; next_cursor: string | null }> {
+  async list(caller: Caller, params: ListParams = {}): Promise<{ sessions: SessionSummary[]; next_cursor: string | null }> {
     let page;
     try {
       page = await this.deps.store.listSessions({
+        principal: caller.principal,
         profile: params.profile,
         limit: params.limit ?? 50,
         cursor: params.cursor,
@@ -227,11 +263,12 @@ export class SessionManager {
   }
 
   async messages(
+    caller: Caller,
     sessionId: string,
     afterMessageId: string | undefined,
     limit = 100,
   ): Promise<{ messages: Message[]; next_cursor: string | null }> {
-    await this.requireRow(sessionId);
+    await this.requireRow(caller, sessionId);
     const page = await this.storage(() => this.deps.store.listMessages(sessionId, afterMessageId, limit));
     const runtime = this.live.get(sessionId);
     const streaming = new Map(runtime?.log.snapshots().map((s) => [s.message_id, s.text]));
@@ -270,20 +307,22 @@ export class SessionManager {
 
   /** A transport lost `viewer`: it stops viewing every session it was attached to. */
   detachViewer(viewer: Viewer): void {
-    for (const rt of [...this.live.values()]) {
-      const wasLast = rt.detach(viewer.id);
-      if (wasLast && rt.row.flags.close_on_disconnect) {
-        void this.end(rt, "client_disconnect").catch((err: unknown) =>
-          this.logger.error({ err, session_id: rt.id }, "close on disconnect failed"),
-        );
-      }
+    for (const rt of [...this.live.values()]) this.detachFrom(rt, viewer);
+  }
+
+  private detachFrom(runtime: SessionRuntime, viewer: Viewer): void {
+    const wasLast = runtime.detach(viewer.id);
+    if (wasLast && runtime.row.flags.close_on_disconnect) {
+      void this.end(runtime, EndReason.ClientDisconnect).catch((err: unknown) =>
+        this.logger.error({ err, session_id: runtime.id }, "close on disconnect failed"),
+      );
     }
   }
 
   /** Interrupts every running turn, writes what they had, and ends live sessions as `shutdown`. */
   async shutdown(): Promise<void> {
     this.shuttingDown = true;
-    await Promise.allSettled([...this.live.values()].map((rt) => this.end(rt, "shutdown")));
+    await Promise.allSettled([...this.live.values()].map((rt) => this.end(rt, EndReason.Shutdown)));
     await this.deps.committer.drain();
   }
 
@@ -312,7 +351,8 @@ export class SessionManager {
 
   private async doOpen(sessionId: string): Promise<SessionRuntime> {
     const { store } = this.deps;
-    const row = await this.requireRow(sessionId);
+    const row = await this.storage(() => store.getSession(sessionId));
+    if (!row) throw new TetherError(ErrorCode.NotFound, `Session not found: ${sessionId}`);
     const messages = await this.storage(() => store.loadMessages(sessionId));
     const log = await this.storage(() =>
       EventLog.open(sessionId, {
@@ -410,23 +450,48 @@ export class SessionManager {
     return s;
   }
 
-  private async requireRow(sessionId: string): Promise<SessionRow> {
+  private info(row: SessionRow): Record<string, unknown> {
+    return { title: row.title, profile: row.profile, model: row.model, provider: row.provider };
+  }
+
+  /** Opens a stored session, first reopening it if it ended for a reason `allowed` accepts. */
+  private async reopenIf(
+    caller: Caller,
+    sessionId: string,
+    allowed: (endReason: string | null) => boolean,
+  ): Promise<SessionRuntime> {
+    const row = await this.requireRow(caller, sessionId);
+    if (row.ended_at !== null) {
+      if (!allowed(row.end_reason)) throw closedError(row, "session.resume");
+      await this.storage(() =>
+        this.deps.committer.enqueue([{ op: "session.update", id: sessionId, patch: { ended_at: null, end_reason: null } }]),
+      );
+    }
+    return this.openRuntime(sessionId);
+  }
+
+  private async requireRow(caller: Caller, sessionId: string): Promise<SessionRow> {
     const row = await this.storage(() => this.deps.store.getSession(sessionId));
-    if (!row) throw new TetherError(ErrorCode.NotFound, `Session not found: ${sessionId}`);
+    if (!row || row.principal !== caller.principal) {
+      throw new TetherError(ErrorCode.NotFound, `Session not found: ${sessionId}`);
+    }
     return row;
   }
 
+  /** Another principal's session looks exactly like a missing one. */
+  private assertOwner(caller: Caller, row: SessionRow): void {
+    if (row.principal !== caller.principal) throw new TetherError(ErrorCode.NotFound, `Session not found: ${row.id}`);
+  }
+
   /** Session-scoped calls need the session live in this process; the client resumes first. */
-  private async requireLive(sessionId: string, method: string): Promise<SessionRuntime> {
+  private async requireLive(caller: Caller, sessionId: string, method: string): Promise<SessionRuntime> {
     const runtime = this.live.get(sessionId);
-    if (runtime) return runtime;
-    const row = await this.requireRow(sessionId);
-    if (row.ended_at !== null && !RECOVERABLE_END_REASONS.has(row.end_reason ?? "")) {
-      throw new TetherError(ErrorCode.Closed, `Session ${sessionId} is closed (${row.end_reason ?? "ended"})`, {
-        end_reason: row.end_reason,
-        method,
-      });
+    if (runtime) {
+      this.assertOwner(caller, runtime.row);
+      return runtime;
     }
+    const row = await this.requireRow(caller, sessionId);
+    if (row.ended_at !== null && !isRecoverableEnd(row.end_reason)) throw closedError(row, method);
     this.logger.warn({ session_id: sessionId, method }, "call on a session that is not live here");
     throw new TetherError(ErrorCode.NotLive, `Session ${sessionId} is not live here; resume it first`, { method });
   }
@@ -442,6 +507,13 @@ export class SessionManager {
       throw storageError(err);
     }
   }
+}
+
+function closedError(row: SessionRow, method: string): TetherError {
+  return new TetherError(ErrorCode.Closed, `Session ${row.id} is closed (${row.end_reason ?? "ended"})`, {
+    end_reason: row.end_reason,
+    method,
+  });
 }
 
 function storageError(err: unknown): TetherError {

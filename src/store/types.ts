@@ -17,6 +17,8 @@ export interface SessionFlags {
 
 export interface SessionRow {
   id: string;
+  /** Who created the session; nobody else may see it. */
+  principal: string;
   profile: string;
   title: string;
   parent_session_id: string | null;
@@ -78,7 +80,7 @@ export interface IdempotencyRow {
   created_at: number;
 }
 
-export type SessionPatch = Partial<Omit<SessionRow, "id" | "seq_reserved">>;
+export type SessionPatch = Partial<Omit<SessionRow, "id" | "principal" | "seq_reserved">>;
 export type MessagePatch = Partial<Pick<MessageRow, "content" | "status" | "tool_calls" | "display_metadata">>;
 
 export type WriteOp =
@@ -92,6 +94,7 @@ export type WriteOp =
   | { op: "idempotency.put"; row: IdempotencyRow };
 
 export interface SessionListQuery {
+  principal: string;
   profile?: string;
   limit: number;
   /** Opaque cursor from a previous page. */

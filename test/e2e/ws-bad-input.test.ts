@@ -44,7 +44,7 @@ describe("bad input", () => {
     expect(noSessionSubmit.error).toMatchObject({ code: 4007 });
 
     const closed = await sock.call("session.create", {});
-    expect(await sock.call("session.close", { session_id: closed.session_id })).toEqual({ closed: true, end_reason: "closed" });
+    expect(await sock.call("session.close", { session_id: closed.session_id })).toEqual({ closed: true, end_reason: "user_close" });
     const toClosed = await sock.request("prompt.submit", { session_id: closed.session_id, text: "hello?" });
     expect(toClosed.error).toMatchObject({ code: 4010 });
     const resumeClosed = await sock.request("session.resume", { session_id: closed.session_id });

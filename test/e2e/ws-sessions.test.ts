@@ -37,7 +37,7 @@ describe("sessions", () => {
     const ids = all.sessions.map((s: any) => s.session_id);
     expect(ids).toContain(hidden.session_id);
     const gone = all.sessions.find((s: any) => s.session_id === ended.session_id);
-    expect(gone).toMatchObject({ state: "ended", end_reason: "closed" });
+    expect(gone).toMatchObject({ state: "ended", end_reason: "user_close" });
 
     const bad = await sock.request("session.list", { cursor: "not-a-cursor" });
     expect(bad.error).toMatchObject({ code: -32602, data: { issues: [{ path: "cursor" }] } });
@@ -90,5 +90,42 @@ describe("sessions", () => {
     }
     expect(summary).toMatchObject({ state: "ended", end_reason: "client_disconnect" });
     watcher.close();
+  });
+
+  it("session.detach stops one viewer without closing the session; the other keeps receiving", async () => {
+    const one = await RpcSocket.open(srv.wsUrl);
+    const two = await RpcSocket.open(srv.wsUrl);
+    const s = await one.call("session.create", {});
+    await two.call("session.resume", { session_id: s.session_id });
+    expect(await one.call("session.detach", { session_id: s.session_id })).toEqual({ detached: true });
+    expect(await one.call("session.detach", { session_id: s.session_id })).toEqual({ detached: false });
+    const before = one.sessionEvents(s.session_id).length;
+    const t = await two.call("prompt.submit", { session_id: s.session_id, text: "count to 3" });
+    await two.waitForEvent(s.session_id, (f) => f.type === "turn.complete" && f.turn_id === t.turn_id);
+    expect(await one.call("ping")).toMatchObject({ pong: true }); // anything in flight has arrived
+    expect(one.sessionEvents(s.session_id).length).toBe(before);
+    one.close();
+    two.close();
+  });
+
+  it("session.update renames (viewers get session.info); a user-closed session reopens only via session.reopen", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const s = await sock.call("session.create", { title: "old" });
+    await runTurn(sock, s.session_id, "keep me");
+    const summary = await sock.call("session.update", { session_id: s.session_id, title: "new" });
+    expect(summary).toMatchObject({ session_id: s.session_id, title: "new", message_count: 2 });
+    const info = await sock.waitForEvent(s.session_id, (f) => f.type === "session.info" && f.payload.title === "new");
+    expect(info.seq).toBeGreaterThan(0);
+
+    await sock.call("session.close", { session_id: s.session_id });
+    expect((await sock.request("session.resume", { session_id: s.session_id })).error).toMatchObject({
+      code: 4010,
+      data: { end_reason: "user_close" },
+    });
+    const reopened = await sock.call("session.reopen", { session_id: s.session_id });
+    expect(reopened.messages.map((m: any) => m.content)[0]).toBe("keep me");
+    expect(reopened.title).toBe("new");
+    await runTurn(sock, s.session_id, "and more");
+    sock.close();
   });
 });

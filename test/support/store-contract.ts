@@ -8,6 +8,7 @@ import type { MessageRow, SessionRow, Store } from "../../src/store/types.js";
 export function sessionRow(id: string, over: Partial<SessionRow> = {}): SessionRow {
   return {
     id,
+    principal: "default",
     profile: "default",
     title: `title ${id}`,
     parent_session_id: null,
@@ -132,24 +133,27 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         { op: "session.insert", row: sessionRow("a", { last_activity_at: 10 }) },
         { op: "session.insert", row: sessionRow("b", { last_activity_at: 30 }) },
         { op: "session.insert", row: sessionRow("c", { last_activity_at: 20 }) },
-        { op: "session.insert", row: sessionRow("d", { last_activity_at: 40, ended_at: 41, end_reason: "closed" }) },
+        { op: "session.insert", row: sessionRow("d", { last_activity_at: 40, ended_at: 41, end_reason: "user_close" }) },
         { op: "session.insert", row: sessionRow("e", { last_activity_at: 50, flags: { hidden: true } }) },
         { op: "session.insert", row: sessionRow("f", { last_activity_at: 5, profile: "work" }) },
+        { op: "session.insert", row: sessionRow("g", { last_activity_at: 60, principal: "someone-else" }) },
         { op: "message.insert", row: messageRow("m1", "b", 1) },
       ]);
-      const q = { limit: 2, includeEnded: false, includeHidden: false };
+      const q = { principal: "default", limit: 2, includeEnded: false, includeHidden: false };
       const p1 = await store.listSessions(q);
       expect(p1.items.map((i) => i.row.id)).toEqual(["b", "c"]);
       expect(p1.items[0]!.message_count).toBe(1);
       const p2 = await store.listSessions({ ...q, cursor: p1.nextCursor! });
       expect(p2.items.map((i) => i.row.id)).toEqual(["a", "f"]);
       expect(p2.nextCursor).toBeNull();
-      const everything = await store.listSessions({ limit: 10, includeEnded: true, includeHidden: true });
+      const everything = await store.listSessions({ principal: "default", limit: 10, includeEnded: true, includeHidden: true });
       expect(everything.items.map((i) => i.row.id)).toEqual(["e", "d", "b", "c", "a", "f"]);
       const work = await store.listSessions({ ...q, profile: "work" });
       expect(work.items.map((i) => i.row.id)).toEqual(["f"]);
       await expect(store.listSessions({ ...q, cursor: "%%%" })).rejects.toBeInstanceOf(RangeError);
-      expect((await store.listOpenSessions()).map((r) => r.id).sort()).toEqual(["a", "b", "c", "e", "f"]);
+      const theirs = await store.listSessions({ ...q, principal: "someone-else" });
+      expect(theirs.items.map((i) => i.row.id)).toEqual(["g"]);
+      expect((await store.listOpenSessions()).map((r) => r.id).sort()).toEqual(["a", "b", "c", "e", "f", "g"]);
     });
 
     it("keeps the first idempotency record for a request id", async () => {

@@ -15,6 +15,7 @@ afterEach(async () => {
 function sessionRow(id: string): SessionRow {
   return {
     id,
+    principal: "default",
     profile: "default",
     title: "",
     parent_session_id: null,

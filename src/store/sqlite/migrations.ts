@@ -15,6 +15,7 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: `
       CREATE TABLE sessions (
         id TEXT PRIMARY KEY,
+        principal TEXT NOT NULL,
         profile TEXT NOT NULL,
         title TEXT NOT NULL DEFAULT '',
         parent_session_id TEXT,
@@ -30,7 +31,7 @@ export const MIGRATIONS: readonly Migration[] = [
         seq_reserved INTEGER NOT NULL DEFAULT 0,
         active_turn TEXT
       );
-      CREATE INDEX sessions_by_activity ON sessions (last_activity_at DESC, id DESC);
+      CREATE INDEX sessions_by_activity ON sessions (principal, last_activity_at DESC, id DESC);
       CREATE INDEX sessions_open ON sessions (ended_at) WHERE ended_at IS NULL;
 
       CREATE TABLE messages (

@@ -25,6 +25,7 @@ export function sessionPatchToColumns(patch: SessionPatch): Record<string, unkno
 export function rowToSession(r: Record<string, unknown>): SessionRow {
   return {
     id: r.id as string,
+    principal: r.principal as string,
     profile: r.profile as string,
     title: r.title as string,
     parent_session_id: (r.parent_session_id as string | null) ?? null,

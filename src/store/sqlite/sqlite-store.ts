@@ -48,9 +48,9 @@ export class SqliteStore implements Store {
     const db = this.db;
     this.stmts = {
       insertSession: db.prepare(
-        `INSERT INTO sessions (id, profile, title, parent_session_id, model, provider, model_config, flags, todo,
+        `INSERT INTO sessions (id, principal, profile, title, parent_session_id, model, provider, model_config, flags, todo,
            started_at, last_activity_at, ended_at, end_reason, seq_reserved, active_turn)
-         VALUES (@id, @profile, @title, @parent_session_id, @model, @provider, @model_config, @flags, @todo,
+         VALUES (@id, @principal, @profile, @title, @parent_session_id, @model, @provider, @model_config, @flags, @todo,
            @started_at, @last_activity_at, @ended_at, @end_reason, @seq_reserved, @active_turn)`,
       ),
       reserveSeq: db.prepare(`UPDATE sessions SET seq_reserved = MAX(seq_reserved, ?) WHERE id = ?`),
@@ -160,8 +160,8 @@ export class SqliteStore implements Store {
   }
 
   async listSessions(q: SessionListQuery): Promise<Page<SessionListItem>> {
-    const where: string[] = [];
-    const params: unknown[] = [];
+    const where: string[] = ["s.principal = ?"];
+    const params: unknown[] = [q.principal];
     if (q.profile !== undefined) {
       where.push("s.profile = ?");
       params.push(q.profile);
@@ -174,7 +174,7 @@ export class SqliteStore implements Store {
       params.push(cursor.at, cursor.at, cursor.id);
     }
     const sql = `SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS message_count
-      FROM sessions s ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+      FROM sessions s WHERE ${where.join(" AND ")}
       ORDER BY s.last_activity_at DESC, s.id DESC LIMIT ?`;
     params.push(q.limit + 1);
     const rows = this.db.prepare(sql).all(...params) as Record<string, unknown>[];
