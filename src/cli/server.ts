@@ -71,6 +71,8 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const clock = deps.clock ?? systemClock;
   const ids = deps.ids ?? randomIds;
   const epoch = newEpoch(clock.now());
+  // The process id names this process in heartbeats and leases; the epoch is its public face.
+  const processId = `proc-${epoch}`;
   const store = await openStore(config.dbPath);
   const committer = new GroupCommitter(store);
   const manager = new SessionManager({
@@ -86,7 +88,10 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     tools: createDefaultTools(),
     busyPolicy: config.busyPolicy,
     maxIterations: config.limits.maxIterations,
+    lifecycle: config.lifecycle,
+    processId,
   });
+  await manager.start();
 
   const server = createHttpServer({ ready: () => store.ping(), wsOnly: config.wsOnly });
   const ws = attachWsEndpoint(server, {
@@ -125,6 +130,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     close() {
       closing ??= (async () => {
         await manager.shutdown();
+        // Frames written during the stop are out; now the sockets can go.
         await ws.close();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAllConnections();

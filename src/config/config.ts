@@ -7,6 +7,42 @@ import { z } from "zod";
 
 const MiB = 1024 * 1024;
 
+/** Session lifecycle: reaping, ownership, sweeps, shutdown. Keys as in the config file. */
+export const LifecycleSchema = z.object({
+  /** A detached session is reaped after this many seconds without a viewer; 0 = never. */
+  orphan_grace_s: z.number().min(0).default(20),
+  /** A detached session's running turn with no activity for this long is interrupted. */
+  stale_turn_s: z.number().positive().default(600),
+  /** A live session idle this long is reclaimed; 0 = never. */
+  session_ttl_s: z.number().min(0).default(21_600),
+  /** Most live sessions in this process; the least recently active idle one is reclaimed; 0 = no cap. */
+  max_live_sessions: z.number().int().min(0).default(0),
+  /** Ownership lease length; renewed by every heartbeat. */
+  lease_ttl_s: z.number().positive().default(30),
+  /** Process heartbeat interval; a process silent for 3 beats is dead. */
+  heartbeat_s: z.number().positive().default(10),
+  /** Once per process, after the grace, end sessions left open by dead processes (and keep checking). */
+  startup_sweep: z.boolean().default(true),
+  /** Longest a graceful stop waits for writes before exiting anyway. */
+  shutdown_flush_s: z.number().positive().default(5),
+});
+
+export type LifecycleConfig = z.infer<typeof LifecycleSchema>;
+
+/** The HTTP API (hono on the gateway's port). Keys as in the config file. */
+export const HttpSchema = z.object({
+  /** Browser origins allowed cross-origin (CORS); empty = none, a cross-origin request gets 403. */
+  cors_origins: z.array(z.string().min(1)).default([]),
+  /** Largest request body; bigger answers 413. */
+  max_body_bytes: z.number().int().positive().default(10 * MiB),
+  /** Most running + queued turns per principal; one more answers 429 with Retry-After. */
+  max_turns_per_principal: z.number().int().positive().default(8),
+  /** SSE keep-alive comment interval. */
+  sse_keepalive_ms: z.number().int().positive().default(15_000),
+});
+
+export type HttpConfig = z.infer<typeof HttpSchema>;
+
 export const ConfigSchema = z.object({
   host: z.string().min(1).default("127.0.0.1"),
   port: z.number().int().min(0).max(65535).default(8787),
@@ -40,6 +76,10 @@ export const ConfigSchema = z.object({
   busyPolicy: z.enum(["queue", "interrupt", "reject"]).default("queue"),
   /** Advertised in gateway.ready. */
   heartbeatMs: z.number().int().min(0).default(20_000),
+  lifecycle: LifecycleSchema.prefault({}),
+  /** More API keys, each naming its principal: key → principal. */
+  auth: z.object({ keys: z.record(z.string().min(1), z.string().min(1)).default({}) }).prefault({}),
+  http: HttpSchema.prefault({}),
 });
 
 export type TetherConfig = z.infer<typeof ConfigSchema>;
@@ -54,6 +94,24 @@ function envInt(env: NodeJS.ProcessEnv, key: string): number | undefined {
   if (raw === undefined || raw === "") return undefined;
   const n = Number(raw);
   if (!Number.isInteger(n)) throw new ConfigError(`${key} must be an integer, got "${raw}"`);
+  return n;
+}
+
+const LIFECYCLE_ENV: ReadonlyArray<[string, keyof LifecycleConfig]> = [
+  ["TETHER_ORPHAN_GRACE_S", "orphan_grace_s"],
+  ["TETHER_STALE_TURN_S", "stale_turn_s"],
+  ["TETHER_SESSION_TTL_S", "session_ttl_s"],
+  ["TETHER_MAX_LIVE_SESSIONS", "max_live_sessions"],
+  ["TETHER_LEASE_TTL_S", "lease_ttl_s"],
+  ["TETHER_HEARTBEAT_S", "heartbeat_s"],
+  ["TETHER_SHUTDOWN_FLUSH_S", "shutdown_flush_s"],
+];
+
+function envNumber(env: NodeJS.ProcessEnv, key: string): number | undefined {
+  const raw = env[key];
+  if (raw === undefined || raw === "") return undefined;
+  const n = Number(raw);
+  if (!Number.isFinite(n)) throw new ConfigError(`${key} must be a number, got "${raw}"`);
   return n;
 }
 
@@ -79,6 +137,31 @@ export function configFromEnv(env: NodeJS.ProcessEnv): ConfigInput {
   if (url || pkey || model) out.provider = { url, apiKey: pkey, model };
   const delay = envInt(env, "TETHER_DEMO_DELAY_MS");
   if (delay !== undefined) out.demo = { delayMs: delay };
+  const lifecycle: Record<string, number> = {};
+  for (const [name, key] of LIFECYCLE_ENV) {
+    const v = envNumber(env, name);
+    if (v !== undefined) lifecycle[key] = v;
+  }
+  if (Object.keys(lifecycle).length > 0) out.lifecycle = lifecycle;
+  const keys = envStr(env, "TETHER_API_KEYS");
+  if (keys) out.auth = { keys: parseApiKeys(keys) };
+  const origins = envStr(env, "TETHER_CORS_ORIGINS");
+  if (origins) out.http = { cors_origins: origins.split(",").map((o) => o.trim()).filter((o) => o !== "") };
+  return out;
+}
+
+/** `TETHER_API_KEYS=alice:key1,bob:key2` → `{ key1: "alice", key2: "bob" }` (a key may contain ':'). */
+export function parseApiKeys(raw: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const entry of raw.split(",")) {
+    const item = entry.trim();
+    if (item === "") continue;
+    const colon = item.indexOf(":");
+    if (colon <= 0 || colon === item.length - 1) {
+      throw new ConfigError(`TETHER_API_KEYS entries must look like principal:key, got "${item.slice(0, 40)}"`);
+    }
+    out[item.slice(colon + 1)] = item.slice(0, colon);
+  }
   return out;
 }
 
@@ -91,6 +174,9 @@ export function resolveConfig(env: NodeJS.ProcessEnv, overrides: ConfigInput = {
     provider: { ...fromEnv.provider, ...stripUndefined(overrides.provider ?? {}) },
     demo: { ...fromEnv.demo, ...stripUndefined(overrides.demo ?? {}) } as ConfigInput["demo"],
     limits: { ...stripUndefined(overrides.limits ?? {}) } as ConfigInput["limits"],
+    lifecycle: { ...stripUndefined(overrides.lifecycle ?? {}), ...fromEnv.lifecycle },
+    auth: { ...fromEnv.auth, ...stripUndefined(overrides.auth ?? {}) },
+    http: { ...fromEnv.http, ...stripUndefined(overrides.http ?? {}) },
   };
   const parsed = ConfigSchema.safeParse(merged);
   if (!parsed.success) {
@@ -112,7 +198,7 @@ export function isLoopbackHost(host: string): boolean {
 
 /** Without an API key, Tether refuses to listen anywhere but loopback. */
 export function assertSafeBind(config: TetherConfig): void {
-  if (!config.apiKey && !isLoopbackHost(config.host)) {
+  if (!config.apiKey && Object.keys(config.auth.keys).length === 0 && !isLoopbackHost(config.host)) {
     throw new ConfigError(
       `refusing to bind ${config.host} without an API key: anyone who can reach it could drive your agents. ` +
         `Set TETHER_API_KEY (or bind 127.0.0.1).`,

@@ -38,6 +38,11 @@ export interface EventLogDeps {
   /** Seqs reserved per store write. */
   seqBlock?: number;
   onError?: (err: unknown, context: string) => void;
+  /**
+   * The owner's fencing check, prepended to every write of this log: a process that lost the
+   * session's lease can never write again (its commits fail with FenceError).
+   */
+  fence?: () => WriteOp | undefined;
 }
 
 interface PendingFrame {
@@ -160,7 +165,7 @@ export class EventLog implements SessionEventLog {
     const gates: Promise<void>[] = [];
     if (seq > this.confirmedUpTo) gates.push(this.reservationCovering(seq));
     if (durable) {
-      const ops = (opts.ops ?? []).map((op) => fillCreatedSeq(op, seq));
+      const ops = this.fenced((opts.ops ?? []).map((op) => fillCreatedSeq(op, seq)));
       ops.push({ op: "event.append", row: toEventRow(frame) });
       const commit = this.deps.committer.enqueue(ops);
       this.trackWrite(commit);
@@ -196,7 +201,7 @@ export class EventLog implements SessionEventLog {
   }
 
   write(ops: WriteOp[]): Promise<void> {
-    const commit = this.deps.committer.enqueue(ops);
+    const commit = this.deps.committer.enqueue(this.fenced(ops));
     this.trackWrite(commit);
     return commit;
   }
@@ -281,7 +286,7 @@ export class EventLog implements SessionEventLog {
 
   private reserve(upTo: number): Promise<void> {
     this.requestedUpTo = upTo;
-    const promise = this.deps.committer.enqueue([{ op: "seq.reserve", session_id: this.sessionId, upTo }]).then(
+    const promise = this.deps.committer.enqueue(this.fenced([{ op: "seq.reserve", session_id: this.sessionId, upTo }])).then(
       () => {
         this.confirmedUpTo = Math.max(this.confirmedUpTo, upTo);
         this.reservations = this.reservations.filter((r) => r.upTo > upTo);
@@ -301,6 +306,11 @@ export class EventLog implements SessionEventLog {
     for (const r of this.reservations) if (r.upTo >= seq) return r.promise;
     // allocSeq always asks for a block covering the seq it hands out; reaching here is a bug.
     return Promise.reject(new Error(`no seq reservation covers ${seq}`));
+  }
+
+  private fenced(ops: WriteOp[]): WriteOp[] {
+    const fence = this.deps.fence?.();
+    return fence ? [fence, ...ops] : ops;
   }
 
   private trackWrite(p: Promise<void>): void {

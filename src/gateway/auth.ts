@@ -32,15 +32,29 @@ export function presentedKey(req: IncomingMessage): string | undefined {
   return url.searchParams.get("token") ?? undefined;
 }
 
-export function createAuthenticator(apiKey: string | undefined): Authenticator {
-  if (!apiKey) return { required: false, authenticate: () => DEFAULT_PRINCIPAL };
-  const expected = digest(apiKey);
+/**
+ * `apiKey` is the single key of the `default` principal; `keys` maps more keys to principals
+ * (`auth.keys`, `TETHER_API_KEYS`). Every configured key is compared, in constant time, on every
+ * request, so the time taken says nothing about which key (if any) nearly matched.
+ */
+export function createAuthenticator(apiKey: string | undefined, keys: Record<string, string> = {}): Authenticator {
+  const table: Array<{ digest: Buffer; principal: Principal }> = Object.entries(keys).map(([key, principal]) => ({
+    digest: digest(key),
+    principal: { id: principal },
+  }));
+  if (apiKey) table.push({ digest: digest(apiKey), principal: DEFAULT_PRINCIPAL });
+  if (table.length === 0) return { required: false, authenticate: () => DEFAULT_PRINCIPAL };
   return {
     required: true,
     authenticate(req) {
       const key = presentedKey(req);
       if (key === undefined) return null;
-      return timingSafeEqual(digest(key), expected) ? DEFAULT_PRINCIPAL : null;
+      const presented = digest(key);
+      let found: Principal | null = null;
+      for (const entry of table) {
+        if (timingSafeEqual(presented, entry.digest) && found === null) found = entry.principal;
+      }
+      return found;
     },
   };
 }

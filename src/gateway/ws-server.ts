@@ -34,6 +34,10 @@ let connectionCounter = 0;
 
 export function attachWsEndpoint(server: Server, opts: WsEndpointOptions): WsEndpoint {
   const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxFrameBytes, clientTracking: true });
+  // Global frames (session.reclaimed) go to every connection, encoded once.
+  const unsubscribeGlobal = opts.manager.onGlobal((_frame, wire) => {
+    for (const ws of wss.clients) if (ws.readyState === ws.OPEN) ws.send(wire);
+  });
 
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = new URL(req.url ?? "/", "http://localhost").pathname;
@@ -51,6 +55,7 @@ export function attachWsEndpoint(server: Server, opts: WsEndpointOptions): WsEnd
       for (const ws of wss.clients) ws.terminate();
     },
     close() {
+      unsubscribeGlobal();
       for (const ws of wss.clients) ws.close(1001, "server shutting down");
       return new Promise<void>((resolve) => wss.close(() => resolve()));
     },

@@ -22,7 +22,7 @@ export async function finishInterruptedTurn(row: SessionRow, messages: MessageRo
     };
     log.emit(EventType.MessageComplete, payload, {
       ...opts,
-      ops: [{ op: "message.update", id: m.id, patch: { status: "interrupted" } }],
+      ops: [{ op: "message.update", id: m.id, patch: { status: "interrupted", content: m.content } }],
     });
     m.status = "interrupted";
   }

@@ -26,14 +26,21 @@ import {
 import type { Clock } from "../lib/clock.js";
 import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
-import { EventLog, type GroupCommitter, type RingBudget, type RingLimits } from "../events/index.js";
-import type { SessionRow, Store } from "../store/types.js";
+import { EventLog, fromEventRow, type GroupCommitter, type RingBudget, type RingLimits } from "../events/index.js";
+import { FenceError, type SessionRow, type Store } from "../store/types.js";
+import type { LifecycleConfig } from "../config/index.js";
+import { noopMetrics, type Metrics } from "../lib/metrics.js";
+import { encodeEventNotification, type Frame, type SessionReclaimedPayload } from "../protocol/index.js";
+import { Lifecycle, type LifecycleHost } from "./lifecycle.js";
+import { Ownership } from "./ownership.js";
 import type { Provider } from "../agent/provider.js";
 import type { ToolRegistry } from "../agent/tools/index.js";
 import { toChatHistory, toWireMessage } from "./messages.js";
 import { finishInterruptedTurn } from "./recovery.js";
 import { SessionRuntime, type BusyPolicy } from "./session-runtime.js";
 import type { Viewer } from "./viewer.js";
+import type { HttpIdempotencyRow, ResponsePatch, ResponseRow } from "../store/types.js";
+import { appendHistoryTo, cancelTurnOf, type SeedMessage } from "./http-support.js";
 
 export interface ProviderCatalog {
   /** The provider a new session uses when none is named. */
@@ -55,7 +62,13 @@ export interface SessionManagerDeps {
   tools: ToolRegistry;
   busyPolicy: BusyPolicy;
   maxIterations: number;
+  lifecycle: LifecycleConfig;
+  /** Unique per process start: the owner named in leases and heartbeats. */
+  processId: string;
+  metrics?: Metrics;
 }
+
+export type GlobalListener = (frame: Frame, wire: string) => void;
 
 export interface CreateParams {
   profile?: string;
@@ -84,15 +97,62 @@ export interface Caller {
   principal: string;
 }
 
-export class SessionManager {
-  private readonly live = new Map<string, SessionRuntime>();
+export class SessionManager implements LifecycleHost {
+  private readonly liveRuntimes = new Map<string, SessionRuntime>();
   /** Opens in progress, so two resumes of one session share one runtime. */
   private readonly opening = new Map<string, Promise<SessionRuntime>>();
+  /** Ends in progress: an open of the same session waits for it. */
+  private readonly endings = new Map<string, Promise<void>>();
+  /** Resumes in flight per session: while one is, the session counts as attached (no reap). */
+  private readonly binds = new Map<string, number>();
+  private readonly globalListeners = new Set<GlobalListener>();
   private readonly logger: Logger;
+  private readonly metrics: Metrics;
+  readonly ownership: Ownership;
+  readonly lifecycle: Lifecycle;
   private shuttingDown = false;
 
   constructor(private readonly deps: SessionManagerDeps) {
     this.logger = deps.logger;
+    this.metrics = deps.metrics ?? noopMetrics;
+    this.ownership = new Ownership({
+      store: deps.store,
+      clock: deps.clock,
+      processId: deps.processId,
+      leaseTtlMs: deps.lifecycle.lease_ttl_s * 1000,
+      heartbeatMs: deps.lifecycle.heartbeat_s * 1000,
+    });
+    this.lifecycle = new Lifecycle({
+      clock: deps.clock,
+      logger: deps.logger,
+      config: deps.lifecycle,
+      store: deps.store,
+      ownership: this.ownership,
+    });
+  }
+
+  /** Registers this process (heartbeat) and starts reaping, lease renewal and the startup sweep. */
+  async start(): Promise<void> {
+    await this.lifecycle.start(this);
+  }
+
+  /** Global frames (`session.reclaimed`) for every connection. */
+  onGlobal(listener: GlobalListener): () => void {
+    this.globalListeners.add(listener);
+    return () => this.globalListeners.delete(listener);
+  }
+
+  // LifecycleHost
+  live(): Iterable<SessionRuntime> {
+    return this.liveRuntimes.values();
+  }
+
+  isLive(runtime: SessionRuntime): boolean {
+    return this.liveRuntimes.get(runtime.id) === runtime;
+  }
+
+  isBinding(sessionId: string): boolean {
+    return (this.binds.get(sessionId) ?? 0) > 0;
   }
 
   get epoch(): string {
@@ -100,7 +160,7 @@ export class SessionManager {
   }
 
   get liveCount(): number {
-    return this.live.size;
+    return this.liveRuntimes.size;
   }
 
   async create(caller: Caller, params: CreateParams = {}, viewer?: Viewer): Promise<Snapshot> {
@@ -136,36 +196,87 @@ export class SessionManager {
       active_turn: null,
     };
     row.flags = JSON.parse(JSON.stringify(row.flags)); // drop undefined keys
-    await this.storage(() => this.deps.committer.enqueue([{ op: "session.insert", row }]));
-    const runtime = await this.openRuntime(row.id);
-    runtime.log.emit(EventType.SessionInfo, this.info(row));
-    if (viewer) runtime.attach(viewer);
-    this.logger.info({ session_id: row.id, provider: providerName, model }, "session created");
-    return this.snapshot(runtime);
+    return this.binding(row.id, async () => {
+      // The lease is created with the row: a sibling's sweep never sees this session unowned.
+      await this.storage(() =>
+        this.deps.committer.enqueue([{ op: "session.insert", row }, this.ownership.insertOp(row.id)]),
+      );
+      const runtime = await this.openRuntime(row.id);
+      runtime.log.emit(EventType.SessionInfo, this.info(row));
+      if (viewer) this.attach(runtime, viewer);
+      this.logger.info({ session_id: row.id, provider: providerName, model }, "session created");
+      return this.snapshot(runtime);
+    });
+  }
+
+  /** Runs `fn` with the session counted as being bound; parks it after if nobody is viewing. */
+  private async binding<T>(sessionId: string, fn: () => Promise<T>): Promise<T> {
+    this.binds.set(sessionId, (this.binds.get(sessionId) ?? 0) + 1);
+    try {
+      return await fn();
+    } finally {
+      const left = (this.binds.get(sessionId) ?? 1) - 1;
+      if (left > 0) this.binds.set(sessionId, left);
+      else this.binds.delete(sessionId);
+      const rt = this.liveRuntimes.get(sessionId);
+      // A resume that failed (or attached nobody) must not leave an unwatched session unreaped.
+      if (rt && left === 0 && rt.viewers.size === 0 && !rt.ending) this.park(rt);
+    }
+  }
+
+  private attach(runtime: SessionRuntime, viewer: Viewer): void {
+    if (runtime.ending) throw new TetherError(ErrorCode.NotLive, "Session is ending; resume it again", { method: "session.resume" });
+    const wasDetached = runtime.viewers.size === 0;
+    runtime.attach(viewer);
+    this.lifecycle.rebound(runtime);
+    if (wasDetached) this.leaseDetached(runtime, false);
+  }
+
+  private park(runtime: SessionRuntime): void {
+    this.lifecycle.parked(runtime);
+    this.leaseDetached(runtime, !runtime.running);
+  }
+
+  private leaseDetached(runtime: SessionRuntime, detached: boolean): void {
+    void this.ownership
+      .setDetached(runtime.id, detached)
+      .catch((err: unknown) => this.logger.warn({ err, session_id: runtime.id }, "could not mark the lease"));
   }
 
   /** Attaches `viewer` to the session (opening it if needed) and returns its Snapshot. */
   async resume(caller: Caller, sessionId: string, viewer?: Viewer): Promise<Snapshot> {
-    this.assertAccepting();
-    const runtime = this.live.get(sessionId) ?? (await this.reopenIf(caller, sessionId, isRecoverableEnd));
-    this.assertOwner(caller, runtime.row);
-    if (viewer) runtime.attach(viewer);
-    return this.snapshot(runtime);
+    return this.bindAndAttach(caller, sessionId, viewer, isRecoverableEnd);
   }
 
   /** Like resume, but also reopens a session the user closed. */
   async reopen(caller: Caller, sessionId: string, viewer?: Viewer): Promise<Snapshot> {
+    return this.bindAndAttach(caller, sessionId, viewer, (r) => r !== EndReason.Compression);
+  }
+
+  /**
+   * The session counts as bound from the first instant of a resume, so neither a disconnect of
+   * another viewer nor a reap timer firing meanwhile can park or reap it under the client.
+   */
+  private bindAndAttach(
+    caller: Caller,
+    sessionId: string,
+    viewer: Viewer | undefined,
+    reopenable: (endReason: string | null) => boolean,
+  ): Promise<Snapshot> {
     this.assertAccepting();
-    const runtime =
-      this.live.get(sessionId) ?? (await this.reopenIf(caller, sessionId, (r) => r !== EndReason.Compression));
-    this.assertOwner(caller, runtime.row);
-    if (viewer) runtime.attach(viewer);
-    return this.snapshot(runtime);
+    return this.binding(sessionId, async () => {
+      const live = this.liveRuntimes.get(sessionId);
+      const runtime = live && !live.ending ? live : await this.reopenIf(caller, sessionId, reopenable);
+      this.assertOwner(caller, runtime.row);
+      if (viewer) this.attach(runtime, viewer);
+      else runtime.touch();
+      return this.snapshot(runtime);
+    });
   }
 
   /** Stops `viewer` viewing the session without closing it. */
   async detach(caller: Caller, sessionId: string, viewer: Viewer): Promise<{ detached: boolean }> {
-    const runtime = this.live.get(sessionId);
+    const runtime = this.liveRuntimes.get(sessionId);
     if (!runtime) {
       await this.requireRow(caller, sessionId);
       return { detached: false };
@@ -178,7 +289,7 @@ export class SessionManager {
 
   /** Renames a session; viewers see a new `session.info`. */
   async update(caller: Caller, sessionId: string, patch: { title?: string }): Promise<SessionSummary> {
-    const runtime = this.live.get(sessionId);
+    const runtime = this.liveRuntimes.get(sessionId);
     const row = runtime?.row ?? (await this.requireRow(caller, sessionId));
     this.assertOwner(caller, row);
     if (patch.title !== undefined && patch.title !== row.title) {
@@ -200,12 +311,14 @@ export class SessionManager {
   async get(caller: Caller, sessionId: string): Promise<SessionSummary> {
     const row = await this.requireRow(caller, sessionId);
     const messages = await this.storage(() => this.deps.store.loadMessages(sessionId));
-    return this.summary(this.live.get(sessionId)?.row ?? row, messages.length);
+    return this.summary(this.liveRuntimes.get(sessionId)?.row ?? row, messages.length);
   }
 
   async submit(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult> {
     const runtime = await this.requireLive(caller, sessionId, "prompt.submit");
-    return runtime.submit(text, requestId);
+    const result = await runtime.submit(text, requestId);
+    this.lifecycle.activity(runtime);
+    return result;
   }
 
   async interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }> {
@@ -224,7 +337,7 @@ export class SessionManager {
   }
 
   async close(caller: Caller, sessionId: string): Promise<{ closed: true; end_reason: string }> {
-    let runtime = this.live.get(sessionId);
+    let runtime = this.liveRuntimes.get(sessionId);
     if (!runtime) {
       const row = await this.requireRow(caller, sessionId);
       if (row.ended_at !== null && !isRecoverableEnd(row.end_reason)) {
@@ -233,7 +346,7 @@ export class SessionManager {
       runtime = await this.openRuntime(sessionId);
     }
     this.assertOwner(caller, runtime.row);
-    await this.end(runtime, EndReason.UserClose);
+    await this.end(runtime, EndReason.UserClose, { broadcast: false });
     return { closed: true, end_reason: EndReason.UserClose };
   }
 
@@ -270,7 +383,7 @@ export class SessionManager {
   ): Promise<{ messages: Message[]; next_cursor: string | null }> {
     await this.requireRow(caller, sessionId);
     const page = await this.storage(() => this.deps.store.listMessages(sessionId, afterMessageId, limit));
-    const runtime = this.live.get(sessionId);
+    const runtime = this.liveRuntimes.get(sessionId);
     const streaming = new Map(runtime?.log.snapshots().map((s) => [s.message_id, s.text]));
     return {
       messages: page.items.map((row) => {
@@ -288,7 +401,7 @@ export class SessionManager {
     let ringBytes = 0;
     const active: ActiveTurn[] = [];
     const now = this.deps.clock.monotonic();
-    for (const rt of this.live.values()) {
+    for (const rt of this.liveRuntimes.values()) {
       ringFrames += rt.log.ringFrames;
       ringBytes += rt.log.ringBytes;
       const t = rt.turns.running;
@@ -302,69 +415,332 @@ export class SessionManager {
         });
       }
     }
-    return { sessions: this.live.size, ring_frames: ringFrames, ring_bytes: ringBytes, active_turns: active };
+    return { sessions: this.liveRuntimes.size, ring_frames: ringFrames, ring_bytes: ringBytes, active_turns: active };
+  }
+
+  // ---- For the HTTP API (OpenAI-compatible endpoints, sessions API) ----
+
+  /** Running plus queued turns of the caller's live sessions: what the per-principal turn limit counts. */
+  turnCount(caller: Caller): number {
+    let n = 0;
+    for (const rt of this.liveRuntimes.values()) {
+      if (rt.row.principal === caller.principal) n += (rt.turns.running ? 1 : 0) + rt.turns.length;
+    }
+    return n;
+  }
+
+  /** Live sessions with a viewer (`live`) and without (`detached`), for metrics. */
+  viewerCounts(): { live: number; detached: number } {
+    let live = 0;
+    for (const rt of this.liveRuntimes.values()) if (rt.viewers.size > 0) live++;
+    return { live, detached: this.liveRuntimes.size - live };
+  }
+
+  /** Adds earlier messages of a conversation to a live session as complete messages; returns latest_seq. */
+  async appendHistory(caller: Caller, sessionId: string, messages: readonly SeedMessage[]): Promise<{ latest_seq: number }> {
+    const runtime = await this.requireLive(caller, sessionId, "session.append_history");
+    const latest = await this.storage(() => appendHistoryTo(runtime, messages, this.deps.clock, this.deps.ids));
+    return { latest_seq: latest };
+  }
+
+  /**
+   * Events after `afterSeq`: `since()` when the session is live here, else the durable events from
+   * the store (no ring, no snapshots), so a finished stream can be replayed after a restart.
+   */
+  async replay(caller: Caller, sessionId: string, afterSeq: number): Promise<SinceResult & { live: boolean }> {
+    const runtime = this.liveRuntimes.get(sessionId);
+    if (runtime && !runtime.ending) {
+      this.assertOwner(caller, runtime.row);
+      return { ...(await runtime.log.since(afterSeq)), live: true };
+    }
+    await this.requireRow(caller, sessionId);
+    const rows = await this.storage(() => this.deps.store.readEvents(sessionId, afterSeq, 1_000_000));
+    const events = rows.map((r) => fromEventRow(r, this.deps.epoch));
+    const latest = events.length > 0 ? events[events.length - 1]!.seq! : afterSeq;
+    return { events, latest_seq: latest, truncated: false, epoch: this.deps.epoch, snapshots: [], live: false };
+  }
+
+  /** Stops one turn: interrupts it (waiting until it settled) if running, drops it if queued. */
+  async cancelTurn(caller: Caller, sessionId: string, turnId: string): Promise<"interrupted" | "dequeued" | "idle"> {
+    const runtime = this.liveRuntimes.get(sessionId);
+    if (!runtime) {
+      await this.requireRow(caller, sessionId);
+      return "idle";
+    }
+    this.assertOwner(caller, runtime.row);
+    return cancelTurnOf(runtime, turnId);
+  }
+
+  /** A stored Responses API response; another principal's answers null (as a missing one). */
+  async getResponse(caller: Caller, id: string): Promise<ResponseRow | null> {
+    const row = await this.storage(() => this.deps.store.getResponse(id));
+    return row && row.principal === caller.principal ? row : null;
+  }
+
+  async saveResponse(row: ResponseRow): Promise<void> {
+    await this.storage(() => this.deps.committer.enqueue([{ op: "response.insert", row }]));
+  }
+
+  async patchResponse(id: string, patch: ResponsePatch): Promise<void> {
+    await this.storage(() => this.deps.committer.enqueue([{ op: "response.update", id, patch }]));
+  }
+
+  /**
+   * Claims an HTTP `Idempotency-Key` for this process. A claim left unfinished by a previous
+   * process (another epoch) is taken over, so a crash never wedges a key.
+   */
+  async claimIdempotencyKey(caller: Caller, key: string, fingerprint: string): Promise<{ claimed: boolean; row: HttpIdempotencyRow }> {
+    const epoch = this.deps.epoch;
+    const row: HttpIdempotencyRow = {
+      principal: caller.principal,
+      key,
+      fingerprint,
+      owner: epoch,
+      status: null,
+      body: null,
+      created_at: this.deps.clock.now(),
+    };
+    return this.storage(() => this.deps.store.claimHttpIdempotency(row, (owner) => owner !== epoch));
+  }
+
+  async completeIdempotencyKey(caller: Caller, key: string, status: number, body: string): Promise<void> {
+    await this.storage(() =>
+      this.deps.committer.enqueue([{ op: "http_idempotency.complete", principal: caller.principal, key, status, body }]),
+    );
+  }
+
+  async releaseIdempotencyKey(caller: Caller, key: string): Promise<void> {
+    await this.storage(() =>
+      this.deps.committer.enqueue([
+        { op: "http_idempotency.release", principal: caller.principal, key, owner: this.deps.epoch },
+      ]),
+    );
   }
 
   /** A transport lost `viewer`: it stops viewing every session it was attached to. */
   detachViewer(viewer: Viewer): void {
-    for (const rt of [...this.live.values()]) this.detachFrom(rt, viewer);
+    for (const rt of [...this.liveRuntimes.values()]) this.detachFrom(rt, viewer);
   }
 
+  /**
+   * The viewer leaves. Only if it was the last one, and no resume is binding the session right now
+   * (a rebind in between wins), is the session parked and its reap armed.
+   */
   private detachFrom(runtime: SessionRuntime, viewer: Viewer): void {
     const wasLast = runtime.detach(viewer.id);
-    if (wasLast && runtime.row.flags.close_on_disconnect) {
+    if (!wasLast || runtime.ending || this.isBinding(runtime.id)) return;
+    if (runtime.row.flags.close_on_disconnect) {
       void this.end(runtime, EndReason.ClientDisconnect).catch((err: unknown) =>
         this.logger.error({ err, session_id: runtime.id }, "close on disconnect failed"),
       );
+      return;
     }
+    this.park(runtime);
   }
 
-  /** Interrupts every running turn, writes what they had, and ends live sessions as `shutdown`. */
-  async shutdown(): Promise<void> {
+  /**
+   * Graceful stop: stop accepting, interrupt every running turn, write what they had and end live
+   * sessions as `shutdown` — within `budgetMs`, so a hung write can never block exit.
+   */
+  async shutdown(budgetMs = this.deps.lifecycle.shutdown_flush_s * 1000): Promise<{ completed: boolean }> {
     this.shuttingDown = true;
-    await Promise.allSettled([...this.live.values()].map((rt) => this.end(rt, EndReason.Shutdown)));
-    await this.deps.committer.drain();
+    this.lifecycle.stop();
+    const work = (async () => {
+      await Promise.allSettled([...this.liveRuntimes.values()].map((rt) => this.end(rt, EndReason.Shutdown, { broadcast: false })));
+      await this.deps.committer.drain();
+      await this.ownership.retire();
+    })();
+    const budget = new AbortController();
+    const timedOut = this.deps.clock.sleep(budgetMs, budget.signal).then(
+      () => true,
+      () => false,
+    );
+    const completed = await Promise.race([work.then(() => true), timedOut]);
+    budget.abort();
+    if (!completed) this.logger.error({ budget_ms: budgetMs }, "shutdown flush budget exceeded: exiting with writes pending");
+    return { completed };
   }
 
-  private async end(runtime: SessionRuntime, endReason: string): Promise<void> {
+  /**
+   * Ends a live runtime: interrupt and settle its turn, write `session.closed` with the end, drop
+   * it. If another live process took the lease meanwhile (the write is fenced off), the row stays
+   * open for its owner and only the local runtime goes.
+   */
+  end(runtime: SessionRuntime, endReason: string, opts: { broadcast: boolean } = { broadcast: false }): Promise<void> {
+    const pending = this.endings.get(runtime.id);
+    if (pending) return pending;
+    const ending = this.doEnd(runtime, endReason, opts).finally(() => this.endings.delete(runtime.id));
+    this.endings.set(runtime.id, ending);
+    return ending;
+  }
+
+  private async doEnd(runtime: SessionRuntime, endReason: string, opts: { broadcast: boolean }): Promise<void> {
+    runtime.ending = true;
+    this.lifecycle.timers.cancel(runtime.id);
     await runtime.stop();
     const now = this.deps.clock.now();
-    runtime.log.emit(EventType.SessionClosed, { end_reason: endReason }, {
-      ops: [{ op: "session.update", id: runtime.id, patch: { ended_at: now, end_reason: endReason, last_activity_at: now } }],
-    });
-    await runtime.log.flushed().catch((err: unknown) => this.logger.error({ err, session_id: runtime.id }, "close write failed"));
+    let fenced = false;
+    try {
+      runtime.log.emit(EventType.SessionClosed, { end_reason: endReason }, {
+        ops: [{ op: "session.update", id: runtime.id, patch: { ended_at: now, end_reason: endReason, last_activity_at: now, active_turn: null } }],
+      });
+      await runtime.log.flushed();
+    } catch (err) {
+      fenced = err instanceof FenceError;
+      if (!fenced) this.logger.error({ err, session_id: runtime.id }, "close write failed");
+    }
     await runtime.log.settled();
     runtime.log.close();
-    this.live.delete(runtime.id);
+    if (this.liveRuntimes.get(runtime.id) === runtime) this.liveRuntimes.delete(runtime.id);
+    if (fenced) {
+      this.ownership.forget(runtime.id);
+      this.logger.info({ session_id: runtime.id, end_reason: endReason }, "runtime dropped: another process owns the session");
+      return;
+    }
+    await this.ownership.release(runtime.id).catch((err: unknown) =>
+      this.logger.warn({ err, session_id: runtime.id }, "lease release failed"),
+    );
+    this.metrics.sessionEnded(endReason);
+    if (opts.broadcast) this.broadcastReclaimed(runtime.id, endReason);
     this.logger.info({ session_id: runtime.id, end_reason: endReason }, "session ended");
   }
 
+  /** Another process took this session's lease (a resume there): drop quietly, no broadcast. */
+  supersede(runtime: SessionRuntime): void {
+    if (runtime.ending) return;
+    runtime.ending = true;
+    this.lifecycle.timers.cancel(runtime.id);
+    runtime.abandon();
+    if (this.liveRuntimes.get(runtime.id) === runtime) this.liveRuntimes.delete(runtime.id);
+    this.ownership.forget(runtime.id);
+    this.metrics.sessionEnded(EndReason.SupersededByResume);
+    this.logger.info({ session_id: runtime.id, end_reason: EndReason.SupersededByResume }, "runtime superseded by a resume elsewhere");
+  }
+
+  /**
+   * A turn that ignored its interrupt: give up on it (its log is closed under it) and write the
+   * terminal state from a fresh log — the partial message as interrupted, with the text streamed
+   * so far, and the turn's `turn.complete { interrupted }`.
+   */
+  async forceReap(runtime: SessionRuntime, endReason: string): Promise<void> {
+    if (runtime.ending) return;
+    runtime.ending = true;
+    this.lifecycle.timers.cancel(runtime.id);
+    const partial = new Map(runtime.log.snapshots().map((snap) => [snap.message_id, snap.text]));
+    runtime.abandon();
+    if (this.liveRuntimes.get(runtime.id) === runtime) this.liveRuntimes.delete(runtime.id);
+    await this.writeTerminalState(runtime.id, endReason, partial);
+    await this.ownership.release(runtime.id).catch(() => undefined);
+    this.metrics.sessionEnded(endReason);
+    this.broadcastReclaimed(runtime.id, endReason);
+  }
+
+  /** Ends a session a dead process left open. False when it is not ours to end (a live owner). */
+  async endOrphan(sessionId: string): Promise<boolean> {
+    if (this.liveRuntimes.has(sessionId) || this.opening.has(sessionId)) return false;
+    const lease = await this.ownership.acquire(sessionId, false);
+    if (!lease.acquired) return false;
+    const ended = await this.writeTerminalState(sessionId, EndReason.StartupOrphanReap, new Map());
+    await this.ownership.release(sessionId).catch(() => undefined);
+    if (ended) {
+      this.metrics.sessionEnded(EndReason.StartupOrphanReap);
+      this.logger.warn({ session_id: sessionId, from: lease.from?.owner }, "ended a session left open by a dead process");
+    }
+    return ended;
+  }
+
+  /** Finishes an in-flight turn (if any) and ends the session, through a log of its own. */
+  private async writeTerminalState(sessionId: string, endReason: string, partial: Map<string, string>): Promise<boolean> {
+    const row = await this.deps.store.getSession(sessionId);
+    if (!row || row.ended_at !== null) return false;
+    const log = await this.openLog(sessionId);
+    try {
+      const messages = await this.deps.store.loadMessages(sessionId);
+      for (const m of messages) {
+        const text = partial.get(m.id);
+        if (text !== undefined && m.status === "streaming") m.content = text;
+      }
+      await finishInterruptedTurn(row, messages, log);
+      const now = this.deps.clock.now();
+      log.emit(EventType.SessionClosed, { end_reason: endReason }, {
+        ops: [{ op: "session.update", id: sessionId, patch: { ended_at: now, end_reason: endReason, active_turn: null } }],
+      });
+      await log.flushed();
+      await log.settled();
+      return true;
+    } finally {
+      log.close();
+    }
+  }
+
+  private broadcastReclaimed(sessionId: string, reason: string): void {
+    if (this.globalListeners.size === 0) return;
+    const frame: Frame<SessionReclaimedPayload> = {
+      type: EventType.SessionReclaimed,
+      session_id: "",
+      epoch: this.deps.epoch,
+      ts: this.deps.clock.now(),
+      payload: { session_id: sessionId, reason },
+    };
+    const wire = encodeEventNotification(frame);
+    for (const listener of this.globalListeners) {
+      try {
+        listener(frame, wire);
+      } catch (err) {
+        this.logger.warn({ err }, "global listener failed");
+      }
+    }
+  }
+
+  private openLog(sessionId: string): Promise<EventLog> {
+    return EventLog.open(sessionId, {
+      store: this.deps.store,
+      committer: this.deps.committer,
+      epoch: this.deps.epoch,
+      clock: this.deps.clock,
+      ringBudget: this.deps.ringBudget,
+      ringLimits: this.deps.ringLimits,
+      fence: () => this.ownership.fenceOp(sessionId),
+      onError: (err, context) => this.onLogError(sessionId, err, context),
+    });
+  }
+
+  private onLogError(sessionId: string, err: unknown, context: string): void {
+    if (err instanceof FenceError) {
+      const rt = this.liveRuntimes.get(sessionId);
+      this.logger.error({ session_id: sessionId, context }, "write refused: this process no longer owns the session");
+      if (rt) this.supersede(rt);
+      return;
+    }
+    this.logger.error({ err, session_id: sessionId }, `event log: ${context}`);
+  }
+
   private async openRuntime(sessionId: string): Promise<SessionRuntime> {
-    const existing = this.live.get(sessionId);
-    if (existing) return existing;
+    const existing = this.liveRuntimes.get(sessionId);
+    if (existing && !existing.ending) return existing;
     const pending = this.opening.get(sessionId);
     if (pending) return pending;
-    const opening = this.doOpen(sessionId).finally(() => this.opening.delete(sessionId));
+    const opening = (async () => {
+      // A runtime of this session still ending must finish before a new one starts.
+      await this.endings.get(sessionId)?.catch(() => undefined);
+      return this.doOpen(sessionId);
+    })().finally(() => this.opening.delete(sessionId));
     this.opening.set(sessionId, opening);
     return opening;
   }
 
   private async doOpen(sessionId: string): Promise<SessionRuntime> {
     const { store } = this.deps;
+    const lease = await this.storage(() => this.ownership.acquire(sessionId, true));
+    if (!lease.acquired) {
+      throw new TetherError(ErrorCode.Busy, `Session ${sessionId} is live in another gateway process`, {
+        owner: lease.holder.owner,
+      });
+    }
     const row = await this.storage(() => store.getSession(sessionId));
     if (!row) throw new TetherError(ErrorCode.NotFound, `Session not found: ${sessionId}`);
     const messages = await this.storage(() => store.loadMessages(sessionId));
-    const log = await this.storage(() =>
-      EventLog.open(sessionId, {
-        store,
-        committer: this.deps.committer,
-        epoch: this.deps.epoch,
-        clock: this.deps.clock,
-        ringBudget: this.deps.ringBudget,
-        ringLimits: this.deps.ringLimits,
-        onError: (err, context) => this.logger.error({ err, session_id: sessionId }, `event log: ${context}`),
-      }),
-    );
+    const log = await this.storage(() => this.openLog(sessionId));
     if (await finishInterruptedTurn(row, messages, log)) {
       this.logger.warn({ session_id: sessionId }, "finished a turn interrupted by a previous process");
     }
@@ -388,7 +764,13 @@ export class SessionManager {
         return r ? { turn_id: r.turn_id, trace_id: r.trace_id } : null;
       },
     );
-    this.live.set(sessionId, runtime);
+    runtime.onTurnSettled = () => {
+      this.lifecycle.activity(runtime);
+      if (runtime.viewers.size === 0 && !runtime.ending) this.leaseDetached(runtime, true);
+    };
+    this.liveRuntimes.set(sessionId, runtime);
+    if (lease.from) this.logger.info({ session_id: sessionId, from: lease.from.owner }, "took over the session's lease");
+    void this.lifecycle.enforceCap().catch((err: unknown) => this.logger.error({ err }, "LRU cap enforcement failed"));
     return runtime;
   }
 
@@ -434,7 +816,7 @@ export class SessionManager {
   }
 
   private summary(row: SessionRow, messageCount: number): SessionSummary {
-    const rt = this.live.get(row.id);
+    const rt = this.liveRuntimes.get(row.id);
     const s: SessionSummary = {
       session_id: row.id,
       title: row.title,
@@ -485,7 +867,7 @@ export class SessionManager {
 
   /** Session-scoped calls need the session live in this process; the client resumes first. */
   private async requireLive(caller: Caller, sessionId: string, method: string): Promise<SessionRuntime> {
-    const runtime = this.live.get(sessionId);
+    const runtime = this.liveRuntimes.get(sessionId);
     if (runtime) {
       this.assertOwner(caller, runtime.row);
       return runtime;

@@ -41,6 +41,12 @@ export class SessionRuntime {
   private readonly requests = new Map<string, Promise<SubmitRecord | null>>();
   private closing = false;
   private readonly logger: Logger;
+  /** Monotonic ms of the last sign of life: a frame, a submit, an attach. Drives stale/idle reaping. */
+  lastActivity: number;
+  /** Set once an end (reap, close, shutdown) has begun: nobody may attach or submit any more. */
+  ending = false;
+  /** Called whenever a turn settles (the lifecycle re-arms the grace of a detached session). */
+  onTurnSettled: (() => void) | undefined;
 
   constructor(
     public row: SessionRow,
@@ -52,6 +58,19 @@ export class SessionRuntime {
     this.id = row.id;
     this.todo = createTodoList(row.todo);
     this.logger = deps.logger.child({ session_id: row.id });
+    this.lastActivity = deps.clock.monotonic();
+    log.subscribe(() => {
+      this.lastActivity = deps.clock.monotonic();
+    });
+  }
+
+  touch(): void {
+    this.lastActivity = this.deps.clock.monotonic();
+  }
+
+  /** Delegations are not built yet; a session that owns running ones must never be reaped. */
+  hasRunningDelegations(): boolean {
+    return false;
   }
 
   get running(): boolean {
@@ -67,6 +86,7 @@ export class SessionRuntime {
   }
 
   attach(viewer: Viewer): void {
+    this.touch();
     if (this.viewers.has(viewer.id)) return;
     this.viewers.set(
       viewer.id,
@@ -85,6 +105,7 @@ export class SessionRuntime {
 
   async submit(text: string, requestId: string | undefined): Promise<SubmitResult> {
     if (this.closing) throw new TetherError(ErrorCode.Closed, "Session is closing");
+    this.touch();
     let claim: ((r: SubmitRecord | null) => void) | undefined;
     if (requestId !== undefined) {
       const seen = this.requests.get(requestId);
@@ -141,12 +162,25 @@ export class SessionRuntime {
     await this.log.flushed().catch(() => undefined);
   }
 
+  /**
+   * Gives up on a turn that never settled (a provider that ignores the interrupt): the log is
+   * closed under it, so whatever it does later can no longer reach the session.
+   */
+  abandon(): void {
+    this.closing = true;
+    this.turns.clear();
+    this.turns.running?.abort.abort(new Error("force-reaped"));
+    this.log.close();
+  }
+
   private start(turn: QueuedTurn): void {
     const abort = new AbortController();
     const done = this.runOne(turn, abort.signal).finally(() => {
-      this.turns.running = null;
+      if (this.turns.running?.turnId === turn.turnId) this.turns.running = null;
+      this.touch();
       const next = this.closing ? undefined : this.turns.shift();
       if (next) this.start(next);
+      else this.onTurnSettled?.();
     });
     this.turns.running = { ...turn, abort, startedAt: this.deps.clock.monotonic(), done };
   }

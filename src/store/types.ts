@@ -80,8 +80,97 @@ export interface IdempotencyRow {
   created_at: number;
 }
 
+/**
+ * One OpenAI Responses API response (`resp_…`): which session and turn produce it. Its output is
+ * derived from that turn's events; `result` caches the final object once the turn ended.
+ */
+export interface ResponseRow {
+  id: string;
+  principal: string;
+  session_id: string;
+  turn_id: string;
+  /** The session's latest seq before the turn was submitted: the turn's frames all come after. */
+  after_seq: number;
+  model: string;
+  /** queued | in_progress | completed | failed | incomplete | cancelled */
+  status: string;
+  background: boolean;
+  /** `store: false` responses cannot be retrieved or continued once finished. */
+  stored: boolean;
+  previous_response_id: string | null;
+  instructions: string | null;
+  metadata: Record<string, unknown> | null;
+  cancel_requested: boolean;
+  /** JSON of the final response object, once terminal. */
+  result: string | null;
+  created_at: number;
+  completed_at: number | null;
+}
+
+export type ResponsePatch = Partial<Pick<ResponseRow, "status" | "cancel_requested" | "result" | "completed_at">>;
+
+/**
+ * An HTTP `Idempotency-Key`, scoped to a principal. `fingerprint` hashes method, path and body;
+ * `status` is null while the first request is still running (its `owner` epoch holds it).
+ */
+export interface HttpIdempotencyRow {
+  principal: string;
+  key: string;
+  fingerprint: string;
+  owner: string;
+  status: number | null;
+  body: string | null;
+  created_at: number;
+}
+
 export type SessionPatch = Partial<Omit<SessionRow, "id" | "principal" | "seq_reserved">>;
 export type MessagePatch = Partial<Pick<MessageRow, "content" | "status" | "tool_calls" | "display_metadata">>;
+
+export interface HeartbeatRow {
+  /** The process id of Tether (not the OS pid): one per `tether serve` start. */
+  id: string;
+  pid: number;
+  host: string;
+  started_at: number;
+  last_beat: number;
+}
+
+export interface LeaseRow {
+  session_id: string;
+  /** HeartbeatRow.id of the owning process. */
+  owner: string;
+  /** Fencing token: raised on every change of owner; the owner's writes carry it. */
+  token: number;
+  expires_at: number;
+  /** The owner parks the session with no viewer: a resume elsewhere may take it over. */
+  detached: boolean;
+}
+
+export interface LeaseRequest {
+  session_id: string;
+  owner: string;
+  now: number;
+  ttlMs: number;
+  /** A heartbeat older than this means the owner is dead. */
+  deadBefore: number;
+  /** Take the lease from a live owner that parked the session detached. */
+  takeDetached: boolean;
+}
+
+export type LeaseResult =
+  | { acquired: true; token: number; /** The previous owner, when the lease was taken over. */ from: LeaseRow | null }
+  | { acquired: false; holder: LeaseRow };
+
+/** A write carrying a stale fencing token. The owner lost the session to another process. */
+export class FenceError extends Error {
+  override name = "FenceError";
+  constructor(
+    readonly sessionId: string,
+    readonly token: number,
+  ) {
+    super(`stale owner: lease of session ${sessionId} is no longer held with token ${token}`);
+  }
+}
 
 export type WriteOp =
   | { op: "session.insert"; row: SessionRow }
@@ -91,7 +180,17 @@ export type WriteOp =
   | { op: "message.insert"; row: MessageRow }
   | { op: "message.update"; id: string; patch: MessagePatch }
   | { op: "event.append"; row: EventRow }
-  | { op: "idempotency.put"; row: IdempotencyRow };
+  | { op: "idempotency.put"; row: IdempotencyRow }
+  | { op: "response.insert"; row: ResponseRow }
+  | { op: "response.update"; id: string; patch: ResponsePatch }
+  /** Records the answer of a claimed HTTP idempotency key. */
+  | { op: "http_idempotency.complete"; principal: string; key: string; status: number; body: string }
+  /** Forgets a claimed key whose request failed (only while `owner` holds it), so a retry runs again. */
+  | { op: "http_idempotency.release"; principal: string; key: string; owner: string }
+  /** Fails the whole transaction with FenceError unless `owner` still holds the lease with `token`. */
+  | { op: "lease.fence"; session_id: string; owner: string; token: number }
+  /** Creates the lease of a session that is being created (token 1), in the creating transaction. */
+  | { op: "lease.insert"; row: LeaseRow };
 
 export interface SessionListQuery {
   principal: string;
@@ -135,6 +234,34 @@ export interface Store {
   earliestEventSeq(sessionId: string): Promise<number | null>;
 
   getIdempotency(sessionId: string, requestId: string): Promise<IdempotencyRow | null>;
+
+  getResponse(id: string): Promise<ResponseRow | null>;
+  /**
+   * Claims an HTTP idempotency key atomically: inserts `row` unless (principal, key) exists.
+   * Returns the row now stored and whether this call inserted it. A claim still running under
+   * another `owner` (a previous process, `takeOverFrom`) is taken over.
+   */
+  claimHttpIdempotency(row: HttpIdempotencyRow, takeOverFrom?: (owner: string) => boolean): Promise<{ claimed: boolean; row: HttpIdempotencyRow }>;
+
+  /** Records a beat of this process and extends every lease it owns to `leaseExpiresAt`. */
+  beat(row: HeartbeatRow, leaseExpiresAt: number): Promise<void>;
+  removeHeartbeat(id: string): Promise<void>;
+  getHeartbeat(id: string): Promise<HeartbeatRow | null>;
+  listHeartbeats(): Promise<HeartbeatRow[]>;
+  /**
+   * Takes a session's lease, atomically: when free, expired, held by a dead process, already ours,
+   * or (with takeDetached) parked detached by its owner. Otherwise reports who holds it.
+   */
+  acquireLease(req: LeaseRequest): Promise<LeaseResult>;
+  getLease(sessionId: string): Promise<LeaseRow | null>;
+  leasesOf(owner: string): Promise<LeaseRow[]>;
+  setLeaseDetached(sessionId: string, owner: string, token: number, detached: boolean): Promise<void>;
+  releaseLease(sessionId: string, owner: string, token: number): Promise<void>;
+  /**
+   * Open sessions nobody alive owns: no lease, an expired lease, or an owner whose heartbeat is
+   * older than `deadBefore`. Uses the open-sessions index, not a scan of every session.
+   */
+  findOrphanedSessions(now: number, deadBefore: number, limit: number): Promise<string[]>;
 
   /** True when the store answers a trivial query. */
   ping(): Promise<boolean>;

@@ -3,7 +3,7 @@
  * PostgreSQL next): `storeContract("sqlite", () => new SqliteStore(...))`.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { MessageRow, SessionRow, Store } from "../../src/store/types.js";
+import { FenceError, type MessageRow, type SessionRow, type Store } from "../../src/store/types.js";
 
 export function sessionRow(id: string, over: Partial<SessionRow> = {}): SessionRow {
   return {
@@ -165,6 +165,156 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       expect(await store.getIdempotency("s1", "r1")).toEqual(rec);
       expect(await store.getIdempotency("s1", "r2")).toBeNull();
       expect(await store.ping()).toBe(true);
+    });
+
+    describe("leases and heartbeats", () => {
+      const beat = (id: string, at: number) => ({ id, pid: 1, host: "h", started_at: 0, last_beat: at });
+      const req = (owner: string, now: number, over: Record<string, unknown> = {}) => ({
+        session_id: "s1",
+        owner,
+        now,
+        ttlMs: 1000,
+        deadBefore: now - 3000,
+        takeDetached: false,
+        ...over,
+      });
+
+      it("grants a free lease, refuses a live holder, and takes over an expired or dead one with a new token", async () => {
+        const store = await fresh();
+        await store.commit([{ op: "session.insert", row: sessionRow("s1") }]);
+        await store.beat(beat("A", 10_000), 11_000);
+        await store.beat(beat("B", 10_000), 11_000);
+        expect(await store.acquireLease(req("A", 10_000))).toEqual({ acquired: true, token: 1, from: null });
+        expect(await store.acquireLease(req("A", 10_100))).toEqual({ acquired: true, token: 1, from: null });
+        const refused = await store.acquireLease(req("B", 10_200));
+        expect(refused).toMatchObject({ acquired: false, holder: { owner: "A", token: 1 } });
+        // A stops beating: its lease expires and B takes it over with token 2.
+        const taken = await store.acquireLease(req("B", 12_000));
+        expect(taken).toMatchObject({ acquired: true, token: 2, from: { owner: "A", token: 1 } });
+        expect(await store.getLease("s1")).toMatchObject({ owner: "B", token: 2, expires_at: 13_000, detached: false });
+      });
+
+      it("lets a live owner's detached lease be taken only when asked to", async () => {
+        const store = await fresh();
+        await store.commit([{ op: "session.insert", row: sessionRow("s1") }]);
+        await store.beat(beat("A", 10_000), 11_000);
+        await store.beat(beat("B", 10_000), 11_000);
+        await store.acquireLease(req("A", 10_000));
+        await store.setLeaseDetached("s1", "A", 1, true);
+        expect((await store.acquireLease(req("B", 10_100))).acquired).toBe(false);
+        expect(await store.acquireLease(req("B", 10_100, { takeDetached: true }))).toMatchObject({ acquired: true, token: 2 });
+      });
+
+      it("fails a write carrying a stale fencing token, and the whole transaction with it", async () => {
+        const store = await fresh();
+        await store.commit([{ op: "session.insert", row: sessionRow("s1") }]);
+        await store.beat(beat("A", 10_000), 11_000);
+        await store.acquireLease(req("A", 10_000));
+        const ev = { session_id: "s1", seq: 1, type: "x", payload: "{}", turn_id: null, trace_id: null, created_at: 1 };
+        await store.commit([{ op: "lease.fence", session_id: "s1", owner: "A", token: 1 }, { op: "event.append", row: ev }]);
+        await store.acquireLease(req("B", 20_000)); // A is dead by now
+        const stale = store.commit([
+          { op: "lease.fence", session_id: "s1", owner: "A", token: 1 },
+          { op: "event.append", row: { ...ev, seq: 2 } },
+        ]);
+        await expect(stale).rejects.toBeInstanceOf(FenceError);
+        expect(await store.latestEventSeq("s1")).toBe(1);
+      });
+
+      it("beats extend the owner's leases; release needs the current token", async () => {
+        const store = await fresh();
+        await store.commit([{ op: "session.insert", row: sessionRow("s1") }]);
+        await store.beat(beat("A", 10_000), 11_000);
+        await store.acquireLease(req("A", 10_000));
+        await store.beat(beat("A", 15_000), 16_000);
+        expect((await store.getHeartbeat("A"))!.last_beat).toBe(15_000);
+        expect(await store.leasesOf("A")).toEqual([{ session_id: "s1", owner: "A", token: 1, expires_at: 16_000, detached: false }]);
+        await store.releaseLease("s1", "A", 99);
+        expect(await store.getLease("s1")).not.toBeNull();
+        await store.releaseLease("s1", "A", 1);
+        expect(await store.getLease("s1")).toBeNull();
+        expect((await store.listHeartbeats()).map((h) => h.id)).toEqual(["A"]);
+        await store.removeHeartbeat("A");
+        expect(await store.getHeartbeat("A")).toBeNull();
+      });
+
+      it("finds open sessions no living process owns, and leaves a live owner's alone", async () => {
+        const store = await fresh();
+        await store.commit([
+          { op: "session.insert", row: sessionRow("live") },
+          { op: "session.insert", row: sessionRow("dead") },
+          { op: "session.insert", row: sessionRow("nolease") },
+          { op: "session.insert", row: sessionRow("ended", { ended_at: 5, end_reason: "user_close" }) },
+        ]);
+        await store.beat(beat("A", 10_000), 20_000);
+        await store.beat(beat("D", 1_000), 20_000); // D stopped beating long ago, lease not yet expired
+        await store.commit([
+          { op: "lease.insert", row: { session_id: "live", owner: "A", token: 1, expires_at: 20_000, detached: false } },
+          { op: "lease.insert", row: { session_id: "dead", owner: "D", token: 1, expires_at: 20_000, detached: false } },
+        ]);
+        const orphans = await store.findOrphanedSessions(10_000, 10_000 - 3000, 100);
+        expect(orphans.sort()).toEqual(["dead", "nolease"]);
+      });
+    });
+
+    describe("HTTP API tables", () => {
+      const response = (id: string) => ({
+        id,
+        principal: "default",
+        session_id: "s1",
+        turn_id: "t1",
+        after_seq: 3,
+        model: "demo",
+        status: "in_progress",
+        background: true,
+        stored: true,
+        previous_response_id: null,
+        instructions: "be brief",
+        metadata: { k: "v" },
+        cancel_requested: false,
+        result: null,
+        created_at: 1000,
+        completed_at: null,
+      });
+
+      it("round-trips a response row and applies patches", async () => {
+        const store = await fresh();
+        await store.commit([{ op: "session.insert", row: sessionRow("s1") }]);
+        await store.commit([{ op: "response.insert", row: response("resp_1") }]);
+        expect(await store.getResponse("resp_1")).toEqual(response("resp_1"));
+        await store.commit([
+          { op: "response.update", id: "resp_1", patch: { status: "cancelled", cancel_requested: true, result: "{}", completed_at: 2000 } },
+        ]);
+        expect(await store.getResponse("resp_1")).toMatchObject({
+          status: "cancelled",
+          cancel_requested: true,
+          result: "{}",
+          completed_at: 2000,
+          background: true,
+        });
+        expect(await store.getResponse("resp_nope")).toBeNull();
+      });
+
+      it("claims an idempotency key once, records its answer, releases a failed one, takes over a dead owner's", async () => {
+        const store = await fresh();
+        const row = { principal: "p", key: "k1", fingerprint: "f1", owner: "e1", status: null, body: null, created_at: 1 };
+        expect(await store.claimHttpIdempotency(row)).toEqual({ claimed: true, row });
+        const again = await store.claimHttpIdempotency({ ...row, fingerprint: "f2", owner: "e2" });
+        expect(again).toEqual({ claimed: false, row });
+        // Another principal's key of the same name is a different key.
+        expect((await store.claimHttpIdempotency({ ...row, principal: "q" })).claimed).toBe(true);
+        // A claim still running under a dead owner is taken over (same fingerprint only).
+        expect((await store.claimHttpIdempotency({ ...row, fingerprint: "f2", owner: "e2" }, () => true)).claimed).toBe(false);
+        expect((await store.claimHttpIdempotency({ ...row, owner: "e2" }, (o) => o === "e1")).claimed).toBe(true);
+        await store.commit([{ op: "http_idempotency.complete", principal: "p", key: "k1", status: 201, body: '{"ok":1}' }]);
+        const done = await store.claimHttpIdempotency({ ...row, owner: "e3" }, () => true);
+        expect(done).toEqual({ claimed: false, row: { ...row, owner: "e2", status: 201, body: '{"ok":1}' } });
+        // Release only drops an unfinished claim of its owner.
+        await store.commit([{ op: "http_idempotency.release", principal: "p", key: "k1", owner: "e2" }]);
+        expect((await store.claimHttpIdempotency({ ...row, owner: "e4" })).claimed).toBe(false);
+        await store.commit([{ op: "http_idempotency.release", principal: "q", key: "k1", owner: "e1" }]);
+        expect((await store.claimHttpIdempotency({ ...row, principal: "q", owner: "e5" })).claimed).toBe(true);
+      });
     });
   });
 }

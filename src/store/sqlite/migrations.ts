@@ -70,4 +70,61 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 2,
+    name: "http api: responses and idempotency keys",
+    sql: `
+      CREATE TABLE responses (
+        id TEXT PRIMARY KEY,
+        principal TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        after_seq INTEGER NOT NULL,
+        model TEXT NOT NULL,
+        status TEXT NOT NULL,
+        background INTEGER NOT NULL DEFAULT 0,
+        stored INTEGER NOT NULL DEFAULT 1,
+        previous_response_id TEXT,
+        instructions TEXT,
+        metadata TEXT,
+        cancel_requested INTEGER NOT NULL DEFAULT 0,
+        result TEXT,
+        created_at INTEGER NOT NULL,
+        completed_at INTEGER
+      );
+      CREATE INDEX responses_by_session ON responses (session_id);
+
+      CREATE TABLE http_idempotency (
+        principal TEXT NOT NULL,
+        key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        status INTEGER,
+        body TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (principal, key)
+      ) WITHOUT ROWID;
+    `,
+  },
+  {
+    version: 3,
+    name: "lifecycle: process heartbeats and session ownership leases",
+    sql: `
+      CREATE TABLE heartbeats (
+        id TEXT PRIMARY KEY,
+        pid INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        last_beat INTEGER NOT NULL
+      );
+      CREATE TABLE leases (
+        session_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        token INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        detached INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE INDEX leases_by_owner ON leases (owner);
+    `,
+  },
 ];

@@ -6,9 +6,18 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import {
+  FenceError,
+  type HeartbeatRow,
+  type LeaseRequest,
+  type LeaseResult,
+  type LeaseRow,
+} from "../types.js";
 import type {
   EventRow,
+  HttpIdempotencyRow,
   IdempotencyRow,
+  ResponseRow,
   MessageRow,
   Page,
   SessionListItem,
@@ -18,6 +27,7 @@ import type {
   WriteOp,
 } from "../types.js";
 import { MIGRATIONS } from "./migrations.js";
+import { HttpTables } from "./http-rows.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { messageToColumns, rowToMessage, rowToSession, sessionPatchToColumns, sessionToColumns } from "./rows.js";
 
@@ -35,6 +45,8 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly stmts: Record<string, Statement>;
   private readonly applyOps: (ops: readonly WriteOp[]) => void;
+  /** The HTTP API's tables (responses, idempotency keys). */
+  private readonly http: HttpTables;
 
   constructor(options: SqliteStoreOptions) {
     this.path = options.path;
@@ -82,7 +94,37 @@ export class SqliteStore implements Store {
       latestSeq: db.prepare(`SELECT MAX(seq) AS seq FROM events WHERE session_id = ?`),
       earliestSeq: db.prepare(`SELECT MIN(seq) AS seq FROM events WHERE session_id = ?`),
       getIdempotency: db.prepare(`SELECT * FROM idempotency WHERE session_id = ? AND request_id = ?`),
+      fence: db.prepare(`SELECT owner, token FROM leases WHERE session_id = ?`),
+      insertLease: db.prepare(
+        `INSERT INTO leases (session_id, owner, token, expires_at, detached) VALUES (?, ?, ?, ?, ?)`,
+      ),
+      upsertBeat: db.prepare(
+        `INSERT INTO heartbeats (id, pid, host, started_at, last_beat) VALUES (@id, @pid, @host, @started_at, @last_beat)
+         ON CONFLICT (id) DO UPDATE SET last_beat = excluded.last_beat`,
+      ),
+      extendLeases: db.prepare(`UPDATE leases SET expires_at = ? WHERE owner = ?`),
+      removeBeat: db.prepare(`DELETE FROM heartbeats WHERE id = ?`),
+      getBeat: db.prepare(`SELECT * FROM heartbeats WHERE id = ?`),
+      allBeats: db.prepare(`SELECT * FROM heartbeats ORDER BY id`),
+      getLease: db.prepare(`SELECT * FROM leases WHERE session_id = ?`),
+      leasesOf: db.prepare(`SELECT * FROM leases WHERE owner = ?`),
+      takeLease: db.prepare(
+        `INSERT INTO leases (session_id, owner, token, expires_at, detached) VALUES (@session_id, @owner, @token, @expires_at, 0)
+         ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, token = excluded.token,
+           expires_at = excluded.expires_at, detached = 0`,
+      ),
+      setDetached: db.prepare(`UPDATE leases SET detached = ? WHERE session_id = ? AND owner = ? AND token = ?`),
+      releaseLease: db.prepare(`DELETE FROM leases WHERE session_id = ? AND owner = ? AND token = ?`),
+      orphans: db.prepare(
+        `SELECT s.id FROM sessions s
+           LEFT JOIN leases l ON l.session_id = s.id
+           LEFT JOIN heartbeats h ON h.id = l.owner
+         WHERE s.ended_at IS NULL
+           AND (l.session_id IS NULL OR l.expires_at < ? OR h.id IS NULL OR h.last_beat < ?)
+         LIMIT ?`,
+      ),
     };
+    this.http = new HttpTables(db);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       for (const op of ops) this.applyOne(op);
     });
@@ -90,6 +132,7 @@ export class SqliteStore implements Store {
 
   private applyOne(op: WriteOp): void {
     const s = this.stmts;
+    if (HttpTables.handles(op)) return this.http.apply(op);
     switch (op.op) {
       case "session.insert":
         s.insertSession!.run(sessionToColumns(op.row));
@@ -128,6 +171,16 @@ export class SqliteStore implements Store {
       case "idempotency.put": {
         const r = op.row;
         s.insertIdempotency!.run(r.session_id, r.request_id, r.turn_id, r.trace_id, r.created_at);
+        return;
+      }
+      case "lease.fence": {
+        const held = s.fence!.get(op.session_id) as { owner: string; token: number } | undefined;
+        if (!held || held.owner !== op.owner || held.token !== op.token) throw new FenceError(op.session_id, op.token);
+        return;
+      }
+      case "lease.insert": {
+        const r = op.row;
+        s.insertLease!.run(r.session_id, r.owner, r.token, r.expires_at, r.detached ? 1 : 0);
         return;
       }
     }
@@ -219,6 +272,82 @@ export class SqliteStore implements Store {
 
   async getIdempotency(sessionId: string, requestId: string): Promise<IdempotencyRow | null> {
     return (this.stmts.getIdempotency!.get(sessionId, requestId) as IdempotencyRow | undefined) ?? null;
+  }
+
+  async beat(row: HeartbeatRow, leaseExpiresAt: number): Promise<void> {
+    this.db.transaction(() => {
+      this.stmts.upsertBeat!.run(row);
+      this.stmts.extendLeases!.run(leaseExpiresAt, row.id);
+    }).immediate();
+  }
+
+  async removeHeartbeat(id: string): Promise<void> {
+    this.stmts.removeBeat!.run(id);
+  }
+
+  async getHeartbeat(id: string): Promise<HeartbeatRow | null> {
+    return (this.stmts.getBeat!.get(id) as HeartbeatRow | undefined) ?? null;
+  }
+
+  async listHeartbeats(): Promise<HeartbeatRow[]> {
+    return this.stmts.allBeats!.all() as HeartbeatRow[];
+  }
+
+  async acquireLease(req: LeaseRequest): Promise<LeaseResult> {
+    // IMMEDIATE: two processes deciding about one lease must not both read "free".
+    return this.db
+      .transaction((): LeaseResult => {
+        const held = this.readLease(req.session_id);
+        if (held && held.owner !== req.owner) {
+          const beat = this.stmts.getBeat!.get(held.owner) as HeartbeatRow | undefined;
+          const ownerDead = !beat || beat.last_beat < req.deadBefore;
+          const expired = held.expires_at < req.now;
+          if (!ownerDead && !expired && !(req.takeDetached && held.detached)) return { acquired: false, holder: held };
+        }
+        const token = held ? (held.owner === req.owner ? held.token : held.token + 1) : 1;
+        this.stmts.takeLease!.run({ session_id: req.session_id, owner: req.owner, token, expires_at: req.now + req.ttlMs });
+        return { acquired: true, token, from: held && held.owner !== req.owner ? held : null };
+      })
+      .immediate();
+  }
+
+  private readLease(sessionId: string): LeaseRow | null {
+    const r = this.stmts.getLease!.get(sessionId) as (Omit<LeaseRow, "detached"> & { detached: number }) | undefined;
+    return r ? { ...r, detached: r.detached === 1 } : null;
+  }
+
+  async getLease(sessionId: string): Promise<LeaseRow | null> {
+    return this.readLease(sessionId);
+  }
+
+  async leasesOf(owner: string): Promise<LeaseRow[]> {
+    return (this.stmts.leasesOf!.all(owner) as Array<Omit<LeaseRow, "detached"> & { detached: number }>).map((r) => ({
+      ...r,
+      detached: r.detached === 1,
+    }));
+  }
+
+  async setLeaseDetached(sessionId: string, owner: string, token: number, detached: boolean): Promise<void> {
+    this.stmts.setDetached!.run(detached ? 1 : 0, sessionId, owner, token);
+  }
+
+  async releaseLease(sessionId: string, owner: string, token: number): Promise<void> {
+    this.stmts.releaseLease!.run(sessionId, owner, token);
+  }
+
+  async findOrphanedSessions(now: number, deadBefore: number, limit: number): Promise<string[]> {
+    return (this.stmts.orphans!.all(now, deadBefore, limit) as { id: string }[]).map((r) => r.id);
+  }
+
+  async getResponse(id: string): Promise<ResponseRow | null> {
+    return this.http.getResponse(id);
+  }
+
+  async claimHttpIdempotency(
+    row: HttpIdempotencyRow,
+    takeOverFrom?: (owner: string) => boolean,
+  ): Promise<{ claimed: boolean; row: HttpIdempotencyRow }> {
+    return this.http.claimKey(row, takeOverFrom);
   }
 
   async ping(): Promise<boolean> {
