@@ -551,11 +551,12 @@ export class SessionManager implements LifecycleHost {
       await this.ownership.retire();
     })();
     const budget = new AbortController();
-    const timedOut = this.deps.clock.sleep(budgetMs, budget.signal).then(
-      () => true,
+    // Resolves false when the budget runs out (an aborted sleep never settles the race).
+    const outOfTime = this.deps.clock.sleep(budgetMs, budget.signal).then(
       () => false,
+      () => new Promise<boolean>(() => undefined),
     );
-    const completed = await Promise.race([work.then(() => true), timedOut]);
+    const completed = await Promise.race([work.then(() => true), outOfTime]);
     budget.abort();
     if (!completed) this.logger.error({ budget_ms: budgetMs }, "shutdown flush budget exceeded: exiting with writes pending");
     return { completed };

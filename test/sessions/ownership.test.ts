@@ -1,0 +1,161 @@
+/**
+ * Several "processes" (SessionManagers with their own process ids) on one SQLite file and one
+ * fake clock: leases, superseding, the startup sweep, and the shutdown budget.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/lib/clock.js";
+import { SqliteStore } from "../../src/store/index.js";
+import type { WriteOp } from "../../src/store/types.js";
+import { tempDbPath } from "../support/temp-db.js";
+import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+
+const harnesses: Harness[] = [];
+afterEach(async () => {
+  for (const h of harnesses.splice(0)) {
+    h.manager.lifecycle.stop();
+    await h.store.close().catch(() => undefined);
+  }
+});
+
+async function proc(dbPath: string, clock: FakeClock, processId: string, lifecycle: Record<string, unknown> = {}) {
+  const h = await startHarness({ dbPath, clock, processId, lifecycle: { startup_sweep: false, ...lifecycle } });
+  harnesses.push(h);
+  return h;
+}
+
+const isLive = (h: Harness, id: string) => [...h.manager.live()].some((rt) => rt.id === id);
+
+describe("ownership across processes", () => {
+  it("refuses to open a session a live sibling holds attached (4009)", async () => {
+    const db = tempDbPath();
+    const clock = new FakeClock();
+    const a = await proc(db, clock, "A");
+    const b = await proc(db, clock, "B");
+    const snap = await a.manager.create(ME, {}, new TestViewer("va"));
+    await expect(b.manager.resume(ME, snap.session_id, new TestViewer("vb"))).rejects.toMatchObject({
+      code: 4009,
+      data: { owner: "A" },
+    });
+    expect(isLive(a, snap.session_id)).toBe(true);
+  });
+
+  it("a resume elsewhere supersedes a parked runtime quietly; the stale owner can never write again", async () => {
+    const db = tempDbPath();
+    const clock = new FakeClock();
+    const a = await proc(db, clock, "A");
+    const b = await proc(db, clock, "B");
+    const va = new TestViewer("va");
+    const snap = await a.manager.create(ME, {}, va);
+    const sid = snap.session_id;
+    const rtA = [...a.manager.live()][0]!;
+    a.manager.detachViewer(va); // parked detached: the lease says so
+    await settle();
+    const back = await b.manager.resume(ME, sid, new TestViewer("vb"));
+    expect(back.session_id).toBe(sid);
+    expect((await b.store.getLease(sid))!).toMatchObject({ owner: "B", token: 2 });
+
+    // A's stale runtime tries to write: the fence refuses, and A drops it without a word.
+    rtA.log.emit("session.info", { title: "stale write" });
+    await settle();
+    expect(isLive(a, sid)).toBe(false);
+    expect(a.globals).toEqual([]);
+    const titles = (await b.store.readEvents(sid, 0, 100)).map((e) => JSON.parse(e.payload).title);
+    expect(titles).not.toContain("stale write");
+    // B's session works on.
+    const t = await b.manager.submit(ME, sid, "count to 3");
+    await clock.advance(1000);
+    await settle();
+    const events = await b.store.readEvents(sid, 0, 1000);
+    expect(events.some((e) => e.type === "turn.complete" && e.turn_id === t.turn_id)).toBe(true);
+    expect((await b.store.getSession(sid))!.ended_at).toBeNull();
+  });
+
+  it("the next heartbeat also drops a superseded runtime, without any broadcast", async () => {
+    const db = tempDbPath();
+    const clock = new FakeClock();
+    const a = await proc(db, clock, "A");
+    const b = await proc(db, clock, "B");
+    const va = new TestViewer("va");
+    const snap = await a.manager.create(ME, {}, va);
+    a.manager.detachViewer(va);
+    await settle();
+    await b.manager.resume(ME, snap.session_id, new TestViewer("vb"));
+    await clock.advance(10_000); // A's beat sees the lease is gone
+    await settle();
+    expect(isLive(a, snap.session_id)).toBe(false);
+    expect(a.globals).toEqual([]);
+    expect(b.globals).toEqual([]);
+  });
+
+  it("the startup sweep ends only a dead process's sessions, with visible interrupted turns", async () => {
+    const db = tempDbPath();
+    const clock = new FakeClock();
+    const dead = await proc(db, clock, "DEAD");
+    const sibling = await proc(db, clock, "SIBLING");
+    const mine = await dead.manager.create(ME, {}, new TestViewer("v1"));
+    await dead.manager.submit(ME, mine.session_id, "count to 5000");
+    await clock.advance(1_000);
+    const theirs = await sibling.manager.create(ME, {}, new TestViewer("v2"));
+    // DEAD dies: no more beats, no cleanup.
+    dead.manager.lifecycle.stop();
+    await settle();
+    await clock.advance(40_000); // DEAD's heartbeat is now > 3 beats old; SIBLING kept beating
+
+    const fresh = await proc(db, clock, "FRESH", { startup_sweep: true });
+    await clock.advance(20_000); // the sweep runs after the grace
+    await settle();
+    const row = await fresh.store.getSession(mine.session_id);
+    expect(row).toMatchObject({ end_reason: "startup_orphan_reap", active_turn: null });
+    const types = (await fresh.store.readEvents(mine.session_id, 0, 10_000)).map((e) => [e.type, JSON.parse(e.payload).status]);
+    expect(types.slice(-3)).toEqual([
+      ["message.complete", "interrupted"],
+      ["turn.complete", "interrupted"],
+      ["session.closed", undefined],
+    ]);
+    const msgs = await fresh.store.loadMessages(mine.session_id);
+    expect(msgs.at(-1)).toMatchObject({ status: "interrupted" });
+    // The live sibling's session is untouched, still open and still its.
+    expect((await fresh.store.getSession(theirs.session_id))!.ended_at).toBeNull();
+    expect(isLive(sibling, theirs.session_id)).toBe(true);
+    expect((await fresh.store.getLease(theirs.session_id))!.owner).toBe("SIBLING");
+  });
+});
+
+describe("shutdown", () => {
+  it("ends live sessions as shutdown, writing the partial message, and retires the heartbeat", async () => {
+    const db = tempDbPath();
+    const clock = new FakeClock();
+    const a = await proc(db, clock, "A");
+    const snap = await a.manager.create(ME, {}, new TestViewer("v"));
+    await a.manager.submit(ME, snap.session_id, "count to 100");
+    await clock.advance(1_050);
+    const result = await a.manager.shutdown();
+    expect(result.completed).toBe(true);
+    const msgs = await a.store.loadMessages(snap.session_id);
+    expect(msgs.at(-1)!.status).toBe("interrupted");
+    expect(msgs.at(-1)!.content.startsWith("1 2 3 4 5 6 7 8 9 10")).toBe(true);
+    expect((await a.store.getSession(snap.session_id))!.end_reason).toBe("shutdown");
+    expect(await a.store.getHeartbeat("A")).toBeNull();
+    expect(await a.store.getLease(snap.session_id)).toBeNull();
+  });
+
+  it("gives up after the flush budget when a write hangs, instead of blocking exit", async () => {
+    const db = tempDbPath();
+    const clock = new FakeClock();
+    const store = new SqliteStore({ path: db });
+    const a = await startHarness({ dbPath: db, clock, processId: "A", store, lifecycle: { startup_sweep: false, shutdown_flush_s: 5 } });
+    harnesses.push(a);
+    await a.manager.create(ME, {}, new TestViewer("v"));
+    await settle();
+    // From now on every commit hangs, as a wedged disk or a lost database connection would.
+    store.commit = (_ops: readonly WriteOp[]) => new Promise<void>(() => undefined);
+    const stopping = a.manager.shutdown();
+    await clock.advance(4_000);
+    let done = false;
+    void stopping.then(() => (done = true));
+    await settle();
+    expect(done).toBe(false);
+    await clock.advance(1_500);
+    expect(await stopping).toEqual({ completed: false });
+  });
+});

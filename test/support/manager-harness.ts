@@ -1,0 +1,107 @@
+/**
+ * A SessionManager on a real SQLite file with a FakeClock, for lifecycle tests: timers move only
+ * when the test advances the clock. Several harnesses on one file stand for several processes.
+ */
+import { resolveConfig, type LifecycleConfig } from "../../src/config/index.js";
+import { GroupCommitter, RingBudget } from "../../src/events/index.js";
+import { FakeClock } from "../../src/lib/clock.js";
+import { randomIds } from "../../src/lib/ids.js";
+import { silentLogger, type Logger } from "../../src/lib/logger.js";
+import { DemoProvider } from "../../src/agent/demo-provider.js";
+import type { Provider, ProviderChunk, StreamRequest } from "../../src/agent/provider.js";
+import { createDefaultTools } from "../../src/agent/tools/index.js";
+import { SqliteStore } from "../../src/store/index.js";
+import type { Store } from "../../src/store/types.js";
+import { SessionManager, type Caller, type ProviderCatalog, type Viewer } from "../../src/sessions/index.js";
+import type { Frame } from "../../src/protocol/index.js";
+
+export const ME: Caller = { principal: "default" };
+
+export class TestViewer implements Viewer {
+  readonly frames: Frame<any>[] = [];
+  constructor(readonly id: string) {}
+  send(frame: Frame): void {
+    this.frames.push(frame);
+  }
+}
+
+/** Streams one chunk, then waits for the interrupt (a quiet but well-behaved model). */
+export class StallingProvider implements Provider {
+  readonly name = "stalling";
+  readonly kind = "test";
+  async *stream(req: StreamRequest): AsyncGenerator<ProviderChunk> {
+    yield { type: "text", text: "thinking" };
+    await new Promise<void>((_, reject) => req.signal.addEventListener("abort", () => reject(req.signal.reason), { once: true }));
+  }
+}
+
+/** Streams one chunk, then hangs forever, ignoring the interrupt (a broken upstream). */
+export class DeafProvider implements Provider {
+  readonly name = "deaf";
+  readonly kind = "test";
+  async *stream(): AsyncGenerator<ProviderChunk> {
+    yield { type: "text", text: "partial answer" };
+    await new Promise<void>(() => undefined);
+  }
+}
+
+export interface Harness {
+  manager: SessionManager;
+  store: Store;
+  clock: FakeClock;
+  globals: Frame<any>[];
+  logger: Logger;
+}
+
+export async function startHarness(opts: {
+  dbPath: string;
+  clock: FakeClock;
+  processId: string;
+  lifecycle?: Partial<LifecycleConfig>;
+  demoDelayMs?: number;
+  store?: Store;
+  start?: boolean;
+}): Promise<Harness> {
+  const store = opts.store ?? new SqliteStore({ path: opts.dbPath });
+  const config = resolveConfig({}, { lifecycle: opts.lifecycle });
+  const clock = opts.clock;
+  const providers = new Map<string, Provider>([
+    ["demo", new DemoProvider({ clock, delayMs: opts.demoDelayMs ?? 100 })],
+    ["stalling", new StallingProvider()],
+    ["deaf", new DeafProvider()],
+  ]);
+  const catalog: ProviderCatalog = {
+    defaultProvider: "demo",
+    resolve(name) {
+      const provider = providers.get(name);
+      if (!provider) throw new Error(`no provider ${name}`);
+      return { provider, model: name };
+    },
+  };
+  const logger = silentLogger();
+  const manager = new SessionManager({
+    store,
+    committer: new GroupCommitter(store),
+    epoch: `epoch-${opts.processId}`,
+    clock,
+    ids: randomIds,
+    logger,
+    ringBudget: new RingBudget(),
+    ringLimits: { maxFrames: 512, maxBytes: 4 * 1024 * 1024 },
+    providers: catalog,
+    tools: createDefaultTools(),
+    busyPolicy: "queue",
+    maxIterations: 8,
+    lifecycle: config.lifecycle,
+    processId: opts.processId,
+  });
+  const globals: Frame<any>[] = [];
+  manager.onGlobal((frame) => globals.push(frame));
+  if (opts.start !== false) await manager.start();
+  return { manager, store, clock, globals, logger };
+}
+
+/** Lets queued promise callbacks and immediates run without moving the fake clock. */
+export async function settle(rounds = 50): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise<void>((r) => setImmediate(r));
+}
