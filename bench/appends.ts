@@ -59,6 +59,7 @@ function sessionRow(id: string): SessionRow {
   const now = Date.now();
   return {
     id,
+    principal: "bench",
     profile: "default",
     title: "bench",
     parent_session_id: null,

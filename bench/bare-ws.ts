@@ -22,8 +22,11 @@ export interface BroadcastServer extends BareServer {
   load(frames: readonly string[]): void;
 }
 
-/** Frames × clients sent per macrotask before yielding with setImmediate. */
-export const BARE_SENDS_PER_TICK = 1024;
+/**
+ * Frames × clients sent per macrotask before yielding with setImmediate (env
+ * BENCH_BARE_SENDS_PER_TICK overrides it, for experiments on burst size).
+ */
+export const BARE_SENDS_PER_TICK = Number(process.env.BENCH_BARE_SENDS_PER_TICK) || 1024;
 
 async function listen(wss: WebSocketServer): Promise<string> {
   await new Promise<void>((resolve, reject) => {

@@ -23,10 +23,12 @@ if (!probe.startsWith(DELTA.toString())) throw new Error(`unexpected notificatio
 
 export type Mode = "tether" | "bare";
 
-export type ToWorker =
-  | { reqId: number; cmd: "connect"; mode: Mode; url: string; clients: number }
-  | { reqId: number; cmd: "run"; group: number; turns: number; countTo: number }
-  | { reqId: number; cmd: "disconnect"; group: number };
+export type WorkerCommand =
+  | { cmd: "connect"; mode: Mode; url: string; clients: number }
+  | { cmd: "run"; group: number; turns: number; countTo: number }
+  | { cmd: "disconnect"; group: number };
+
+export type ToWorker = WorkerCommand & { reqId: number };
 
 class Viewer {
   deltas = 0;

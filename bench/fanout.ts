@@ -12,13 +12,14 @@
  * the stream to the last viewer's last frame. Value = frames delivered per second, summed over
  * viewers. Runs alternate Tether/baseline; the median of `runs` is reported.
  */
+import { performance } from "node:perf_hooks";
 import { Worker } from "node:worker_threads";
 import { encodeEventNotification, EventType, type Frame } from "../src/protocol/index.js";
 import { newEpoch } from "../src/events/index.js";
 import { randomIds } from "../src/lib/ids.js";
 import { startBroadcastServer } from "./bare-ws.js";
 import { startTether } from "./tether-server.js";
-import type { Mode, RunResult, ToWorker } from "./fanout-clients.js";
+import type { Mode, RunResult, WorkerCommand } from "./fanout-clients.js";
 import { breathe, median, progress } from "./stats.js";
 
 export interface FanoutScenario {
@@ -36,6 +37,13 @@ export interface FanoutRow extends FanoutScenario {
   bareDeltaBytes: number;
   tetherMs: number[];
   bareMs: number[];
+  /**
+   * Server-thread CPU per delivered frame, in µs (event-loop active time of the main thread during
+   * the run / frames). When the viewers' thread is the bottleneck, throughput ratios drift towards
+   * 1; this says what each server itself spends per frame.
+   */
+  tetherServerUsPerFrame: number;
+  bareServerUsPerFrame: number;
   /** Frames per second (median of runs). */
   tether: number;
   bare: number;
@@ -44,7 +52,7 @@ export interface FanoutRow extends FanoutScenario {
 }
 
 /** The parent's handle on the viewer worker: one request → one answer. */
-class ViewerPool {
+export class ViewerPool {
   private readonly worker: Worker;
   private nextReq = 1;
   private readonly waiting = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
@@ -68,7 +76,7 @@ class ViewerPool {
     });
   }
 
-  private request<T>(msg: Omit<ToWorker, "reqId">): Promise<T> {
+  private request<T>(msg: WorkerCommand): Promise<T> {
     const reqId = this.nextReq++;
     return new Promise<T>((resolve, reject) => {
       this.waiting.set(reqId, { resolve, reject });
@@ -80,8 +88,11 @@ class ViewerPool {
     return this.request({ cmd: "connect", mode, url, clients });
   }
 
-  run(group: number, turns: number, countTo: number): Promise<RunResult> {
-    return this.request({ cmd: "run", group, turns, countTo });
+  /** Also measures the main (server) thread's busy time during the run. */
+  async run(group: number, turns: number, countTo: number): Promise<RunResult & { serverBusyMs: number }> {
+    const elu0 = performance.eventLoopUtilization();
+    const r = await this.request<RunResult>({ cmd: "run", group, turns, countTo });
+    return { ...r, serverBusyMs: performance.eventLoopUtilization(elu0).active };
   }
 
   disconnect(group: number): Promise<void> {
@@ -94,7 +105,7 @@ class ViewerPool {
 }
 
 /** What Tether would send for `turns` × `count to countTo`: deltas, then turn.complete, per turn. */
-function baselineFrames(turns: number, countTo: number): string[] {
+export function baselineFrames(turns: number, countTo: number): string[] {
   const epoch = newEpoch();
   const sessionId = randomIds.next("ses");
   const out: string[] = [];
@@ -138,11 +149,14 @@ function check(label: string, r: RunResult, expected: number): void {
 }
 
 export async function benchFanout(scenarios: FanoutScenario[], runs: number): Promise<FanoutRow[]> {
-  const tether = await startTether();
-  const bare = await startBroadcastServer();
-  const pool = new ViewerPool();
+  let tether: Awaited<ReturnType<typeof startTether>> | null = null;
+  let bare: Awaited<ReturnType<typeof startBroadcastServer>> | null = null;
+  let pool: ViewerPool | null = null;
   const rows: FanoutRow[] = [];
   try {
+    tether = await startTether();
+    bare = await startBroadcastServer();
+    pool = new ViewerPool();
     for (const sc of scenarios) {
       const label = `${sc.viewers} viewer${sc.viewers === 1 ? "" : "s"}`;
       const perViewer = sc.turns * sc.countTo;
@@ -152,6 +166,8 @@ export async function benchFanout(scenarios: FanoutScenario[], runs: number): Pr
       const b = await pool.connect("bare", bare.url, sc.viewers);
       const tetherMs: number[] = [];
       const bareMs: number[] = [];
+      const tetherBusy: number[] = [];
+      const bareBusy: number[] = [];
       let tetherBytes = 0;
       let bareBytes = 0;
       // Run 0 is the warm-up.
@@ -167,6 +183,8 @@ export async function benchFanout(scenarios: FanoutScenario[], runs: number): Pr
         if (r > 0) {
           tetherMs.push(tr.ms);
           bareMs.push(br.ms);
+          tetherBusy.push(tr.serverBusyMs);
+          bareBusy.push(br.serverBusyMs);
         }
         progress("fan-out", `${label}: ${r === 0 ? "warm-up" : `run ${r}/${runs}`}: tether ${tr.ms.toFixed(0)} ms, bare ${br.ms.toFixed(0)} ms`);
       }
@@ -182,15 +200,17 @@ export async function benchFanout(scenarios: FanoutScenario[], runs: number): Pr
         bareDeltaBytes: bareBytes,
         tetherMs,
         bareMs,
+        tetherServerUsPerFrame: (median(tetherBusy) * 1000) / framesPerRun,
+        bareServerUsPerFrame: (median(bareBusy) * 1000) / framesPerRun,
         tether: tps,
         bare: bps,
         ratio: tps / bps,
       });
     }
   } finally {
-    await pool.close();
-    await bare.close();
-    await tether.close();
+    await pool?.close();
+    await bare?.close();
+    await tether?.close();
   }
   return rows;
 }

@@ -28,8 +28,12 @@ export class RpcClient {
     const ws = new WebSocket(url);
     const client = new RpcClient(ws);
     return new Promise<RpcClient>((resolve, reject) => {
-      ws.once("error", reject);
-      ws.once("close", () => reject(new Error("socket closed before gateway.ready")));
+      ws.on("error", reject);
+      ws.once("close", () => {
+        reject(new Error("socket closed before gateway.ready"));
+        for (const p of client.pending.values()) p.reject(new Error("socket closed"));
+        client.pending.clear();
+      });
       ws.on("message", (data: Buffer) => {
         const text = data.toString();
         const msg = JSON.parse(text) as { method?: string; params?: Frame<any>; id?: number; result?: unknown; error?: { message: string } };

@@ -20,7 +20,13 @@ export interface BenchTether {
 export async function startTether(): Promise<BenchTether> {
   const dir = mkdtempSync(join(tmpdir(), "tether-bench-server-"));
   const config = resolveConfig({}, { host: "127.0.0.1", port: 0, dbPath: join(dir, "tether.db"), demo: { delayMs: 0 } });
-  const server = await startServer(config, { logger: silentLogger() });
+  let server: RunningServer;
+  try {
+    server = await startServer(config, { logger: silentLogger() });
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
   return {
     wsUrl: `${server.url.replace(/^http/, "ws")}/ws`,
     server,

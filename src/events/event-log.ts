@@ -13,6 +13,7 @@
 import {
   encodeEventNotification,
   EventType,
+  frameJsonOfNotification,
   isTransientEvent,
   type Frame,
   type MessageDeltaPayload,
@@ -21,6 +22,7 @@ import {
   type SinceResult,
 } from "../protocol/index.js";
 import type { Clock } from "../lib/clock.js";
+import type { Metrics } from "../lib/metrics.js";
 import type { EventRow, Store, WriteOp } from "../store/types.js";
 import type { GroupCommitter } from "./group-commit.js";
 import { ReplayRing, type RingBudget, type RingLimits } from "./replay-ring.js";
@@ -43,6 +45,8 @@ export interface EventLogDeps {
    * session's lease can never write again (its commits fail with FenceError).
    */
   fence?: () => WriteOp | undefined;
+  /** Counts delivered frames by type (for /metrics). */
+  metrics?: Pick<Metrics, "frameDelivered">;
 }
 
 interface PendingFrame {
@@ -77,12 +81,16 @@ export class EventLog implements SessionEventLog {
   private reservations: Reservation[] = [];
   private deliveredSeq: number;
   private lastDurableDelivered: number;
-  private readonly queue: PendingFrame[] = [];
+  /** Frames waiting for delivery, oldest at `queueHead` (an index, not shift(): O(1) per frame). */
+  private queue: PendingFrame[] = [];
+  private queueHead = 0;
   private readonly listeners = new Set<FrameListener>();
   private readonly streaming = new Map<string, StreamingMessage>();
   private readonly ring: ReplayRing;
   private readonly seqBlock: number;
-  private lastWrite: Promise<void> = Promise.resolve();
+  /** Writes submitted and not yet settled; flushed() waits for zero. */
+  private pendingWrites = 0;
+  private flushWaiters: Array<() => void> = [];
   private failure: unknown = null;
   private closed = false;
 
@@ -162,52 +170,54 @@ export class EventLog implements SessionEventLog {
     if (opts.traceId !== undefined) frame.trace_id = opts.traceId;
 
     const durable = !isTransientEvent(type);
-    const gates: Promise<void>[] = [];
-    if (seq > this.confirmedUpTo) gates.push(this.reservationCovering(seq));
+    const item: PendingFrame = { frame, durable, ready: true, failed: false };
     if (durable) {
       const ops = this.fenced((opts.ops ?? []).map((op) => fillCreatedSeq(op, seq)));
       ops.push({ op: "event.append", row: toEventRow(frame) });
-      const commit = this.deps.committer.enqueue(ops);
-      this.trackWrite(commit);
-      gates.push(commit);
-    } else if (opts.ops && opts.ops.length > 0) {
-      throw new Error(`transient event ${type} cannot carry ops`);
+      // The seq reservation was enqueued before this write: FIFO commits cover it, no extra gate.
+      item.ready = false;
+      this.submitWrite(ops, (err) => {
+        item.ready = true;
+        if (err) {
+          // The frame never reached the store: it is not delivered, leaving a gap (never a lie).
+          item.failed = true;
+          this.deps.onError?.(err, `commit of ${type} seq ${seq}`);
+        }
+        this.drain();
+      });
+    } else {
+      if (opts.ops && opts.ops.length > 0) throw new Error(`transient event ${type} cannot carry ops`);
+      if (seq > this.confirmedUpTo) {
+        item.ready = false;
+        this.reservationCovering(seq).then(
+          () => {
+            item.ready = true;
+            this.drain();
+          },
+          (err: unknown) => {
+            item.ready = true;
+            item.failed = true;
+            this.deps.onError?.(err, `seq reservation for ${type} seq ${seq}`);
+            this.drain();
+          },
+        );
+      }
     }
 
-    const item: PendingFrame = { frame, durable, ready: gates.length === 0, failed: false };
-    if (item.ready && this.queue.length === 0) {
+    if (item.ready && this.queueHead === this.queue.length) {
       this.deliver(item);
       return frame;
     }
     this.queue.push(item);
-    if (!item.ready) {
-      const settle = gates.length === 1 ? gates[0]! : Promise.all(gates);
-      settle.then(
-        () => {
-          item.ready = true;
-          this.drain();
-        },
-        (err: unknown) => {
-          // The frame never reached the store: it is not delivered, leaving a gap (never a lie).
-          item.ready = true;
-          item.failed = true;
-          this.failure ??= err;
-          this.deps.onError?.(err, `commit of ${type} seq ${seq}`);
-          this.drain();
-        },
-      );
-    }
     return frame;
   }
 
   write(ops: WriteOp[]): Promise<void> {
-    const commit = this.deps.committer.enqueue(this.fenced(ops));
-    this.trackWrite(commit);
-    return commit;
+    return new Promise<void>((resolve, reject) => this.submitWrite(this.fenced(ops), (err) => (err ? reject(err) : resolve())));
   }
 
   async flushed(): Promise<void> {
-    await this.lastWrite;
+    if (this.pendingWrites > 0) await new Promise<void>((resolve) => this.flushWaiters.push(resolve));
     if (this.failure) {
       const err = this.failure;
       this.failure = null;
@@ -220,28 +230,55 @@ export class EventLog implements SessionEventLog {
    * frames still in the ring, and a snapshot of every message still streaming.
    */
   async since(afterSeq: number): Promise<SinceResult> {
+    const cut = await this.collect(afterSeq);
     const events: Frame[] = [];
+    mergeBySeq(cut, (row) => events.push(fromEventRow(row, this.deps.epoch)), (entry) => events.push(entry.frame));
+    return { events, latest_seq: cut.latest, truncated: false, epoch: this.deps.epoch, snapshots: cut.snapshots };
+  }
+
+  /**
+   * since() as JSON text, for transports: stored payloads are spliced in as they are and ring
+   * frames reuse the text they were broadcast as — a catch-up parses and re-encodes nothing.
+   */
+  async sinceJson(afterSeq: number): Promise<string> {
+    const cut = await this.collect(afterSeq);
+    const parts: string[] = [];
+    const epochJson = JSON.stringify(this.deps.epoch);
+    const sessionJson = JSON.stringify(this.sessionId);
+    mergeBySeq(
+      cut,
+      (row) => parts.push(encodeStoredFrame(row, sessionJson, epochJson)),
+      (entry) => parts.push(frameJsonOfNotification(entry.wire)),
+    );
+    return (
+      `{"events":[${parts.join(",")}],"latest_seq":${cut.latest},"truncated":false,` +
+      `"epoch":${epochJson},"snapshots":${JSON.stringify(cut.snapshots)}}`
+    );
+  }
+
+  /** One consistent cut: stored rows, ring frames, latest seq and snapshots. */
+  private async collect(afterSeq: number): Promise<SinceCut> {
+    const rows: EventRow[] = [];
     let readFrom = afterSeq;
     for (;;) {
       const durableBefore = this.lastDurableDelivered;
-      const rows = await this.deps.store.readEvents(this.sessionId, readFrom, SINCE_PAGE);
-      for (const row of rows) events.push(fromEventRow(row, this.deps.epoch));
-      if (rows.length > 0) readFrom = rows[rows.length - 1]!.seq;
+      const page = await this.deps.store.readEvents(this.sessionId, readFrom, SINCE_PAGE);
+      for (const row of page) rows.push(row);
+      if (page.length > 0) readFrom = page[page.length - 1]!.seq;
       // Durable frames delivered while we awaited the store may be missing from what we read;
       // commits are in seq order, so reading on from the last seq we got closes the gap.
-      if (this.lastDurableDelivered === durableBefore && rows.length < SINCE_PAGE) break;
+      if (this.lastDurableDelivered === durableBefore && page.length < SINCE_PAGE) break;
     }
+    // From here on synchronous: ring, latest seq and snapshots describe the same instant.
     const latest = this.deliveredSeq;
-    const merged = events.filter((f) => (f.seq ?? 0) <= latest);
-    for (const f of this.ring.after(afterSeq)) merged.push(f);
-    merged.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
+    let end = rows.length;
+    while (end > 0 && rows[end - 1]!.seq > latest) end--;
     return {
-      events: dedupeBySeq(merged),
-      latest_seq: latest,
+      rows: end === rows.length ? rows : rows.slice(0, end),
+      ring: this.ring.afterWithWire(afterSeq),
+      latest,
       // Only a durable frame after the cursor that is gone truncates; evicted deltas never do
       // (snapshots cover them). Durable events are retained for the life of the session.
-      truncated: false,
-      epoch: this.deps.epoch,
       snapshots: this.snapshots(),
     };
   }
@@ -264,8 +301,8 @@ export class EventLog implements SessionEventLog {
 
   /** Waits until every frame emitted so far is delivered or dropped. */
   async settled(): Promise<void> {
-    await this.lastWrite.catch(() => undefined);
-    while (this.queue.length > 0) await new Promise<void>((r) => setImmediate(r));
+    if (this.pendingWrites > 0) await new Promise<void>((resolve) => this.flushWaiters.push(resolve));
+    while (this.queueHead < this.queue.length) await new Promise<void>((r) => setImmediate(r));
   }
 
   close(): void {
@@ -313,14 +350,34 @@ export class EventLog implements SessionEventLog {
     return fence ? [fence, ...ops] : ops;
   }
 
-  private trackWrite(p: Promise<void>): void {
-    this.lastWrite = p.catch((err: unknown) => {
-      this.failure ??= err;
+  private submitWrite(ops: WriteOp[], done: (err: unknown) => void): void {
+    this.pendingWrites++;
+    this.deps.committer.submit(ops, (err) => {
+      if (err) this.failure ??= err;
+      this.pendingWrites--;
+      done(err);
+      if (this.pendingWrites === 0 && this.flushWaiters.length > 0) {
+        const waiters = this.flushWaiters;
+        this.flushWaiters = [];
+        for (const w of waiters) w();
+      }
     });
   }
 
   private drain(): void {
-    while (this.queue.length > 0 && this.queue[0]!.ready) this.deliver(this.queue.shift()!);
+    const q = this.queue;
+    while (this.queueHead < q.length && q[this.queueHead]!.ready) {
+      const item = q[this.queueHead]!;
+      q[this.queueHead++] = undefined as unknown as PendingFrame;
+      this.deliver(item);
+    }
+    if (this.queueHead === q.length) {
+      this.queue = [];
+      this.queueHead = 0;
+    } else if (this.queueHead > 1024 && this.queueHead * 2 > q.length) {
+      this.queue = q.slice(this.queueHead);
+      this.queueHead = 0;
+    }
   }
 
   private deliver(item: PendingFrame): void {
@@ -329,12 +386,13 @@ export class EventLog implements SessionEventLog {
     const seq = frame.seq!;
     this.trackStreaming(frame);
     this.deliveredSeq = seq;
+    this.deps.metrics?.frameDelivered(frame.type);
     let wire: string | undefined;
     if (item.durable) {
       this.lastDurableDelivered = seq;
     } else {
       wire = encodeEventNotification(frame);
-      this.ring.push(frame, wire.length);
+      this.ring.push(frame, wire);
     }
     if (this.listeners.size === 0) return;
     wire ??= encodeEventNotification(frame);
@@ -405,13 +463,38 @@ export function fromEventRow(row: EventRow, epoch: string): Frame {
   return frame;
 }
 
-function dedupeBySeq(frames: Frame[]): Frame[] {
-  const out: Frame[] = [];
-  let last = -1;
-  for (const f of frames) {
-    if (f.seq === last) continue;
-    last = f.seq ?? -1;
-    out.push(f);
+interface SinceCut {
+  rows: EventRow[];
+  ring: Array<{ frame: Frame; wire: string }>;
+  latest: number;
+  snapshots: MessageSnapshot[];
+}
+
+/** Walks stored rows and ring frames together in seq order (both are sorted; a seq is in one). */
+function mergeBySeq(
+  cut: SinceCut,
+  onRow: (row: EventRow) => void,
+  onRing: (entry: { frame: Frame; wire: string }) => void,
+): void {
+  const { rows, ring } = cut;
+  let i = 0;
+  let j = 0;
+  while (i < rows.length || j < ring.length) {
+    const rowSeq = i < rows.length ? rows[i]!.seq : Infinity;
+    const ringSeq = j < ring.length ? ring[j]!.frame.seq! : Infinity;
+    if (rowSeq < ringSeq) onRow(rows[i++]!);
+    else if (ringSeq < rowSeq) onRing(ring[j++]!);
+    else {
+      onRow(rows[i++]!);
+      j++;
+    }
   }
-  return out;
+}
+
+/** A stored event as frame JSON, its payload spliced in verbatim (it was stored as JSON). */
+function encodeStoredFrame(row: EventRow, sessionJson: string, epochJson: string): string {
+  let out = `{"type":${JSON.stringify(row.type)},"session_id":${sessionJson},"seq":${row.seq},"epoch":${epochJson},"ts":${row.created_at}`;
+  if (row.turn_id !== null) out += `,"turn_id":${JSON.stringify(row.turn_id)}`;
+  if (row.trace_id !== null) out += `,"trace_id":${JSON.stringify(row.trace_id)}`;
+  return `${out},"payload":${row.payload}}`;
 }

@@ -15,6 +15,8 @@ export const DEFAULT_PROCESS_RING_BYTES = 64 * 1024 * 1024;
 
 interface Entry {
   frame: Frame;
+  /** The frame's notification text, kept so a catch-up never encodes a delta twice. */
+  wire: string;
   bytes: number;
 }
 
@@ -65,9 +67,10 @@ export class ReplayRing {
     return this.bytes;
   }
 
-  /** `bytes` is the frame's encoded size, known to the caller who already serialized it. */
-  push(frame: Frame, bytes: number): void {
-    this.entries.push({ frame, bytes });
+  /** `wire` is the frame already encoded; its length counts as the frame's bytes. */
+  push(frame: Frame, wire: string): void {
+    const bytes = wire.length;
+    this.entries.push({ frame, wire, bytes });
     this.bytes += bytes;
     this.budget.bytes += bytes;
     this.budget.frames += 1;
@@ -78,6 +81,18 @@ export class ReplayRing {
   /** Frames with seq > afterSeq, oldest first. */
   after(afterSeq: number): Frame[] {
     const out: Frame[] = [];
+    for (let i = this.firstAfter(afterSeq); i < this.entries.length; i++) out.push(this.entries[i]!.frame);
+    return out;
+  }
+
+  /** Like after(), with each frame's notification text. */
+  afterWithWire(afterSeq: number): Array<{ frame: Frame; wire: string }> {
+    const out: Array<{ frame: Frame; wire: string }> = [];
+    for (let i = this.firstAfter(afterSeq); i < this.entries.length; i++) out.push(this.entries[i]!);
+    return out;
+  }
+
+  private firstAfter(afterSeq: number): number {
     // Frames are in seq order: binary search for the first one past the cursor.
     let lo = this.head;
     let hi = this.entries.length;
@@ -86,8 +101,7 @@ export class ReplayRing {
       if ((this.entries[mid]!.frame.seq ?? 0) > afterSeq) hi = mid;
       else lo = mid + 1;
     }
-    for (let i = lo; i < this.entries.length; i++) out.push(this.entries[i]!.frame);
-    return out;
+    return lo;
   }
 
   evictWhile(over: () => boolean): void {

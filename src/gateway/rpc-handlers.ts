@@ -1,5 +1,5 @@
 /** The JSON-RPC methods of one WebSocket connection, as calls into the SessionManager. */
-import { Method, PROTOCOL_VERSION } from "../protocol/index.js";
+import { EncodedJson, Method, PROTOCOL_VERSION, type SinceResult } from "../protocol/index.js";
 import type { Caller, SessionManager, Viewer } from "../sessions/index.js";
 import type { HandlerTable } from "./rpc-dispatch.js";
 
@@ -26,7 +26,7 @@ export function connectionHandlers(
       capabilities: identity.capabilities,
     }),
     [Method.SessionCreate]: (p) => manager.create(caller, p ?? {}, viewer),
-    [Method.SessionResume]: (p) => manager.resume(caller, p.session_id, viewer),
+    [Method.SessionResume]: (p) => manager.resume(caller, p.session_id, viewer, { afterSeq: p.after_seq }),
     [Method.SessionReopen]: (p) => manager.reopen(caller, p.session_id, viewer),
     [Method.SessionDetach]: (p) => manager.detach(caller, p.session_id, viewer),
     [Method.SessionUpdate]: (p) => manager.update(caller, p.session_id, { title: p.title }),
@@ -35,7 +35,9 @@ export function connectionHandlers(
     [Method.SessionClose]: (p) => manager.close(caller, p.session_id),
     [Method.SessionInterrupt]: (p) => manager.interrupt(caller, p.session_id),
     [Method.PromptSubmit]: (p) => manager.submit(caller, p.session_id, p.text, p.request_id),
-    [Method.EventsSince]: (p) => manager.since(caller, p.session_id, p.after_seq),
+    // The catch-up answer is assembled as JSON text (stored payloads spliced in, never re-parsed).
+    [Method.EventsSince]: async (p) =>
+      new EncodedJson(await manager.sinceJson(caller, p.session_id, p.after_seq)) as unknown as SinceResult,
     [Method.EventsStats]: () => manager.stats(),
     [Method.TodoGet]: (p) => manager.todo(caller, p.session_id),
   };

@@ -138,7 +138,14 @@ export interface SessionReclaimedPayload {
   reason: string;
 }
 
+const NOTIFICATION_PREFIX = `{"jsonrpc":"2.0","method":"event","params":`;
+
 /** Encodes a frame as the WebSocket notification text. Done once per broadcast, not per viewer. */
 export function encodeEventNotification(frame: Frame): string {
-  return `{"jsonrpc":"2.0","method":"event","params":${JSON.stringify(frame)}}`;
+  return `${NOTIFICATION_PREFIX}${JSON.stringify(frame)}}`;
+}
+
+/** The frame's own JSON inside a notification made by encodeEventNotification. */
+export function frameJsonOfNotification(wire: string): string {
+  return wire.slice(NOTIFICATION_PREFIX.length, -1);
 }

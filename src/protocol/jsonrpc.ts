@@ -68,7 +68,16 @@ export function decodeRequest(text: string): RpcRequest {
   return req as unknown as RpcRequest;
 }
 
+/**
+ * A result that is already JSON text (e.g. a catch-up assembled from stored frames without
+ * parsing them): put on the wire as is instead of being encoded again.
+ */
+export class EncodedJson {
+  constructor(readonly json: string) {}
+}
+
 export function encodeResult(id: RpcId, result: unknown): string {
+  if (result instanceof EncodedJson) return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result.json}}`;
   return JSON.stringify({ jsonrpc: "2.0", id, result });
 }
 

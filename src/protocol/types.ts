@@ -54,6 +54,8 @@ export interface Snapshot {
   messages: Message[];
   todo: TodoState;
   delegations: unknown[];
+  /** Present when the resume passed `after_seq`: `messages` holds only messages created after it. */
+  messages_after_seq?: number;
 }
 
 export interface SessionSummary {

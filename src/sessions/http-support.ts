@@ -61,3 +61,6 @@ export async function cancelTurnOf(runtime: SessionRuntime, turnId: string): Pro
   }
   return found ? "dequeued" : "idle";
 }
+
+/** What the HTTP layer sees of a stored response (it never imports store/). */
+export type { ResponseRow } from "../store/types.js";

@@ -243,9 +243,13 @@ export class SessionManager implements LifecycleHost {
       .catch((err: unknown) => this.logger.warn({ err, session_id: runtime.id }, "could not mark the lease"));
   }
 
-  /** Attaches `viewer` to the session (opening it if needed) and returns its Snapshot. */
-  async resume(caller: Caller, sessionId: string, viewer?: Viewer): Promise<Snapshot> {
-    return this.bindAndAttach(caller, sessionId, viewer, isRecoverableEnd);
+  /**
+   * Attaches `viewer` to the session (opening it if needed) and returns its Snapshot. With
+   * `afterSeq` (a reconnecting client's watermark) the Snapshot's messages are only those created
+   * after it: the client has the rest, and `session.events.since` brings the changes.
+   */
+  async resume(caller: Caller, sessionId: string, viewer?: Viewer, opts: { afterSeq?: number } = {}): Promise<Snapshot> {
+    return this.bindAndAttach(caller, sessionId, viewer, isRecoverableEnd, opts.afterSeq);
   }
 
   /** Like resume, but also reopens a session the user closed. */
@@ -262,6 +266,7 @@ export class SessionManager implements LifecycleHost {
     sessionId: string,
     viewer: Viewer | undefined,
     reopenable: (endReason: string | null) => boolean,
+    afterSeq?: number,
   ): Promise<Snapshot> {
     this.assertAccepting();
     return this.binding(sessionId, async () => {
@@ -270,7 +275,7 @@ export class SessionManager implements LifecycleHost {
       this.assertOwner(caller, runtime.row);
       if (viewer) this.attach(runtime, viewer);
       else runtime.touch();
-      return this.snapshot(runtime);
+      return this.snapshot(runtime, afterSeq);
     });
   }
 
@@ -329,6 +334,12 @@ export class SessionManager implements LifecycleHost {
   async since(caller: Caller, sessionId: string, afterSeq: number): Promise<SinceResult> {
     const runtime = await this.requireLive(caller, sessionId, "session.events.since");
     return runtime.log.since(afterSeq);
+  }
+
+  /** since() as JSON text, assembled without re-encoding stored frames (the WebSocket fast path). */
+  async sinceJson(caller: Caller, sessionId: string, afterSeq: number): Promise<string> {
+    const runtime = await this.requireLive(caller, sessionId, "session.events.since");
+    return runtime.log.sinceJson(afterSeq);
   }
 
   async todo(caller: Caller, sessionId: string): Promise<TodoState> {
@@ -703,6 +714,7 @@ export class SessionManager implements LifecycleHost {
       ringLimits: this.deps.ringLimits,
       fence: () => this.ownership.fenceOp(sessionId),
       onError: (err, context) => this.onLogError(sessionId, err, context),
+      metrics: this.metrics,
     });
   }
 
@@ -780,10 +792,10 @@ export class SessionManager implements LifecycleHost {
    * the store, then the live streaming text and latest seq are taken in the same synchronous step;
    * if a durable frame was delivered meanwhile, read again.
    */
-  private async snapshot(runtime: SessionRuntime): Promise<Snapshot> {
+  private async snapshot(runtime: SessionRuntime, afterSeq?: number): Promise<Snapshot> {
     for (;;) {
       const before = runtime.log.durableSeq;
-      const rows = await this.storage(() => this.deps.store.loadMessages(runtime.id));
+      const rows = await this.storage(() => this.deps.store.loadMessages(runtime.id, afterSeq));
       if (runtime.log.durableSeq !== before) continue;
       const latest = runtime.log.latestSeq;
       const streaming = new Map(runtime.log.snapshots().map((s) => [s.message_id, s.text]));
@@ -812,6 +824,7 @@ export class SessionManager implements LifecycleHost {
         messages,
         todo: runtime.todo.get(),
         delegations: [],
+        ...(afterSeq !== undefined ? { messages_after_seq: afterSeq } : {}),
       };
     }
   }

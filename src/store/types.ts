@@ -222,8 +222,8 @@ export interface Store {
   /** Sessions not ended, for recovery after a restart. */
   listOpenSessions(): Promise<SessionRow[]>;
 
-  /** The whole transcript in order. */
-  loadMessages(sessionId: string): Promise<MessageRow[]>;
+  /** The transcript in order; with `afterSeq`, only messages created after that seq. */
+  loadMessages(sessionId: string, afterSeq?: number): Promise<MessageRow[]>;
   listMessages(sessionId: string, afterMessageId: string | undefined, limit: number): Promise<Page<MessageRow>>;
 
   /** Durable events with seq > afterSeq, in seq order, at most `limit`. */

@@ -118,6 +118,7 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       ]);
       const all = await store.loadMessages("s1");
       expect(all.map((m) => m.id)).toEqual(["m1", "m2", "m3"]);
+      expect((await store.loadMessages("s1", 10)).map((m) => m.id)).toEqual(["m2", "m3"]);
       expect(all[1]).toMatchObject({ content: "done", status: "complete", tool_calls: [{ id: "c", name: "todo", arguments: "{}" }] });
       const p1 = await store.listMessages("s1", undefined, 2);
       expect(p1.items.map((m) => m.id)).toEqual(["m1", "m2"]);

@@ -175,4 +175,20 @@ describe("EventLog", () => {
     expect(since.latest_seq).toBe(f3.seq);
     expect(since.epoch).toBe("e2");
   });
+
+  it("sinceJson() is since() as JSON, byte for byte equivalent once parsed", async () => {
+    const { deps } = await setup(undefined, { ringLimits: { maxFrames: 5, maxBytes: 1024 * 1024 } });
+    const log = await EventLog.open("s1", deps);
+    log.emit("turn.start", { turn_id: "t1", trace_id: "a".repeat(32), input: 'quote " and \\ and \u2028' }, { turnId: "t1", traceId: "a".repeat(32) });
+    log.emit("message.start", { message_id: "m1", role: "assistant" }, { turnId: "t1" });
+    for (let i = 1; i <= 20; i++) log.emit("message.delta", delta(i), { turnId: "t1" });
+    log.emit("todo.updated", { revision: 1, items: [{ content: "ünïcødé ✓", status: "pending" }] });
+    log.emit("message.delta", delta(21));
+    await log.settled();
+    for (const after of [0, 1, 3, 10, 25]) {
+      const plain = await log.since(after);
+      const fromJson = JSON.parse(await log.sinceJson(after));
+      expect(fromJson).toEqual(JSON.parse(JSON.stringify(plain)));
+    }
+  });
 });

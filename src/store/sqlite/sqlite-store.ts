@@ -238,8 +238,12 @@ export class SqliteStore implements Store {
     return { items, nextCursor };
   }
 
-  async loadMessages(sessionId: string): Promise<MessageRow[]> {
-    return (this.stmts.loadMessages!.all(sessionId) as Record<string, unknown>[]).map(rowToMessage);
+  async loadMessages(sessionId: string, afterSeq?: number): Promise<MessageRow[]> {
+    const rows =
+      afterSeq === undefined
+        ? this.stmts.loadMessages!.all(sessionId)
+        : this.stmts.pageMessages!.all(sessionId, afterSeq, Number.MAX_SAFE_INTEGER);
+    return (rows as Record<string, unknown>[]).map(rowToMessage);
   }
 
   async listMessages(sessionId: string, afterMessageId: string | undefined, limit: number): Promise<Page<MessageRow>> {

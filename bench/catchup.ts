@@ -1,0 +1,179 @@
+/**
+ * Benchmark 3 — catch-up time for 1,000 missed durable frames.
+ *
+ * Setup: a real gateway; viewer A creates a session and runs `todo: …` turns (each, with the demo
+ * provider: turn.start, 3 × message.start/complete, tool.start, todo.updated, tool.complete,
+ * turn.complete — all durable — and 5 streamed `message.delta`) until the session holds more than
+ * 1,000 durable frames. The watermark is then chosen so that exactly 1,000 durable frames come
+ * after it; the transient deltas interleaved with them (still in the 512-frame replay ring) come
+ * along, so the answer = 1,000 durable frames read from SQLite + those ring frames, merged in seq
+ * order (the exact mix is printed and saved with the results).
+ * A stays attached, so the session is live for every reconnect.
+ *
+ * Measured, per iteration: open a new WebSocket → `gateway.ready` → `session.resume` →
+ * `session.events.since {after_seq: watermark}` → answer received and JSON-parsed.
+ * Baseline: a bare `ws` server that sends the same ready frame on connect and answers the same two
+ * requests with Tether's exact result texts, pre-built. Iterations alternate Tether/baseline.
+ */
+import { EventType, isTransientEvent, Method, type Frame, type SinceResult, type Snapshot } from "../src/protocol/index.js";
+import { startReplyServer } from "./bare-ws.js";
+import { RpcClient } from "./rpc-client.js";
+import { startTether } from "./tether-server.js";
+import { median, percentile, progress } from "./stats.js";
+
+export interface CatchupOptions {
+  /** Durable frames after the watermark. */
+  missedDurable: number;
+  iterations: number;
+  warmup: number;
+}
+
+export interface LatencySummary {
+  p50: number;
+  p99: number;
+  max: number;
+  min: number;
+}
+
+export interface CatchupResult {
+  iterations: number;
+  turns: number;
+  watermark: number;
+  latestSeq: number;
+  /** What the catch-up answer holds. */
+  durableFrames: number;
+  transientFrames: number;
+  snapshots: number;
+  framesByType: Record<string, number>;
+  sinceAnswerBytes: number;
+  resumeAnswerBytes: number;
+  transcriptMessages: number;
+  tether: LatencySummary;
+  bare: LatencySummary;
+  /** Every measured iteration, in ms (rounded to µs), in run order. */
+  samples: { tether: number[]; bare: number[] };
+  /** tether p50 / bare p50: LOWER is better. */
+  ratio: number;
+}
+
+/** Each turn's list differs, so every turn also commits a `todo.updated` (an unchanged list emits none). */
+const todoPrompt = (turn: number) => `todo: write benchmark ${turn}; profile hot path ${turn}; report numbers ${turn}`;
+
+const round3 = (x: number) => Math.round(x * 1000) / 1000;
+
+function summarize(xs: number[]): LatencySummary {
+  return { p50: median(xs), p99: percentile(xs, 99), max: Math.max(...xs), min: Math.min(...xs) };
+}
+
+/** Runs todo turns on A's session until it holds more than `durable` durable frames. */
+async function fillSession(a: RpcClient, sessionId: string, durable: number): Promise<number> {
+  let stored = 0;
+  let turns = 0;
+  let onComplete: (() => void) | null = null;
+  a.onEvent = (frame: Frame) => {
+    if (frame.session_id !== sessionId) return;
+    if (!isTransientEvent(frame.type)) stored++;
+    if (frame.type === EventType.TurnComplete) onComplete?.();
+  };
+  while (stored <= durable) {
+    const done = new Promise<void>((resolve) => (onComplete = resolve));
+    await a.call(Method.PromptSubmit, { session_id: sessionId, text: todoPrompt(turns + 1) });
+    await done;
+    turns++;
+  }
+  a.onEvent = null;
+  return turns;
+}
+
+interface Measured {
+  ms: number;
+  resume: Snapshot;
+  since: SinceResult;
+  readyText: string;
+}
+
+async function catchUpOnce(url: string, sessionId: string, watermark: number): Promise<Measured> {
+  const t0 = performance.now();
+  const c = await RpcClient.open(url);
+  // As the SDK reconnects: resume with the watermark (only newer messages), then since().
+  const resume = await c.call<Snapshot>(Method.SessionResume, { session_id: sessionId, after_seq: watermark });
+  const since = await c.call<SinceResult>(Method.EventsSince, { session_id: sessionId, after_seq: watermark });
+  const ms = performance.now() - t0;
+  await c.close();
+  return { ms, resume, since, readyText: c.readyText };
+}
+
+export async function benchCatchup(opts: CatchupOptions): Promise<CatchupResult> {
+  const tether = await startTether();
+  let a: RpcClient | null = null;
+  let bare: Awaited<ReturnType<typeof startReplyServer>> | null = null;
+  try {
+    a = await RpcClient.open(tether.wsUrl);
+    const snap = await a.call<Snapshot>(Method.SessionCreate, { title: "bench catch-up" });
+    const sessionId = snap.session_id;
+    progress("catch-up", `filling a session with > ${opts.missedDurable} durable frames (todo turns)`);
+    const turns = await fillSession(a, sessionId, opts.missedDurable);
+
+    const all = await a.call<SinceResult>(Method.EventsSince, { session_id: sessionId, after_seq: 0 });
+    const durable = all.events.filter((f) => !isTransientEvent(f.type));
+    if (durable.length <= opts.missedDurable) throw new Error(`only ${durable.length} durable frames stored`);
+    const watermark = durable[durable.length - opts.missedDurable - 1]!.seq!;
+
+    // The reference answer: checked on every Tether iteration, replayed by the baseline.
+    const ref = await catchUpOnce(tether.wsUrl, sessionId, watermark);
+    const refDurable = ref.since.events.filter((f) => !isTransientEvent(f.type)).length;
+    if (refDurable !== opts.missedDurable) throw new Error(`catch-up holds ${refDurable} durable frames, expected ${opts.missedDurable}`);
+    const framesByType: Record<string, number> = {};
+    for (const f of ref.since.events) framesByType[f.type] = (framesByType[f.type] ?? 0) + 1;
+    const sinceText = JSON.stringify(ref.since);
+    const resumeText = JSON.stringify(ref.resume);
+    progress(
+      "catch-up",
+      `${turns} turns; watermark ${watermark} of ${all.latest_seq}: ${ref.since.events.length} frames ` +
+        `(${refDurable} durable + ${ref.since.events.length - refDurable} transient), answer ${sinceText.length} B`,
+    );
+
+    bare = await startReplyServer({
+      ready: ref.readyText,
+      results: { [Method.SessionResume]: resumeText, [Method.EventsSince]: sinceText },
+    });
+
+    const tetherMs: number[] = [];
+    const bareMs: number[] = [];
+    const total = opts.warmup + opts.iterations;
+    for (let i = 0; i < total; i++) {
+      const t = await catchUpOnce(tether.wsUrl, sessionId, watermark);
+      if (t.since.events.length !== ref.since.events.length) throw new Error("catch-up answer changed between iterations");
+      const b = await catchUpOnce(bare.url, sessionId, watermark);
+      if (i >= opts.warmup) {
+        tetherMs.push(t.ms);
+        bareMs.push(b.ms);
+      }
+      if ((i + 1) % 100 === 0 || i + 1 === total) progress("catch-up", `iteration ${i + 1}/${total}`);
+    }
+
+    const tSum = summarize(tetherMs);
+    const bSum = summarize(bareMs);
+    return {
+      iterations: opts.iterations,
+      turns,
+      watermark,
+      latestSeq: all.latest_seq,
+      durableFrames: refDurable,
+      transientFrames: ref.since.events.length - refDurable,
+      snapshots: ref.since.snapshots.length,
+      framesByType,
+      sinceAnswerBytes: sinceText.length,
+      resumeAnswerBytes: resumeText.length,
+      transcriptMessages: ref.resume.messages.length,
+      tether: tSum,
+      bare: bSum,
+      samples: { tether: tetherMs.map(round3), bare: bareMs.map(round3) },
+      ratio: tSum.p50 / bSum.p50,
+    };
+  } finally {
+    await a?.close();
+    await bare?.close();
+    await tether.close();
+  }
+}

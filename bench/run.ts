@@ -1,0 +1,203 @@
+/**
+ * `npm run bench`: the three Tether benchmarks in one run, each against a baseline measured in the
+ * same run on the same machine. Progress goes to stderr; the table and verdicts to stdout; every
+ * figure (with the per-run samples) to bench/.last-results.json.
+ *
+ *   npm run bench                      # everything (~2 minutes on 2 cores)
+ *   npm run bench -- --only=catchup    # appends | fanout | catchup, comma-separated
+ *   npm run bench -- --quick           # smaller sizes, for working on the harness itself
+ *
+ * Exit code 1 only when a benchmark could not run; a missed target is reported, not an error.
+ */
+import { writeFileSync } from "node:fs";
+import { cpus, totalmem } from "node:os";
+import { fileURLToPath } from "node:url";
+import type { AppendsResult } from "./appends.js";
+import type { FanoutRow, FanoutScenario } from "./fanout.js";
+import type { CatchupResult } from "./catchup.js";
+import { fmtInt, fmtMs, fmtRatio, progress } from "./stats.js";
+
+const args = process.argv.slice(2);
+const quick = args.includes("--quick");
+const onlyArg = args.find((a) => a.startsWith("--only="));
+const only = onlyArg ? new Set(onlyArg.slice("--only=".length).split(",")) : null;
+const wanted = (name: string) => only === null || only.has(name);
+
+const SIZES = quick
+  ? {
+      appends: { n: 10_000, runs: 3 },
+      fanout: {
+        runs: 2,
+        scenarios: [
+          { viewers: 1, countTo: 5_000, turns: 1 },
+          { viewers: 10, countTo: 2_000, turns: 1 },
+          { viewers: 100, countTo: 300, turns: 1 },
+        ] satisfies FanoutScenario[],
+      },
+      catchup: { missedDurable: 1_000, iterations: 50, warmup: 10 },
+    }
+  : {
+      // 50k, not 100k: appends cost grows faster than linearly with the backlog (see the report),
+      // and 100k takes ~10 s per Tether run on 2 cores.
+      appends: { n: 50_000, runs: 5 },
+      fanout: {
+        runs: 5,
+        // Sized so each run takes ~1–2 s. The demo provider streams at most `count to 10000`,
+        // so a single viewer gets several queued turns.
+        scenarios: [
+          { viewers: 1, countTo: 10_000, turns: 12 },
+          { viewers: 10, countTo: 10_000, turns: 2 },
+          { viewers: 100, countTo: 2_000, turns: 1 },
+        ] satisfies FanoutScenario[],
+      },
+      catchup: { missedDurable: 1_000, iterations: 300, warmup: 30 },
+    };
+
+interface Row {
+  name: string;
+  value: string;
+  baseline: string;
+  ratio: string;
+  target: string;
+  ok: "yes" | "NO" | "—" | "ERROR";
+  verdict: string;
+}
+
+const rows: Row[] = [];
+const results: Record<string, unknown> = {};
+let crashed = false;
+
+function failed(name: string, err: unknown): void {
+  crashed = true;
+  const msg = err instanceof Error ? err.message : String(err);
+  progress(name, `FAILED: ${err instanceof Error ? err.stack : msg}`);
+  results[name] = { error: msg };
+  rows.push({ name, value: "—", baseline: "—", ratio: "—", target: "—", ok: "ERROR", verdict: `${name}: could not run: ${msg}` });
+}
+
+async function runAppends(): Promise<void> {
+  const { benchAppends } = await import("./appends.js");
+  const r: AppendsResult = await benchAppends(SIZES.appends);
+  results.appends = r;
+  const ok = r.ratio >= 0.5;
+  rows.push({
+    name: `durable appends/s (${fmtInt(r.n)} × todo.updated, ${r.payloadBytes} B)`,
+    value: `${fmtInt(r.tether)}/s`,
+    baseline: `${fmtInt(r.raw)}/s`,
+    ratio: fmtRatio(r.ratio),
+    target: "ratio ≥ 0.5",
+    ok: ok ? "yes" : "NO",
+    verdict:
+      `appends: EventLog+GroupCommitter+SqliteStore commits ${fmtInt(r.tether)} durable events/s, ` +
+      `${fmtRatio(r.ratio)}× raw better-sqlite3 in one transaction — ${ok ? "meets" : "MISSES"} the 0.5 target.`,
+  });
+}
+
+async function runFanout(): Promise<void> {
+  const { benchFanout } = await import("./fanout.js");
+  const fanRows: FanoutRow[] = await benchFanout(SIZES.fanout.scenarios, SIZES.fanout.runs);
+  results.fanout = fanRows;
+  for (const r of fanRows) {
+    const ok = r.ratio >= 0.5;
+    const who = `${r.viewers} viewer${r.viewers === 1 ? "" : "s"}`;
+    rows.push({
+      name: `fan-out frames/s, ${who} (${fmtInt(r.framesPerRun)} frames/run)`,
+      value: `${fmtInt(r.tether)}/s`,
+      baseline: `${fmtInt(r.bare)}/s`,
+      ratio: fmtRatio(r.ratio),
+      target: "ratio ≥ 0.5",
+      ok: ok ? "yes" : "NO",
+      verdict:
+        `fan-out ${who}: ${fmtInt(r.tether)} frames/s vs ${fmtInt(r.bare)} from a bare ws broadcast (${fmtRatio(r.ratio)}×) — ` +
+        `${ok ? "meets" : "MISSES"} the 0.5 target; server thread ${r.tetherServerUsPerFrame.toFixed(1)} vs ` +
+        `${r.bareServerUsPerFrame.toFixed(1)} µs per delivered frame.`,
+    });
+  }
+}
+
+async function runCatchup(): Promise<void> {
+  const { benchCatchup } = await import("./catchup.js");
+  const r: CatchupResult = await benchCatchup(SIZES.catchup);
+  results.catchup = r;
+  const ok = r.tether.p99 <= 20;
+  const what = `${r.durableFrames} durable + ${r.transientFrames} ring frames`;
+  rows.push({
+    name: `catch-up p50 (${what}, ${r.iterations}×)`,
+    value: fmtMs(r.tether.p50),
+    baseline: fmtMs(r.bare.p50),
+    ratio: `${fmtRatio(r.ratio)} (lower is better)`,
+    target: "—",
+    ok: "—",
+    verdict: "",
+  });
+  rows.push({
+    name: `catch-up p99`,
+    value: fmtMs(r.tether.p99),
+    baseline: fmtMs(r.bare.p99),
+    ratio: `${fmtRatio(r.tether.p99 / r.bare.p99)} (lower is better)`,
+    target: "p99 ≤ 20 ms",
+    ok: ok ? "yes" : "NO",
+    verdict:
+      `catch-up: reconnect → ready → resume → since(${what}, ${Math.round(r.sinceAnswerBytes / 1024)} KiB) in ` +
+      `p50 ${fmtMs(r.tether.p50)} / p99 ${fmtMs(r.tether.p99)} — ${ok ? "meets" : "MISSES"} p99 ≤ 20 ms; ` +
+      `p50 is ${fmtRatio(r.ratio)}× a bare ws server replaying the same bytes (lower is better).`,
+  });
+}
+
+function printTable(): void {
+  const head: Row = { name: "benchmark", value: "value", baseline: "baseline", ratio: "ratio", target: "target", ok: "—", verdict: "" };
+  const cols: Array<keyof Row> = ["name", "value", "baseline", "ratio", "target", "ok"];
+  const widths = cols.map((c) => Math.max(...[head, ...rows].map((r) => (c === "ok" && r === head ? 3 : r[c].length))));
+  const line = (r: Row) =>
+    cols
+      .map((c, i) => {
+        const text = c === "ok" && r === head ? "ok?" : r[c];
+        return i === 0 ? text.padEnd(widths[i]!) : c === "value" || c === "baseline" ? text.padStart(widths[i]!) : text.padEnd(widths[i]!);
+      })
+      .join("  ");
+  const cpu = cpus()[0]?.model ?? "unknown CPU";
+  console.log(`\nTether benchmarks — node ${process.version}, ${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB`);
+  console.log(line(head));
+  console.log(widths.map((w) => "─".repeat(w)).join("  "));
+  for (const r of rows) console.log(line(r));
+  console.log("");
+  for (const r of rows) if (r.verdict) console.log(`• ${r.verdict}`);
+}
+
+const t0 = performance.now();
+for (const [name, fn] of [
+  ["appends", runAppends],
+  ["fanout", runFanout],
+  ["catchup", runCatchup],
+] as const) {
+  if (!wanted(name)) continue;
+  progress(name, "starting");
+  try {
+    await fn();
+  } catch (err) {
+    failed(name, err);
+  }
+}
+
+printTable();
+const out = fileURLToPath(new URL("./.last-results.json", import.meta.url));
+writeFileSync(
+  out,
+  `${JSON.stringify(
+    {
+      at: new Date().toISOString(),
+      node: process.version,
+      cpus: cpus().length,
+      cpu: cpus()[0]?.model,
+      quick,
+      seconds: Math.round((performance.now() - t0) / 100) / 10,
+      sizes: SIZES,
+      results,
+    },
+    null,
+    2,
+  )}\n`,
+);
+console.log(`\n(all samples in ${out}; total ${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+// After a crash a server or socket may still be open; do not hang on it.
+if (crashed) process.exit(1);
