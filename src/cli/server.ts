@@ -18,6 +18,9 @@ import { SessionManager, type ProviderCatalog } from "../sessions/index.js";
 import { createHttpServer } from "../gateway/http-server.js";
 import { attachWsEndpoint, type WsEndpoint } from "../gateway/ws-server.js";
 import { createAuthenticator } from "../gateway/auth.js";
+import { createGatewayHttpServer } from "../gateway/http/app.js";
+import { PromMetrics } from "../gateway/http/metrics.js";
+import type { ModelInfo } from "../gateway/http/context.js";
 import { VERSION } from "./version.js";
 
 export interface RunningServer {
@@ -66,6 +69,14 @@ export function buildProviderCatalog(config: TetherConfig, clock: Clock): Provid
   };
 }
 
+/** The models the OpenAI-compatible API offers: the configured provider's, and always the demo. */
+export function listModels(config: TetherConfig): ModelInfo[] {
+  const models: ModelInfo[] = [];
+  if (config.provider.url) models.push({ id: config.provider.model ?? "gpt-4o-mini", provider: "openai" });
+  models.push({ id: "demo", provider: "demo" });
+  return models;
+}
+
 export async function startServer(config: TetherConfig, deps: ServerDeps): Promise<RunningServer> {
   const { logger } = deps;
   const clock = deps.clock ?? systemClock;
@@ -75,6 +86,8 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const processId = `proc-${epoch}`;
   const store = await openStore(config.dbPath);
   const committer = new GroupCommitter(store);
+  // --ws-only keeps bare node:http (/ws, /healthz): no HTTP API, no /metrics.
+  const metrics = config.wsOnly ? null : new PromMetrics();
   const manager = new SessionManager({
     store,
     committer,
@@ -90,18 +103,40 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     maxIterations: config.limits.maxIterations,
     lifecycle: config.lifecycle,
     processId,
+    ...(metrics ? { metrics } : {}),
   });
   await manager.start();
 
-  const server = createHttpServer({ ready: () => store.ping(), wsOnly: config.wsOnly });
+  const auth = createAuthenticator(config.apiKey, config.auth.keys);
+  const ready = () => store.ping();
+  const server = config.wsOnly
+    ? createHttpServer({ ready, wsOnly: true })
+    : createGatewayHttpServer({
+        manager,
+        auth,
+        logger,
+        clock,
+        ids,
+        config: config.http,
+        models: listModels(config),
+        metrics,
+        ready,
+      });
   const ws = attachWsEndpoint(server, {
     manager,
-    auth: createAuthenticator(config.apiKey),
+    auth,
     logger,
     identity: { name: "tether", version: VERSION, capabilities: ["ws", "events.since", "snapshots", "todo"] },
     maxFrameBytes: config.limits.maxFrameBytes,
     heartbeatMs: config.heartbeatMs,
     now: () => clock.now(),
+  });
+
+  metrics?.bind({
+    sessions: () => manager.viewerCounts(),
+    activeTurns: () => manager.stats().active_turns.length,
+    ringBytes: () => manager.stats().ring_bytes,
+    wsConnections: () => ws.connections,
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -132,8 +167,11 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
         await manager.shutdown();
         // Frames written during the stop are out; now the sockets can go.
         await ws.close();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
+        // close() waits for every connection to end: open SSE streams and keep-alive sockets would
+        // hold it forever, so they are cut right after it stops accepting.
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAllConnections();
+        await closed;
         await store.close();
         logger.info({ epoch }, "gateway stopped");
       })();

@@ -43,6 +43,40 @@ export const HttpSchema = z.object({
 
 export type HttpConfig = z.infer<typeof HttpSchema>;
 
+const NAME = z.string().regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '.', '_' or '-'");
+
+/** A named upstream: an OpenAI-compatible server. API keys come from the environment, never the file. */
+export const ProviderSchema = z.object({
+  type: z.literal("openai").default("openai"),
+  base_url: z.string().url(),
+  /** Name of the environment variable holding the API key. */
+  api_key_env: z.string().optional(),
+  /** Models routable on this provider; the first is its default unless default_model says otherwise. */
+  models: z.array(z.string().min(1)).default([]),
+  default_model: z.string().optional(),
+  /** Context window in tokens, for compression thresholds. */
+  context_length: z.number().int().positive().optional(),
+});
+
+export type ProviderConfig = z.infer<typeof ProviderSchema>;
+
+/** A profile: its own store, and an overlay on the defaults for its sessions. */
+export const ProfileSchema = z.object({
+  /** SQLite file of this profile's store; default `<config dir>/profiles/NAME/tether.db`. */
+  db: z.string().min(1).optional(),
+  default_provider: z.string().optional(),
+  default_model: z.string().optional(),
+  system_prompt: z.string().optional(),
+});
+
+export type ProfileConfig = z.infer<typeof ProfileSchema>;
+
+export const ModelsSchema = z.object({
+  /** Models a session may switch to only after confirming (cost, data policy). */
+  require_confirmation: z.array(z.string().min(1)).default([]),
+  confirm_message: z.string().default("This model needs confirmation (cost or data policy). Switch anyway?"),
+});
+
 export const ConfigSchema = z.object({
   host: z.string().min(1).default("127.0.0.1"),
   port: z.number().int().min(0).max(65535).default(8787),
@@ -80,6 +114,16 @@ export const ConfigSchema = z.object({
   /** More API keys, each naming its principal: key → principal. */
   auth: z.object({ keys: z.record(z.string().min(1), z.string().min(1)).default({}) }).prefault({}),
   http: HttpSchema.prefault({}),
+  /** Named OpenAI-compatible providers, besides the built-in `demo`. */
+  providers: z.record(NAME, ProviderSchema).default({}),
+  /** The provider and model new sessions use; default: the first configured provider, else `demo`. */
+  default_provider: z.string().optional(),
+  default_model: z.string().optional(),
+  models: ModelsSchema.prefault({}),
+  /** Profiles besides `default`, each with its own store. */
+  profiles: z.record(NAME, ProfileSchema).default({}),
+  /** Where profile stores live by default (`<dir>/profiles/NAME/tether.db`); set from the config file's folder. */
+  home: z.string().min(1).default("~/.tether"),
 });
 
 export type TetherConfig = z.infer<typeof ConfigSchema>;
@@ -165,29 +209,39 @@ export function parseApiKeys(raw: string): Record<string, string> {
   return out;
 }
 
-/** defaults < env < overrides (CLI flags). Throws ConfigError naming the bad key. */
-export function resolveConfig(env: NodeJS.ProcessEnv, overrides: ConfigInput = {}): TetherConfig {
-  const fromEnv = configFromEnv(env);
-  const merged: ConfigInput = {
-    ...fromEnv,
-    ...stripUndefined(overrides),
-    provider: { ...fromEnv.provider, ...stripUndefined(overrides.provider ?? {}) },
-    demo: { ...fromEnv.demo, ...stripUndefined(overrides.demo ?? {}) } as ConfigInput["demo"],
-    limits: { ...stripUndefined(overrides.limits ?? {}) } as ConfigInput["limits"],
-    lifecycle: { ...stripUndefined(overrides.lifecycle ?? {}), ...fromEnv.lifecycle },
-    auth: { ...fromEnv.auth, ...stripUndefined(overrides.auth ?? {}) },
-    http: { ...fromEnv.http, ...stripUndefined(overrides.http ?? {}) },
-  };
+/**
+ * defaults < config file < env < overrides (CLI flags), merged key by key. A key absent from every
+ * layer is its default — so a key removed from the file on reload returns to its default.
+ * Throws ConfigError naming the bad key (and, through `describeIssue`, the file line).
+ */
+export function resolveConfig(
+  env: NodeJS.ProcessEnv,
+  overrides: ConfigInput = {},
+  file: ConfigInput = {},
+  describeIssue: (path: PropertyKey[]) => string = (path) => `"${path.join(".")}"`,
+): TetherConfig {
+  const merged = deepMerge(deepMerge(file, configFromEnv(env)), overrides) as ConfigInput;
   const parsed = ConfigSchema.safeParse(merged);
   if (!parsed.success) {
     const first = parsed.error.issues[0]!;
-    throw new ConfigError(`invalid config at "${first.path.join(".")}": ${first.message}`);
+    throw new ConfigError(`invalid config at ${describeIssue(first.path)}: ${first.message}`);
   }
   return parsed.data;
 }
 
-function stripUndefined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** Merges `over` onto `base` key by key (objects deeply, arrays and scalars replaced; undefined skipped). */
+export function deepMerge(base: unknown, over: unknown): unknown {
+  if (!isPlainObject(base) || !isPlainObject(over)) return over === undefined ? base : over;
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    if (v === undefined) continue;
+    out[k] = isPlainObject(v) && isPlainObject(out[k]) ? deepMerge(out[k], v) : v;
+  }
+  return out;
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/i;

@@ -82,9 +82,10 @@ describe("orphan grace", () => {
     expect(isLive(h, snap.session_id)).toBe(true);
   });
 
-  it("takes TETHER_ORPHAN_GRACE_S over the config value", () => {
-    expect(resolveConfig({}, { lifecycle: { orphan_grace_s: 50 } }).lifecycle.orphan_grace_s).toBe(50);
-    expect(resolveConfig({ TETHER_ORPHAN_GRACE_S: "5" }, { lifecycle: { orphan_grace_s: 50 } }).lifecycle.orphan_grace_s).toBe(5);
+  it("takes TETHER_ORPHAN_GRACE_S over the config file's value", () => {
+    const file = { lifecycle: { orphan_grace_s: 50 } };
+    expect(resolveConfig({}, {}, file).lifecycle.orphan_grace_s).toBe(50);
+    expect(resolveConfig({ TETHER_ORPHAN_GRACE_S: "5" }, {}, file).lifecycle.orphan_grace_s).toBe(5);
     expect(resolveConfig({ TETHER_ORPHAN_GRACE_S: "0" }).lifecycle.orphan_grace_s).toBe(0);
     expect(resolveConfig({}).lifecycle).toMatchObject({ orphan_grace_s: 20, stale_turn_s: 600, session_ttl_s: 21_600 });
   });

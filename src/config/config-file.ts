@@ -1,0 +1,125 @@
+/**
+ * The YAML config file: read, mapped to schema keys, errors located by line. On first run a
+ * commented starter file is written, so people discover what can be set.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, resolve } from "node:path";
+import { isMap, LineCounter, parseDocument } from "yaml";
+import { ConfigError, ConfigSchema, type ConfigInput } from "./config.js";
+import { toSchemaKeys } from "./schema-keys.js";
+
+export interface ConfigFile {
+  path: string;
+  input: ConfigInput;
+  /** "path/to/config.yaml:12 (key lifecycle.orphan_grace_s)" for an internal path. */
+  locate(path: PropertyKey[]): string;
+  /** Internal paths set by the file. */
+  setPaths: Set<string>;
+}
+
+export function defaultConfigPath(env: NodeJS.ProcessEnv = process.env): string {
+  return env.TETHER_CONFIG ?? resolve(homedir(), ".tether", "config.yaml");
+}
+
+export function expandHome(p: string): string {
+  return p === "~" || p.startsWith("~/") ? resolve(homedir(), p.slice(2)) : p;
+}
+
+export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optional; removing one restores its default.
+# Environment variables (TETHER_*) override this file; command-line flags override both.
+# Reloaded on SIGHUP and when this file changes: limits, lifecycle and compression settings
+# apply to live sessions.
+
+# host: 127.0.0.1            # a non-loopback host needs an API key (TETHER_API_KEY)
+# port: 8787
+# db: ./data/tether.db       # the default profile's SQLite store
+
+# Named OpenAI-compatible providers. API keys are read from the named env variable, never stored.
+# providers:
+#   local:
+#     base_url: http://127.0.0.1:11434/v1
+#     models: [llama3.1]
+#     context_length: 8192
+#   openai:
+#     base_url: https://api.openai.com/v1
+#     api_key_env: OPENAI_API_KEY
+#     models: [gpt-4o-mini, gpt-4o]
+# default_provider: local    # without providers, sessions use the built-in offline "demo"
+# default_model: llama3.1
+
+# models:
+#   require_confirmation: [gpt-4o]   # switching to these asks the client to confirm first
+
+# Profiles: each has its own store and overlay (work, personal, a bot).
+# profiles:
+#   work:
+#     default_model: gpt-4o-mini
+#     system_prompt: "You help with work. Today is {date}; cwd {cwd}; profile {profile}."
+
+# lifecycle:
+#   orphan_grace_s: 20       # reap a session nobody watches after this long (0 = never)
+#   stale_turn_s: 600
+#   session_ttl_s: 21600
+#   max_live_sessions: 0
+#   shutdown_flush_s: 5
+
+# limits:
+#   max_frame_bytes: 1048576
+#   ring_frames: 512
+#   max_iterations: 8
+`;
+
+/** Writes the commented starter file if there is none. Returns true when it wrote one. */
+export function ensureConfigFile(path: string): boolean {
+  if (existsSync(path)) return false;
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, STARTER_CONFIG, { flag: "wx" });
+    return true;
+  } catch {
+    return false; // a read-only home is fine: defaults apply
+  }
+}
+
+/** Reads and maps the file. A missing file is an empty config; a malformed one is a ConfigError. */
+export function readConfigFile(path: string): ConfigFile {
+  const empty: ConfigFile = { path, input: {}, locate: (p) => `"${p.join(".")}"`, setPaths: new Set() };
+  if (!existsSync(path)) return empty;
+  const text = readFileSync(path, "utf8");
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: true });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0]!;
+    throw new ConfigError(`${path}:${e.linePos?.[0]?.line ?? "?"}: invalid YAML: ${e.message.split("\n")[0]}`);
+  }
+  const raw: unknown = doc.toJS() ?? {};
+  if (!isMap(doc.contents) && doc.contents !== null) throw new ConfigError(`${path}: the config must be a YAML mapping`);
+  const origin = new Map<string, PropertyKey[]>();
+  const input = toSchemaKeys(raw, ConfigSchema, origin) as ConfigInput;
+  const setPaths = new Set(origin.keys());
+  const locate = (internal: PropertyKey[]): string => {
+    // The deepest part of the path that the file wrote, and its line.
+    for (let n = internal.length; n > 0; n--) {
+      const written = origin.get(internal.slice(0, n).join("."));
+      if (!written) continue;
+      const node = doc.getIn(written, true) as { range?: [number, number, number] } | undefined;
+      const keyNode = findKeyLine(doc, written);
+      const offset = keyNode ?? node?.range?.[0];
+      const line = offset === undefined ? "?" : lineCounter.linePos(offset).line;
+      return `${path}:${line} (key ${written.join(".")})`;
+    }
+    return `${path} (key ${internal.join(".")})`;
+  };
+  return { path, input, locate, setPaths };
+}
+
+function findKeyLine(doc: ReturnType<typeof parseDocument>, written: PropertyKey[]): number | undefined {
+  const parent = written.length > 1 ? doc.getIn(written.slice(0, -1), true) : doc.contents;
+  if (!isMap(parent)) return undefined;
+  for (const pair of parent.items) {
+    const key = pair.key as { value?: unknown; range?: [number, number, number] } | null;
+    if (key && String(key.value) === String(written[written.length - 1])) return key.range?.[0];
+  }
+  return undefined;
+}

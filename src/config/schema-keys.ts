@@ -1,0 +1,87 @@
+/**
+ * The config file speaks snake_case (`ws_only`, `max_frame_bytes`); a few long-standing internal
+ * keys are camelCase (`wsOnly`, `maxFrameBytes`). This maps between the two by walking the zod
+ * schema, so a file key is accepted in either spelling and `config show` prints file spelling.
+ */
+import type { z } from "zod";
+
+interface Def {
+  type: string;
+  shape?: Record<string, z.ZodType>;
+  innerType?: z.ZodType;
+  valueType?: z.ZodType;
+}
+
+function def(schema: z.ZodType): Def {
+  return (schema as unknown as { _zod: { def: Def } })._zod.def;
+}
+
+/** Unwraps default/prefault/optional/nullable wrappers down to the schema that has a shape. */
+export function unwrap(schema: z.ZodType): z.ZodType {
+  let s = schema;
+  for (;;) {
+    const d = def(s);
+    if (d.innerType && ["default", "prefault", "optional", "nullable", "readonly", "catch"].includes(d.type)) {
+      s = d.innerType;
+      continue;
+    }
+    return s;
+  }
+}
+
+export function shapeOf(schema: z.ZodType): Record<string, z.ZodType> | undefined {
+  const d = def(unwrap(schema));
+  return d.type === "object" ? d.shape : undefined;
+}
+
+export function recordValueOf(schema: z.ZodType): z.ZodType | undefined {
+  const d = def(unwrap(schema));
+  return d.type === "record" ? d.valueType : undefined;
+}
+
+const snakeToCamel = (k: string) => k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+export const camelToSnake = (k: string) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** Aliases a file may use for internal keys whose name differs by more than case style. */
+const ALIASES: Record<string, string> = { db: "dbPath", db_path: "dbPath" };
+
+/**
+ * Renames the keys of a parsed file to the schema's keys. `origin` receives, for each internal
+ * path, the path as written in the file (for error lines and provenance).
+ */
+export function toSchemaKeys(
+  value: unknown,
+  schema: z.ZodType,
+  origin: Map<string, PropertyKey[]>,
+  internal: PropertyKey[] = [],
+  written: PropertyKey[] = [],
+): unknown {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    origin.set(internal.join("."), written);
+    return value;
+  }
+  const shape = shapeOf(schema);
+  const recordValue = recordValueOf(schema);
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    let name = key;
+    let child: z.ZodType | undefined;
+    if (shape) {
+      const alias = internal.length === 0 ? ALIASES[key] : undefined;
+      name = key in shape ? key : alias && alias in shape ? alias : snakeToCamel(key) in shape ? snakeToCamel(key) : key;
+      child = shape[name];
+    } else if (recordValue) {
+      child = recordValue;
+    }
+    const ip = [...internal, name];
+    const wp = [...written, key];
+    origin.set(ip.join("."), wp);
+    out[name] = child ? toSchemaKeys(v, child, origin, ip, wp) : v;
+  }
+  return out;
+}
+
+/** The file spelling of an internal path. */
+export function toFileKeys(path: PropertyKey[]): string {
+  return path.map((p) => (p === "dbPath" ? "db" : camelToSnake(String(p)))).join(".");
+}

@@ -1,0 +1,100 @@
+/**
+ * The HTTP API as one hono app: health, metrics, the OpenAI-compatible endpoints and the sessions
+ * API, behind CORS, bearer auth and a body limit, with one error handler rendering every failure
+ * in the OpenAI error envelope. `createGatewayHttpServer` serves it with @hono/node-server on a
+ * node:http server, to which the WebSocket endpoint attaches its `upgrade` handler.
+ *
+ *   const server = createGatewayHttpServer(deps);   // then attachWsEndpoint(server, …); server.listen(…)
+ */
+import { createAdaptorServer } from "@hono/node-server";
+import type { Server } from "node:http";
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
+import { routePath } from "hono/route";
+import type { AppEnv, HttpApi, HttpApiDeps } from "./context.js";
+import { corsGuard } from "./cors.js";
+import { errorType, HttpErrors, INTERNAL_ERROR, renderError } from "./errors.js";
+import { TurnLimiter } from "./limits.js";
+import { mountModels } from "./models.js";
+import { mountChat } from "./openai-chat.js";
+import { ResponsesApi } from "./openai-responses.js";
+import { mountSessions } from "./sessions-api.js";
+
+export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
+  const api: HttpApi = { ...deps, limiter: new TurnLimiter(deps.manager, deps.config.max_turns_per_principal) };
+  const app = new Hono<AppEnv>();
+
+  app.onError((err, c) => {
+    const rendered = renderError(err);
+    if (rendered) return c.json(rendered.body, rendered.status as 400, rendered.headers);
+    if (err instanceof HTTPException && err.status < 500) {
+      const status = err.status;
+      return c.json({ error: { message: err.message, type: errorType(status), param: null, code: "bad_request" } }, status);
+    }
+    deps.logger.error({ err, method: c.req.method, path: c.req.path }, "internal error in http handler");
+    return c.json(INTERNAL_ERROR, 500);
+  });
+  app.notFound((c) => {
+    const e = renderError(HttpErrors.notFound(`No route for ${c.req.method} ${c.req.path}`))!;
+    return c.json(e.body, 404);
+  });
+
+  if (deps.metrics) {
+    const histogram = deps.metrics.requestSeconds;
+    app.use("*", async (c, next) => {
+      const started = performance.now();
+      await next();
+      let route = "unmatched";
+      try {
+        route = routePath(c, -1);
+      } catch {
+        // no route matched
+      }
+      histogram.observe({ method: c.req.method, route, status: String(c.res.status) }, (performance.now() - started) / 1000);
+    });
+  }
+
+  app.get("/healthz", (c) => c.json({ status: "ok" }));
+  app.get("/readyz", async (c) => {
+    const ok = await deps.ready().catch(() => false);
+    return c.json({ status: ok ? "ready" : "unavailable" }, ok ? 200 : 503);
+  });
+
+  app.use("*", corsGuard(deps.config.cors_origins));
+  app.use("*", async (c, next) => {
+    const principal = deps.auth.authenticate(c.env.incoming);
+    if (!principal) throw HttpErrors.unauthorized();
+    c.set("caller", { principal: principal.id });
+    await next();
+  });
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: deps.config.max_body_bytes,
+      onError: () => {
+        throw HttpErrors.payloadTooLarge(deps.config.max_body_bytes);
+      },
+    }),
+  );
+
+  if (deps.metrics) {
+    const metrics = deps.metrics;
+    app.get("/metrics", async (c) => {
+      const { contentType, body } = await metrics.render();
+      return c.body(body, 200, { "content-type": contentType });
+    });
+  }
+  mountModels(app, api);
+  mountChat(app, api);
+  new ResponsesApi(api).mount(app);
+  mountSessions(app, api);
+  return app;
+}
+
+export function createGatewayHttpServer(deps: HttpApiDeps): Server {
+  const app = createHttpApp(deps);
+  // overrideGlobalObjects (the adapter's default) swaps in its lightweight Request/Response; with
+  // the originals, hono's bodyLimit cannot re-wrap a streamed (chunked) request body.
+  return createAdaptorServer({ fetch: app.fetch, overrideGlobalObjects: true }) as Server;
+}

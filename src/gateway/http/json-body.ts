@@ -1,0 +1,50 @@
+/**
+ * Request bodies: parse JSON, then validate with a zod schema. Malformed JSON answers 400
+ * `invalid_json`; a schema failure answers 400 `invalid_params` with `param` naming the first bad
+ * field and the message naming all of them (`messages.0.role, model`).
+ */
+import type { Context } from "hono";
+import type { z } from "zod";
+import { HttpError, HttpErrors } from "./errors.js";
+
+export async function readJson<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
+  const text = await c.req.text();
+  let value: unknown;
+  try {
+    value = text.trim() === "" ? undefined : JSON.parse(text);
+  } catch (err) {
+    throw HttpErrors.invalidJson(err instanceof Error ? err.message : String(err));
+  }
+  if (value === undefined) throw HttpErrors.invalidJson("the body is empty; send a JSON object");
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const paths = parsed.error.issues.map((i) => (i.path.length > 0 ? i.path.join(".") : "(body)"));
+    const first = parsed.error.issues[0]!;
+    throw new HttpError(
+      400,
+      "invalid_params",
+      `Invalid request body: ${[...new Set(paths)].join(", ")} (${paths[0]}: ${first.message})`,
+      paths[0] ?? null,
+    );
+  }
+  return parsed.data;
+}
+
+/** A non-negative integer query parameter, or undefined. */
+export function queryInt(c: Context, name: string, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  const raw = c.req.query(name);
+  if (raw === undefined || raw === "") return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > max) {
+    throw HttpErrors.invalid(name, `Query parameter ${name} must be an integer between 0 and ${max}`);
+  }
+  return n;
+}
+
+export function queryBool(c: Context, name: string): boolean | undefined {
+  const raw = c.req.query(name);
+  if (raw === undefined || raw === "") return undefined;
+  if (raw === "true" || raw === "1") return true;
+  if (raw === "false" || raw === "0") return false;
+  throw HttpErrors.invalid(name, `Query parameter ${name} must be true or false`);
+}

@@ -1,0 +1,165 @@
+/**
+ * The sessions API: the WebSocket session methods as REST, plus the session's frames as SSE.
+ *
+ *   GET    /api/sessions                  list (profile, limit, cursor, include_ended, include_hidden)
+ *   POST   /api/sessions                  create → 201 Snapshot
+ *   GET    /api/sessions/{id}             SessionSummary
+ *   PATCH  /api/sessions/{id}             { title } → SessionSummary
+ *   DELETE /api/sessions/{id}             close → { closed, end_reason }
+ *   GET    /api/sessions/{id}/messages    ?after=<message_id>&limit= → { messages, next_cursor }
+ *   POST   /api/sessions/{id}/prompt      { text, request_id? } → 202 { turn_id, trace_id, status }
+ *   POST   /api/sessions/{id}/interrupt   → { status }
+ *   GET    /api/sessions/{id}/events      SSE: `id: <seq>`, `event: <type>`, `data: <Frame>`
+ *
+ * Events resume like `session.events.since`: with `Last-Event-ID` (or `?after_seq=`) the stream
+ * starts with every retained frame after it, then one `session.catchup` event
+ * `{ latest_seq, truncated, epoch, snapshots }` (text so far of messages still streaming), then live
+ * frames. Without a cursor it starts with `session.snapshot` (the Snapshot), then live frames.
+ */
+import type { Hono } from "hono";
+import { z } from "zod";
+import { EventType, SessionCreateParams, type Frame } from "../../protocol/index.js";
+import { callerOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
+import { HttpErrors } from "./errors.js";
+import { FrameTap } from "./frame-tap.js";
+import { claimIdempotency, underClaim } from "./idempotency.js";
+import { queryBool, queryInt, readJson } from "./json-body.js";
+import { sseResponse } from "./sse.js";
+
+/** SSE event names that are not frame types. */
+export const SseEvent = {
+  Snapshot: "session.snapshot",
+  Catchup: "session.catchup",
+} as const;
+
+const PatchBody = z.object({ title: z.string().max(500).optional() });
+const PromptBody = z.object({ text: z.string().min(1).max(1_000_000), request_id: z.string().min(1).max(200).optional() });
+
+function id(c: AppContext): string {
+  return c.req.param("id") ?? "";
+}
+
+export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
+  const { manager } = api;
+
+  app.get("/api/sessions", async (c) => {
+    const params: Parameters<typeof manager.list>[1] = {};
+    const profile = c.req.query("profile");
+    if (profile) params.profile = profile;
+    const limit = queryInt(c, "limit", 500);
+    if (limit !== undefined) params.limit = Math.max(1, limit);
+    const cursor = c.req.query("cursor");
+    if (cursor) params.cursor = cursor;
+    const ended = queryBool(c, "include_ended");
+    if (ended !== undefined) params.include_ended = ended;
+    const hidden = queryBool(c, "include_hidden");
+    if (hidden !== undefined) params.include_hidden = hidden;
+    return c.json(await manager.list(callerOf(c), params));
+  });
+
+  app.post("/api/sessions", async (c) => {
+    const caller = callerOf(c);
+    const text = (await c.req.text()).trim();
+    const body = text === "" ? {} : await readJson(c, SessionCreateParams);
+    const claim = await claimIdempotency(c, manager, caller);
+    if (claim.kind === "replay") return c.json(claim.body as object, claim.status as 201);
+    return underClaim(claim, async () => {
+      const snap = await manager.create(caller, body);
+      if (claim.kind === "fresh") await claim.record(201, snap);
+      return c.json(snap, 201);
+    });
+  });
+
+  app.get("/api/sessions/:id", async (c) => c.json(await manager.get(callerOf(c), id(c))));
+
+  app.patch("/api/sessions/:id", async (c) => {
+    const body = await readJson(c, PatchBody);
+    return c.json(await manager.update(callerOf(c), id(c), body.title !== undefined ? { title: body.title } : {}));
+  });
+
+  app.delete("/api/sessions/:id", async (c) => c.json(await manager.close(callerOf(c), id(c))));
+
+  app.get("/api/sessions/:id/messages", async (c) => {
+    const after = c.req.query("after") || c.req.query("after_message_id") || undefined;
+    const limit = queryInt(c, "limit", 1000);
+    return c.json(await manager.messages(callerOf(c), id(c), after, limit === undefined ? undefined : Math.max(1, limit)));
+  });
+
+  app.post("/api/sessions/:id/prompt", async (c) => {
+    const caller = callerOf(c);
+    const body = await readJson(c, PromptBody);
+    const claim = await claimIdempotency(c, manager, caller);
+    if (claim.kind === "replay") return c.json(claim.body as object, claim.status as 202);
+    return underClaim(claim, async () => {
+      // The key doubles as the turn's request_id: even a retry that lost its key record (another
+      // node, a crash before recording) never starts a second turn.
+      const requestId = body.request_id ?? (claim.kind === "fresh" ? `http:${claim.key}` : undefined);
+      const result = await api.limiter.admit(caller, async () => {
+        await manager.resume(caller, id(c));
+        return manager.submit(caller, id(c), body.text, requestId);
+      });
+      if (claim.kind === "fresh") await claim.record(202, result);
+      return c.json(result, 202);
+    });
+  });
+
+  app.post("/api/sessions/:id/interrupt", async (c) => {
+    const caller = callerOf(c);
+    await manager.resume(caller, id(c));
+    return c.json(await manager.interrupt(caller, id(c)));
+  });
+
+  app.get("/api/sessions/:id/events", async (c) => {
+    const caller = callerOf(c);
+    const sessionId = id(c);
+    const after = cursorOf(c);
+    const tap = new FrameTap();
+    // Attach first, then catch up: frames delivered meanwhile are in the tap and deduplicated by seq.
+    const snapshot = await manager.resume(caller, sessionId, tap);
+    const frame = (f: Frame) => ({ data: JSON.stringify(f), fields: { id: String(f.seq), event: f.type } });
+    return sseResponse(c, { clock: api.clock, keepAliveMs: api.config.sse_keepalive_ms, metrics: api.metrics }, async (sse) => {
+      try {
+        let last: number;
+        if (after === undefined) {
+          last = snapshot.latest_seq;
+          await sse.send(JSON.stringify(snapshot), { event: SseEvent.Snapshot, id: String(last) });
+        } else {
+          const since = await manager.since(caller, sessionId, after);
+          for (const f of since.events) {
+            const { data, fields } = frame(f);
+            await sse.send(data, fields);
+          }
+          last = since.latest_seq;
+          const { latest_seq, truncated, epoch, snapshots } = since;
+          await sse.send(JSON.stringify({ latest_seq, truncated, epoch, snapshots }), {
+            event: SseEvent.Catchup,
+            id: String(last),
+          });
+        }
+        for (;;) {
+          const f = await tap.next(sse.signal);
+          if (!f) return;
+          if ((f.seq ?? 0) <= last) continue;
+          last = f.seq!;
+          const { data, fields } = frame(f);
+          await sse.send(data, fields);
+          if (f.type === EventType.SessionClosed) return;
+        }
+      } finally {
+        tap.close();
+        await manager.detach(caller, sessionId, tap).catch(() => undefined);
+      }
+    });
+  });
+}
+
+/** `Last-Event-ID` (what EventSource sends on reconnect) wins over `?after_seq=`. */
+function cursorOf(c: AppContext): number | undefined {
+  const header = c.req.header("last-event-id");
+  if (header !== undefined && header !== "") {
+    const n = Number(header);
+    if (!Number.isInteger(n) || n < 0) throw HttpErrors.invalid("Last-Event-ID", "Last-Event-ID must be a seq (a non-negative integer)");
+    return n;
+  }
+  return queryInt(c, "after_seq");
+}

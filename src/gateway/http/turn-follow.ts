@@ -1,0 +1,52 @@
+/** Following one turn through a FrameTap until its terminal `turn.complete`. */
+import {
+  EventType,
+  type Frame,
+  type TurnCompletePayload,
+  type TurnErrorInfo,
+  type TurnErrorPayload,
+  type TurnStatus,
+  type Usage,
+} from "../../protocol/index.js";
+import { HttpError } from "./errors.js";
+import type { FrameTap } from "./frame-tap.js";
+
+export interface TurnEnd {
+  /** `gone`: the client went away (or the tap closed); `closed`: the session ended first. */
+  status: TurnStatus | "gone" | "closed";
+  usage?: Usage;
+  error?: TurnErrorInfo;
+}
+
+/** Calls `onFrame` for each frame of `turnId` (in seq order) and returns how the turn ended. */
+export async function followTurn(
+  tap: FrameTap,
+  turnId: string,
+  signal: AbortSignal,
+  onFrame: (frame: Frame) => void | Promise<void>,
+): Promise<TurnEnd> {
+  let error: TurnErrorInfo | undefined;
+  for (;;) {
+    const frame = await tap.next(signal);
+    if (!frame) return { status: "gone" };
+    if (frame.type === EventType.SessionClosed) return { status: "closed" };
+    if (frame.turn_id !== turnId) continue;
+    if (frame.type === EventType.TurnError) error = (frame.payload as TurnErrorPayload).error;
+    await onFrame(frame);
+    if (frame.type === EventType.TurnComplete) {
+      const p = frame.payload as TurnCompletePayload;
+      const end: TurnEnd = { status: p.status };
+      if (p.usage) end.usage = p.usage;
+      if (error) end.error = error;
+      return end;
+    }
+  }
+}
+
+/** A failed turn as an HTTP error: the upstream's rate limit stays a 429, anything else is a 502. */
+export function turnFailure(error: TurnErrorInfo | undefined): HttpError {
+  if (!error) return new HttpError(502, "turn_failed", "The turn failed");
+  const status = error.code === "rate_limited" ? 429 : 502;
+  const headers: Record<string, string> = status === 429 ? { "retry-after": "1" } : {};
+  return new HttpError(status, error.code, `${error.layer}: ${error.message}`, null, headers);
+}
