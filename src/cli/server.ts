@@ -7,14 +7,12 @@ import { ErrorCode, TetherError } from "../protocol/index.js";
 import { systemClock, type Clock } from "../lib/clock.js";
 import { randomIds, type IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
-import type { TetherConfig } from "../config/index.js";
+import { isLoopbackHost, type TetherConfig } from "../config/index.js";
 import { openStore } from "../store/index.js";
 import { GroupCommitter, newEpoch, RingBudget } from "../events/index.js";
-import { DemoProvider } from "../agent/demo-provider.js";
-import { OpenAIProvider } from "../agent/openai-provider.js";
-import type { Provider } from "../agent/provider.js";
+import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-catalog.js";
 import { createDefaultTools } from "../agent/tools/index.js";
-import { SessionManager, type ProviderCatalog } from "../sessions/index.js";
+import { SessionManager } from "../sessions/index.js";
 import { createHttpServer } from "../gateway/http-server.js";
 import { attachWsEndpoint, type WsEndpoint } from "../gateway/ws-server.js";
 import { createAuthenticator } from "../gateway/auth.js";
@@ -40,40 +38,13 @@ export interface ServerDeps {
   ids?: IdGenerator;
 }
 
-export function buildProviderCatalog(config: TetherConfig, clock: Clock): ProviderCatalog {
-  const providers = new Map<string, { provider: Provider; model: string }>();
-  providers.set("demo", { provider: new DemoProvider({ delayMs: config.demo.delayMs, clock }), model: "demo" });
-  if (config.provider.url) {
-    const model = config.provider.model ?? "gpt-4o-mini";
-    providers.set("openai", {
-      provider: new OpenAIProvider({
-        name: "openai",
-        baseUrl: config.provider.url,
-        apiKey: config.provider.apiKey,
-        defaultModel: model,
-      }),
-      model,
-    });
+/** The models the OpenAI-compatible API offers: every routable model, the default first. */
+export function listModels(catalog: ProviderCatalog): ModelInfo[] {
+  const models: ModelInfo[] = [{ id: catalog.defaultModel, provider: catalog.defaultProvider }];
+  for (const entry of catalog.list()) {
+    const names = entry.models.length > 0 ? entry.models : [entry.defaultModel];
+    for (const id of names) if (!models.some((m) => m.id === id)) models.push({ id, provider: entry.name });
   }
-  return {
-    defaultProvider: config.provider.url ? "openai" : "demo",
-    resolve(name) {
-      const found = providers.get(name);
-      if (!found) {
-        throw new TetherError(ErrorCode.InvalidParams, `Unknown provider: ${name}`, {
-          issues: [{ path: "provider", message: `not one of: ${[...providers.keys()].join(", ")}` }],
-        });
-      }
-      return found;
-    },
-  };
-}
-
-/** The models the OpenAI-compatible API offers: the configured provider's, and always the demo. */
-export function listModels(config: TetherConfig): ModelInfo[] {
-  const models: ModelInfo[] = [];
-  if (config.provider.url) models.push({ id: config.provider.model ?? "gpt-4o-mini", provider: "openai" });
-  models.push({ id: "demo", provider: "demo" });
   return models;
 }
 
@@ -84,7 +55,9 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const epoch = newEpoch(clock.now());
   // The process id names this process in heartbeats and leases; the epoch is its public face.
   const processId = `proc-${epoch}`;
-  const store = await openStore(config.dbPath);
+  const catalog = buildProviderCatalog(config, clock);
+  const storeLocation = config.store ?? config.dbPath;
+  const store = await openStore(storeLocation);
   const committer = new GroupCommitter(store);
   // --ws-only keeps bare node:http (/ws, /healthz): no HTTP API, no /metrics.
   const metrics = config.wsOnly ? null : new PromMetrics();
@@ -97,11 +70,13 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     logger,
     ringBudget: new RingBudget(config.limits.processRingBytes),
     ringLimits: { maxFrames: config.limits.ringFrames, maxBytes: config.limits.ringBytes },
-    providers: buildProviderCatalog(config, clock),
+    providers: catalog,
     tools: createDefaultTools(),
     busyPolicy: config.busyPolicy,
     maxIterations: config.limits.maxIterations,
     lifecycle: config.lifecycle,
+    models: config.models,
+    profile: { name: "default", ...(config.profiles.default ?? {}) },
     processId,
     ...(metrics ? { metrics } : {}),
   });
@@ -118,7 +93,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
         clock,
         ids,
         config: config.http,
-        models: listModels(config),
+        models: listModels(catalog),
         metrics,
         ready,
       });
@@ -128,8 +103,14 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     logger,
     identity: { name: "tether", version: VERSION, capabilities: ["ws", "events.since", "snapshots", "todo"] },
     maxFrameBytes: config.limits.maxFrameBytes,
-    heartbeatMs: config.heartbeatMs,
     now: () => clock.now(),
+    clock,
+    flow: { softBytes: config.limits.sendBufferSoftBytes, hardBytes: config.limits.sendBufferHardBytes },
+    // Off on loopback: a local event-loop stall must never kill a healthy local connection.
+    heartbeat:
+      config.heartbeatMs > 0 && (config.heartbeatOnLoopback || !isLoopbackHost(config.host))
+        ? { intervalMs: config.heartbeatMs, timeoutMs: config.heartbeatTimeoutMs }
+        : null,
   });
 
   metrics?.bind({
@@ -150,7 +131,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${hostForUrl}:${port}`;
   logger.info(
-    { url, epoch, db: config.dbPath, ws_only: config.wsOnly, provider: config.provider.url ? "openai" : "demo" },
+    { url, epoch, store: redactUrl(storeLocation), ws_only: config.wsOnly, provider: config.provider.url ? "openai" : "demo" },
     "gateway started",
   );
 
@@ -178,4 +159,15 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
       return closing;
     },
   };
+}
+
+/** A store or bus location for logs: a URL's password is never printed. */
+export function redactUrl(location: string): string {
+  try {
+    const u = new URL(location);
+    if (u.password) u.password = "***";
+    return u.protocol.length > 2 ? u.toString() : location;
+  } catch {
+    return location;
+  }
 }

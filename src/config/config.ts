@@ -77,11 +77,17 @@ export const ModelsSchema = z.object({
   confirm_message: z.string().default("This model needs confirmation (cost or data policy). Switch anyway?"),
 });
 
+export type ModelsConfig = z.infer<typeof ModelsSchema>;
+
 export const ConfigSchema = z.object({
   host: z.string().min(1).default("127.0.0.1"),
   port: z.number().int().min(0).max(65535).default(8787),
   /** SQLite file of the embedded store. */
   dbPath: z.string().min(1).default("./data/tether.db"),
+  /** Store location; wins over dbPath: `postgres://…` (scale-out) or a SQLite path. Env TETHER_STORE. */
+  store: z.string().min(1).optional(),
+  /** Event bus between nodes: `redis://…`; unset = in-process (one node). Env TETHER_BUS. */
+  bus: z.string().min(1).optional(),
   /** Only `/ws` and `/healthz`, on bare node:http + ws. */
   wsOnly: z.boolean().default(false),
   /** Single-key auth; empty means no auth (allowed on loopback binds only). */
@@ -104,12 +110,20 @@ export const ConfigSchema = z.object({
       processRingBytes: z.number().int().positive().default(64 * MiB),
       /** Tool-call loop cap per turn. */
       maxIterations: z.number().int().positive().default(8),
+      /** A WebSocket viewer with more unsent bytes than this lags: its deltas are skipped, then it gets `session.resync`. */
+      sendBufferSoftBytes: z.number().int().positive().default(8 * MiB),
+      /** Over this many unsent bytes a WebSocket viewer is closed with 1013. */
+      sendBufferHardBytes: z.number().int().positive().default(64 * MiB),
     })
-    .default({ maxFrameBytes: 1 * MiB, ringFrames: 512, ringBytes: 4 * MiB, processRingBytes: 64 * MiB, maxIterations: 8 }),
+    .prefault({}),
   /** What a submit does while a turn runs: queue it, interrupt the running one, or reject (4009). */
   busyPolicy: z.enum(["queue", "interrupt", "reject"]).default("queue"),
-  /** Advertised in gateway.ready. */
+  /** WebSocket protocol-ping interval (advertised in gateway.ready); 0 = no pings. Off on loopback binds. */
   heartbeatMs: z.number().int().min(0).default(20_000),
+  /** A connection that has not answered a ping within this long is terminated. */
+  heartbeatTimeoutMs: z.number().int().positive().default(20_000),
+  /** Ping on loopback binds too (off by default: a local event-loop stall must not kill connections). */
+  heartbeatOnLoopback: z.boolean().default(false),
   lifecycle: LifecycleSchema.prefault({}),
   /** More API keys, each naming its principal: key → principal. */
   auth: z.object({ keys: z.record(z.string().min(1), z.string().min(1)).default({}) }).prefault({}),
@@ -173,6 +187,10 @@ export function configFromEnv(env: NodeJS.ProcessEnv): ConfigInput {
   if (port !== undefined) out.port = port;
   const db = envStr(env, "TETHER_DB");
   if (db) out.dbPath = db;
+  const store = envStr(env, "TETHER_STORE");
+  if (store) out.store = store;
+  const bus = envStr(env, "TETHER_BUS");
+  if (bus) out.bus = bus;
   const key = envStr(env, "TETHER_API_KEY");
   if (key) out.apiKey = key;
   const url = envStr(env, "TETHER_PROVIDER_URL");
@@ -187,6 +205,14 @@ export function configFromEnv(env: NodeJS.ProcessEnv): ConfigInput {
     if (v !== undefined) lifecycle[key] = v;
   }
   if (Object.keys(lifecycle).length > 0) out.lifecycle = lifecycle;
+  const hb = envInt(env, "TETHER_HEARTBEAT_MS");
+  if (hb !== undefined) out.heartbeatMs = hb;
+  const hbTimeout = envInt(env, "TETHER_HEARTBEAT_TIMEOUT_MS");
+  if (hbTimeout !== undefined) out.heartbeatTimeoutMs = hbTimeout;
+  if (envStr(env, "TETHER_HEARTBEAT_LOOPBACK") !== undefined) out.heartbeatOnLoopback = env.TETHER_HEARTBEAT_LOOPBACK === "1";
+  const soft = envInt(env, "TETHER_WS_SOFT_LIMIT_BYTES");
+  const hard = envInt(env, "TETHER_WS_HARD_LIMIT_BYTES");
+  if (soft !== undefined || hard !== undefined) out.limits = { sendBufferSoftBytes: soft, sendBufferHardBytes: hard };
   const keys = envStr(env, "TETHER_API_KEYS");
   if (keys) out.auth = { keys: parseApiKeys(keys) };
   const origins = envStr(env, "TETHER_CORS_ORIGINS");

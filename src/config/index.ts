@@ -1,2 +1,5 @@
-/** config/ — defaults, env and flags, validated once. */
+/** config/ — defaults, file, env and flags, validated once. */
 export * from "./config.js";
+export * from "./config-file.js";
+export * from "./load.js";
+export * from "./show.js";

@@ -40,5 +40,6 @@ export function connectionHandlers(
       new EncodedJson(await manager.sinceJson(caller, p.session_id, p.after_seq)) as unknown as SinceResult,
     [Method.EventsStats]: () => manager.stats(),
     [Method.TodoGet]: (p) => manager.todo(caller, p.session_id),
+    [Method.ConfigSet]: (p) => manager.configSet(caller, p.session_id, p.key, p.value, p.confirm ?? false),
   };
 }

@@ -28,11 +28,15 @@ import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
 import { EventLog, fromEventRow, type GroupCommitter, type RingBudget, type RingLimits } from "../events/index.js";
 import { FenceError, type SessionRow, type Store } from "../store/types.js";
-import type { LifecycleConfig } from "../config/index.js";
+import type { LifecycleConfig, ModelsConfig, ProfileConfig, TetherConfig } from "../config/index.js";
+import { chooseModel, identityOf, mergeModelConfig } from "./model-identity.js";
+import { renderSystemPrompt } from "./system-prompt.js";
+import type { LiveSettings } from "./session-runtime.js";
 import { noopMetrics, type Metrics } from "../lib/metrics.js";
 import { encodeEventNotification, type Frame, type SessionReclaimedPayload } from "../protocol/index.js";
 import { Lifecycle, type LifecycleHost } from "./lifecycle.js";
 import { Ownership } from "./ownership.js";
+import type { ProviderCatalog } from "../agent/provider-catalog.js";
 import type { Provider } from "../agent/provider.js";
 import type { ToolRegistry } from "../agent/tools/index.js";
 import { toChatHistory, toWireMessage } from "./messages.js";
@@ -42,12 +46,7 @@ import type { Viewer } from "./viewer.js";
 import type { HttpIdempotencyRow, ResponsePatch, ResponseRow } from "../store/types.js";
 import { appendHistoryTo, cancelTurnOf, type SeedMessage } from "./http-support.js";
 
-export interface ProviderCatalog {
-  /** The provider a new session uses when none is named. */
-  defaultProvider: string;
-  /** Throws TetherError(-32602) for an unknown name. */
-  resolve(name: string): { provider: Provider; model: string };
-}
+export type { ProviderCatalog } from "../agent/provider-catalog.js";
 
 export interface SessionManagerDeps {
   store: Store;
@@ -63,6 +62,10 @@ export interface SessionManagerDeps {
   busyPolicy: BusyPolicy;
   maxIterations: number;
   lifecycle: LifecycleConfig;
+  /** Guards on model switches (config `models`). */
+  models?: ModelsConfig;
+  /** This manager's profile and its overlay (default provider/model, system prompt). */
+  profile?: { name: string } & ProfileConfig;
   /** Unique per process start: the owner named in leases and heartbeats. */
   processId: string;
   metrics?: Metrics;
@@ -111,10 +114,17 @@ export class SessionManager implements LifecycleHost {
   readonly ownership: Ownership;
   readonly lifecycle: Lifecycle;
   private shuttingDown = false;
+  /** Shared with every runtime and updated in place on reload. */
+  private readonly settings: LiveSettings;
+  private catalog: ProviderCatalog;
+  private models: ModelsConfig;
 
   constructor(private readonly deps: SessionManagerDeps) {
     this.logger = deps.logger;
     this.metrics = deps.metrics ?? noopMetrics;
+    this.settings = { busyPolicy: deps.busyPolicy, maxIterations: deps.maxIterations };
+    this.catalog = deps.providers;
+    this.models = deps.models ?? { require_confirmation: [], confirm_message: "This model needs confirmation. Switch anyway?" };
     this.ownership = new Ownership({
       store: deps.store,
       clock: deps.clock,
@@ -165,9 +175,7 @@ export class SessionManager implements LifecycleHost {
 
   async create(caller: Caller, params: CreateParams = {}, viewer?: Viewer): Promise<Snapshot> {
     this.assertAccepting();
-    const providerName = params.provider ?? this.deps.providers.defaultProvider;
-    const resolved = this.deps.providers.resolve(providerName);
-    const model = params.model ?? resolved.model;
+    const { provider: providerName, model } = this.pickModel(params.provider, params.model);
     const now = this.deps.clock.now();
     const row: SessionRow = {
       id: this.deps.ids.next("ses"),
@@ -177,7 +185,7 @@ export class SessionManager implements LifecycleHost {
       parent_session_id: null,
       model,
       provider: providerName,
-      model_config: { provider: providerName, model },
+      model_config: mergeModelConfig({}, identityOf(this.catalog, providerName, model)),
       flags: {
         hidden: params.hidden,
         follow_profile_config: params.follow_profile_config,
@@ -207,6 +215,145 @@ export class SessionManager implements LifecycleHost {
       this.logger.info({ session_id: row.id, provider: providerName, model }, "session created");
       return this.snapshot(runtime);
     });
+  }
+
+  /**
+   * `config.set`. `model` on an idle session applies at once; on a running one it is stashed and
+   * applied when the next turn starts. A guarded model (config `models.require_confirmation`) is
+   * checked before anything is stashed: without `confirm: true` the answer is `confirm_required`
+   * and nothing is queued.
+   */
+  async configSet(
+    caller: Caller,
+    sessionId: string,
+    key: string,
+    value: unknown,
+    confirm = false,
+  ): Promise<{ status: "applied" | "pending" | "confirm_required"; confirm_message?: string }> {
+    const runtime = await this.requireLive(caller, sessionId, "config.set");
+    if (key !== "model") {
+      throw new TetherError(ErrorCode.InvalidParams, `Invalid params: config key "${key}" cannot be set`, {
+        issues: [{ path: "key", message: 'supported keys: "model"' }],
+      });
+    }
+    const target = this.parseModelValue(value, runtime.providerName);
+    const guarded = this.isGuarded(target.provider, target.model);
+    if (guarded && !confirm) return { status: "confirm_required", confirm_message: this.models.confirm_message };
+    const provider = this.catalog.resolve(target.provider).provider;
+    runtime.touch();
+    if (!runtime.running) {
+      this.switchNow(runtime, provider, target.model, "user");
+      return { status: "applied" };
+    }
+    runtime.pendingSwitch = { provider, model: target.model, guarded, confirmed: confirm };
+    return { status: "pending" };
+  }
+
+  /** Live reload: limits, lifecycle and model guards apply to live sessions; providers to new opens. */
+  applyConfig(config: TetherConfig, catalog: ProviderCatalog): void {
+    this.settings.busyPolicy = config.busyPolicy;
+    this.settings.maxIterations = config.limits.maxIterations;
+    this.lifecycle.config = config.lifecycle;
+    this.models = config.models;
+    this.catalog = catalog;
+    const overlay = this.deps.profile ? config.profiles[this.deps.profile.name] : undefined;
+    if (this.deps.profile) this.deps.profile = { name: this.deps.profile.name, ...(overlay ?? {}) };
+  }
+
+  private profileDefault(): { provider: string; model: string } {
+    const p = this.deps.profile;
+    return this.pickModel(p?.default_provider, p?.default_model);
+  }
+
+  /** A provider and model for a new session (or a fallback): checked as routable. */
+  private pickModel(providerName?: string, model?: string): { provider: string; model: string } {
+    const catalog = this.catalog;
+    const p = this.deps.profile;
+    const wantProvider = providerName ?? (model ? undefined : p?.default_provider);
+    const wantModel = model ?? (providerName ? undefined : p?.default_model);
+    if (wantProvider) {
+      const entry = catalog.get(wantProvider);
+      if (!entry) catalog.resolve(wantProvider); // throws the unknown-provider error
+      const m = wantModel ?? (wantProvider === catalog.defaultProvider ? catalog.defaultModel : entry!.defaultModel);
+      if (!catalog.routes(wantProvider, m)) throw unroutable("model", m, wantProvider);
+      return { provider: wantProvider, model: m };
+    }
+    if (wantModel) {
+      const entry = catalog.providerFor(wantModel);
+      if (!entry) throw unroutable("model", wantModel);
+      return { provider: entry.name, model: wantModel };
+    }
+    return { provider: catalog.defaultProvider, model: catalog.defaultModel };
+  }
+
+  /** `"model"` or `"provider/model"` (or `{ provider, model }`) as a routable target. */
+  private parseModelValue(value: unknown, currentProvider: string): { provider: string; model: string } {
+    let provider: string | undefined;
+    let model: string | undefined;
+    if (typeof value === "string") {
+      const slash = value.indexOf("/");
+      if (slash > 0 && this.catalog.get(value.slice(0, slash))) {
+        provider = value.slice(0, slash);
+        model = value.slice(slash + 1);
+      } else {
+        model = value;
+      }
+    } else if (value && typeof value === "object") {
+      const v = value as { provider?: unknown; model?: unknown };
+      if (typeof v.provider === "string") provider = v.provider;
+      if (typeof v.model === "string") model = v.model;
+    }
+    if (!model) {
+      throw new TetherError(ErrorCode.InvalidParams, "Invalid params: value must name a model", {
+        issues: [{ path: "value", message: 'a model name, "provider/model" or { provider, model }' }],
+      });
+    }
+    if (provider) {
+      if (!this.catalog.routes(provider, model)) throw unroutable("value", model, provider);
+      return { provider, model };
+    }
+    const entry = this.catalog.providerFor(model, currentProvider);
+    if (!entry) throw unroutable("value", model);
+    return { provider: entry.name, model };
+  }
+
+  private isGuarded(provider: string, model: string): boolean {
+    const guards = this.models.require_confirmation;
+    return guards.includes(model) || guards.includes(`${provider}/${model}`);
+  }
+
+  /** At turn start: apply a stashed switch — unless a guarded model arrives unconfirmed (backstop). */
+  private applyPendingSwitch(runtime: SessionRuntime): void {
+    const pending = runtime.pendingSwitch;
+    if (!pending) return;
+    runtime.pendingSwitch = undefined;
+    if (this.isGuarded(pending.provider.name, pending.model) && !pending.confirmed) {
+      this.logger.warn({ session_id: runtime.id, model: pending.model }, "dropped an unconfirmed switch to a guarded model");
+      return;
+    }
+    this.switchNow(runtime, pending.provider, pending.model, "user");
+  }
+
+  private switchNow(runtime: SessionRuntime, provider: Provider, model: string, reason: string): void {
+    if (runtime.provider === provider && runtime.model === model) return;
+    this.recordSwitch(runtime.log, runtime.row, provider.name, model, reason);
+    runtime.provider = provider;
+    runtime.model = model;
+  }
+
+  /** Writes the switch into the row (merged identity) with its durable `model.switched` event. */
+  private recordSwitch(log: EventLog, row: SessionRow, provider: string, model: string, reason: string): void {
+    const from = { provider: row.provider, model: row.model };
+    const modelConfig = mergeModelConfig(row.model_config, identityOf(this.catalog, provider, model));
+    log.emit(
+      EventType.ModelSwitched,
+      { from, to: { provider, model }, reason },
+      { ops: [{ op: "session.update", id: row.id, patch: { provider, model, model_config: modelConfig } }] },
+    );
+    row.provider = provider;
+    row.model = model;
+    row.model_config = modelConfig;
+    this.logger.info({ session_id: row.id, from, to: { provider, model }, reason }, "model switched");
   }
 
   /** Runs `fn` with the session counted as being bound; parks it after if nobody is viewing. */
@@ -757,7 +904,12 @@ export class SessionManager implements LifecycleHost {
     if (await finishInterruptedTurn(row, messages, log)) {
       this.logger.warn({ session_id: sessionId }, "finished a turn interrupted by a previous process");
     }
-    const { provider, model } = this.deps.providers.resolve(row.provider);
+    // Stale provider config must not survive a resume: re-choose, heal, and say so.
+    const choice = chooseModel(row, this.catalog, this.profileDefault());
+    if (choice.reason) {
+      this.recordSwitch(log, row, choice.provider, choice.model, choice.reason);
+      await this.storage(() => log.flushed());
+    }
     const runtime = new SessionRuntime(
       row,
       log,
@@ -767,16 +919,17 @@ export class SessionManager implements LifecycleHost {
         ids: this.deps.ids,
         logger: this.logger,
         tools: this.deps.tools,
-        provider,
-        model: row.model || model,
-        busyPolicy: this.deps.busyPolicy,
-        maxIterations: this.deps.maxIterations,
+        provider: this.catalog.resolve(choice.provider).provider,
+        model: choice.model,
+        settings: this.settings,
+        systemPrompt: renderSystemPrompt(row.flags.system_prompt ?? this.deps.profile?.system_prompt, row),
       },
       async (requestId) => {
         const r = await store.getIdempotency(sessionId, requestId);
         return r ? { turn_id: r.turn_id, trace_id: r.trace_id } : null;
       },
     );
+    runtime.beforeTurn = () => this.applyPendingSwitch(runtime);
     runtime.onTurnSettled = () => {
       this.lifecycle.activity(runtime);
       if (runtime.viewers.size === 0 && !runtime.ending) this.leaseDetached(runtime, true);
@@ -903,6 +1056,13 @@ export class SessionManager implements LifecycleHost {
       throw storageError(err);
     }
   }
+}
+
+function unroutable(path: string, model: string, provider?: string): TetherError {
+  const where = provider ? ` on provider "${provider}"` : "";
+  return new TetherError(ErrorCode.InvalidParams, `Invalid params: model "${model}" is not routable${where}`, {
+    issues: [{ path, message: `model "${model}" is not routable${where}` }],
+  });
 }
 
 function closedError(row: SessionRow, method: string): TetherError {

@@ -16,6 +16,12 @@ import type { Viewer } from "./viewer.js";
 
 export type BusyPolicy = "queue" | "interrupt" | "reject";
 
+/** Settings shared by every runtime of a manager and changed in place on config reload. */
+export interface LiveSettings {
+  busyPolicy: BusyPolicy;
+  maxIterations: number;
+}
+
 export interface RuntimeDeps {
   clock: Clock;
   ids: IdGenerator;
@@ -23,8 +29,18 @@ export interface RuntimeDeps {
   tools: ToolRegistry;
   provider: Provider;
   model: string;
-  busyPolicy: BusyPolicy;
-  maxIterations: number;
+  settings: LiveSettings;
+  /** The system prompt as the session's own values render it. */
+  systemPrompt?: string;
+}
+
+/** A model switch asked for while a turn ran: applied when the next turn starts. */
+export interface PendingSwitch {
+  provider: Provider;
+  model: string;
+  /** The model needs confirmation, and the caller gave it. */
+  guarded: boolean;
+  confirmed: boolean;
 }
 
 interface SubmitRecord {
@@ -47,6 +63,11 @@ export class SessionRuntime {
   ending = false;
   /** Called whenever a turn settles (the lifecycle re-arms the grace of a detached session). */
   onTurnSettled: (() => void) | undefined;
+  /** Called right before a turn starts: where a stashed model switch is applied. */
+  beforeTurn: (() => void) | undefined;
+  provider: Provider;
+  model: string;
+  pendingSwitch: PendingSwitch | undefined;
 
   constructor(
     public row: SessionRow,
@@ -56,6 +77,8 @@ export class SessionRuntime {
     private readonly lookupRequest: (requestId: string) => Promise<SubmitRecord | null>,
   ) {
     this.id = row.id;
+    this.provider = deps.provider;
+    this.model = deps.model;
     this.todo = createTodoList(row.todo);
     this.logger = deps.logger.child({ session_id: row.id });
     this.lastActivity = deps.clock.monotonic();
@@ -78,11 +101,7 @@ export class SessionRuntime {
   }
 
   get providerName(): string {
-    return this.deps.provider.name;
-  }
-
-  get model(): string {
-    return this.deps.model;
+    return this.provider.name;
   }
 
   attach(viewer: Viewer): void {
@@ -121,7 +140,7 @@ export class SessionRuntime {
         return { ...stored, status: "duplicate" };
       }
     }
-    if (this.turns.busy && this.deps.busyPolicy === "reject") {
+    if (this.turns.busy && this.deps.settings.busyPolicy === "reject") {
       claim?.(null);
       if (requestId !== undefined) this.requests.delete(requestId);
       throw new TetherError(ErrorCode.Busy, "A turn is running and this session rejects prompts while busy");
@@ -138,7 +157,7 @@ export class SessionRuntime {
       this.start(turn);
       return { ...result, status: "started" };
     }
-    if (this.deps.busyPolicy === "interrupt") this.turns.running?.abort.abort(new Error("superseded by a new prompt"));
+    if (this.deps.settings.busyPolicy === "interrupt") this.turns.running?.abort.abort(new Error("superseded by a new prompt"));
     this.turns.push(turn);
     return { ...result, status: "queued" };
   }
@@ -174,6 +193,11 @@ export class SessionRuntime {
   }
 
   private start(turn: QueuedTurn): void {
+    try {
+      this.beforeTurn?.();
+    } catch (err) {
+      this.logger.error({ err }, "before-turn hook failed");
+    }
     const abort = new AbortController();
     const done = this.runOne(turn, abort.signal).finally(() => {
       if (this.turns.running?.turnId === turn.turnId) this.turns.running = null;
@@ -208,17 +232,17 @@ export class SessionRuntime {
         input: turn.text,
         log: this.turnLog(),
         history: this.history,
-        systemPrompt: this.row.flags.system_prompt,
+        systemPrompt: this.deps.systemPrompt,
         todo: this.todo,
         tools: this.deps.tools,
-        provider: this.deps.provider,
-        model: this.deps.model,
+        provider: this.provider,
+        model: this.model,
         signal,
         clock: this.deps.clock,
         ids: this.deps.ids,
         // The runner adds session_id, trace_id and turn_id to its own child logger.
         logger: this.deps.logger,
-        maxIterations: this.deps.maxIterations,
+        maxIterations: this.deps.settings.maxIterations,
         startOps,
       });
     } catch (err) {

@@ -2,17 +2,17 @@
  * A SessionManager on a real SQLite file with a FakeClock, for lifecycle tests: timers move only
  * when the test advances the clock. Several harnesses on one file stand for several processes.
  */
-import { resolveConfig, type LifecycleConfig } from "../../src/config/index.js";
+import { resolveConfig, type ConfigInput, type LifecycleConfig } from "../../src/config/index.js";
 import { GroupCommitter, RingBudget } from "../../src/events/index.js";
 import { FakeClock } from "../../src/lib/clock.js";
 import { randomIds } from "../../src/lib/ids.js";
 import { silentLogger, type Logger } from "../../src/lib/logger.js";
-import { DemoProvider } from "../../src/agent/demo-provider.js";
 import type { Provider, ProviderChunk, StreamRequest } from "../../src/agent/provider.js";
+import { buildProviderCatalog } from "../../src/agent/provider-catalog.js";
 import { createDefaultTools } from "../../src/agent/tools/index.js";
 import { SqliteStore } from "../../src/store/index.js";
 import type { Store } from "../../src/store/types.js";
-import { SessionManager, type Caller, type ProviderCatalog, type Viewer } from "../../src/sessions/index.js";
+import { SessionManager, type Caller, type Viewer } from "../../src/sessions/index.js";
 import type { Frame } from "../../src/protocol/index.js";
 
 export const ME: Caller = { principal: "default" };
@@ -61,23 +61,24 @@ export async function startHarness(opts: {
   demoDelayMs?: number;
   store?: Store;
   start?: boolean;
+  /** Extra config (providers, models guards…) on top of the defaults. */
+  config?: ConfigInput;
 }): Promise<Harness> {
   const store = opts.store ?? new SqliteStore({ path: opts.dbPath });
-  const config = resolveConfig({}, { lifecycle: opts.lifecycle });
+  const config = resolveConfig({}, { ...(opts.config ?? {}), lifecycle: opts.lifecycle });
   const clock = opts.clock;
-  const providers = new Map<string, Provider>([
-    ["demo", new DemoProvider({ clock, delayMs: opts.demoDelayMs ?? 100 })],
-    ["stalling", new StallingProvider()],
-    ["deaf", new DeafProvider()],
-  ]);
-  const catalog: ProviderCatalog = {
-    defaultProvider: "demo",
-    resolve(name) {
-      const provider = providers.get(name);
-      if (!provider) throw new Error(`no provider ${name}`);
-      return { provider, model: name };
-    },
-  };
+  const extra = [new StallingProvider(), new DeafProvider()].map((provider) => ({
+    name: provider.name,
+    provider,
+    models: [],
+    defaultModel: provider.name,
+  }));
+  const catalog = buildProviderCatalog(
+    resolveConfig({}, { demo: { delayMs: opts.demoDelayMs ?? 100 }, ...(opts.config ?? {}) }),
+    clock,
+    {},
+    extra,
+  );
   const logger = silentLogger();
   const manager = new SessionManager({
     store,

@@ -16,7 +16,7 @@ const ALLOWED: Record<string, string[]> = {
   config: ["protocol", "lib"],
   store: ["protocol", "lib"],
   events: ["protocol", "lib", "store"],
-  agent: ["protocol", "lib", "store", "events"],
+  agent: ["protocol", "lib", "store", "events", "config"],
   sessions: ["protocol", "lib", "store", "events", "agent", "config"],
   gateway: ["protocol", "lib", "sessions", "config"],
   cli: ["protocol", "lib", "config", "store", "events", "agent", "sessions", "gateway", "client"],

@@ -1,0 +1,116 @@
+/** Stale provider config never survives a resume: merge, heal, fall back, follow the profile. */
+import { afterEach, describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/lib/clock.js";
+import { mergeModelConfig } from "../../src/sessions/model-identity.js";
+import type { ConfigInput } from "../../src/config/index.js";
+import { tempDbPath } from "../support/temp-db.js";
+import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+
+const harnesses: Harness[] = [];
+afterEach(async () => {
+  for (const h of harnesses.splice(0)) {
+    h.manager.lifecycle.stop();
+    await h.store.close().catch(() => undefined);
+  }
+});
+
+async function proc(db: string, id: string, config: ConfigInput, profile?: Record<string, unknown>) {
+  const h = await startHarness({
+    dbPath: db,
+    clock: new FakeClock(),
+    processId: id,
+    lifecycle: { startup_sweep: false },
+    config,
+    ...(profile ? { profile } : {}),
+  });
+  harnesses.push(h);
+  return h;
+}
+
+const LOCAL = { base_url: "http://127.0.0.1:9/v1", models: ["llama"] };
+
+async function modelEvents(h: Harness, sid: string) {
+  return (await h.store.readEvents(sid, 0, 1000)).filter((e) => e.type === "model.switched").map((e) => JSON.parse(e.payload));
+}
+
+describe("model identity", () => {
+  it("merging deletes keys whose current value is empty and never keeps secrets", () => {
+    const stored = { provider: "old", model: "m1", base_url: "http://old/v1", kind: "openai", api_key: "sk-1" };
+    expect(mergeModelConfig(stored, { provider: "demo", model: "demo", base_url: "", kind: "demo" })).toEqual({
+      provider: "demo",
+      model: "demo",
+      kind: "demo",
+    });
+    expect(mergeModelConfig({}, { model: "x", token: "t" })).toEqual({ model: "x" });
+  });
+
+  it("a resume after the provider was renamed heals by base URL and tells the client", async () => {
+    const db = tempDbPath();
+    const a = await proc(db, "A", { providers: { local: LOCAL } });
+    const snap = await a.manager.create(ME, {}, new TestViewer("v"));
+    expect(snap).toMatchObject({ provider: "local", model: "llama" });
+    await a.manager.shutdown();
+
+    const b = await proc(db, "B", { providers: { ollama: LOCAL } });
+    const back = await b.manager.resume(ME, snap.session_id, new TestViewer("v2"));
+    expect(back).toMatchObject({ provider: "ollama", model: "llama" });
+    expect(await modelEvents(b, snap.session_id)).toEqual([
+      { from: { provider: "local", model: "llama" }, to: { provider: "ollama", model: "llama" }, reason: "provider_unavailable" },
+    ]);
+    const row = await b.store.getSession(snap.session_id);
+    expect(row).toMatchObject({ provider: "ollama", model: "llama" });
+    expect(row!.model_config).toMatchObject({ provider: "ollama", base_url: LOCAL.base_url });
+  });
+
+  it("falls back to the default when no configured provider matches, deleting the stale base URL", async () => {
+    const db = tempDbPath();
+    const a = await proc(db, "A", { providers: { local: LOCAL } });
+    const snap = await a.manager.create(ME, {}, new TestViewer("v"));
+    await a.manager.shutdown();
+
+    const b = await proc(db, "B", {});
+    const back = await b.manager.resume(ME, snap.session_id, new TestViewer("v2"));
+    expect(back).toMatchObject({ provider: "demo", model: "demo" });
+    expect((await modelEvents(b, snap.session_id))[0]).toMatchObject({ reason: "provider_unavailable", to: { provider: "demo" } });
+    const row = await b.store.getSession(snap.session_id);
+    expect(row!.model_config).toEqual({ provider: "demo", model: "demo", kind: "demo" });
+    // Resuming again changes nothing: the healed choice is now the stored one.
+    await b.manager.shutdown();
+    const c = await proc(db, "C", {});
+    await c.manager.resume(ME, snap.session_id, new TestViewer("v3"));
+    expect(await modelEvents(c, snap.session_id)).toHaveLength(1);
+  });
+
+  it("follow_profile_config sessions rebuild from the profile's current config; others keep theirs", async () => {
+    const db = tempDbPath();
+    const a = await proc(db, "A", { providers: { local: LOCAL }, default_provider: "demo" });
+    const bot = await a.manager.create(ME, { follow_profile_config: true }, new TestViewer("v1"));
+    const chat = await a.manager.create(ME, {}, new TestViewer("v2"));
+    expect(bot.provider).toBe("demo");
+    await a.manager.shutdown();
+
+    // The profile now defaults to the local provider.
+    const b = await proc(db, "B", { providers: { local: LOCAL }, default_provider: "local" });
+    expect(await b.manager.resume(ME, bot.session_id, new TestViewer("v3"))).toMatchObject({ provider: "local", model: "llama" });
+    expect((await modelEvents(b, bot.session_id))[0]).toMatchObject({ reason: "profile_config" });
+    expect(await b.manager.resume(ME, chat.session_id, new TestViewer("v4"))).toMatchObject({ provider: "demo", model: "demo" });
+    expect(await modelEvents(b, chat.session_id)).toEqual([]);
+  });
+
+  it("renders {cwd}, {date} and {profile} in the system prompt from the session's own values", async () => {
+    const db = tempDbPath();
+    const clock = new FakeClock(Date.UTC(2026, 10, 29, 12));
+    const h = await startHarness({ dbPath: db, clock, processId: "A", lifecycle: { startup_sweep: false } });
+    harnesses.push(h);
+    const snap = await h.manager.create(
+      ME,
+      { profile: "work", cwd: "/srv/app", system_prompt: "cwd={cwd} date={date} profile={profile}" },
+      new TestViewer("v"),
+    );
+    const rt = [...h.manager.live()].find((r) => r.id === snap.session_id)!;
+    expect((rt as unknown as { deps: { systemPrompt: string } }).deps.systemPrompt).toBe(
+      "cwd=/srv/app date=2026-11-29 profile=work",
+    );
+    await settle();
+  });
+});
