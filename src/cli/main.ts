@@ -1,7 +1,7 @@
 /**
  * The `tether` command.
  *
- *   tether serve [--host H] [--port P] [--db FILE] [--ws-only]
+ *   tether serve [--host H] [--port P] [--db FILE | --store postgres://…] [--bus redis://…] [--ws-only]
  *   tether chat [--url ws://127.0.0.1:8787/ws] [--token KEY] [--session ID]
  *   tether sessions list [--all]
  */
@@ -19,8 +19,11 @@ program
   .option("--host <host>", "interface to bind (env TETHER_HOST)", undefined)
   .option("--port <port>", "port; 0 picks a free one (env TETHER_PORT)", undefined)
   .option("--db <path>", "SQLite file, created if missing (env TETHER_DB)", undefined)
+  .option("--store <url>", "store: postgres://… for scale-out, or a SQLite path; wins over --db (env TETHER_STORE)", undefined)
+  .option("--bus <url>", "event bus between nodes: redis://… (env TETHER_BUS); default in-process", undefined)
   .option("--ws-only", "serve only /ws and /healthz")
-  .action(async (opts: { host?: string; port?: string; db?: string; wsOnly?: boolean }) => {
+  .option("--config <path>", "config file (env TETHER_CONFIG; default ~/.tether/config.yaml, created with comments)")
+  .action(async (opts: { host?: string; port?: string; db?: string; store?: string; bus?: string; wsOnly?: boolean; config?: string }) => {
     const { runServe } = await import("./serve.js");
     await runServe(opts);
   });
@@ -46,6 +49,25 @@ sessions
   .action(async (opts: { url: string; token?: string; all?: boolean }) => {
     const { runSessionsList } = await import("./sessions-list.js");
     await runSessionsList({ url: opts.url, token: opts.token, all: opts.all });
+  });
+
+const configCmd = program.command("config").description("inspect the configuration");
+configCmd
+  .command("show")
+  .description("print the effective config and where each value came from (secrets masked)")
+  .option("--config <path>", "config file (env TETHER_CONFIG; default ~/.tether/config.yaml)")
+  .action(async (opts: { config?: string }) => {
+    const { runConfigShow } = await import("./config-commands.js");
+    runConfigShow(opts.config);
+  });
+
+program
+  .command("models")
+  .description("list the routable providers and models")
+  .option("--config <path>", "config file (env TETHER_CONFIG; default ~/.tether/config.yaml)")
+  .action(async (opts: { config?: string }) => {
+    const { runModels } = await import("./config-commands.js");
+    runModels(opts.config);
   });
 
 await program.parseAsync(process.argv);

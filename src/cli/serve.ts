@@ -3,7 +3,8 @@
  * interrupted and written, so a stop loses nothing). Prints exactly one line to stdout when ready:
  * `tether listening on http://HOST:PORT` — scripts and tests parse it. Logs go to stderr.
  */
-import { assertSafeBind, ConfigError, resolveConfig, type ConfigInput } from "../config/index.js";
+import { assertSafeBind, ConfigError, loadConfig, type ConfigInput } from "../config/index.js";
+import { watchConfigFile } from "./config-watch.js";
 import { createLogger } from "../lib/logger.js";
 import { startServer } from "./server.js";
 
@@ -11,7 +12,10 @@ export interface ServeFlags {
   host?: string;
   port?: string;
   db?: string;
+  store?: string;
+  bus?: string;
   wsOnly?: boolean;
+  config?: string;
 }
 
 export async function runServe(flags: ServeFlags): Promise<void> {
@@ -22,12 +26,29 @@ export async function runServe(flags: ServeFlags): Promise<void> {
       host: flags.host,
       port: flags.port === undefined ? undefined : parsePort(flags.port),
       dbPath: flags.db,
+      store: flags.store,
+      bus: flags.bus,
       wsOnly: flags.wsOnly ? true : undefined,
     };
-    const config = resolveConfig(process.env, overrides);
+    const loaded = loadConfig({ env: process.env, flags: overrides, configPath: flags.config, createIfMissing: true });
+    const config = loaded.config;
     assertSafeBind(config);
     const server = await startServer(config, { logger });
     process.stdout.write(`tether listening on ${server.url}\n`);
+    if (loaded.created) logger.info({ path: loaded.path }, "wrote a commented starter config file");
+
+    // Live reload: a bad edit keeps the running config and says why; host/port/store need a restart.
+    const reload = (why: string) => {
+      try {
+        const next = loadConfig({ env: process.env, flags: overrides, configPath: loaded.path });
+        server.applyConfig(next.config);
+        logger.info({ why, path: loaded.path }, "config reloaded");
+      } catch (err) {
+        logger.error({ why, error: (err as Error).message }, "config reload failed; keeping the previous config");
+      }
+    };
+    process.on("SIGHUP", () => reload("SIGHUP"));
+    const stopWatching = watchConfigFile(loaded.path, () => reload("file changed"));
 
     let stopping = false;
     const stop = (signal: string) => {
@@ -36,6 +57,7 @@ export async function runServe(flags: ServeFlags): Promise<void> {
         process.exit(1);
       }
       stopping = true;
+      stopWatching();
       logger.info({ signal }, "stopping");
       server.close().then(
         () => process.exit(0),

@@ -7,12 +7,16 @@ import { ErrorCode, TetherError } from "../protocol/index.js";
 import { systemClock, type Clock } from "../lib/clock.js";
 import { randomIds, type IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
-import { isLoopbackHost, type TetherConfig } from "../config/index.js";
+import { expandHome, isLoopbackHost, type TetherConfig } from "../config/index.js";
 import { openStore } from "../store/index.js";
 import { GroupCommitter, newEpoch, RingBudget } from "../events/index.js";
+import { openBus } from "../events/bus/index.js";
+import { bridgeGlobals } from "../sessions/bus-bridge.js";
 import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-catalog.js";
 import { createDefaultTools } from "../agent/tools/index.js";
-import { SessionManager } from "../sessions/index.js";
+import { DEFAULT_PROFILE, ProfileRegistry, SessionManager } from "../sessions/index.js";
+import { join } from "node:path";
+import type { Store } from "../store/types.js";
 import { createHttpServer } from "../gateway/http-server.js";
 import { attachWsEndpoint, type WsEndpoint } from "../gateway/ws-server.js";
 import { createAuthenticator } from "../gateway/auth.js";
@@ -26,8 +30,12 @@ export interface RunningServer {
   host: string;
   port: number;
   epoch: string;
+  /** The default profile's sessions. */
   manager: SessionManager;
+  profiles: ProfileRegistry;
   ws: WsEndpoint;
+  /** Live reload: limits, lifecycle and model guards apply to live sessions; providers to new opens. */
+  applyConfig(config: TetherConfig): void;
   /** Graceful stop: interrupts turns, writes everything, closes sockets and the store. */
   close(): Promise<void>;
 }
@@ -59,28 +67,58 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const storeLocation = config.store ?? config.dbPath;
   const store = await openStore(storeLocation);
   const committer = new GroupCommitter(store);
+  // Scale-out: `--bus redis://…`; unset = in-process (one node, nothing published).
+  const bus = await openBus(config.bus, {
+    ringFrames: config.limits.ringFrames,
+    nodeId: processId,
+    onError: (err, context) => logger.warn({ err, context }, "bus error"),
+  });
   // --ws-only keeps bare node:http (/ws, /healthz): no HTTP API, no /metrics.
   const metrics = config.wsOnly ? null : new PromMetrics();
-  const manager = new SessionManager({
-    store,
-    committer,
-    epoch,
-    clock,
-    ids,
-    logger,
-    ringBudget: new RingBudget(config.limits.processRingBytes),
-    ringLimits: { maxFrames: config.limits.ringFrames, maxBytes: config.limits.ringBytes },
-    providers: catalog,
-    tools: createDefaultTools(),
-    busyPolicy: config.busyPolicy,
-    maxIterations: config.limits.maxIterations,
-    lifecycle: config.lifecycle,
-    models: config.models,
-    profile: { name: "default", ...(config.profiles.default ?? {}) },
-    processId,
-    ...(metrics ? { metrics } : {}),
-  });
+  const ringBudget = new RingBudget(config.limits.processRingBytes);
+  const tools = createDefaultTools();
+  let current = { config, catalog };
+  const makeManager = (profileStore: Store, profileCommitter: GroupCommitter, profile: string) =>
+    new SessionManager({
+      store: profileStore,
+      committer: profileCommitter,
+      epoch,
+      clock,
+      ids,
+      logger: profile === DEFAULT_PROFILE ? logger : logger.child({ profile }),
+      ringBudget,
+      ringLimits: { maxFrames: current.config.limits.ringFrames, maxBytes: current.config.limits.ringBytes },
+      providers: current.catalog,
+      tools,
+      busyPolicy: current.config.busyPolicy,
+      maxIterations: current.config.limits.maxIterations,
+      lifecycle: current.config.lifecycle,
+      models: current.config.models,
+      profile: { name: profile, ...(current.config.profiles[profile] ?? {}) },
+      processId,
+      bus,
+      ...(metrics ? { metrics } : {}),
+    });
+  const manager = makeManager(store, committer, DEFAULT_PROFILE);
+  const unbridge = bridgeGlobals(manager, bus);
   await manager.start();
+
+  // Other profiles open their own store on first use; the default's is the process's own.
+  const profileStores: Store[] = [];
+  const profiles = new ProfileRegistry({
+    defaultManager: manager,
+    profileNames: () => Object.keys(current.config.profiles).filter((n) => n !== DEFAULT_PROFILE),
+    logger,
+    open: async (name) => {
+      const path = expandHome(current.config.profiles[name]?.db ?? join(expandHome(current.config.home), "profiles", name, "tether.db"));
+      const profileStore = await openStore(path);
+      profileStores.push(profileStore);
+      const m = makeManager(profileStore, new GroupCommitter(profileStore), name);
+      await m.start();
+      logger.info({ profile: name, store: path }, "profile opened");
+      return m;
+    },
+  });
 
   const auth = createAuthenticator(config.apiKey, config.auth.keys);
   const ready = () => store.ping();
@@ -98,7 +136,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
         ready,
       });
   const ws = attachWsEndpoint(server, {
-    manager,
+    manager: profiles,
     auth,
     logger,
     identity: { name: "tether", version: VERSION, capabilities: ["ws", "events.since", "snapshots", "todo"] },
@@ -131,7 +169,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${hostForUrl}:${port}`;
   logger.info(
-    { url, epoch, store: redactUrl(storeLocation), ws_only: config.wsOnly, provider: config.provider.url ? "openai" : "demo" },
+    { url, epoch, store: redactUrl(storeLocation), bus: config.bus ? redactUrl(config.bus) : "local", ws_only: config.wsOnly, provider: config.provider.url ? "openai" : "demo" },
     "gateway started",
   );
 
@@ -142,10 +180,19 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     port,
     epoch,
     manager,
+    profiles,
     ws,
+    applyConfig(next: TetherConfig) {
+      const nextCatalog = buildProviderCatalog(next, clock);
+      current = { config: next, catalog: nextCatalog };
+      for (const m of profiles.all()) m.applyConfig(next, nextCatalog);
+      logger.info({}, "config reloaded");
+    },
     close() {
       closing ??= (async () => {
-        await manager.shutdown();
+        await Promise.allSettled(profiles.all().map((m) => m.shutdown()));
+        unbridge();
+        await bus.close().catch(() => undefined);
         // Frames written during the stop are out; now the sockets can go.
         await ws.close();
         // close() waits for every connection to end: open SSE streams and keep-alive sockets would
@@ -154,6 +201,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
         server.closeAllConnections();
         await closed;
         await store.close();
+        for (const ps of profileStores) await ps.close().catch(() => undefined);
         logger.info({ epoch }, "gateway stopped");
       })();
       return closing;

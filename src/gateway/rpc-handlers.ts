@@ -1,6 +1,6 @@
 /** The JSON-RPC methods of one WebSocket connection, as calls into the SessionManager. */
 import { EncodedJson, Method, PROTOCOL_VERSION, type SinceResult } from "../protocol/index.js";
-import type { Caller, SessionManager, Viewer } from "../sessions/index.js";
+import type { Caller, ProfileRegistry, Viewer } from "../sessions/index.js";
 import type { HandlerTable } from "./rpc-dispatch.js";
 
 export interface GatewayIdentity {
@@ -10,36 +10,36 @@ export interface GatewayIdentity {
 }
 
 export function connectionHandlers(
-  manager: SessionManager,
+  profiles: ProfileRegistry,
   viewer: Viewer,
   caller: Caller,
   identity: GatewayIdentity,
   now: () => number,
 ): HandlerTable {
   return {
-    [Method.Ping]: () => ({ pong: true, epoch: manager.epoch, server_time: now() }),
+    [Method.Ping]: () => ({ pong: true, epoch: profiles.epoch, server_time: now() }),
     [Method.GatewayInfo]: () => ({
       name: identity.name,
       version: identity.version,
       protocol: PROTOCOL_VERSION,
-      epoch: manager.epoch,
+      epoch: profiles.epoch,
       capabilities: identity.capabilities,
     }),
-    [Method.SessionCreate]: (p) => manager.create(caller, p ?? {}, viewer),
-    [Method.SessionResume]: (p) => manager.resume(caller, p.session_id, viewer, { afterSeq: p.after_seq }),
-    [Method.SessionReopen]: (p) => manager.reopen(caller, p.session_id, viewer),
-    [Method.SessionDetach]: (p) => manager.detach(caller, p.session_id, viewer),
-    [Method.SessionUpdate]: (p) => manager.update(caller, p.session_id, { title: p.title }),
-    [Method.SessionList]: (p) => manager.list(caller, p ?? {}),
-    [Method.SessionMessages]: (p) => manager.messages(caller, p.session_id, p.after_message_id, p.limit),
-    [Method.SessionClose]: (p) => manager.close(caller, p.session_id),
-    [Method.SessionInterrupt]: (p) => manager.interrupt(caller, p.session_id),
-    [Method.PromptSubmit]: (p) => manager.submit(caller, p.session_id, p.text, p.request_id),
+    [Method.SessionCreate]: async (p) => (await profiles.manager(p?.profile)).create(caller, p ?? {}, viewer),
+    [Method.SessionResume]: async (p) => (await profiles.manager(p?.profile)).resume(caller, p.session_id, viewer, { afterSeq: p.after_seq }),
+    [Method.SessionReopen]: async (p) => (await profiles.manager(p?.profile)).reopen(caller, p.session_id, viewer),
+    [Method.SessionDetach]: async (p) => (await profiles.manager(p?.profile)).detach(caller, p.session_id, viewer),
+    [Method.SessionUpdate]: async (p) => (await profiles.manager(p?.profile)).update(caller, p.session_id, { title: p.title }),
+    [Method.SessionList]: async (p) => (await profiles.manager(p?.profile)).list(caller, p ?? {}),
+    [Method.SessionMessages]: async (p) => (await profiles.manager(p?.profile)).messages(caller, p.session_id, p.after_message_id, p.limit),
+    [Method.SessionClose]: async (p) => (await profiles.manager(p?.profile)).close(caller, p.session_id),
+    [Method.SessionInterrupt]: async (p) => (await profiles.manager(p?.profile)).interrupt(caller, p.session_id),
+    [Method.PromptSubmit]: async (p) => (await profiles.manager(p?.profile)).submit(caller, p.session_id, p.text, p.request_id),
     // The catch-up answer is assembled as JSON text (stored payloads spliced in, never re-parsed).
     [Method.EventsSince]: async (p) =>
-      new EncodedJson(await manager.sinceJson(caller, p.session_id, p.after_seq)) as unknown as SinceResult,
-    [Method.EventsStats]: () => manager.stats(),
-    [Method.TodoGet]: (p) => manager.todo(caller, p.session_id),
-    [Method.ConfigSet]: (p) => manager.configSet(caller, p.session_id, p.key, p.value, p.confirm ?? false),
+      new EncodedJson(await (await profiles.manager(p.profile)).sinceJson(caller, p.session_id, p.after_seq)) as unknown as SinceResult,
+    [Method.EventsStats]: () => profiles.stats(),
+    [Method.TodoGet]: async (p) => (await profiles.manager(p?.profile)).todo(caller, p.session_id),
+    [Method.ConfigSet]: async (p) => (await profiles.manager(p?.profile)).configSet(caller, p.session_id, p.key, p.value, p.confirm ?? false),
   };
 }

@@ -2,29 +2,61 @@
  * The WebSocket JSON-RPC endpoint (`GET /ws`). One JSON-RPC object per text frame; the first frame
  * a client receives is `gateway.ready`; frames over the limit close the socket with 1009 (ws does
  * that before reading the payload). A connection is a viewer of the sessions it creates or resumes.
+ *
+ * Every send goes through the connection's ViewerFlow (viewer-flow.ts): a slow reader lags (its
+ * deltas are skipped, then it gets `session.resync`) and past the hard limit is closed with 1013.
+ * With `heartbeat` set, protocol pings find half-open sockets (ws-heartbeat.ts).
  */
 import type { IncomingMessage, Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type RawData, type WebSocket } from "ws";
-import { encodeEventNotification, EventType, PROTOCOL_VERSION, type Frame, type GatewayReadyPayload } from "../protocol/index.js";
+import {
+  encodeEventNotification,
+  EventType,
+  PROTOCOL_VERSION,
+  type Frame,
+  type GatewayReadyPayload,
+  type SessionResyncPayload,
+} from "../protocol/index.js";
+import { systemClock, type Clock } from "../lib/clock.js";
 import type { Logger } from "../lib/logger.js";
-import type { Caller, SessionManager, Viewer } from "../sessions/index.js";
+import type { Caller, ProfileRegistry, Viewer } from "../sessions/index.js";
 import type { Authenticator } from "./auth.js";
 import { dispatch } from "./rpc-dispatch.js";
 import { connectionHandlers, type GatewayIdentity } from "./rpc-handlers.js";
+import { CLOSE_SLOW_VIEWER, DEFAULT_FLOW_LIMITS, ViewerFlow, type FlowLimits } from "./viewer-flow.js";
+import { WsHeartbeat, type HeartbeatTiming } from "./ws-heartbeat.js";
 
 export interface WsEndpointOptions {
-  manager: SessionManager;
+  /** The sessions of every profile, as one. */
+  manager: ProfileRegistry;
   auth: Authenticator;
   logger: Logger;
   identity: GatewayIdentity;
   maxFrameBytes: number;
-  heartbeatMs: number;
+  /** @deprecated advertised only through `heartbeat`; kept so callers need not change. */
+  heartbeatMs?: number;
   now: () => number;
+  /** Send-buffer limits per connection. @default 8 MiB soft, 64 MiB hard */
+  flow?: FlowLimits;
+  /** Protocol pings; null/absent = off (the default on loopback binds). */
+  heartbeat?: HeartbeatTiming | null;
+  /** Timers of heartbeats and the 1013 close. @default systemClock */
+  clock?: Clock;
+}
+
+export interface WsFlowStats {
+  connections: number;
+  lagging: number;
+  skippedFrames: number;
+  closedSlow: number;
+  closedNoPong: number;
 }
 
 export interface WsEndpoint {
   readonly connections: number;
+  /** Flow-control and liveness counters (tests, metrics). */
+  flowStats(): WsFlowStats;
   /** Terminates every socket (tests use it to simulate a network drop). */
   dropAll(): void;
   close(): Promise<void>;
@@ -34,9 +66,18 @@ let connectionCounter = 0;
 
 export function attachWsEndpoint(server: Server, opts: WsEndpointOptions): WsEndpoint {
   const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxFrameBytes, clientTracking: true });
+  const ctx: EndpointContext = {
+    opts,
+    clock: opts.clock ?? systemClock,
+    flowLimits: opts.flow ?? DEFAULT_FLOW_LIMITS,
+    heartbeat: opts.heartbeat ? new WsHeartbeat(opts.clock ?? systemClock, opts.heartbeat) : null,
+    conns: new Set(),
+    closedSlow: 0,
+    closedNoPong: 0,
+  };
   // Global frames (session.reclaimed) go to every connection, encoded once.
   const unsubscribeGlobal = opts.manager.onGlobal((_frame, wire) => {
-    for (const ws of wss.clients) if (ws.readyState === ws.OPEN) ws.send(wire);
+    for (const conn of ctx.conns) conn.flow.answer(wire);
   });
 
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -44,12 +85,21 @@ export function attachWsEndpoint(server: Server, opts: WsEndpointOptions): WsEnd
     if (path !== "/ws") return rejectUpgrade(socket, 404, "Not Found");
     const principal = opts.auth.authenticate(req);
     if (!principal) return rejectUpgrade(socket, 401, "Unauthorized");
-    wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, socket, { principal: principal.id }, opts));
+    wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, socket, { principal: principal.id }, ctx));
   });
 
   return {
     get connections() {
       return wss.clients.size;
+    },
+    flowStats() {
+      let lagging = 0;
+      let skippedFrames = 0;
+      for (const conn of ctx.conns) {
+        if (conn.flow.isLagging) lagging++;
+        skippedFrames += conn.flow.skippedFrames;
+      }
+      return { connections: ctx.conns.size, lagging, skippedFrames, closedSlow: ctx.closedSlow, closedNoPong: ctx.closedNoPong };
     },
     dropAll() {
       for (const ws of wss.clients) ws.terminate();
@@ -89,16 +139,60 @@ function corkingSender(ws: WebSocket, socket: Duplex): (text: string) => void {
   };
 }
 
-function onConnection(ws: WebSocket, socket: Duplex, caller: Caller, opts: WsEndpointOptions): void {
+interface EndpointContext {
+  opts: WsEndpointOptions;
+  clock: Clock;
+  flowLimits: FlowLimits;
+  heartbeat: WsHeartbeat | null;
+  conns: Set<{ flow: ViewerFlow }>;
+  closedSlow: number;
+  closedNoPong: number;
+}
+
+function onConnection(ws: WebSocket, socket: Duplex, caller: Caller, ctx: EndpointContext): void {
+  const { opts } = ctx;
   const id = `conn_${++connectionCounter}`;
   const logger = opts.logger.child({ conn: id });
   const send = corkingSender(ws, socket);
+  const flow = new ViewerFlow(ctx.flowLimits, ws, {
+    send,
+    overflow() {
+      ctx.closedSlow++;
+      logger.warn({ buffered: ws.bufferedAmount }, "slow viewer over the hard send-buffer limit: closing 1013");
+      ws.close(CLOSE_SLOW_VIEWER, "slow viewer: send buffer over the limit");
+      // The close frame sits behind the backlog the peer is not reading: do not wait for it.
+      const t = ctx.clock.setTimeout(() => ws.terminate(), 1000);
+      ws.once("close", () => t.cancel());
+    },
+    resync(sessionId, fromSeq) {
+      const notice: Frame<SessionResyncPayload> = {
+        type: EventType.SessionResync,
+        session_id: "",
+        epoch: opts.manager.epoch,
+        ts: opts.now(),
+        payload: { session_id: sessionId, from_seq: fromSeq },
+      };
+      send(encodeEventNotification(notice));
+    },
+  });
+  const conn = { flow };
+  ctx.conns.add(conn);
+  socket.on("drain", () => flow.drained());
   const viewer: Viewer = {
     id,
-    send(_frame, wire) {
-      send(wire);
+    send(frame, wire) {
+      flow.offer(frame, wire);
     },
   };
+  const watch = ctx.heartbeat?.watch({
+    ping: () => ws.ping(),
+    terminate: (reason) => {
+      ctx.closedNoPong++;
+      logger.warn({ reason }, "websocket heartbeat: terminating");
+      ws.terminate();
+    },
+  });
+  if (watch) ws.on("pong", watch.seen);
   const handlers = connectionHandlers(opts.manager, viewer, caller, opts.identity, opts.now);
 
   const ready: Frame<GatewayReadyPayload> = {
@@ -110,22 +204,27 @@ function onConnection(ws: WebSocket, socket: Duplex, caller: Caller, opts: WsEnd
       epoch: opts.manager.epoch,
       version: opts.identity.version,
       protocol: PROTOCOL_VERSION,
-      heartbeat_ms: opts.heartbeatMs,
+      // The server's protocol-ping interval; 0 when it does not ping (loopback binds).
+      heartbeat_ms: opts.heartbeat ? opts.heartbeat.intervalMs : 0,
     },
   };
   ws.send(encodeEventNotification(ready));
 
-  ws.on("message", (data: RawData, isBinary: boolean) => {
-    const text = isBinary ? rawToString(data) : rawToString(data);
-    void dispatch(text, handlers, logger).then((answer) => {
-      if (answer !== null) send(answer);
+  ws.on("message", (data: RawData) => {
+    watch?.seen();
+    void dispatch(rawToString(data), handlers, logger).then((answer) => {
+      if (answer !== null) flow.answer(answer);
     });
   });
   ws.on("error", (err) => {
     // A peer's violation (oversized frame → 1009, bad opcode → 1002) closes only that socket.
     logger.warn({ err: err.message }, "websocket error");
   });
-  ws.on("close", () => opts.manager.detachViewer(viewer));
+  ws.on("close", () => {
+    watch?.stop();
+    ctx.conns.delete(conn);
+    opts.manager.detachViewer(viewer);
+  });
 }
 
 function rawToString(data: RawData): string {

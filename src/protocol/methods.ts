@@ -30,6 +30,8 @@ export const Method = {
 export type MethodName = (typeof Method)[keyof typeof Method];
 
 const sessionId = z.string().min(1).max(200);
+/** Every session call may name the profile (its own store) it addresses; default `default`. */
+const profile = z.string().min(1).max(100).optional();
 const seq = z.number().int().min(0);
 
 export const EmptyParams = z.object({}).optional();
@@ -48,7 +50,7 @@ export const SessionCreateParams = z.object({
   metadata: z.record(z.string(), z.unknown()).optional(),
 });
 
-export const SessionResumeParams = z.object({ session_id: sessionId, after_seq: seq.optional() });
+export const SessionResumeParams = z.object({ session_id: sessionId, after_seq: seq.optional(), profile });
 
 export const SessionListParams = z
   .object({
@@ -62,24 +64,27 @@ export const SessionListParams = z
 
 export const SessionMessagesParams = z.object({
   session_id: sessionId,
+  profile,
   after_message_id: z.string().max(200).optional(),
   limit: z.number().int().min(1).max(1000).optional(),
 });
 
-export const SessionIdParams = z.object({ session_id: sessionId });
+export const SessionIdParams = z.object({ session_id: sessionId, profile });
 
-export const SessionUpdateParams = z.object({ session_id: sessionId, title: z.string().max(500).optional() });
+export const SessionUpdateParams = z.object({ session_id: sessionId, title: z.string().max(500).optional(), profile });
 
 export const PromptSubmitParams = z.object({
   session_id: sessionId,
+  profile,
   text: z.string().min(1).max(1_000_000),
   request_id: z.string().min(1).max(200).optional(),
 });
 
-export const EventsSinceParams = z.object({ session_id: sessionId, after_seq: seq });
+export const EventsSinceParams = z.object({ session_id: sessionId, after_seq: seq, profile });
 
 export const ConfigSetParams = z.object({
   session_id: sessionId,
+  profile,
   key: z.string().min(1).max(200),
   value: z.unknown(),
   confirm: z.boolean().optional(),

@@ -2,3 +2,4 @@
 export * from "./session-manager.js";
 export * from "./session-runtime.js";
 export type { Viewer } from "./viewer.js";
+export * from "./profiles.js";

@@ -28,6 +28,7 @@ import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
 import { EventLog, fromEventRow, type GroupCommitter, type RingBudget, type RingLimits } from "../events/index.js";
 import { FenceError, type SessionRow, type Store } from "../store/types.js";
+import type { Bus } from "../events/bus/index.js";
 import type { LifecycleConfig, ModelsConfig, ProfileConfig, TetherConfig } from "../config/index.js";
 import { chooseModel, identityOf, mergeModelConfig } from "./model-identity.js";
 import { renderSystemPrompt } from "./system-prompt.js";
@@ -69,6 +70,8 @@ export interface SessionManagerDeps {
   /** Unique per process start: the owner named in leases and heartbeats. */
   processId: string;
   metrics?: Metrics;
+  /** Scale-out: every frame of a session this process owns is published here for other nodes. */
+  bus?: Bus;
 }
 
 export type GlobalListener = (frame: Frame, wire: string) => void;
@@ -851,8 +854,8 @@ export class SessionManager implements LifecycleHost {
     }
   }
 
-  private openLog(sessionId: string): Promise<EventLog> {
-    return EventLog.open(sessionId, {
+  private async openLog(sessionId: string): Promise<EventLog> {
+    const log = await EventLog.open(sessionId, {
       store: this.deps.store,
       committer: this.deps.committer,
       epoch: this.deps.epoch,
@@ -863,6 +866,21 @@ export class SessionManager implements LifecycleHost {
       onError: (err, context) => this.onLogError(sessionId, err, context),
       metrics: this.metrics,
     });
+    // One node (in-process bus) publishes nothing: the single-node path pays nothing for scale-out.
+    const bus = this.deps.bus;
+    if (bus && bus.kind !== "local") log.subscribe((frame, wire) => bus.publish(sessionId, frame.seq!, wire));
+    return log;
+  }
+
+  /** Delivers a global frame that came from another node to this node's listeners (not re-published). */
+  relayGlobal(frame: Frame, wire: string): void {
+    for (const listener of this.globalListeners) {
+      try {
+        listener(frame, wire);
+      } catch (err) {
+        this.logger.warn({ err }, "global listener failed");
+      }
+    }
   }
 
   private onLogError(sessionId: string, err: unknown, context: string): void {

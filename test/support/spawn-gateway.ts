@@ -4,6 +4,13 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+function tempConfigPath(): string {
+  return join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "config.yaml");
+}
 
 const BIN = fileURLToPath(new URL("../../bin/tether.js", import.meta.url));
 
@@ -19,7 +26,8 @@ export interface SpawnedGateway {
 
 export async function spawnGateway(args: string[], env: Record<string, string> = {}): Promise<SpawnedGateway> {
   const child = spawn(process.execPath, [BIN, "serve", ...args], {
-    env: { ...process.env, TETHER_LOG_LEVEL: "warn", ...env },
+    // A config file of its own: a developer's ~/.tether/config.yaml never leaks into a test.
+    env: { ...process.env, TETHER_LOG_LEVEL: "warn", TETHER_CONFIG: tempConfigPath(), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const stdoutLines: string[] = [];
@@ -61,7 +69,8 @@ export function spawnGatewayExpectingFailure(
   env: Record<string, string> = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [BIN, "serve", ...args], {
-    env: { ...process.env, TETHER_LOG_LEVEL: "warn", ...env },
+    // A config file of its own: a developer's ~/.tether/config.yaml never leaks into a test.
+    env: { ...process.env, TETHER_LOG_LEVEL: "warn", TETHER_CONFIG: tempConfigPath(), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";
