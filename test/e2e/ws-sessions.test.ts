@@ -1,11 +1,12 @@
 /** Listing, paging, closing and resuming sessions over WebSocket. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "../support/start-server.js";
+import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
 import { RpcSocket } from "../support/rpc-socket.js";
 
 let srv: TestServer;
 beforeAll(async () => {
-  srv = await startTestServer();
+  // Profile p1 (its own store) keeps the listing test's sessions apart from the others.
+  srv = await startTestServer({ config: { profiles: { p1: { db: tempDbPath("p1.db") } } } });
 });
 afterAll(async () => {
   await srv.close();
@@ -23,8 +24,9 @@ describe("sessions", () => {
     const b = await sock.call("session.create", { title: "beta", profile: "p1" });
     const hidden = await sock.call("session.create", { title: "plumbing", profile: "p1", hidden: true });
     const ended = await sock.call("session.create", { title: "gone", profile: "p1" });
-    await sock.call("session.close", { session_id: ended.session_id });
-    await runTurn(sock, a.session_id, "hello"); // a is now the most recently active
+    await sock.call("session.close", { session_id: ended.session_id, profile: "p1" });
+    const t = await sock.call("prompt.submit", { session_id: a.session_id, profile: "p1", text: "hello" });
+    await sock.waitForEvent(a.session_id, (f) => f.type === "turn.complete" && f.turn_id === t.turn_id); // a is now the most recently active
 
     const page1 = await sock.call("session.list", { profile: "p1", limit: 1 });
     expect(page1.sessions.map((s: any) => s.session_id)).toEqual([a.session_id]);
@@ -39,7 +41,7 @@ describe("sessions", () => {
     const gone = all.sessions.find((s: any) => s.session_id === ended.session_id);
     expect(gone).toMatchObject({ state: "ended", end_reason: "user_close" });
 
-    const bad = await sock.request("session.list", { cursor: "not-a-cursor" });
+    const bad = await sock.request("session.list", { profile: "p1", cursor: "not-a-cursor" });
     expect(bad.error).toMatchObject({ code: -32602, data: { issues: [{ path: "cursor" }] } });
     sock.close();
   });
