@@ -126,6 +126,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     ? createHttpServer({ ready, wsOnly: true })
     : createGatewayHttpServer({
         manager,
+        profiles,
         auth,
         logger,
         clock,

@@ -28,7 +28,12 @@ import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
 import { EventLog, fromEventRow, type GroupCommitter, type RingBudget, type RingLimits } from "../events/index.js";
 import { FenceError, type SessionRow, type Store } from "../store/types.js";
-import type { Bus } from "../events/bus/index.js";
+import { NodeUnreachable, type Bus, type BusRequest } from "../events/bus/index.js";
+import { RemoteView } from "./remote-view.js";
+
+/** Marks a call forwarded from another node: it runs here, never forwarded again. */
+const FORWARDED = Symbol("forwarded");
+type ForwardedCaller = Caller & { [FORWARDED]?: true };
 import type { LifecycleConfig, ModelsConfig, ProfileConfig, TetherConfig } from "../config/index.js";
 import { chooseModel, identityOf, mergeModelConfig } from "./model-identity.js";
 import { renderSystemPrompt } from "./system-prompt.js";
@@ -116,6 +121,8 @@ export class SessionManager implements LifecycleHost {
   private readonly metrics: Metrics;
   readonly ownership: Ownership;
   readonly lifecycle: Lifecycle;
+  /** Scale-out: serves sessions a sibling node owns (null on one node). */
+  private readonly remote: RemoteView | null;
   private shuttingDown = false;
   /** Shared with every runtime and updated in place on reload. */
   private readonly settings: LiveSettings;
@@ -142,6 +149,77 @@ export class SessionManager implements LifecycleHost {
       store: deps.store,
       ownership: this.ownership,
     });
+    this.remote =
+      deps.bus && deps.bus.kind !== "local"
+        ? new RemoteView({ store: deps.store, bus: deps.bus, epoch: deps.epoch, logger: deps.logger })
+        : null;
+    if (this.remote) this.unserve = deps.bus!.serve(this.busService, (req) => this.serveForwarded(req));
+  }
+
+  private unserve: (() => void) | null = null;
+
+  /** This manager's handler name on the bus: one per profile. */
+  private get busService(): string {
+    return this.deps.profile?.name ?? "default";
+  }
+
+  /** Runs a call another node forwarded here (this node owns the session, or takes it over). */
+  private async serveForwarded(req: BusRequest): Promise<unknown> {
+    const p = req.params as { principal: string; session_id: string; text?: string; request_id?: string; key?: string; value?: unknown; confirm?: boolean };
+    const caller: ForwardedCaller = { principal: p.principal, [FORWARDED]: true };
+    switch (req.method) {
+      case "prompt.submit":
+        return this.submit(caller, p.session_id, p.text ?? "", p.request_id);
+      case "session.interrupt":
+        return this.interrupt(caller, p.session_id);
+      case "config.set":
+        return this.configSet(caller, p.session_id, p.key ?? "", p.value, p.confirm ?? false);
+      default:
+        throw new TetherError(ErrorCode.Internal, `cannot forward ${req.method}`);
+    }
+  }
+
+  /**
+   * Scale-out routing of a call that changes a session not live here: forwarded to the live node
+   * that owns it (answered as if local), or — when the owner is dead or its lease expired — this
+   * node takes the session over (recovery marks the dead owner's turn interrupted) and runs it.
+   */
+  private async forwardOrTakeOver(
+    caller: ForwardedCaller,
+    sessionId: string,
+    method: string,
+    params: Record<string, unknown>,
+  ): Promise<{ forwarded: true; result: unknown } | { forwarded: false }> {
+    if (!this.remote || this.liveRuntimes.has(sessionId)) return { forwarded: false };
+    await this.requireRow(caller, sessionId);
+    if (!caller[FORWARDED]) {
+      const lease = await this.storage(() => this.deps.store.getLease(sessionId));
+      if (lease && lease.owner !== this.deps.processId && (await this.ownerAlive(lease.owner, lease.expires_at))) {
+        try {
+          const result = await this.deps.bus!.request(lease.owner, {
+            service: this.busService,
+            method,
+            params: { principal: caller.principal, session_id: sessionId, ...params },
+          });
+          return { forwarded: true, result };
+        } catch (err) {
+          if (!(err instanceof NodeUnreachable)) throw err;
+          this.logger.warn({ session_id: sessionId, owner: lease.owner, method }, "owner unreachable: trying to take the session over");
+        }
+      }
+    }
+    if (!this.liveRuntimes.has(sessionId)) {
+      // Throws Busy when the owner still holds the lease (alive after all): the honest answer.
+      await this.binding(sessionId, () => this.reopenIf(caller, sessionId, isRecoverableEnd));
+    }
+    return { forwarded: false };
+  }
+
+  private async ownerAlive(owner: string, leaseExpiresAt: number): Promise<boolean> {
+    const now = this.deps.clock.now();
+    if (leaseExpiresAt < now) return false;
+    const beat = await this.storage(() => this.deps.store.getHeartbeat(owner));
+    return beat !== null && beat.last_beat >= this.ownership.deadBefore(now);
   }
 
   /** Registers this process (heartbeat) and starts reaping, lease renewal and the startup sweep. */
@@ -183,7 +261,7 @@ export class SessionManager implements LifecycleHost {
     const row: SessionRow = {
       id: this.deps.ids.next("ses"),
       principal: caller.principal,
-      profile: params.profile ?? "default",
+      profile: params.profile ?? this.deps.profile?.name ?? "default",
       title: params.title ?? "",
       parent_session_id: null,
       model,
@@ -233,6 +311,8 @@ export class SessionManager implements LifecycleHost {
     value: unknown,
     confirm = false,
   ): Promise<{ status: "applied" | "pending" | "confirm_required"; confirm_message?: string }> {
+    const routed = await this.forwardOrTakeOver(caller, sessionId, "config.set", { key, value, confirm });
+    if (routed.forwarded) return routed.result as { status: "applied" | "pending" | "confirm_required"; confirm_message?: string };
     const runtime = await this.requireLive(caller, sessionId, "config.set");
     if (key !== "model") {
       throw new TetherError(ErrorCode.InvalidParams, `Invalid params: config key "${key}" cannot be set`, {
@@ -421,7 +501,16 @@ export class SessionManager implements LifecycleHost {
     this.assertAccepting();
     return this.binding(sessionId, async () => {
       const live = this.liveRuntimes.get(sessionId);
-      const runtime = live && !live.ending ? live : await this.reopenIf(caller, sessionId, reopenable);
+      let runtime: SessionRuntime;
+      try {
+        runtime = live && !live.ending ? live : await this.reopenIf(caller, sessionId, reopenable);
+      } catch (err) {
+        // Scale-out: a live sibling node owns it — serve it from the store and the bus instead.
+        if (this.remote && err instanceof TetherError && err.code === ErrorCode.Busy) {
+          return this.resumeRemote(caller, sessionId, viewer, afterSeq);
+        }
+        throw err;
+      }
       this.assertOwner(caller, runtime.row);
       if (viewer) this.attach(runtime, viewer);
       else runtime.touch();
@@ -429,10 +518,27 @@ export class SessionManager implements LifecycleHost {
     });
   }
 
+  /** A session owned by a live sibling node: its Snapshot, and `viewer` follows it through the bus. */
+  private async resumeRemote(caller: Caller, sessionId: string, viewer: Viewer | undefined, afterSeq?: number): Promise<Snapshot> {
+    const row = await this.requireRow(caller, sessionId);
+    const snap = await this.storage(() => this.remote!.snapshot(row, afterSeq));
+    if (viewer) this.remote!.follow(sessionId, snap.latest_seq, viewer);
+    return snap;
+  }
+
+  /** The remote view when `sessionId` is not live here but a sibling node holds its lease. */
+  private async remoteFor(caller: Caller, sessionId: string): Promise<RemoteView | null> {
+    if (!this.remote || this.liveRuntimes.has(sessionId)) return null;
+    await this.requireRow(caller, sessionId);
+    const lease = await this.storage(() => this.deps.store.getLease(sessionId));
+    return lease && lease.owner !== this.deps.processId ? this.remote : null;
+  }
+
   /** Stops `viewer` viewing the session without closing it. */
   async detach(caller: Caller, sessionId: string, viewer: Viewer): Promise<{ detached: boolean }> {
     const runtime = this.liveRuntimes.get(sessionId);
     if (!runtime) {
+      if (this.remote?.unfollow(sessionId, viewer)) return { detached: true };
       await this.requireRow(caller, sessionId);
       return { detached: false };
     }
@@ -470,6 +576,8 @@ export class SessionManager implements LifecycleHost {
   }
 
   async submit(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult> {
+    const routed = await this.forwardOrTakeOver(caller, sessionId, "prompt.submit", { text, request_id: requestId });
+    if (routed.forwarded) return routed.result as SubmitResult;
     const runtime = await this.requireLive(caller, sessionId, "prompt.submit");
     const result = await runtime.submit(text, requestId);
     this.lifecycle.activity(runtime);
@@ -477,17 +585,23 @@ export class SessionManager implements LifecycleHost {
   }
 
   async interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }> {
+    const routed = await this.forwardOrTakeOver(caller, sessionId, "session.interrupt", {});
+    if (routed.forwarded) return routed.result as { status: "interrupted" | "idle" };
     const runtime = await this.requireLive(caller, sessionId, "session.interrupt");
     return { status: runtime.interrupt() };
   }
 
   async since(caller: Caller, sessionId: string, afterSeq: number): Promise<SinceResult> {
+    const remote = await this.remoteFor(caller, sessionId);
+    if (remote) return this.storage(() => remote.since(sessionId, afterSeq));
     const runtime = await this.requireLive(caller, sessionId, "session.events.since");
     return runtime.log.since(afterSeq);
   }
 
   /** since() as JSON text, assembled without re-encoding stored frames (the WebSocket fast path). */
   async sinceJson(caller: Caller, sessionId: string, afterSeq: number): Promise<string> {
+    const remote = await this.remoteFor(caller, sessionId);
+    if (remote) return this.storage(() => remote.sinceJson(sessionId, afterSeq));
     const runtime = await this.requireLive(caller, sessionId, "session.events.since");
     return runtime.log.sinceJson(afterSeq);
   }
@@ -680,6 +794,7 @@ export class SessionManager implements LifecycleHost {
 
   /** A transport lost `viewer`: it stops viewing every session it was attached to. */
   detachViewer(viewer: Viewer): void {
+    this.remote?.unfollowAll(viewer);
     for (const rt of [...this.liveRuntimes.values()]) this.detachFrom(rt, viewer);
   }
 
@@ -705,6 +820,8 @@ export class SessionManager implements LifecycleHost {
    */
   async shutdown(budgetMs = this.deps.lifecycle.shutdown_flush_s * 1000): Promise<{ completed: boolean }> {
     this.shuttingDown = true;
+    this.unserve?.();
+    this.remote?.close();
     this.lifecycle.stop();
     const work = (async () => {
       await Promise.allSettled([...this.liveRuntimes.values()].map((rt) => this.end(rt, EndReason.Shutdown, { broadcast: false })));

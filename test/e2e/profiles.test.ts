@@ -82,4 +82,24 @@ describe("profiles", () => {
     expect((await fetch(`${srv.url}/readyz`)).status).toBe(200);
     sock.close();
   });
+
+  it("the sessions API addresses a profile by X-Tether-Profile or ?profile=", async () => {
+    const workBefore = await countSessions(workDb);
+    const created = await fetch(`${srv.url}/api/sessions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-tether-profile": "work" },
+      body: JSON.stringify({ title: "via http" }),
+    });
+    expect(created.status).toBe(201);
+    const snap = (await created.json()) as { session_id: string; profile: string };
+    expect(snap.profile).toBe("work");
+    expect(await countSessions(workDb)).toBe(workBefore + 1);
+    const listed = (await (await fetch(`${srv.url}/api/sessions?profile=work`)).json()) as { sessions: Array<{ session_id: string }> };
+    expect(listed.sessions.map((s) => s.session_id)).toContain(snap.session_id);
+    expect((await fetch(`${srv.url}/api/sessions/${snap.session_id}`)).status).toBe(404); // not in the default store
+    expect((await fetch(`${srv.url}/api/sessions/${snap.session_id}?profile=work`)).status).toBe(200);
+    const broken = await fetch(`${srv.url}/api/sessions`, { headers: { "x-tether-profile": "broken" } });
+    expect(broken.status).toBe(503);
+    expect(((await broken.json()) as { error: { code: string } }).error.code).toBe("storage_unavailable");
+  });
 });

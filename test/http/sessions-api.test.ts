@@ -29,10 +29,10 @@ function deltasText(events: SseEvent[]): string {
 describe("sessions API", () => {
   it("creates, lists, renames, pages messages and closes sessions", async () => {
     server = await startTestServer();
-    const created = await call("POST", "/api/sessions", { title: "first", profile: "work" });
+    const created = await call("POST", "/api/sessions", { title: "first" });
     expect(created.status).toBe(201);
     const id = created.body.session_id;
-    expect(created.body).toMatchObject({ title: "first", profile: "work", latest_seq: expect.any(Number), messages: [] });
+    expect(created.body).toMatchObject({ title: "first", profile: "default", latest_seq: expect.any(Number), messages: [] });
 
     const sse = await openSse(`${server.url}/api/sessions/${id}/events`);
     const prompt = await call("POST", `/api/sessions/${id}/prompt`, { text: "count to 3" });
@@ -41,7 +41,7 @@ describe("sessions API", () => {
     await sse.waitFor((evs) => evs.some((e) => e.event === "turn.complete"));
     sse.close();
 
-    const list = await call("GET", "/api/sessions?profile=work&limit=10");
+    const list = await call("GET", "/api/sessions?limit=10");
     expect(list.body.sessions.map((s: { session_id: string }) => s.session_id)).toEqual([id]);
     expect((await call("PATCH", `/api/sessions/${id}`, { title: "renamed" })).body).toMatchObject({ title: "renamed" });
     expect((await call("GET", `/api/sessions/${id}`)).body).toMatchObject({ title: "renamed", message_count: 2 });

@@ -5,7 +5,7 @@ import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
 import type { HttpConfig } from "../../config/index.js";
-import type { Caller, SessionManager } from "../../sessions/index.js";
+import type { Caller, ProfileRegistry, SessionManager } from "../../sessions/index.js";
 import type { Authenticator } from "../auth.js";
 import type { PromMetrics } from "./metrics.js";
 import type { TurnLimiter } from "./limits.js";
@@ -18,7 +18,10 @@ export interface ModelInfo {
 }
 
 export interface HttpApiDeps {
+  /** The default profile's sessions (OpenAI endpoints, idempotency records). */
   manager: SessionManager;
+  /** Every profile's sessions, for routes that may name a profile. */
+  profiles?: ProfileRegistry;
   auth: Authenticator;
   logger: Logger;
   clock: Clock;

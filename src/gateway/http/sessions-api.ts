@@ -11,6 +11,9 @@
  *   POST   /api/sessions/{id}/interrupt   → { status }
  *   GET    /api/sessions/{id}/events      SSE: `id: <seq>`, `event: <type>`, `data: <Frame>`
  *
+ * Every route addresses the profile named by `X-Tether-Profile` or `?profile=` (create: also the
+ * body's `profile`), default `default`: each profile has its own store.
+ *
  * Events resume like `session.events.since`: with `Last-Event-ID` (or `?after_seq=`) the stream
  * starts with every retained frame after it, then one `session.catchup` event
  * `{ latest_seq, truncated, epoch, snapshots }` (text so far of messages still streaming), then live
@@ -40,7 +43,12 @@ function id(c: AppContext): string {
 }
 
 export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
+  // Idempotency records live in the default profile's store; sessions in the profile's own.
   const { manager } = api;
+  const sessionsOf = (c: AppContext, bodyProfile?: string) => {
+    const profile = c.req.header("x-tether-profile") || c.req.query("profile") || bodyProfile || undefined;
+    return api.profiles ? api.profiles.manager(profile) : Promise.resolve(manager);
+  };
 
   app.get("/api/sessions", async (c) => {
     const params: Parameters<typeof manager.list>[1] = {};
@@ -54,7 +62,7 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
     if (ended !== undefined) params.include_ended = ended;
     const hidden = queryBool(c, "include_hidden");
     if (hidden !== undefined) params.include_hidden = hidden;
-    return c.json(await manager.list(callerOf(c), params));
+    return c.json(await (await sessionsOf(c)).list(callerOf(c), params));
   });
 
   app.post("/api/sessions", async (c) => {
@@ -64,25 +72,25 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
     const claim = await claimIdempotency(c, manager, caller);
     if (claim.kind === "replay") return c.json(claim.body as object, claim.status as 201);
     return underClaim(claim, async () => {
-      const snap = await manager.create(caller, body);
+      const snap = await (await sessionsOf(c, body?.profile)).create(caller, body);
       if (claim.kind === "fresh") await claim.record(201, snap);
       return c.json(snap, 201);
     });
   });
 
-  app.get("/api/sessions/:id", async (c) => c.json(await manager.get(callerOf(c), id(c))));
+  app.get("/api/sessions/:id", async (c) => c.json(await (await sessionsOf(c)).get(callerOf(c), id(c))));
 
   app.patch("/api/sessions/:id", async (c) => {
     const body = await readJson(c, PatchBody);
-    return c.json(await manager.update(callerOf(c), id(c), body.title !== undefined ? { title: body.title } : {}));
+    return c.json(await (await sessionsOf(c)).update(callerOf(c), id(c), body.title !== undefined ? { title: body.title } : {}));
   });
 
-  app.delete("/api/sessions/:id", async (c) => c.json(await manager.close(callerOf(c), id(c))));
+  app.delete("/api/sessions/:id", async (c) => c.json(await (await sessionsOf(c)).close(callerOf(c), id(c))));
 
   app.get("/api/sessions/:id/messages", async (c) => {
     const after = c.req.query("after") || c.req.query("after_message_id") || undefined;
     const limit = queryInt(c, "limit", 1000);
-    return c.json(await manager.messages(callerOf(c), id(c), after, limit === undefined ? undefined : Math.max(1, limit)));
+    return c.json(await (await sessionsOf(c)).messages(callerOf(c), id(c), after, limit === undefined ? undefined : Math.max(1, limit)));
   });
 
   app.post("/api/sessions/:id/prompt", async (c) => {
@@ -95,8 +103,8 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
       // node, a crash before recording) never starts a second turn.
       const requestId = body.request_id ?? (claim.kind === "fresh" ? `http:${claim.key}` : undefined);
       const result = await api.limiter.admit(caller, async () => {
-        await manager.resume(caller, id(c));
-        return manager.submit(caller, id(c), body.text, requestId);
+        await (await sessionsOf(c)).resume(caller, id(c));
+        return (await sessionsOf(c)).submit(caller, id(c), body.text, requestId);
       });
       if (claim.kind === "fresh") await claim.record(202, result);
       return c.json(result, 202);
@@ -105,8 +113,8 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
 
   app.post("/api/sessions/:id/interrupt", async (c) => {
     const caller = callerOf(c);
-    await manager.resume(caller, id(c));
-    return c.json(await manager.interrupt(caller, id(c)));
+    await (await sessionsOf(c)).resume(caller, id(c));
+    return c.json(await (await sessionsOf(c)).interrupt(caller, id(c)));
   });
 
   app.get("/api/sessions/:id/events", async (c) => {
@@ -115,7 +123,7 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
     const after = cursorOf(c);
     const tap = new FrameTap();
     // Attach first, then catch up: frames delivered meanwhile are in the tap and deduplicated by seq.
-    const snapshot = await manager.resume(caller, sessionId, tap);
+    const snapshot = await (await sessionsOf(c)).resume(caller, sessionId, tap);
     const frame = (f: Frame) => ({ data: JSON.stringify(f), fields: { id: String(f.seq), event: f.type } });
     return sseResponse(c, { clock: api.clock, keepAliveMs: api.config.sse_keepalive_ms, metrics: api.metrics }, async (sse) => {
       try {
@@ -124,7 +132,7 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
           last = snapshot.latest_seq;
           await sse.send(JSON.stringify(snapshot), { event: SseEvent.Snapshot, id: String(last) });
         } else {
-          const since = await manager.since(caller, sessionId, after);
+          const since = await (await sessionsOf(c)).since(caller, sessionId, after);
           for (const f of since.events) {
             const { data, fields } = frame(f);
             await sse.send(data, fields);
@@ -147,7 +155,9 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
         }
       } finally {
         tap.close();
-        await manager.detach(caller, sessionId, tap).catch(() => undefined);
+        await sessionsOf(c)
+          .then((m) => m.detach(caller, sessionId, tap))
+          .catch(() => undefined);
       }
     });
   });
