@@ -1,11 +1,38 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
+/**
+ * Two projects in one run (so `npm test` prints one summary line):
+ * - `fast`: unit, e2e, HTTP and SDK tests, in parallel;
+ * - `faults`: the fault-injection proofs in test/faults/ (chaos, crash, slow viewer, reconnect
+ *   storm). They spawn gateways and measure throughput, so they run after `fast`, one file at a
+ *   time. Run one project alone with `npm run test:fast` / `npm run test:faults`.
+ */
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts", "src/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",
     reporters: ["default", "./test/support/summary-reporter.ts"],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "fast",
+          include: ["test/**/*.test.ts", "src/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, "test/faults/**"],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "faults",
+          include: ["test/faults/**/*.test.ts"],
+          testTimeout: 180_000,
+          // After the fast project, and one file at a time: they time things.
+          sequence: { groupOrder: 1 },
+          poolOptions: { forks: { singleFork: true } },
+        },
+      },
+    ],
   },
 });

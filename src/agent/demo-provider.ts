@@ -4,9 +4,11 @@
  * tools and failures, so demos, tests and benchmarks need no network and no API key.
  *
  * Commands (the last user message, trimmed, command word case-insensitive):
- *   count to N        streams "1", " 2", … " N" (1 ≤ N ≤ 10000), one chunk each
+ *   count to N        streams "1", " 2", … " N" (1 ≤ N ≤ 100000), one chunk each
  *   todo: a; b; c     calls the `todo` tool, then confirms once the tool result is in
  *   fail: LAYER/CODE  fails with that TurnErrorInfo (unknown layer → "provider")
+ *   summarize: TEXT   a short deterministic summary of TEXT (what compression sends)
+ *   delegate: A; B    calls `delegate_task` with one task per goal, then confirms (results arrive later)
  *   anything else     a short reply quoting the prompt, word by word
  */
 import { ERROR_LAYERS, type ErrorLayer, type ToolCall } from "../protocol/index.js";
@@ -21,13 +23,15 @@ export interface DemoProviderOptions {
 }
 
 export const DEMO_MODEL = "demo";
-const MAX_COUNT = 10_000;
+/** High enough for a 100k-delta turn (the slow-viewer test and benchmarks). */
+const MAX_COUNT = 100_000;
 
 export class DemoProvider implements Provider {
   readonly name = "demo";
   readonly kind = "demo";
   readonly defaultModel = DEMO_MODEL;
   private readonly delayMs: number;
+  private unpaced = 0;
 
   constructor(private readonly opts: DemoProviderOptions) {
     this.delayMs = opts.delayMs ?? 20;
@@ -59,8 +63,13 @@ export class DemoProvider implements Provider {
 
   private async pause(signal: AbortSignal): Promise<void> {
     if (this.delayMs > 0) await this.opts.clock.sleep(this.delayMs, signal);
-    // Rethrow the caller's reason untouched: an abort is an interruption, not a failure.
-    else signal.throwIfAborted();
+    else {
+      // Unpaced, but like a real stream it lets I/O run now and then: without this a 100k-chunk
+      // reply is produced in one event-loop turn, and no socket can flush until it ends.
+      if (++this.unpaced % 256 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      // Rethrow the caller's reason untouched: an abort is an interruption, not a failure.
+      signal.throwIfAborted();
+    }
   }
 }
 
@@ -88,6 +97,24 @@ function planReply(prompt: string, toolResultSeen: boolean, userIndex: number): 
     const args = JSON.stringify({ items: items.map((content) => ({ content, status: "pending" })) });
     // The id derives from the position of the user message: stable across runs, unique per turn.
     return { kind: "tool", calls: [{ id: `call_demo_todo_${userIndex}`, name: "todo", arguments: args }] };
+  }
+
+  const delegate = /^delegate:\s*([\s\S]*)$/i.exec(prompt);
+  if (delegate) {
+    const goals = delegate[1]!
+      .split(";")
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0);
+    if (toolResultSeen) return { kind: "text", chunks: words(`Delegated ${goals.length} task(s) to background sub-agents.`) };
+    const args = JSON.stringify({ tasks: goals.map((goal) => ({ goal })) });
+    return { kind: "tool", calls: [{ id: `call_demo_delegate_${userIndex}`, name: "delegate_task", arguments: args }] };
+  }
+
+  const summary = /^summarize:\s*([\s\S]*)$/i.exec(prompt);
+  if (summary) {
+    const lines = summary[1]!.split("\n").filter((l) => l.trim() !== "");
+    const first = (lines[0] ?? "").slice(0, 80);
+    return { kind: "text", chunks: words(`Summary of ${lines.length} earlier lines, starting with "${first}".`) };
   }
 
   const fail = /^fail:\s*([a-z_]+)\/([a-z0-9_.-]+)$/i.exec(prompt);

@@ -35,6 +35,13 @@ export interface TurnContext {
   checkpointMs?: number;
   /** Extra ops committed with `turn.start` (e.g. the active-turn marker, an idempotency row). */
   startOps?: WriteOp[];
+  /**
+   * The provider's usage of one call, reported before the call's answer joins `history` (so
+   * `history.length` then is what the count covered, besides the answer): context counting.
+   */
+  onStepUsage?: (usage: Usage, historyLength: number) => void;
+  /** Retries of a model call that failed with a retryable error. @default none */
+  retry?: { maxRetries: number; baseDelayMs: number };
 }
 
 export interface TurnOutcome {

@@ -16,6 +16,7 @@ import {
   type TurnErrorInfo,
   type TurnErrorPayload,
   type TurnStartPayload,
+  type TurnRetryPayload,
   type TurnStatus,
   type Usage,
 } from "../protocol/index.js";
@@ -99,12 +100,37 @@ async function agentLoop(
   addToTotal: (u: Usage) => void,
 ): Promise<LoopResult> {
   const max = ctx.maxIterations ?? DEFAULT_MAX_ITERATIONS;
+  let retries = 0;
   for (let iteration = 0; ; iteration++) {
     if (ctx.signal.aborted) return { status: "interrupted" };
     if (iteration >= max) return { status: "error", error: maxIterationsError(max) };
 
     const step = await streamAssistantMessage(ctx, frames, logger);
-    if (step.usage) addToTotal(step.usage);
+    // A retryable failure (the classifier decided) is tried again, with back-off, saying so.
+    const retry = ctx.retry;
+    if (step.status === "error" && step.error?.retryable && retry && retries < retry.maxRetries && !ctx.signal.aborted) {
+      retries++;
+      const delay = retry.baseDelayMs * 4 ** (retries - 1);
+      frames.emit<TurnRetryPayload>(EventType.TurnRetry, {
+        turn_id: ctx.turnId,
+        attempt: retries,
+        max_retries: retry.maxRetries,
+        delay_ms: delay,
+        error: step.error,
+      });
+      logger.warn({ error: step.error, attempt: retries, delay_ms: delay }, "model call failed; retrying");
+      try {
+        await ctx.clock.sleep(delay, ctx.signal);
+      } catch {
+        return { status: "interrupted" };
+      }
+      iteration--;
+      continue;
+    }
+    if (step.usage) {
+      addToTotal(step.usage);
+      ctx.onStepUsage?.(step.usage, ctx.history.length);
+    }
     if (step.status !== "complete" || step.toolCalls.length === 0) {
       // Partial text of an interrupted or failed message stays: the user saw it.
       if (step.content) ctx.history.push({ role: "assistant", content: step.content });

@@ -16,6 +16,10 @@ export interface TetherClientOptions {
   pingIntervalMs?: number;
   /** Bound on one dial (socket open + `gateway.ready`). @default 10000 */
   connectTimeoutMs?: number;
+  /** Bound on each call of a catch-up (resume, since); a timeout is retried. @default 15000 */
+  catchUpTimeoutMs?: number;
+  /** Bound on the ping `wake()` sends to probe an open-looking socket. @default 5000 */
+  wakeProbeMs?: number;
   /** Where errors thrown by app handlers go (they never break the client). @default console.error */
   onHandlerError?: (err: unknown) => void;
   /** Randomness for jitter; injectable for tests. @default Math.random */
@@ -29,6 +33,8 @@ export interface ResolvedOptions {
   pingTimeoutMs: number;
   pingIntervalMs: number;
   connectTimeoutMs: number;
+  catchUpTimeoutMs: number;
+  wakeProbeMs: number;
   onHandlerError: (err: unknown) => void;
   random: () => number;
 }
@@ -42,10 +48,12 @@ export function resolveOptions(opts: TetherClientOptions): ResolvedOptions {
     pingTimeoutMs: opts.pingTimeoutMs ?? 5000,
     pingIntervalMs: opts.pingIntervalMs ?? 15_000,
     connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
+    catchUpTimeoutMs: opts.catchUpTimeoutMs ?? 15_000,
+    wakeProbeMs: opts.wakeProbeMs ?? 5000,
     onHandlerError: opts.onHandlerError ?? ((err) => console.error("tether client: handler threw", err)),
     random: opts.random ?? Math.random,
   };
-  for (const key of ["pingTimeoutMs", "pingIntervalMs", "connectTimeoutMs"] as const) {
+  for (const key of ["pingTimeoutMs", "pingIntervalMs", "connectTimeoutMs", "catchUpTimeoutMs", "wakeProbeMs"] as const) {
     if (!(resolved[key] > 0)) throw new RangeError(`TetherClient: ${key} must be > 0`);
   }
   if (!(backoff.initialMs > 0) || !(backoff.maxMs >= backoff.initialMs) || !(backoff.factor >= 1)) {

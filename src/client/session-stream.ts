@@ -4,7 +4,7 @@
  * a frame is applied only if its seq is above the watermark, so nothing is ever applied twice,
  * and the watermark only moves forward.
  */
-import { EventType, type Frame, type MessageSnapshot, type SinceResult } from "../protocol/index.js";
+import { EventType, type Frame, type MessageSnapshot, type MessageStartPayload, type SinceResult } from "../protocol/index.js";
 
 export interface SubscribeOptions {
   /** Apply only frames with seq > afterSeq. @default the watermark set by createSession/resumeSession */
@@ -19,6 +19,11 @@ export interface SubscribeOptions {
   onDropped?: (err: Error) => void;
   /** A catch-up failed, or durable events were no longer retained (`truncated`): reload the session. */
   onGap?: (info: { session_id: string; reason: string; error?: Error }) => void;
+  /**
+   * The session is not live in the gateway any more (4001): no frames come until the app re-binds
+   * it with `resumeSession()`. Reconnects skip it meanwhile; other sessions are not affected.
+   */
+  onSuspended?: (err: Error) => void;
 }
 
 export type FrameHandler = (frame: Frame) => void;
@@ -35,6 +40,10 @@ export class SessionStream {
   private readonly subscribers = new Set<Subscriber>();
   private buffer: Frame[] | null = null;
   private generation = 0;
+  /** Set by a 4001: the subscription waits for the app to re-bind the session. */
+  suspendedBy: Error | undefined;
+  /** Assistant messages started and not completed → the epoch they were streaming under. */
+  private streaming: Map<string, string> | undefined;
 
   constructor(
     public sessionId: string,
@@ -62,6 +71,8 @@ export class SessionStream {
 
   /** A live frame from the socket. */
   receive(frame: Frame): void {
+    // Suspended: applying frames past a gap would move the watermark over it.
+    if (this.suspendedBy) return;
     if (this.buffer) this.buffer.push(frame);
     else this.apply(frame);
   }
@@ -87,6 +98,7 @@ export class SessionStream {
     const startWatermark = this.watermark ?? 0;
     const snapshots = since.snapshots.filter((s) => s.as_of_seq > startWatermark).sort((a, b) => a.as_of_seq - b.as_of_seq);
     const covered = new Map(snapshots.map((s) => [s.message_id, s.as_of_seq]));
+    for (const s of since.snapshots) (this.streaming ??= new Map()).set(s.message_id, since.epoch);
     const skip = (sub: Subscriber, frame: Frame): boolean => {
       if (!sub.opts.onSnapshot || !DELTA_TYPES.has(frame.type) || frame.seq === undefined) return false;
       const asOf = covered.get((frame.payload as { message_id?: string })?.message_id ?? "");
@@ -115,6 +127,32 @@ export class SessionStream {
     this.buffer = null;
   }
 
+  /** 4001: stop until the app re-binds the session (resumeSession). */
+  suspend(err: Error): void {
+    this.buffer = null;
+    if (this.suspendedBy) return;
+    this.suspendedBy = err;
+    for (const sub of [...this.subscribers]) this.safely(() => sub.opts.onSuspended?.(err));
+  }
+
+  /** A catch-up succeeded: the session is bound again. */
+  resumed(): void {
+    this.suspendedBy = undefined;
+  }
+
+  /** Assistant messages still streaming, as far as this client knows, that began under another epoch. */
+  streamingBefore(epoch: string): string[] {
+    const out: string[] = [];
+    if (this.streaming) for (const [id, e] of this.streaming) if (e !== epoch) out.push(id);
+    return out;
+  }
+
+  /** The stored text of a message (after a restart), handed over as a snapshot. */
+  applyStoredText(snapshot: MessageSnapshot, final: boolean): void {
+    this.deliverSnapshot(snapshot);
+    if (final) this.streaming?.delete(snapshot.message_id);
+  }
+
   dropped(err: Error): void {
     this.buffer = null;
     for (const sub of [...this.subscribers]) this.safely(() => sub.opts.onDropped?.(err));
@@ -131,6 +169,12 @@ export class SessionStream {
     if (seq !== undefined) {
       if (this.watermark !== undefined && seq <= this.watermark) return; // seen already: never twice
       this.watermark = seq;
+    }
+    if (frame.type === EventType.MessageStart) {
+      const p = frame.payload as MessageStartPayload;
+      if (p.role === "assistant") (this.streaming ??= new Map()).set(p.message_id, frame.epoch);
+    } else if (frame.type === EventType.MessageComplete) {
+      this.streaming?.delete((frame.payload as { message_id: string }).message_id);
     }
     for (const sub of [...this.subscribers]) {
       if (skip?.(sub, frame)) continue;

@@ -8,13 +8,23 @@
  *   await client.call(Method.PromptSubmit, { session_id: snap.session_id, text: "hi" });
  *
  * Reconnects with backoff; after each `gateway.ready` every subscription resumes and catches up
- * through `session.events.since`, so handlers see every frame once, in seq order.
+ * through `session.events.since`, so handlers see every frame once, in seq order. A
+ * `session.resync` notice (this connection lagged and the gateway skipped deltas) catches that
+ * session up again. Call `wake()` when the host wakes (visibility, online, focus): an open-looking
+ * socket is probed with a 5 s-bounded ping before it is trusted.
  */
-import { Method, type Frame, type MethodMap, type Snapshot } from "../protocol/index.js";
+import {
+  EventType,
+  Method,
+  type Frame,
+  type MethodMap,
+  type SessionResyncPayload,
+  type Snapshot,
+} from "../protocol/index.js";
 import { backoffDelay } from "./backoff.js";
-import { catchUp, type CatchUpDeps } from "./catch-up.js";
+import { catchUp, refreshStaleMessages, type CatchUpDeps } from "./catch-up.js";
 import { Connection } from "./connection.js";
-import { ConnectionError } from "./errors.js";
+import { ConnectionError, TimeoutError } from "./errors.js";
 import { Heartbeat } from "./heartbeat.js";
 import { Listeners } from "./listeners.js";
 import { resolveOptions, type ResolvedOptions, type TetherClientOptions } from "./options.js";
@@ -31,16 +41,23 @@ export type CallArgs<M extends keyof MethodMap> = undefined extends MethodMap[M]
   ? [params?: MethodMap[M]["params"], options?: CallOptions]
   : [params: MethodMap[M]["params"], options?: CallOptions];
 
+/** Retries of a transient catch-up failure on one connection: capped backoff. */
+const CATCH_UP_RETRY = { initialMs: 250, maxMs: 5000, factor: 2, jitter: 0.2 };
+
 export class TetherClient {
   private readonly opts: ResolvedOptions;
   private conn: Connection | undefined;
   private dialing: Connection | undefined;
   private connecting: Promise<void> | undefined;
+  /** Bumped by close(): an attempt begun before a close must not answer a connect() made after it. */
+  private closeCount = 0;
+  private connectingFor = 0;
   private reconnectLoop: Promise<void> | undefined;
   private userClosed = true;
   private everConnected = false;
   private attempt = 0;
-  private wake: (() => void) | undefined;
+  /** Ends the current backoff sleep early (close, wake). */
+  private interruptSleep: (() => void) | undefined;
   private currentEpoch: string | undefined;
   private currentStatus: ClientStatus = { state: "closed" };
   private readonly streams = new Map<string, SessionStream>();
@@ -62,7 +79,10 @@ export class TetherClient {
       onDead: (reason) => this.conn?.abandon(reason),
     });
     this.catchUpDeps = {
-      call: (method, params) => this.request(method, params) as never,
+      call: (method, params) => this.request(method, params, this.opts.catchUpTimeoutMs) as never,
+      // Overridden per connection in open(); this one serves resumeSession() calls.
+      isCurrent: () => !this.userClosed && this.conn?.isReady === true,
+      pause: (attempt) => new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt, CATCH_UP_RETRY, this.opts.random))),
       rekey: (stream, newId) => {
         if (this.streams.get(stream.sessionId) === stream) this.streams.delete(stream.sessionId);
         stream.sessionId = newId;
@@ -72,6 +92,26 @@ export class TetherClient {
         if (this.streams.get(stream.sessionId) === stream) this.streams.delete(stream.sessionId);
       },
     };
+  }
+
+  /**
+   * The host woke up (page visible again, network back, window focused): a socket that looks open
+   * may be half-open. Probes it with a `ping` bounded by `wakeProbeMs` (5 s); no answer → the socket is dropped
+   * and the client reconnects (and catches up). While reconnecting, skips the backoff wait.
+   * Any answer, even an error (-32601 from an older server), proves the socket alive.
+   */
+  async wake(): Promise<void> {
+    if (this.userClosed) return;
+    const conn = this.conn;
+    if (!conn?.isReady) {
+      this.interruptSleep?.();
+      return;
+    }
+    try {
+      await conn.rpc.request(Method.Ping, undefined, this.opts.wakeProbeMs);
+    } catch (err) {
+      if (err instanceof TimeoutError && this.conn === conn) conn.abandon(`no answer to ping within ${this.opts.wakeProbeMs} ms after wake`);
+    }
   }
 
   /** The server's process epoch from the last `gateway.ready`; it changes when the gateway restarts. */
@@ -109,7 +149,8 @@ export class TetherClient {
   /** Closes the socket and stops reconnecting. Subscriptions are kept: connect() resumes them. */
   async close(): Promise<void> {
     this.userClosed = true;
-    this.wake?.();
+    this.closeCount++;
+    this.interruptSleep?.();
     this.heartbeat.stop();
     this.dialing?.abandon("client closed");
     const conn = this.conn;
@@ -199,9 +240,27 @@ export class TetherClient {
 
   private ensureConnected(): Promise<void> {
     if (this.conn?.isReady && !this.connecting) return Promise.resolve();
-    this.connecting ??= this.open().finally(() => {
-      this.connecting = undefined;
-    });
+    if (this.connecting && this.connectingFor !== this.closeCount) {
+      // That attempt was cut by close(): let it settle, then dial afresh for this caller.
+      const stale = this.connecting;
+      const generation = this.closeCount;
+      const fresh = stale
+        .catch(() => undefined)
+        .then(() => (this.conn?.isReady ? undefined : this.open()))
+        .finally(() => {
+          if (this.connecting === fresh) this.connecting = undefined;
+        });
+      this.connecting = fresh;
+      this.connectingFor = generation;
+      return fresh;
+    }
+    if (!this.connecting) {
+      const attempt = this.open().finally(() => {
+        if (this.connecting === attempt) this.connecting = undefined;
+      });
+      this.connecting = attempt;
+      this.connectingFor = this.closeCount;
+    }
     return this.connecting;
   }
 
@@ -235,10 +294,18 @@ export class TetherClient {
     this.everConnected = true;
     this.heartbeat.start();
 
-    const streams = [...this.streams.values()];
+    // A suspended stream (4001) waits for the app to re-bind it; it never holds up its siblings.
+    const streams = [...this.streams.values()].filter((s) => !s.suspendedBy);
     if (streams.length > 0) {
       this.setStatus({ state: "catching_up", sessions: streams.map((s) => s.sessionId) });
-      await Promise.all(streams.map((s) => catchUp(s, this.catchUpDeps, "reconnect")));
+      const deps: CatchUpDeps = { ...this.catchUpDeps, isCurrent: () => this.conn === conn && !this.userClosed };
+      await Promise.all(
+        streams.map(async (s) => {
+          const outcome = await catchUp(s, deps, "reconnect");
+          // The gateway restarted: text of messages that were streaming under the old epoch.
+          if (restarted && outcome.error === undefined) await refreshStaleMessages(s, deps.call, hello.epoch);
+        }),
+      );
     }
     if (this.conn !== conn) throw new ConnectionError("connection lost during catch-up");
     this.attempt = 0;
@@ -247,11 +314,25 @@ export class TetherClient {
 
   private onFrame(frame: Frame): void {
     if (frame.session_id === "") {
+      if (frame.type === EventType.SessionResync) this.resync(frame.payload as SessionResyncPayload);
       // `gateway.ready` included: its epoch is recorded in open(), which knows the previous one.
       this.globalListeners.emit(frame);
       return;
     }
     this.streams.get(frame.session_id)?.receive(frame);
+  }
+
+  /**
+   * The gateway skipped transient frames of a session for this (slow) connection: catch it up
+   * through `since` (snapshots restore the text the skipped deltas carried). Live frames that
+   * follow are buffered by the stream meanwhile, so they wait for the catch-up.
+   */
+  private resync(payload: SessionResyncPayload): void {
+    const stream = this.streams.get(payload?.session_id);
+    const conn = this.conn;
+    if (!stream || !conn || stream.suspendedBy) return;
+    const deps: CatchUpDeps = { ...this.catchUpDeps, isCurrent: () => this.conn === conn && !this.userClosed };
+    void catchUp(stream, deps, "resync");
   }
 
   private onConnectionEnd(conn: Connection, reason: string): void {
@@ -290,13 +371,13 @@ export class TetherClient {
     return new Promise<void>((resolve) => {
       const timer = setTimeout(done, ms);
       const wake = () => done();
-      this.wake = wake;
+      this.interruptSleep = wake;
       function done(): void {
         clearTimeout(timer);
         resolve();
       }
     }).finally(() => {
-      this.wake = undefined;
+      this.interruptSleep = undefined;
     });
   }
 

@@ -29,6 +29,46 @@ export const LifecycleSchema = z.object({
 
 export type LifecycleConfig = z.infer<typeof LifecycleSchema>;
 
+/** Context compression: when a session's context passes the threshold it rotates into a continuation. */
+export const CompressionSchema = z.object({
+  /** Compress automatically after a turn when the context passes the threshold. */
+  enabled: z.boolean().default(true),
+  /** Fraction of the model's context length at which a session compresses. */
+  threshold: z.number().gt(0).max(1).default(0.5),
+  /** Absolute cap in tokens: compress at whichever of the two comes first. Unset = no cap. */
+  threshold_tokens: z.number().int().positive().optional(),
+  /** Context length of models whose provider does not set `context_length`. */
+  default_context_length: z.number().int().positive().default(128_000),
+  /** Messages at the start of the conversation kept verbatim. */
+  protect_first_n: z.number().int().min(0).default(3),
+  /** Messages at the end kept verbatim (never cutting a tool call from its result). */
+  protect_last_n: z.number().int().min(0).default(20),
+});
+
+export type CompressionConfig = z.infer<typeof CompressionSchema>;
+
+/** Background sub-agents (`delegate_task`). */
+export const DelegationSchema = z.object({
+  /** Sub-agent tasks running at once in this process; more wait their turn. */
+  max_concurrent: z.number().int().positive().default(4),
+  /** A sub-agent task running longer than this is interrupted and reported as failed. */
+  timeout_s: z.number().positive().default(600),
+  /** Most tasks one delegate_task call may start. */
+  max_tasks: z.number().int().positive().default(8),
+});
+
+export type DelegationConfig = z.infer<typeof DelegationSchema>;
+
+/** Retrying a model call that failed with a retryable error (rate limited, unavailable, cut stream…). */
+export const RetrySchema = z.object({
+  /** Retries per model call; 0 = fail the turn at the first error (the default). */
+  max_retries: z.number().int().min(0).max(10).default(0),
+  /** Delay before the first retry; each next one waits 4× longer. */
+  base_delay_ms: z.number().int().min(0).default(1000),
+});
+
+export type RetryConfig = z.infer<typeof RetrySchema>;
+
 /** The HTTP API (hono on the gateway's port). Keys as in the config file. */
 export const HttpSchema = z.object({
   /** Browser origins allowed cross-origin (CORS); empty = none, a cross-origin request gets 403. */
@@ -125,6 +165,9 @@ export const ConfigSchema = z.object({
   /** Ping on loopback binds too (off by default: a local event-loop stall must not kill connections). */
   heartbeatOnLoopback: z.boolean().default(false),
   lifecycle: LifecycleSchema.prefault({}),
+  compression: CompressionSchema.prefault({}),
+  delegation: DelegationSchema.prefault({}),
+  retry: RetrySchema.prefault({}),
   /** More API keys, each naming its principal: key → principal. */
   auth: z.object({ keys: z.record(z.string().min(1), z.string().min(1)).default({}) }).prefault({}),
   http: HttpSchema.prefault({}),

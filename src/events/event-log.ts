@@ -25,6 +25,7 @@ import type { Clock } from "../lib/clock.js";
 import type { Metrics } from "../lib/metrics.js";
 import type { EventRow, Store, WriteOp } from "../store/types.js";
 import type { GroupCommitter } from "./group-commit.js";
+import { DEFAULT_CACHE_SESSION_BYTES, DurableCache, newCacheBudget, type CacheBudget } from "./durable-cache.js";
 import { ReplayRing, type RingBudget, type RingLimits } from "./replay-ring.js";
 import type { EmitOptions, SessionEventLog } from "./types.js";
 
@@ -47,7 +48,14 @@ export interface EventLogDeps {
   fence?: () => WriteOp | undefined;
   /** Counts delivered frames by type (for /metrics). */
   metrics?: Pick<Metrics, "frameDelivered">;
+  /** Process-wide byte budget of the recent-durable-frames caches. @default one shared 64 MiB budget */
+  cacheBudget?: CacheBudget;
+  /** Bytes of recent durable frame JSON kept per session for catch-ups. @default 1 MiB */
+  cacheBytes?: number;
 }
+
+/** The budget of logs that are not given one: one per process. */
+const PROCESS_CACHE_BUDGET = newCacheBudget();
 
 interface PendingFrame {
   frame: Frame;
@@ -87,6 +95,8 @@ export class EventLog implements SessionEventLog {
   private readonly listeners = new Set<FrameListener>();
   private readonly streaming = new Map<string, StreamingMessage>();
   private readonly ring: ReplayRing;
+  /** Recent durable frames as JSON (catch-ups skip the store); made at the first durable delivery. */
+  private cache: DurableCache | undefined;
   private readonly seqBlock: number;
   /** Writes submitted and not yet settled; flushed() waits for zero. */
   private pendingWrites = 0;
@@ -241,6 +251,7 @@ export class EventLog implements SessionEventLog {
    * frames reuse the text they were broadcast as — a catch-up parses and re-encodes nothing.
    */
   async sinceJson(afterSeq: number): Promise<string> {
+    if (this.cache?.covers(afterSeq)) return this.sinceJsonFromCache(afterSeq, this.cache);
     const cut = await this.collect(afterSeq);
     const parts: string[] = [];
     const epochJson = JSON.stringify(this.deps.epoch);
@@ -253,6 +264,27 @@ export class EventLog implements SessionEventLog {
     return (
       `{"events":[${parts.join(",")}],"latest_seq":${cut.latest},"truncated":false,` +
       `"epoch":${epochJson},"snapshots":${JSON.stringify(cut.snapshots)}}`
+    );
+  }
+
+  /**
+   * The common case of a reconnect (a client a little behind): every durable frame it lacks is
+   * still cached, so the whole answer is assembled synchronously — one consistent cut, no store read.
+   */
+  private sinceJsonFromCache(afterSeq: number, cache: DurableCache): string {
+    const latest = this.deliveredSeq;
+    const ring = this.ring.afterWithWire(afterSeq);
+    const parts: string[] = [];
+    let j = 0;
+    cache.forEachBetween(afterSeq, latest, (seq, json) => {
+      while (j < ring.length && ring[j]!.frame.seq! < seq) parts.push(frameJsonOfNotification(ring[j++]!.wire));
+      parts.push(json);
+    });
+    while (j < ring.length) parts.push(frameJsonOfNotification(ring[j++]!.wire));
+    const epochJson = JSON.stringify(this.deps.epoch);
+    return (
+      `{"events":[${parts.join(",")}],"latest_seq":${latest},"truncated":false,` +
+      `"epoch":${epochJson},"snapshots":${JSON.stringify(this.snapshots())}}`
     );
   }
 
@@ -309,6 +341,7 @@ export class EventLog implements SessionEventLog {
     this.closed = true;
     this.listeners.clear();
     this.ring.dispose();
+    this.cache?.clear();
     this.streaming.clear();
   }
 
@@ -389,6 +422,14 @@ export class EventLog implements SessionEventLog {
     this.deps.metrics?.frameDelivered(frame.type);
     let wire: string | undefined;
     if (item.durable) {
+      // Encoded even with no viewer: the cache serves the next catch-up from this text.
+      wire = encodeEventNotification(frame);
+      this.cache ??= new DurableCache(
+        this.lastDurableDelivered,
+        this.deps.cacheBytes ?? DEFAULT_CACHE_SESSION_BYTES,
+        this.deps.cacheBudget ?? PROCESS_CACHE_BUDGET,
+      );
+      this.cache.push(seq, frameJsonOfNotification(wire));
       this.lastDurableDelivered = seq;
     } else {
       wire = encodeEventNotification(frame);

@@ -3,4 +3,5 @@ export * from "./types.js";
 export * from "./event-log.js";
 export * from "./group-commit.js";
 export * from "./replay-ring.js";
+export * from "./durable-cache.js";
 export * from "./epoch.js";

@@ -40,6 +40,7 @@ export function connectionHandlers(
       new EncodedJson(await (await profiles.manager(p.profile)).sinceJson(caller, p.session_id, p.after_seq)) as unknown as SinceResult,
     [Method.EventsStats]: () => profiles.stats(),
     [Method.TodoGet]: async (p) => (await profiles.manager(p?.profile)).todo(caller, p.session_id),
+    [Method.DelegationList]: async (p) => (await profiles.manager(p?.profile)).delegationList(caller, p.session_id),
     [Method.ConfigSet]: async (p) => (await profiles.manager(p?.profile)).configSet(caller, p.session_id, p.key, p.value, p.confirm ?? false),
   };
 }

@@ -124,6 +124,7 @@ function rejectUpgrade(socket: Duplex, status: number, text: string): void {
  */
 function corkingSender(ws: WebSocket, socket: Duplex): (text: string) => void {
   let corked = false;
+  let corkedBytes = 0;
   const uncork = () => {
     corked = false;
     socket.uncork();
@@ -132,12 +133,22 @@ function corkingSender(ws: WebSocket, socket: Duplex): (text: string) => void {
     if (ws.readyState !== ws.OPEN) return;
     if (!corked) {
       corked = true;
+      corkedBytes = 0;
       socket.cork();
       setImmediate(uncork);
+    } else if (corkedBytes > CORK_FLUSH_BYTES) {
+      // A producer that does not yield must not pile its whole burst up behind the cork: flush in
+      // 64 KiB writes, so `bufferedAmount` measures what the peer has not read, not our batching.
+      socket.uncork();
+      socket.cork();
+      corkedBytes = 0;
     }
+    corkedBytes += text.length;
     ws.send(text);
   };
 }
+
+const CORK_FLUSH_BYTES = 64 * 1024;
 
 interface EndpointContext {
   opts: WsEndpointOptions;

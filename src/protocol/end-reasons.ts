@@ -13,6 +13,8 @@ export const EndReason = {
   IdleTtl: "idle_ttl",
   LruEvicted: "lru_evicted",
   Compression: "compression",
+  /** A sub-agent's (delegate) session whose task ended. */
+  DelegationComplete: "delegation_complete",
 } as const;
 
 export type EndReasonName = (typeof EndReason)[keyof typeof EndReason];

@@ -10,6 +10,7 @@ export const EventType = {
   // global
   GatewayReady: "gateway.ready",
   SessionReclaimed: "session.reclaimed",
+  SessionResync: "session.resync",
   // session, durable
   SessionInfo: "session.info",
   TurnStart: "turn.start",
@@ -25,6 +26,8 @@ export const EventType = {
   DelegationDelivered: "delegation.delivered",
   ModelSwitched: "model.switched",
   SessionClosed: "session.closed",
+  SessionNotice: "session.notice",
+  TurnRetry: "turn.retry",
   // session, transient
   MessageDelta: "message.delta",
   ReasoningDelta: "reasoning.delta",
@@ -133,9 +136,83 @@ export interface SessionClosedPayload {
   end_reason: string;
 }
 
+/** `session.rotated`, on the parent (its last frame) and on the child continuation. */
+export interface SessionRotatedPayload {
+  from: string;
+  to: string;
+  /** `compression` (automatic) or `compression_manual` (`/compress`). */
+  reason: string;
+  /** Messages of the parent replaced by the summary. */
+  summarized_messages: number;
+}
+
+/** `delegation.started`: a turn's `delegate_task` (or `/review`) started background sub-agents. */
+export interface DelegationStartedPayload {
+  delegation_id: string;
+  kind: string;
+  goals: string[];
+}
+
+/** `delegation.progress` (transient): one task of a delegation started or ended. */
+export interface DelegationProgressPayload {
+  delegation_id: string;
+  task_index: number;
+  status: "running" | "completed" | "failed";
+  goal: string;
+  child_session_id?: string;
+  error?: string;
+}
+
+/**
+ * `delegation.delivered`: the results landed in this session (the origin's live tip) as one
+ * message, written in the same transaction; `message` is that message.
+ */
+export interface DelegationDeliveredPayload {
+  delegation_id: string;
+  message_id: string;
+  message: {
+    message_id: string;
+    role: "user";
+    content: string;
+    status: "complete";
+    display_kind: string;
+    display_metadata: Record<string, unknown>;
+    created_at: number;
+  };
+}
+
+/** `turn.retry`: a model call failed with a retryable error; the turn tries again after `delay_ms`. */
+export interface TurnRetryPayload {
+  turn_id: string;
+  /** 1 for the first retry. */
+  attempt: number;
+  max_retries: number;
+  delay_ms: number;
+  error: TurnErrorInfo;
+}
+
+/** `session.notice`: something the user should know that is not a turn (e.g. compression failed). */
+export interface SessionNoticePayload {
+  level: "info" | "warning" | "error";
+  code: string;
+  message: string;
+  /** When the gateway tries again by itself, in seconds from now. */
+  retry_in_s?: number;
+}
+
 export interface SessionReclaimedPayload {
   session_id: string;
   reason: string;
+}
+
+/**
+ * Global frame to one connection: transient frames of `session_id` after `from_seq` were skipped
+ * while the connection's send buffer was over its limit. Catch up with `session.events.since`
+ * (its snapshots carry the text the skipped deltas held).
+ */
+export interface SessionResyncPayload {
+  session_id: string;
+  from_seq: number;
 }
 
 const NOTIFICATION_PREFIX = `{"jsonrpc":"2.0","method":"event","params":`;

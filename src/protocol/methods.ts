@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import type { Frame } from "./events.js";
-import type { ActiveTurn, Message, MessageSnapshot, SessionSummary, Snapshot, TodoState } from "./types.js";
+import type { ActiveTurn, DelegationSummary, Message, MessageSnapshot, SessionSummary, Snapshot, TodoState } from "./types.js";
 
 export const PROTOCOL_VERSION = 1;
 
@@ -25,6 +25,7 @@ export const Method = {
   EventsStats: "session.events.stats",
   ConfigSet: "config.set",
   TodoGet: "todo.get",
+  DelegationList: "delegation.list",
 } as const;
 
 export type MethodName = (typeof Method)[keyof typeof Method];
@@ -48,6 +49,8 @@ export const SessionCreateParams = z.object({
   room_plumbing: z.boolean().optional(),
   close_on_disconnect: z.boolean().optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
+  /** A delegation result delivered to this session starts a turn (push-style bots). Default false. */
+  wake_on_delivery: z.boolean().optional(),
 });
 
 export const SessionResumeParams = z.object({ session_id: sessionId, after_seq: seq.optional(), profile });
@@ -108,6 +111,7 @@ export const METHOD_PARAMS = {
   [Method.EventsStats]: EmptyParams,
   [Method.ConfigSet]: ConfigSetParams,
   [Method.TodoGet]: SessionIdParams,
+  [Method.DelegationList]: SessionIdParams,
 } as const satisfies Record<MethodName, z.ZodType>;
 
 export interface PingResult {
@@ -143,6 +147,9 @@ export interface SubmitResult {
   turn_id: string;
   trace_id: string;
   status: "started" | "queued" | "duplicate";
+  /** Present when the id submitted to was rotated by compression: the live tip that took the prompt. */
+  session_id?: string;
+  resolved_from?: string;
 }
 
 export interface MethodMap {
@@ -174,6 +181,7 @@ export interface MethodMap {
     result: { status: "applied" | "pending" | "confirm_required"; confirm_message?: string };
   };
   "todo.get": { params: z.input<typeof SessionIdParams>; result: TodoState };
+  "delegation.list": { params: z.input<typeof SessionIdParams>; result: { delegations: DelegationSummary[] } };
 }
 
 export function isKnownMethod(name: string): name is MethodName {

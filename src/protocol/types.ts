@@ -53,9 +53,34 @@ export interface Snapshot {
   epoch: string;
   messages: Message[];
   todo: TodoState;
-  delegations: unknown[];
+  /** Delegations started from this session's lineage (newest last); empty when the store has none. */
+  delegations: DelegationSummary[];
   /** Present when the resume passed `after_seq`: `messages` holds only messages created after it. */
   messages_after_seq?: number;
+}
+
+/** One task of a delegation, as `delegation.list` and Snapshots show it. */
+export interface DelegationTaskSummary {
+  goal: string;
+  status: "pending" | "running" | "completed" | "failed";
+  child_session_id: string | null;
+  error: string | null;
+  duration_ms: number | null;
+}
+
+/** A background delegation (`delegate_task`, `/review`) of a session's lineage. */
+export interface DelegationSummary {
+  delegation_id: string;
+  kind: string;
+  /** running → completed (waiting for delivery) → delivered. */
+  status: "running" | "completed" | "delivered";
+  origin_session_id: string;
+  tasks: DelegationTaskSummary[];
+  created_at: number;
+  completed_at: number | null;
+  delivered_at: number | null;
+  delivered_session_id: string | null;
+  delivered_message_id: string | null;
 }
 
 export interface SessionSummary {

@@ -51,6 +51,17 @@ import { SessionRuntime, type BusyPolicy } from "./session-runtime.js";
 import type { Viewer } from "./viewer.js";
 import type { HttpIdempotencyRow, ResponsePatch, ResponseRow } from "../store/types.js";
 import { appendHistoryTo, cancelTurnOf, type SeedMessage } from "./http-support.js";
+import { CompressionSchema, type CompressionConfig } from "../config/index.js";
+import type { CompressionPlan } from "../agent/compression/index.js";
+import { Compressor } from "./compression.js";
+import { continuationAncestors, isContinuationEnd, resolveLiveTip } from "./live-tip.js";
+import { buildContinuation } from "./rotation.js";
+import { DelegationSchema, type DelegationConfig, type RetryConfig } from "../config/index.js";
+import { delegationOrigin } from "../agent/delegation/origin.js";
+import { DelegationService, DELIVERY_DISPLAY_KIND, type DeliveryMessage, type TaskOutcome } from "./delegations.js";
+import type { DelegationDeliveredPayload, DelegationProgressPayload, DelegationSummary } from "../protocol/index.js";
+import type { DelegationRow } from "../store/types.js";
+import { newMessageRow } from "../agent/turn-frames.js";
 
 export type { ProviderCatalog } from "../agent/provider-catalog.js";
 
@@ -77,6 +88,12 @@ export interface SessionManagerDeps {
   metrics?: Metrics;
   /** Scale-out: every frame of a session this process owns is published here for other nodes. */
   bus?: Bus;
+  /** Context compression (config `compression`); defaults when absent. */
+  compression?: CompressionConfig;
+  /** Background sub-agents (config `delegation`); defaults when absent. */
+  delegation?: DelegationConfig;
+  /** Retries of retryable model-call failures (config `retry`); none when absent. */
+  retry?: RetryConfig;
 }
 
 export type GlobalListener = (frame: Frame, wire: string) => void;
@@ -93,6 +110,8 @@ export interface CreateParams {
   room_plumbing?: boolean;
   close_on_disconnect?: boolean;
   metadata?: Record<string, unknown>;
+  /** A delegation result delivered here starts a turn. */
+  wake_on_delivery?: boolean;
 }
 
 export interface ListParams {
@@ -128,11 +147,19 @@ export class SessionManager implements LifecycleHost {
   private readonly settings: LiveSettings;
   private catalog: ProviderCatalog;
   private models: ModelsConfig;
+  readonly compressor: Compressor;
+  readonly delegations: DelegationService;
+  private delegationConfig: DelegationConfig;
 
   constructor(private readonly deps: SessionManagerDeps) {
     this.logger = deps.logger;
     this.metrics = deps.metrics ?? noopMetrics;
-    this.settings = { busyPolicy: deps.busyPolicy, maxIterations: deps.maxIterations };
+    this.settings = {
+      busyPolicy: deps.busyPolicy,
+      maxIterations: deps.maxIterations,
+      compression: deps.compression ?? CompressionSchema.parse({}),
+      ...(deps.retry ? { retry: deps.retry } : {}),
+    };
     this.catalog = deps.providers;
     this.models = deps.models ?? { require_confirmation: [], confirm_message: "This model needs confirmation. Switch anyway?" };
     this.ownership = new Ownership({
@@ -148,6 +175,39 @@ export class SessionManager implements LifecycleHost {
       config: deps.lifecycle,
       store: deps.store,
       ownership: this.ownership,
+    });
+    this.compressor = new Compressor({
+      store: deps.store,
+      clock: deps.clock,
+      logger: deps.logger,
+      host: {
+        config: () => this.settings.compression ?? CompressionSchema.parse({}),
+        contextLength: (rt) =>
+          this.catalog.get(rt.providerName)?.contextLength ??
+          (this.settings.compression ?? CompressionSchema.parse({})).default_context_length,
+        isLive: (rt) => this.isLive(rt),
+        rotate: (rt, plan, summary, reason) => this.rotate(rt, plan, summary, reason),
+      },
+    });
+    this.delegationConfig = deps.delegation ?? DelegationSchema.parse({});
+    this.delegations = new DelegationService({
+      store: deps.store.delegations,
+      committer: deps.committer,
+      clock: deps.clock,
+      ids: deps.ids,
+      logger: deps.logger,
+      processId: deps.processId,
+      host: {
+        config: () => this.delegationConfig,
+        runTask: (d, i, prompt, signal, onChild) => this.runDelegateTask(d, i, prompt, signal, onChild),
+        deliver: (d, message) => this.deliverDelegation(d, message),
+        progress: (d, payload) => this.delegationProgress(d, payload),
+        ownerDead: async (owner) => {
+          if (owner === this.deps.processId) return false;
+          const beat = await this.deps.store.getHeartbeat(owner);
+          return !beat || beat.last_beat < this.ownership.deadBefore(this.deps.clock.now());
+        },
+      },
     });
     this.remote =
       deps.bus && deps.bus.kind !== "local"
@@ -225,6 +285,7 @@ export class SessionManager implements LifecycleHost {
   /** Registers this process (heartbeat) and starts reaping, lease renewal and the startup sweep. */
   async start(): Promise<void> {
     await this.lifecycle.start(this);
+    this.delegations.startRecovery();
   }
 
   /** Global frames (`session.reclaimed`) for every connection. */
@@ -275,6 +336,7 @@ export class SessionManager implements LifecycleHost {
         system_prompt: params.system_prompt,
         cwd: params.cwd,
         metadata: params.metadata,
+        wake_on_delivery: params.wake_on_delivery,
       },
       todo: { revision: 0, items: [] },
       started_at: now,
@@ -336,6 +398,9 @@ export class SessionManager implements LifecycleHost {
   applyConfig(config: TetherConfig, catalog: ProviderCatalog): void {
     this.settings.busyPolicy = config.busyPolicy;
     this.settings.maxIterations = config.limits.maxIterations;
+    this.settings.compression = config.compression;
+    this.delegationConfig = config.delegation;
+    this.settings.retry = config.retry;
     this.lifecycle.config = config.lifecycle;
     this.models = config.models;
     this.catalog = catalog;
@@ -499,7 +564,52 @@ export class SessionManager implements LifecycleHost {
     afterSeq?: number,
   ): Promise<Snapshot> {
     this.assertAccepting();
+    // Bound from the first instant (before any await), as the id asked for; the tip too once known.
     return this.binding(sessionId, async () => {
+      const tip = await this.tipOf(caller, sessionId);
+      if (!tip.resolvedFrom) return this.attachTip(caller, sessionId, viewer, reopenable, afterSeq);
+      // A resolved id's after_seq counts in the ancestor's seqs: the tip's Snapshot is whole.
+      const snap = await this.binding(tip.id, () => this.attachTip(caller, tip.id, viewer, reopenable, undefined));
+      return { ...snap, resolved_from: tip.resolvedFrom };
+    });
+  }
+
+  /**
+   * The live tip of `sessionId` (see live-tip.ts): the id itself unless compression rotated it.
+   * Runs `fn` on the tip; if a rotation lands meanwhile (the runtime handed over), once more.
+   */
+  private async resolved<T>(caller: Caller, sessionId: string, fn: (tipId: string, resolvedFrom?: string) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const tip = await this.tipOf(caller, sessionId);
+      try {
+        return await fn(tip.id, tip.resolvedFrom);
+      } catch (err) {
+        const rt = this.liveRuntimes.get(tip.id);
+        const rotated = rt?.rotatedTo !== undefined || (err instanceof TetherError && err.code === ErrorCode.Closed);
+        if (attempt < 2 && rotated && (await this.tipOf(caller, tip.id)).id !== tip.id) continue;
+        throw err;
+      }
+    }
+  }
+
+  private async tipOf(caller: Caller, sessionId: string): Promise<{ id: string; resolvedFrom?: string }> {
+    const live = this.liveRuntimes.get(sessionId);
+    if (live && live.rotatedTo === undefined) return { id: sessionId };
+    const row = await this.requireRow(caller, sessionId);
+    if (!isContinuationEnd(row)) return { id: sessionId };
+    const tip = await this.storage(() => resolveLiveTip(this.deps.store, sessionId, row));
+    if (!tip || tip.row.principal !== caller.principal) throw new TetherError(ErrorCode.NotFound, `Session not found: ${sessionId}`);
+    return tip.resolvedFrom ? { id: tip.row.id, resolvedFrom: sessionId } : { id: sessionId };
+  }
+
+  private attachTip(
+    caller: Caller,
+    sessionId: string,
+    viewer: Viewer | undefined,
+    reopenable: (endReason: string | null) => boolean,
+    afterSeq?: number,
+  ): Promise<Snapshot> {
+    return (async () => {
       const live = this.liveRuntimes.get(sessionId);
       let runtime: SessionRuntime;
       try {
@@ -515,7 +625,7 @@ export class SessionManager implements LifecycleHost {
       if (viewer) this.attach(runtime, viewer);
       else runtime.touch();
       return this.snapshot(runtime, afterSeq);
-    });
+    })();
   }
 
   /** A session owned by a live sibling node: its Snapshot, and `viewer` follows it through the bus. */
@@ -553,6 +663,7 @@ export class SessionManager implements LifecycleHost {
     const runtime = this.liveRuntimes.get(sessionId);
     const row = runtime?.row ?? (await this.requireRow(caller, sessionId));
     this.assertOwner(caller, row);
+    if (isContinuationEnd(row)) throw await this.closedErrorOf(row, "session.update");
     if (patch.title !== undefined && patch.title !== row.title) {
       const now = this.deps.clock.now();
       const ops = [{ op: "session.update" as const, id: sessionId, patch: { title: patch.title, last_activity_at: now } }];
@@ -575,20 +686,26 @@ export class SessionManager implements LifecycleHost {
     return this.summary(this.liveRuntimes.get(sessionId)?.row ?? row, messages.length);
   }
 
+  /** Submits to the live tip: a prompt aimed at a session compression rotated lands on its continuation. */
   async submit(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult> {
-    const routed = await this.forwardOrTakeOver(caller, sessionId, "prompt.submit", { text, request_id: requestId });
-    if (routed.forwarded) return routed.result as SubmitResult;
-    const runtime = await this.requireLive(caller, sessionId, "prompt.submit");
-    const result = await runtime.submit(text, requestId);
-    this.lifecycle.activity(runtime);
-    return result;
+    return this.resolved(caller, sessionId, async (tipId, resolvedFrom) => {
+      const routed = await this.forwardOrTakeOver(caller, tipId, "prompt.submit", { text, request_id: requestId });
+      const tipped = (r: SubmitResult): SubmitResult => (resolvedFrom ? { ...r, session_id: tipId, resolved_from: resolvedFrom } : r);
+      if (routed.forwarded) return tipped(routed.result as SubmitResult);
+      const runtime = await this.requireLive(caller, tipId, "prompt.submit");
+      const result = await runtime.submit(text, requestId);
+      this.lifecycle.activity(runtime);
+      return tipped(result);
+    });
   }
 
   async interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }> {
-    const routed = await this.forwardOrTakeOver(caller, sessionId, "session.interrupt", {});
-    if (routed.forwarded) return routed.result as { status: "interrupted" | "idle" };
-    const runtime = await this.requireLive(caller, sessionId, "session.interrupt");
-    return { status: runtime.interrupt() };
+    return this.resolved(caller, sessionId, async (tipId) => {
+      const routed = await this.forwardOrTakeOver(caller, tipId, "session.interrupt", {});
+      if (routed.forwarded) return routed.result as { status: "interrupted" | "idle" };
+      const runtime = await this.requireLive(caller, tipId, "session.interrupt");
+      return { status: runtime.interrupt() };
+    });
   }
 
   async since(caller: Caller, sessionId: string, afterSeq: number): Promise<SinceResult> {
@@ -607,8 +724,7 @@ export class SessionManager implements LifecycleHost {
   }
 
   async todo(caller: Caller, sessionId: string): Promise<TodoState> {
-    const runtime = await this.requireLive(caller, sessionId, "todo.get");
-    return runtime.todo.get();
+    return this.resolved(caller, sessionId, async (tipId) => (await this.requireLive(caller, tipId, "todo.get")).todo.get());
   }
 
   async close(caller: Caller, sessionId: string): Promise<{ closed: true; end_reason: string }> {
@@ -713,7 +829,7 @@ export class SessionManager implements LifecycleHost {
 
   /** Adds earlier messages of a conversation to a live session as complete messages; returns latest_seq. */
   async appendHistory(caller: Caller, sessionId: string, messages: readonly SeedMessage[]): Promise<{ latest_seq: number }> {
-    const runtime = await this.requireLive(caller, sessionId, "session.append_history");
+    const runtime = await this.requireLive(caller, (await this.tipOf(caller, sessionId)).id, "session.append_history");
     const latest = await this.storage(() => appendHistoryTo(runtime, messages, this.deps.clock, this.deps.ids));
     return { latest_seq: latest };
   }
@@ -820,6 +936,7 @@ export class SessionManager implements LifecycleHost {
    */
   async shutdown(budgetMs = this.deps.lifecycle.shutdown_flush_s * 1000): Promise<{ completed: boolean }> {
     this.shuttingDown = true;
+    this.delegations.stop();
     this.unserve?.();
     this.remote?.close();
     this.lifecycle.stop();
@@ -882,6 +999,210 @@ export class SessionManager implements LifecycleHost {
     this.metrics.sessionEnded(endReason);
     if (opts.broadcast) this.broadcastReclaimed(runtime.id, endReason);
     this.logger.info({ session_id: runtime.id, end_reason: endReason }, "session ended");
+  }
+
+  /**
+   * Compression's rotation. ONE transaction (the parent's `session.rotated`) ends the parent with
+   * `compression`, points it at the child, and inserts the child: row, lease, messages (head,
+   * summary, tail), todo and first events. Then the child opens here, the parent's viewers and
+   * queued prompts move to it (viewers follow without a resume), and the parent's runtime goes.
+   * Runs in the parent's turn slot. Throws (changing nothing) if the transaction fails.
+   */
+  private async rotate(parent: SessionRuntime, plan: CompressionPlan, summary: string, reason: string): Promise<string> {
+    const now = this.deps.clock.now();
+    const childId = this.deps.ids.next("ses");
+    const cont = buildContinuation({ parent: parent.row, childId, plan, summary, todo: parent.todo.get(), reason, now, ids: this.deps.ids });
+    const flags = { ...parent.row.flags, continued_in: childId };
+    const [insertChild, ...childOps] = cont.ops;
+    parent.log.emit(EventType.SessionRotated, cont.payload, {
+      ops: [
+        insertChild!,
+        this.ownership.insertOp(childId),
+        ...childOps,
+        {
+          op: "session.update",
+          id: parent.id,
+          patch: { ended_at: now, end_reason: EndReason.Compression, active_turn: null, last_activity_at: now, flags },
+        },
+      ],
+    });
+    try {
+      await parent.log.flushed();
+    } catch (err) {
+      this.ownership.forget(childId);
+      throw err;
+    }
+    parent.row = { ...parent.row, ended_at: now, end_reason: EndReason.Compression, flags };
+    const queued = parent.handOver(childId);
+    parent.ending = true;
+    this.lifecycle.timers.cancel(parent.id);
+    // Every viewer has the parent's session.rotated before it moves.
+    await parent.log.settled();
+    let child: SessionRuntime | undefined;
+    try {
+      child = await this.openRuntime(childId);
+    } catch (err) {
+      // Committed: the continuation exists; a resume of either id opens it.
+      this.logger.error({ err, session_id: parent.id, to: childId }, "continuation could not be opened after the rotation");
+    }
+    const viewers = [...parent.viewerRefs.values()];
+    for (const v of viewers) parent.detach(v.id);
+    if (child) {
+      child.log.emit(EventType.SessionNotice, {
+        level: "info",
+        code: "compressed",
+        message: `Continued from ${parent.id}: ${plan.middle.length} earlier messages were summarized.`,
+      });
+      for (const v of viewers) this.attach(child, v);
+      child.adopt(queued);
+      if (child.viewers.size === 0 && !child.running) this.park(child);
+    }
+    parent.log.close();
+    if (this.liveRuntimes.get(parent.id) === parent) this.liveRuntimes.delete(parent.id);
+    await this.ownership.release(parent.id).catch((err: unknown) => this.logger.warn({ err, session_id: parent.id }, "lease release failed"));
+    this.metrics.sessionEnded(EndReason.Compression);
+    return childId;
+  }
+
+  // ---- Delegations (background sub-agents) ----
+
+  /** `delegation.list`: the delegations of the session's lineage (the id resolves to its live tip). */
+  async delegationList(caller: Caller, sessionId: string): Promise<{ delegations: DelegationSummary[] }> {
+    const tip = await this.tipOf(caller, sessionId);
+    const row = await this.requireRow(caller, tip.id);
+    const lineage = [row.id, ...(await this.storage(() => continuationAncestors(this.deps.store, row)))];
+    return { delegations: await this.storage(() => this.delegations.list(lineage)) };
+  }
+
+  private async delegationsOf(runtime: SessionRuntime): Promise<DelegationSummary[]> {
+    return this.delegations.list(runtime.lineage ?? [runtime.id]).catch(() => []);
+  }
+
+  /** One sub-agent task: a delegate child session of the origin runs `prompt` as one turn. */
+  private async runDelegateTask(
+    d: DelegationRow,
+    index: number,
+    prompt: string,
+    signal: AbortSignal,
+    onChild: (childId: string) => void,
+  ): Promise<TaskOutcome> {
+    const origin = await this.deps.store.getSession(d.origin_session_id);
+    if (!origin) return { status: "failed", result: null, error: "the origin session is gone" };
+    const now = this.deps.clock.now();
+    const childId = this.deps.ids.next("ses");
+    const row: SessionRow = {
+      ...origin,
+      id: childId,
+      title: `${d.kind}: ${d.tasks[index]!.goal.split("\n")[0]!.slice(0, 80)}`,
+      parent_session_id: origin.id,
+      flags: JSON.parse(
+        JSON.stringify({
+          hidden: true,
+          system_prompt: origin.flags.system_prompt,
+          cwd: origin.flags.cwd,
+          delegate: { delegation_id: d.id, origin_session_id: origin.id, task_index: index },
+        }),
+      ),
+      todo: { revision: 0, items: [] },
+      started_at: now,
+      last_activity_at: now,
+      ended_at: null,
+      end_reason: null,
+      seq_reserved: 0,
+      active_turn: null,
+    };
+    await this.deps.committer.enqueue([{ op: "session.insert", row }, this.ownership.insertOp(childId)]);
+    onChild(childId);
+    const runtime = await this.openRuntime(childId);
+    const interrupt = () => runtime.interrupt();
+    signal.addEventListener("abort", interrupt, { once: true });
+    try {
+      const sub = await runtime.submit(prompt, undefined);
+      await runtime.turns.running?.done;
+      const events = await this.deps.store.readEvents(childId, 0, 100_000);
+      const ended = events.map((e) => fromEventRow(e, this.deps.epoch)).filter((f) => f.turn_id === sub.turn_id);
+      const complete = ended.find((f) => f.type === EventType.TurnComplete)?.payload as { status?: string } | undefined;
+      const failure = ended.find((f) => f.type === EventType.TurnError)?.payload as { error?: { message?: string } } | undefined;
+      const answers = (await this.deps.store.loadMessages(childId)).filter((m) => m.role === "assistant" && m.content);
+      const result = answers.at(-1)?.content ?? null;
+      if (complete?.status === "complete") return { status: "completed", result, error: null };
+      const error = failure?.error?.message ?? (complete?.status === "interrupted" ? "interrupted" : "the sub-agent's turn failed");
+      return { status: "failed", result, error };
+    } finally {
+      signal.removeEventListener("abort", interrupt);
+      await this.end(runtime, EndReason.DelegationComplete).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Writes a delivery into the origin's live tip: the message row, `delegation.delivered` and the
+   * exactly-once guard, one transaction. A tip live here takes it in its turn slot (after a
+   * running turn); otherwise it is written through a log of its own under the session's lease.
+   */
+  private async deliverDelegation(d: DelegationRow, message: DeliveryMessage): Promise<{ session_id: string; message_id: string }> {
+    const tip = await resolveLiveTip(this.deps.store, d.origin_session_id);
+    if (!tip) throw new Error(`origin session ${d.origin_session_id} not found`);
+    const tipId = tip.row.id;
+    const messageId = this.deps.ids.next("msg");
+    const write = (log: Pick<EventLog, "emit">) => {
+      const now = this.deps.clock.now();
+      const row = { ...newMessageRow(tipId, messageId, "user", message.content, "complete", now), display_kind: DELIVERY_DISPLAY_KIND, display_metadata: message.display_metadata };
+      log.emit<DelegationDeliveredPayload>(
+        EventType.DelegationDelivered,
+        {
+          delegation_id: d.id,
+          message_id: messageId,
+          message: { message_id: messageId, role: "user", content: message.content, status: "complete", display_kind: DELIVERY_DISPLAY_KIND, display_metadata: message.display_metadata, created_at: now },
+        },
+        { ops: [{ op: "message.insert", row }, { op: "delegation.deliver", id: d.id, session_id: tipId, message_id: messageId, at: now }] },
+      );
+    };
+    const live = this.liveRuntimes.get(tipId) ?? (await this.opening.get(tipId)?.catch(() => undefined));
+    if (live && !live.ending && live.rotatedTo === undefined) {
+      await live.runJob(async () => {
+        write(live.log);
+        await live.log.flushed();
+        // The next turn carries the result as context; no turn starts for it.
+        live.history.push({ role: "user", content: message.content });
+      });
+      if (live.row.flags.wake_on_delivery) {
+        await live.submit("[Background results arrived above. Continue.]", `delivery:${d.id}`).catch((err: unknown) =>
+          this.logger.warn({ err, session_id: tipId }, "wake on delivery failed"),
+        );
+      }
+      return { session_id: tipId, message_id: messageId };
+    }
+    if (this.liveRuntimes.has(tipId) || this.opening.has(tipId) || this.endings.has(tipId)) {
+      throw new Error(`session ${tipId} is changing hands; retrying`);
+    }
+    // Not live here: write to the store (seen on resume). An open of the session waits for this.
+    const writing = (async () => {
+      const lease = await this.ownership.acquire(tipId, false);
+      if (!lease.acquired) throw new TetherError(ErrorCode.Busy, `Session ${tipId} is live in another gateway process`);
+      const log = await this.openLog(tipId);
+      try {
+        write(log);
+        await log.flushed();
+        await log.settled();
+      } finally {
+        log.close();
+        await this.ownership.release(tipId).catch(() => undefined);
+      }
+    })();
+    const guard = writing.catch(() => undefined).finally(() => this.endings.delete(tipId));
+    this.endings.set(tipId, guard);
+    await writing;
+    return { session_id: tipId, message_id: messageId };
+  }
+
+  /** Transient progress on the origin's live tip, when it is live here. */
+  private delegationProgress(d: DelegationRow, payload: DelegationProgressPayload): void {
+    void resolveLiveTip(this.deps.store, d.origin_session_id)
+      .then((tip) => {
+        const rt = tip && this.liveRuntimes.get(tip.row.id);
+        if (rt && !rt.ending && rt.rotatedTo === undefined) rt.log.emit(EventType.DelegationProgress, payload);
+      })
+      .catch(() => undefined);
   }
 
   /** Another process took this session's lease (a resume there): drop quietly, no broadcast. */
@@ -1060,11 +1381,29 @@ export class SessionManager implements LifecycleHost {
         systemPrompt: renderSystemPrompt(row.flags.system_prompt ?? this.deps.profile?.system_prompt, row),
       },
       async (requestId) => {
-        const r = await store.getIdempotency(sessionId, requestId);
-        return r ? { turn_id: r.turn_id, trace_id: r.trace_id } : null;
+        // A request id is one turn across the compression lineage: a retry aimed at the parent
+        // after a rotation is still a duplicate.
+        for (const id of [sessionId, ...(row.parent_session_id ? await continuationAncestors(store, row) : [])]) {
+          const r = await store.getIdempotency(id, requestId);
+          if (r) return { turn_id: r.turn_id, trace_id: r.trace_id };
+        }
+        return null;
       },
     );
     runtime.beforeTurn = () => this.applyPendingSwitch(runtime);
+    runtime.command = async (turn, signal, startOps) =>
+      (await this.compressor.command(runtime, turn, signal, startOps)) ||
+      (!row.flags.delegate &&
+        (await this.delegations.reviewCommand(runtime, turn, startOps, () => store.loadMessages(runtime.id))));
+    runtime.afterTurn = () => this.compressor.afterTurn(runtime);
+    // The delegation origin of a turn is the turn's own session, carried in its async context.
+    // Sub-agents get none: they cannot delegate further.
+    if (!row.flags.delegate && this.delegations.available) {
+      runtime.turnScope = (fn) => delegationOrigin.run(this.delegations.originFor(runtime), fn);
+    }
+    const lineage = [sessionId, ...(row.parent_session_id ? await continuationAncestors(store, row).catch(() => []) : [])];
+    runtime.lineage = lineage;
+    runtime.delegationsRunning = () => this.delegations.runningFor(lineage);
     runtime.onTurnSettled = () => {
       this.lifecycle.activity(runtime);
       if (runtime.viewers.size === 0 && !runtime.ending) this.leaseDetached(runtime, true);
@@ -1111,7 +1450,7 @@ export class SessionManager implements LifecycleHost {
         epoch: this.deps.epoch,
         messages,
         todo: runtime.todo.get(),
-        delegations: [],
+        delegations: await this.delegationsOf(runtime),
         ...(afterSeq !== undefined ? { messages_after_seq: afterSeq } : {}),
       };
     }
@@ -1175,9 +1514,21 @@ export class SessionManager implements LifecycleHost {
       return runtime;
     }
     const row = await this.requireRow(caller, sessionId);
-    if (row.ended_at !== null && !isRecoverableEnd(row.end_reason)) throw closedError(row, method);
+    if (row.ended_at !== null && !isRecoverableEnd(row.end_reason)) throw await this.closedErrorOf(row, method);
     this.logger.warn({ session_id: sessionId, method }, "call on a session that is not live here");
     throw new TetherError(ErrorCode.NotLive, `Session ${sessionId} is not live here; resume it first`, { method });
+  }
+
+  /** 4010 for a write aimed at an ended session; `data.live_tip` names where a rotated one went on. */
+  private async closedErrorOf(row: SessionRow, method: string): Promise<TetherError> {
+    const err = closedError(row, method);
+    if (!isContinuationEnd(row)) return err;
+    const tip = await resolveLiveTip(this.deps.store, row.id, row).catch(() => null);
+    if (!tip || tip.row.id === row.id) return err;
+    return new TetherError(ErrorCode.Closed, `Session ${row.id} was compressed into ${tip.row.id}; write to the live tip`, {
+      ...err.data,
+      live_tip: tip.row.id,
+    });
   }
 
   private assertAccepting(): void {

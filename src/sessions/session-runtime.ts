@@ -9,6 +9,8 @@ import type { Logger } from "../lib/logger.js";
 import type { EventLog, EmitOptions, SessionEventLog } from "../events/index.js";
 import type { SessionRow, WriteOp } from "../store/types.js";
 import type { ChatMessage, Provider } from "../agent/provider.js";
+import type { UsageMark } from "../agent/compression/index.js";
+import type { CompressionConfig, RetryConfig } from "../config/index.js";
 import { runTurn } from "../agent/turn-runner.js";
 import { createTodoList, type TodoList, type ToolRegistry } from "../agent/tools/index.js";
 import { TurnQueue, type QueuedTurn } from "./turn-queue.js";
@@ -20,7 +22,14 @@ export type BusyPolicy = "queue" | "interrupt" | "reject";
 export interface LiveSettings {
   busyPolicy: BusyPolicy;
   maxIterations: number;
+  /** Live-reloaded with the rest; the compressor reads it at every decision. */
+  compression?: CompressionConfig;
+  /** Retries of retryable model-call failures (config `retry`). */
+  retry?: RetryConfig;
 }
+
+/** A slash command (`/compress`) handled instead of a model turn; false = not a command. */
+export type CommandHandler = (turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[]) => Promise<boolean>;
 
 export interface RuntimeDeps {
   clock: Clock;
@@ -68,6 +77,22 @@ export class SessionRuntime {
   provider: Provider;
   model: string;
   pendingSwitch: PendingSwitch | undefined;
+  /** The viewers themselves (by id), so a rotation can move them to the continuation. */
+  readonly viewerRefs = new Map<string, Viewer>();
+  /** Set once compression rotated this session: the continuation that took over. */
+  rotatedTo: string | undefined;
+  /** The provider's last token count and how much history it covered (context counting). */
+  usageMark: UsageMark | undefined;
+  /** Slash commands (`/compress`, `/review`): tried before a model turn. */
+  command: CommandHandler | undefined;
+  /** Runs in the turn slot right after every model turn (automatic compression). */
+  afterTurn: (() => Promise<void>) | undefined;
+  /** Delegations started from this session (or its lineage) still running: it must not be reaped. */
+  delegationsRunning: (() => boolean) | undefined;
+  /** This session and its continuation ancestors (nearest first): what delegations and request ids span. */
+  lineage: string[] | undefined;
+  /** Wraps a turn (the delegation origin is set in an AsyncLocalStorage around it). */
+  turnScope: (<T>(fn: () => Promise<T>) => Promise<T>) | undefined;
 
   constructor(
     public row: SessionRow,
@@ -91,9 +116,64 @@ export class SessionRuntime {
     this.lastActivity = this.deps.clock.monotonic();
   }
 
-  /** Delegations are not built yet; a session that owns running ones must never be reaped. */
+  /** A session that started delegations still running must never be reaped. */
   hasRunningDelegations(): boolean {
-    return false;
+    return this.delegationsRunning?.() ?? false;
+  }
+
+  /** The systemPrompt this runtime sends (context counting includes it). */
+  get systemPrompt(): string | undefined {
+    return this.deps.systemPrompt;
+  }
+
+  /**
+   * Queues internal work in the turn slot: it waits for the running turn (and turns queued
+   * before it) and no turn starts while it runs. Resolves when it ran; rejects if the session
+   * stopped first (the work never ran).
+   */
+  runJob(job: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    if (this.closing) return Promise.reject(new TetherError(ErrorCode.Closed, "Session is closing"));
+    return new Promise<void>((resolve, reject) => {
+      const turn: QueuedTurn = {
+        turnId: this.deps.ids.next("job"),
+        traceId: this.deps.ids.traceId(),
+        text: "",
+        requestId: undefined,
+        job: async (signal) => {
+          try {
+            await job(signal);
+            resolve();
+          } catch (err) {
+            reject(err);
+          }
+        },
+      };
+      this.dropped.set(turn.turnId, () => reject(new TetherError(ErrorCode.Closed, "Session stopped before the work ran")));
+      if (!this.turns.busy) this.start(turn);
+      else this.turns.push(turn);
+    });
+  }
+
+  /** Turns moved here from a rotated parent: queued in order, the first starts if idle. */
+  adopt(turns: QueuedTurn[]): void {
+    for (const t of turns) this.turns.push(t);
+    if (!this.turns.busy && !this.closing) {
+      const next = this.turns.shift();
+      if (next) this.start(next);
+    }
+  }
+
+  /** Jobs queued and not run yet, by turn id: told when the queue is dropped. */
+  private readonly dropped = new Map<string, () => void>();
+
+  private dropQueue(): QueuedTurn[] {
+    const gone = this.turns.clear();
+    for (const t of gone) {
+      const tell = this.dropped.get(t.turnId);
+      this.dropped.delete(t.turnId);
+      tell?.();
+    }
+    return gone;
   }
 
   get running(): boolean {
@@ -111,6 +191,7 @@ export class SessionRuntime {
       viewer.id,
       this.log.subscribe((frame, wire) => viewer.send(frame, wire)),
     );
+    this.viewerRefs.set(viewer.id, viewer);
   }
 
   /** Returns true when this was the session's last viewer. */
@@ -119,6 +200,7 @@ export class SessionRuntime {
     if (!unsubscribe) return false;
     unsubscribe();
     this.viewers.delete(viewerId);
+    this.viewerRefs.delete(viewerId);
     return this.viewers.size === 0;
   }
 
@@ -172,7 +254,7 @@ export class SessionRuntime {
   /** Stops taking turns, interrupts the running one and waits for it to settle. */
   async stop(): Promise<void> {
     this.closing = true;
-    this.turns.clear();
+    this.dropQueue();
     const running = this.turns.running;
     if (running) {
       running.abort.abort(new Error("session stopping"));
@@ -187,7 +269,7 @@ export class SessionRuntime {
    */
   abandon(): void {
     this.closing = true;
-    this.turns.clear();
+    this.dropQueue();
     this.turns.running?.abort.abort(new Error("force-reaped"));
     this.log.close();
   }
@@ -209,7 +291,42 @@ export class SessionRuntime {
     this.turns.running = { ...turn, abort, startedAt: this.deps.clock.monotonic(), done };
   }
 
+  /**
+   * Marks the runtime as handing over to a continuation: it takes no new turns. Returns the queued
+   * prompts (they move to the continuation); queued jobs are dropped (their owners retry on the tip).
+   */
+  handOver(to: string): QueuedTurn[] {
+    this.rotatedTo = to;
+    this.closing = true;
+    const queued = this.dropQueueJobs();
+    return queued;
+  }
+
+  private dropQueueJobs(): QueuedTurn[] {
+    const all = this.turns.clear();
+    const prompts: QueuedTurn[] = [];
+    for (const t of all) {
+      if (!t.job) {
+        prompts.push(t);
+        continue;
+      }
+      const tell = this.dropped.get(t.turnId);
+      this.dropped.delete(t.turnId);
+      tell?.();
+    }
+    return prompts;
+  }
+
   private async runOne(turn: QueuedTurn, signal: AbortSignal): Promise<void> {
+    if (turn.job) {
+      this.dropped.delete(turn.turnId);
+      try {
+        await turn.job(signal);
+      } catch (err) {
+        this.logger.error({ err }, "session job failed");
+      }
+      return;
+    }
     const now = this.deps.clock.now();
     const startOps: WriteOp[] = [
       {
@@ -225,7 +342,12 @@ export class SessionRuntime {
       });
     }
     try {
-      await runTurn({
+      if (this.command && turn.text.startsWith("/") && (await this.command(turn, signal, startOps))) {
+        await this.afterTurn?.();
+        return;
+      }
+      const scope = this.turnScope ?? (<T>(fn: () => Promise<T>) => fn());
+      await scope(() => runTurn({
         sessionId: this.id,
         turnId: turn.turnId,
         traceId: turn.traceId,
@@ -244,7 +366,15 @@ export class SessionRuntime {
         logger: this.deps.logger,
         maxIterations: this.deps.settings.maxIterations,
         startOps,
-      });
+        ...(this.deps.settings.retry && this.deps.settings.retry.max_retries > 0
+          ? { retry: { maxRetries: this.deps.settings.retry.max_retries, baseDelayMs: this.deps.settings.retry.base_delay_ms } }
+          : {}),
+        onStepUsage: (usage, historyLength) => {
+          // The answer of this call joins the history next: the count covers it too.
+          this.usageMark = { tokens: usage.total_tokens, atLength: historyLength + 1 };
+        },
+      }));
+      await this.afterTurn?.();
     } catch (err) {
       // runTurn reports turn failures as events; reaching here is a bug worth a loud line.
       this.logger.error({ err, trace_id: turn.traceId, turn_id: turn.turnId }, "turn runner threw");

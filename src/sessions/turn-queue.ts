@@ -7,6 +7,11 @@ export interface QueuedTurn {
   traceId: string;
   text: string;
   requestId: string | undefined;
+  /**
+   * Internal work that must not overlap a turn (a compression retry, a delegation delivery): run
+   * in the turn slot instead of a model turn, with no turn frames of its own.
+   */
+  job?: (signal: AbortSignal) => Promise<void>;
 }
 
 export interface RunningTurn extends QueuedTurn {

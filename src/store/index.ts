@@ -1,11 +1,16 @@
 /** store/ — durable state behind one seam. `openStore` picks the implementation from a URL or path. */
 import { SqliteStore } from "./sqlite/sqlite-store.js";
+import { isPostgresUrl, PostgresStore } from "./postgres/postgres-store.js";
 import type { Store } from "./types.js";
 
 export type * from "./types.js";
-export { SqliteStore };
+export { SqliteStore, PostgresStore, isPostgresUrl };
 
-/** Opens the store named by `location`: a SQLite file path (the embedded default) or ":memory:". */
+/**
+ * Opens the store named by `location`: a `postgres://…` URL (scale-out; `?schema=NAME` selects a
+ * schema), a SQLite file path (the embedded default) or ":memory:".
+ */
 export async function openStore(location: string): Promise<Store> {
+  if (isPostgresUrl(location)) return PostgresStore.open({ url: location });
   return new SqliteStore({ path: location });
 }

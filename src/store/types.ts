@@ -13,6 +13,12 @@ export interface SessionFlags {
   system_prompt?: string;
   cwd?: string;
   metadata?: Record<string, unknown>;
+  /** Set on a session ended by compression: its continuation child (written in the rotation). */
+  continued_in?: string;
+  /** A background sub-agent's session (never a continuation): which delegation runs it. */
+  delegate?: { delegation_id: string; origin_session_id: string; task_index: number };
+  /** Opt-in: a delegation result delivered here starts a turn. */
+  wake_on_delivery?: boolean;
 }
 
 export interface SessionRow {
@@ -161,6 +167,80 @@ export type LeaseResult =
   | { acquired: true; token: number; /** The previous owner, when the lease was taken over. */ from: LeaseRow | null }
   | { acquired: false; holder: LeaseRow };
 
+/** One task of a delegation: a sub-agent working on `goal` in its own (delegate) session. */
+export interface DelegationTask {
+  goal: string;
+  status: "pending" | "running" | "completed" | "failed";
+  child_session_id: string | null;
+  /** The sub-agent's final answer. */
+  result: string | null;
+  error: string | null;
+  duration_ms: number | null;
+}
+
+/**
+ * A background delegation (`delegate_task`, `/review`): its tasks, who runs it, and its delivery.
+ * The row is the durable claim: at most one process delivers it at a time (`claimed_by` until
+ * `claim_expires_at`), and `delegation.deliver` marks it delivered in the same transaction as the
+ * delivered message — exactly once, whichever session of the lineage it lands in.
+ */
+export interface DelegationRow {
+  id: string;
+  principal: string;
+  /** The session whose turn started it (deliveries go to that session's live tip). */
+  origin_session_id: string;
+  /** `delegate` (delegate_task) or `review` (/review). */
+  kind: string;
+  tasks: DelegationTask[];
+  /** running → completed (all tasks ended; waiting for delivery) → delivered. */
+  status: "running" | "completed" | "delivered";
+  /** Process id running the tasks. */
+  owner: string;
+  claimed_by: string | null;
+  claim_expires_at: number | null;
+  /** Delivery attempts so far (claims taken). */
+  attempts: number;
+  delivered_session_id: string | null;
+  delivered_message_id: string | null;
+  created_at: number;
+  completed_at: number | null;
+  delivered_at: number | null;
+}
+
+export type DelegationPatch = Partial<Pick<DelegationRow, "tasks" | "status" | "owner" | "completed_at">>;
+
+/** `delegation.deliver` found the delegation already delivered: the transaction is refused. */
+export class AlreadyDeliveredError extends Error {
+  override name = "AlreadyDeliveredError";
+  constructor(readonly delegationId: string) {
+    super(`delegation ${delegationId} was already delivered`);
+  }
+}
+
+export interface DelegationQuery {
+  /** Only delegations started from these sessions. */
+  originSessionIds?: string[];
+  statuses?: Array<DelegationRow["status"]>;
+  limit: number;
+}
+
+/**
+ * Delegation persistence. Optional on a Store: without it `delegate_task` and `/review` are
+ * unavailable (the tool says so). SQLite and PostgreSQL implement it.
+ */
+export interface DelegationStore {
+  getDelegation(id: string): Promise<DelegationRow | null>;
+  /** Oldest first. */
+  listDelegations(query: DelegationQuery): Promise<DelegationRow[]>;
+  /**
+   * Takes the delivery claim of a `completed` delegation for `owner` until `now + ttlMs`, unless
+   * another owner holds an unexpired one. Counts an attempt. True when taken.
+   */
+  claimDelegation(id: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
+  /** Gives a claim back (a failed write), so a retry — here or elsewhere — can take it. */
+  releaseDelegationClaim(id: string, owner: string): Promise<void>;
+}
+
 /** A write carrying a stale fencing token. The owner lost the session to another process. */
 export class FenceError extends Error {
   override name = "FenceError";
@@ -190,7 +270,15 @@ export type WriteOp =
   /** Fails the whole transaction with FenceError unless `owner` still holds the lease with `token`. */
   | { op: "lease.fence"; session_id: string; owner: string; token: number }
   /** Creates the lease of a session that is being created (token 1), in the creating transaction. */
-  | { op: "lease.insert"; row: LeaseRow };
+  | { op: "lease.insert"; row: LeaseRow }
+  | { op: "delegation.insert"; row: DelegationRow }
+  | { op: "delegation.update"; id: string; patch: DelegationPatch }
+  /**
+   * Marks a delegation delivered (into `session_id` as `message_id`) and drops its claim. Fails the
+   * whole transaction with AlreadyDeliveredError if it already was: the delivered message and
+   * event can never be written twice.
+   */
+  | { op: "delegation.deliver"; id: string; session_id: string; message_id: string; at: number };
 
 export interface SessionListQuery {
   principal: string;
@@ -262,6 +350,9 @@ export interface Store {
    * older than `deadBefore`. Uses the open-sessions index, not a scan of every session.
    */
   findOrphanedSessions(now: number, deadBefore: number, limit: number): Promise<string[]>;
+
+  /** Delegations (background sub-agents); absent = the store does not support them yet. */
+  readonly delegations?: DelegationStore;
 
   /** True when the store answers a trivial query. */
   ping(): Promise<boolean>;

@@ -58,7 +58,7 @@ describe("todo tool", () => {
 describe("tool registry", () => {
   it("lists specs and refuses duplicate names", () => {
     const tools = createDefaultTools();
-    expect(tools.specs().map((s) => s.name)).toEqual(["todo"]);
+    expect(tools.specs().map((s) => s.name)).toEqual(["todo", "delegate_task"]);
     expect(tools.get("todo")).toBe(todoTool);
     expect(tools.get("nope")).toBeUndefined();
     expect(() => tools.register(todoTool)).toThrow(/already registered/);

@@ -94,6 +94,9 @@ export async function startHarness(opts: {
     busyPolicy: "queue",
     maxIterations: 8,
     lifecycle: config.lifecycle,
+    compression: config.compression,
+    delegation: config.delegation,
+    retry: config.retry,
     processId: opts.processId,
   });
   const globals: Frame<any>[] = [];

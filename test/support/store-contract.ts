@@ -3,7 +3,14 @@
  * PostgreSQL next): `storeContract("sqlite", () => new SqliteStore(...))`.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { FenceError, type MessageRow, type SessionRow, type Store } from "../../src/store/types.js";
+import {
+  AlreadyDeliveredError,
+  FenceError,
+  type DelegationRow,
+  type MessageRow,
+  type SessionRow,
+  type Store,
+} from "../../src/store/types.js";
 
 export function sessionRow(id: string, over: Partial<SessionRow> = {}): SessionRow {
   return {
@@ -315,6 +322,86 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect((await store.claimHttpIdempotency({ ...row, owner: "e4" })).claimed).toBe(false);
         await store.commit([{ op: "http_idempotency.release", principal: "q", key: "k1", owner: "e1" }]);
         expect((await store.claimHttpIdempotency({ ...row, principal: "q", owner: "e5" })).claimed).toBe(true);
+      });
+    });
+
+    // Optional capability (Store.delegations): SQLite implements it; a store without it skips these.
+    describe("delegations", () => {
+      const delegation = (id: string, over: Partial<DelegationRow> = {}): DelegationRow => ({
+        id,
+        principal: "default",
+        origin_session_id: "s1",
+        kind: "delegate",
+        tasks: [{ goal: "g", status: "running", child_session_id: null, result: null, error: null, duration_ms: null }],
+        status: "running",
+        owner: "p1",
+        claimed_by: null,
+        claim_expires_at: null,
+        attempts: 0,
+        delivered_session_id: null,
+        delivered_message_id: null,
+        created_at: 1000,
+        completed_at: null,
+        delivered_at: null,
+        ...over,
+      });
+
+      it("round-trips, updates and lists delegations by origin and status", async () => {
+        const store = await fresh();
+        const d = store.delegations;
+        if (!d) return;
+        await store.commit([
+          { op: "delegation.insert", row: delegation("d1") },
+          { op: "delegation.insert", row: delegation("d2", { origin_session_id: "s2", created_at: 1001 }) },
+        ]);
+        expect(await d.getDelegation("d1")).toEqual(delegation("d1"));
+        expect(await d.getDelegation("nope")).toBeNull();
+        const tasks = [{ goal: "g", status: "completed" as const, child_session_id: "c1", result: "ok", error: null, duration_ms: 5 }];
+        await store.commit([{ op: "delegation.update", id: "d1", patch: { status: "completed", tasks, completed_at: 2000 } }]);
+        expect(await d.getDelegation("d1")).toMatchObject({ status: "completed", tasks, completed_at: 2000 });
+        expect((await d.listDelegations({ originSessionIds: ["s1", "s2"], limit: 10 })).map((r) => r.id)).toEqual(["d1", "d2"]);
+        expect((await d.listDelegations({ statuses: ["running"], limit: 10 })).map((r) => r.id)).toEqual(["d2"]);
+        expect(await d.listDelegations({ originSessionIds: [], limit: 10 })).toEqual([]);
+      });
+
+      it("claims a completed delegation once until the claim expires or is released, counting attempts", async () => {
+        const store = await fresh();
+        const d = store.delegations;
+        if (!d) return;
+        await store.commit([{ op: "delegation.insert", row: delegation("d1") }]);
+        expect(await d.claimDelegation("d1", "p1", 1000, 100)).toBe(false); // still running
+        await store.commit([{ op: "delegation.update", id: "d1", patch: { status: "completed" } }]);
+        expect(await d.claimDelegation("d1", "p1", 1000, 100)).toBe(true);
+        expect(await d.claimDelegation("d1", "p2", 1050, 100)).toBe(false);
+        expect(await d.claimDelegation("d1", "p2", 1101, 100)).toBe(true); // expired
+        await d.releaseDelegationClaim("d1", "p1"); // not p1's any more: no effect
+        expect(await d.claimDelegation("d1", "p3", 1150, 100)).toBe(false);
+        await d.releaseDelegationClaim("d1", "p2");
+        expect(await d.claimDelegation("d1", "p3", 1150, 100)).toBe(true);
+        expect((await d.getDelegation("d1"))!.attempts).toBe(3);
+      });
+
+      it("delivers exactly once: a second delivery fails its whole transaction", async () => {
+        const store = await fresh();
+        const d = store.delegations;
+        if (!d) return;
+        await store.commit([
+          { op: "session.insert", row: sessionRow("s1") },
+          { op: "delegation.insert", row: delegation("d1", { status: "completed" }) },
+        ]);
+        await store.commit([
+          { op: "message.insert", row: messageRow("m1", "s1", 1) },
+          { op: "delegation.deliver", id: "d1", session_id: "s1", message_id: "m1", at: 3000 },
+        ]);
+        expect(await d.getDelegation("d1")).toMatchObject({ status: "delivered", delivered_session_id: "s1", delivered_message_id: "m1", delivered_at: 3000 });
+        await expect(
+          store.commit([
+            { op: "message.insert", row: messageRow("m2", "s1", 2) },
+            { op: "delegation.deliver", id: "d1", session_id: "s1", message_id: "m2", at: 3001 },
+          ]),
+        ).rejects.toBeInstanceOf(AlreadyDeliveredError);
+        expect((await store.loadMessages("s1")).map((m) => m.id)).toEqual(["m1"]);
+        expect(await d.claimDelegation("d1", "p1", 4000, 100)).toBe(false);
       });
     });
   });

@@ -20,6 +20,7 @@ import { mountModels } from "./models.js";
 import { mountChat } from "./openai-chat.js";
 import { ResponsesApi } from "./openai-responses.js";
 import { mountSessions } from "./sessions-api.js";
+import { mountWebClient } from "./web-client.js";
 
 export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   const api: HttpApi = { ...deps, limiter: new TurnLimiter(deps.manager, deps.config.max_turns_per_principal) };
@@ -60,6 +61,8 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
     const ok = await deps.ready().catch(() => false);
     return c.json({ status: ok ? "ready" : "unavailable" }, ok ? 200 : 503);
   });
+  // The web client (web/dist) at `/`: static, before auth (the key is typed into the page).
+  mountWebClient(app);
 
   app.use("*", corsGuard(deps.config.cors_origins));
   app.use("*", async (c, next) => {

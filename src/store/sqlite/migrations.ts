@@ -127,4 +127,29 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX leases_by_owner ON leases (owner);
     `,
   },
+  {
+    version: 4,
+    name: "delegations: background sub-agents and their delivery claims",
+    sql: `
+      CREATE TABLE delegations (
+        id TEXT PRIMARY KEY,
+        principal TEXT NOT NULL,
+        origin_session_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        tasks TEXT NOT NULL,
+        status TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        claimed_by TEXT,
+        claim_expires_at INTEGER,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        delivered_session_id TEXT,
+        delivered_message_id TEXT,
+        created_at INTEGER NOT NULL,
+        completed_at INTEGER,
+        delivered_at INTEGER
+      );
+      CREATE INDEX delegations_by_origin ON delegations (origin_session_id, created_at);
+      CREATE INDEX delegations_undelivered ON delegations (status) WHERE status <> 'delivered';
+    `,
+  },
 ];

@@ -28,6 +28,7 @@ import type {
 } from "../types.js";
 import { MIGRATIONS } from "./migrations.js";
 import { HttpTables } from "./http-rows.js";
+import { DelegationTables } from "./delegation-rows.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { messageToColumns, rowToMessage, rowToSession, sessionPatchToColumns, sessionToColumns } from "./rows.js";
 
@@ -47,6 +48,8 @@ export class SqliteStore implements Store {
   private readonly applyOps: (ops: readonly WriteOp[]) => void;
   /** The HTTP API's tables (responses, idempotency keys). */
   private readonly http: HttpTables;
+  /** Background sub-agents (`delegations`). */
+  readonly delegations: DelegationTables;
 
   constructor(options: SqliteStoreOptions) {
     this.path = options.path;
@@ -125,6 +128,7 @@ export class SqliteStore implements Store {
       ),
     };
     this.http = new HttpTables(db);
+    this.delegations = new DelegationTables(db);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       for (const op of ops) this.applyOne(op);
     });
@@ -133,6 +137,7 @@ export class SqliteStore implements Store {
   private applyOne(op: WriteOp): void {
     const s = this.stmts;
     if (HttpTables.handles(op)) return this.http.apply(op);
+    if (DelegationTables.handles(op)) return this.delegations.apply(op);
     switch (op.op) {
       case "session.insert":
         s.insertSession!.run(sessionToColumns(op.row));

@@ -1,0 +1,385 @@
+/**
+ * The scale-out bus on Redis (ioredis).
+ *
+ * - Each session has a Redis Stream `<prefix>s:<session_id>`; a frame is the entry `<seq>-0` with
+ *   field `w` = its notification text, added with `MAXLEN ~ ringFrames` (the stream is the
+ *   cluster-wide replay ring). Redis refuses an id not above the stream's top, so a stale owner
+ *   (its seqs are below the new owner's) can never append after the new owner did.
+ * - One reader connection per node follows every subscribed stream with one blocking XREAD; a
+ *   change of subscriptions wakes it with CLIENT UNBLOCK. Entry ids are seqs, so a subscriber that
+ *   starts "after seq N" reads from `N-0` and gets the retained frames, then the live ones, in order.
+ * - Global events go over pub/sub on `<prefix>global`, tagged with the sender so it skips its own.
+ * - Forwarded calls: each node listens on `<prefix>node:<nodeId>`; a request names its reply node
+ *   and an id. PUBLISH answers how many nodes listen, so a call to a dead node fails at once.
+ * - Streams of sessions nobody publishes to expire after `streamTtlMs` (default 1 day).
+ * - Publishes of one tick go to Redis as one script call (`XADD` per frame, in order, inside Redis):
+ *   ~3× the frames/s of one command per frame. (Multi-key scripts: a single Redis or Sentinel, not
+ *   Redis Cluster.)
+ */
+import { Redis } from "ioredis";
+import { randomUUID } from "node:crypto";
+import { NodeUnreachable, type Bus, type BusEntry, type BusFrameListener, type BusGlobalListener, type BusOptions, type BusRequest, type BusRequestHandler, type WireError } from "./types.js";
+import { fromWireError, toWireError } from "./rpc-errors.js";
+
+export interface RedisBusOptions extends BusOptions {
+  /** `redis://host:port/db`; a `prefix` query parameter overrides the key prefix. */
+  url: string;
+  /** Key prefix (default `tether:`), so deployments and test runs can share a server. */
+  prefix?: string;
+  streamTtlMs?: number;
+  onError?: (err: unknown, context: string) => void;
+}
+
+interface Sub {
+  after: number;
+  fn: BusFrameListener;
+}
+
+const READ_COUNT = 1000;
+const PUBLISH_BATCH = 500;
+
+/** KEYS: one stream per frame. ARGV: maxlen, ttl, then (id, wire) per frame. Stale ids are skipped. */
+const PUBLISH_SCRIPT = `
+local maxlen, ttl = ARGV[1], ARGV[2]
+local seen = {}
+local refused = 0
+for i = 1, #KEYS do
+  local ok = redis.pcall('XADD', KEYS[i], 'MAXLEN', '~', maxlen, ARGV[i * 2 + 1], 'w', ARGV[i * 2 + 2])
+  if type(ok) == 'table' and ok.err then refused = refused + 1 end
+  if not seen[KEYS[i]] then
+    seen[KEYS[i]] = true
+    redis.call('PEXPIRE', KEYS[i], ttl)
+  end
+end
+return refused`;
+const BLOCK_MS = 5000;
+
+export function isRedisUrl(location: string): boolean {
+  return /^rediss?:\/\//i.test(location);
+}
+
+export class RedisBus implements Bus {
+  readonly kind = "redis";
+  readonly nodeId: string;
+  readonly prefix: string;
+  private readonly cmd: Redis;
+  private readonly reader: Redis;
+  private readonly sub: Redis;
+  private readonly ringFrames: number;
+  private readonly ttlMs: number;
+  private readonly onError: (err: unknown, context: string) => void;
+  private readonly subs = new Map<string, Set<Sub>>();
+  private readonly globals = new Set<BusGlobalListener>();
+  private batch: Array<{ key: string; id: string; wire: string }> = [];
+  private batchScheduled = false;
+  private readonly services = new Map<string, BusRequestHandler>();
+  private readonly calls = new Map<string, { resolve: (v: unknown) => void; reject: (e: unknown) => void; timer: NodeJS.Timeout }>();
+  private readerId: number | null = null;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  private pending: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  private constructor(options: RedisBusOptions, url: string, prefix: string) {
+    this.nodeId = options.nodeId;
+    this.ringFrames = options.ringFrames;
+    this.ttlMs = options.streamTtlMs ?? 86_400_000;
+    this.prefix = prefix;
+    // While Redis is down every publish fails: report each kind of failure at most every 5 s.
+    const report = options.onError ?? (() => undefined);
+    const lastReported = new Map<string, number>();
+    this.onError = (err, context) => {
+      const kind = context.replace(/ \S+ seq \d+$/, "");
+      const now = Date.now();
+      if ((lastReported.get(kind) ?? 0) > now - 5000) return;
+      lastReported.set(kind, now);
+      report(err, context);
+    };
+    // Publishes fail fast while Redis is unreachable (a bounded queue, not an unbounded one);
+    // the reader and subscriber wait and reconnect.
+    this.cmd = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, enableAutoPipelining: true });
+    this.reader = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: null });
+    this.sub = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: null });
+    for (const [conn, name] of [[this.cmd, "cmd"], [this.reader, "reader"], [this.sub, "sub"]] as const) {
+      conn.on("error", (err: unknown) => this.onError(err, `redis ${name} connection`));
+    }
+  }
+
+  static async open(options: RedisBusOptions): Promise<RedisBus> {
+    const u = new URL(options.url);
+    const prefix = options.prefix ?? u.searchParams.get("prefix") ?? "tether:";
+    u.searchParams.delete("prefix");
+    const bus = new RedisBus(options, u.toString(), prefix);
+    try {
+      await Promise.all([bus.cmd.connect(), bus.reader.connect(), bus.sub.connect()]);
+      bus.readerId = Number(await bus.reader.call("CLIENT", "ID"));
+      await bus.sub.subscribe(bus.globalChannel, bus.nodeChannel(bus.nodeId));
+      bus.sub.on("message", (channel: string, message: string) =>
+        channel === bus.globalChannel ? bus.onGlobalMessage(message) : bus.onNodeMessage(message),
+      );
+    } catch (err) {
+      await bus.close().catch(() => undefined);
+      throw err;
+    }
+    return bus;
+  }
+
+  private get globalChannel(): string {
+    return `${this.prefix}global`;
+  }
+
+  private nodeChannel(nodeId: string): string {
+    return `${this.prefix}node:${nodeId}`;
+  }
+
+  private key(sessionId: string): string {
+    return `${this.prefix}s:${sessionId}`;
+  }
+
+  publish(sessionId: string, seq: number, wire: string): void {
+    if (this.closed) return;
+    this.batch.push({ key: this.key(sessionId), id: `${seq}-0`, wire });
+    if (this.batchScheduled) return;
+    this.batchScheduled = true;
+    let release!: () => void;
+    this.track(new Promise<void>((r) => (release = r)));
+    setImmediate(() => {
+      this.batchScheduled = false;
+      this.sendBatch().finally(release);
+    });
+  }
+
+  /** Sends what this tick published, in order; a frame with a stale seq is skipped by Redis. */
+  private async sendBatch(): Promise<void> {
+    const frames = this.batch;
+    this.batch = [];
+    // Every chunk is written now, in order, on one connection: Redis runs them in that order, and
+    // a later tick's batch can only come after (no await between chunks).
+    const sent: Promise<unknown>[] = [];
+    for (let i = 0; i < frames.length; i += PUBLISH_BATCH) {
+      const chunk = frames.slice(i, i + PUBLISH_BATCH);
+      const args: Array<string | number> = [PUBLISH_SCRIPT, chunk.length];
+      for (const f of chunk) args.push(f.key);
+      args.push(this.ringFrames, this.ttlMs);
+      for (const f of chunk) args.push(f.id, f.wire);
+      sent.push(this.cmd.call("EVAL", ...args).catch((err: unknown) => this.onError(err, "bus publish")));
+    }
+    await Promise.all(sent);
+  }
+
+  private track(p: Promise<unknown>): void {
+    this.pending = Promise.all([this.pending, p]);
+  }
+
+  subscribe(sessionId: string, afterSeq: number, fn: BusFrameListener): () => void {
+    let set = this.subs.get(sessionId);
+    if (!set) {
+      set = new Set();
+      this.subs.set(sessionId, set);
+    }
+    const sub: Sub = { after: afterSeq, fn };
+    set.add(sub);
+    this.kick();
+    return () => {
+      const s = this.subs.get(sessionId);
+      if (!s) return;
+      s.delete(sub);
+      if (s.size === 0) this.subs.delete(sessionId);
+    };
+  }
+
+  async readAfter(sessionId: string, afterSeq: number): Promise<BusEntry[]> {
+    const raw = (await this.cmd.call("XRANGE", this.key(sessionId), `(${afterSeq}-0`, "+")) as Array<[string, string[]]>;
+    return raw.map(toEntry);
+  }
+
+  publishGlobal(wire: string): void {
+    if (this.closed) return;
+    this.track(this.cmd.publish(this.globalChannel, `${this.nodeId}\n${wire}`).catch((err: unknown) => this.onError(err, "bus global")));
+  }
+
+  subscribeGlobal(fn: BusGlobalListener): () => void {
+    this.globals.add(fn);
+    return () => this.globals.delete(fn);
+  }
+
+  private onGlobalMessage(message: string): void {
+    const nl = message.indexOf("\n");
+    if (nl < 0 || message.slice(0, nl) === this.nodeId) return;
+    const wire = message.slice(nl + 1);
+    for (const fn of [...this.globals]) {
+      try {
+        fn(wire);
+      } catch (err) {
+        this.onError(err, "bus global listener");
+      }
+    }
+  }
+
+  serve(service: string, handler: BusRequestHandler): () => void {
+    this.services.set(service, handler);
+    return () => {
+      if (this.services.get(service) === handler) this.services.delete(service);
+    };
+  }
+
+  async request(nodeId: string, request: BusRequest, timeoutMs = 10_000): Promise<unknown> {
+    if (this.closed) throw new NodeUnreachable(nodeId, "bus closed");
+    const id = randomUUID();
+    const answer = new Promise<unknown>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.calls.delete(id);
+        reject(new NodeUnreachable(nodeId, `no answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.calls.set(id, { resolve, reject, timer });
+    });
+    const listeners = await this.cmd.publish(this.nodeChannel(nodeId), JSON.stringify({ id, from: this.nodeId, ...request }));
+    if (listeners === 0) {
+      const call = this.calls.get(id);
+      if (call) {
+        clearTimeout(call.timer);
+        this.calls.delete(id);
+        call.reject(new NodeUnreachable(nodeId, "not listening"));
+      }
+    }
+    return answer;
+  }
+
+  private onNodeMessage(message: string): void {
+    let msg: { id: string; from?: string; reply?: boolean; ok?: boolean; result?: unknown; error?: WireError } & Partial<BusRequest>;
+    try {
+      msg = JSON.parse(message);
+    } catch {
+      return;
+    }
+    if (msg.reply) {
+      const call = this.calls.get(msg.id);
+      if (!call) return;
+      clearTimeout(call.timer);
+      this.calls.delete(msg.id);
+      if (msg.ok) call.resolve(msg.result ?? null);
+      else call.reject(fromWireError(msg.error ?? { code: -32603, message: "forwarded call failed" }));
+      return;
+    }
+    const from = msg.from;
+    if (!from) return;
+    const reply = (body: object) =>
+      this.track(this.cmd.publish(this.nodeChannel(from), JSON.stringify({ id: msg.id, reply: true, ...body })).catch((err: unknown) => this.onError(err, "bus reply")));
+    const handler = this.services.get(msg.service ?? "");
+    if (!handler) {
+      reply({ ok: false, error: { code: -32603, message: `node ${this.nodeId} does not serve "${msg.service}"` } });
+      return;
+    }
+    handler({ service: msg.service!, method: msg.method!, params: msg.params }).then(
+      (result) => reply({ ok: true, result: result ?? null }),
+      (err: unknown) => reply({ ok: false, error: toWireError(err) }),
+    );
+  }
+
+  async flush(): Promise<void> {
+    let seen: Promise<unknown>;
+    do {
+      seen = this.pending;
+      await seen;
+    } while (seen !== this.pending);
+  }
+
+  /** Starts the reader loop, or wakes it so it reads the new set of streams. */
+  private kick(): void {
+    if (this.closed) return;
+    if (!this.loop) {
+      this.loop = this.readLoop().finally(() => (this.loop = null));
+      return;
+    }
+    if (this.wake) {
+      const w = this.wake;
+      this.wake = null;
+      w();
+      return;
+    }
+    if (this.readerId !== null) void this.cmd.call("CLIENT", "UNBLOCK", this.readerId).catch(() => undefined);
+  }
+
+  private async readLoop(): Promise<void> {
+    while (!this.closed) {
+      if (this.subs.size === 0) {
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        continue;
+      }
+      const keys: string[] = [];
+      const ids: string[] = [];
+      const sessions: string[] = [];
+      for (const [sessionId, set] of this.subs) {
+        let from = Infinity;
+        for (const s of set) from = Math.min(from, s.after);
+        sessions.push(sessionId);
+        keys.push(this.key(sessionId));
+        ids.push(`${from}-0`);
+      }
+      let res: Array<[string, Array<[string, string[]]>]> | null;
+      try {
+        res = streamsOf(await this.reader.call("XREAD", "COUNT", READ_COUNT, "BLOCK", BLOCK_MS, "STREAMS", ...keys, ...ids));
+      } catch (err) {
+        if (this.closed) return;
+        this.onError(err, "bus read");
+        await new Promise((r) => setTimeout(r, 200));
+        continue;
+      }
+      if (!res) continue;
+      for (const [key, entries] of res) {
+        const sessionId = sessions[keys.indexOf(key)]!;
+        const set = this.subs.get(sessionId);
+        if (!set) continue;
+        for (const raw of entries) {
+          const e = toEntry(raw);
+          for (const s of [...set]) {
+            if (e.seq <= s.after) continue;
+            s.after = e.seq;
+            try {
+              s.fn(e.seq, e.wire);
+            } catch (err) {
+              this.onError(err, "bus frame listener");
+            }
+          }
+        }
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.subs.clear();
+    this.globals.clear();
+    this.services.clear();
+    for (const [id, call] of this.calls) {
+      clearTimeout(call.timer);
+      call.reject(new NodeUnreachable(this.nodeId, "bus closed"));
+      this.calls.delete(id);
+    }
+    this.wake?.();
+    // Bounded: a stop must not hang on a Redis that is gone.
+    await Promise.race([this.flush().catch(() => undefined), new Promise((r) => setTimeout(r, 2000).unref())]);
+    this.reader.disconnect();
+    this.sub.disconnect();
+    await this.cmd.quit().catch(() => this.cmd.disconnect());
+    await this.loop?.catch(() => undefined);
+  }
+}
+
+/** XREAD answers `[[key, entries], …]` over RESP2 and a map (`[key, entries, key, entries…]`) over RESP3. */
+function streamsOf(raw: unknown): Array<[string, Array<[string, string[]]>]> | null {
+  if (!Array.isArray(raw) || raw.length === 0) return null;
+  if (Array.isArray(raw[0])) return raw as Array<[string, Array<[string, string[]]>]>;
+  const out: Array<[string, Array<[string, string[]]>]> = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) out.push([String(raw[i]), raw[i + 1] as Array<[string, string[]]>]);
+  return out;
+}
+
+function toEntry(raw: [string, string[]]): BusEntry {
+  const [id, fields] = raw;
+  const seq = Number(id.slice(0, id.indexOf("-")));
+  let wire = "";
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === "w") wire = fields[i + 1]!;
+  return { seq, wire };
+}

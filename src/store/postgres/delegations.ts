@@ -1,0 +1,122 @@
+/** PostgreSQL statements and row mapping for `delegations` (background sub-agents, delivery claims). */
+import type pg from "pg";
+import {
+  AlreadyDeliveredError,
+  type DelegationQuery,
+  type DelegationRow,
+  type DelegationStore,
+  type WriteOp,
+} from "../types.js";
+
+type Queryable = Pick<pg.PoolClient, "query">;
+export type DelegationOp = Extract<WriteOp, { op: "delegation.insert" | "delegation.update" | "delegation.deliver" }>;
+
+const PATCHABLE = new Set(["tasks", "status", "owner", "completed_at"]);
+
+export class PgDelegations implements DelegationStore {
+  constructor(private readonly pool: pg.Pool) {}
+
+  static handles(op: WriteOp): op is DelegationOp {
+    return op.op === "delegation.insert" || op.op === "delegation.update" || op.op === "delegation.deliver";
+  }
+
+  /** Runs inside the store's transaction. */
+  async apply(c: Queryable, op: DelegationOp): Promise<void> {
+    switch (op.op) {
+      case "delegation.insert": {
+        const r = op.row;
+        await c.query(
+          `INSERT INTO delegations (id, principal, origin_session_id, kind, tasks, status, owner, claimed_by, claim_expires_at,
+             attempts, delivered_session_id, delivered_message_id, created_at, completed_at, delivered_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+          [r.id, r.principal, r.origin_session_id, r.kind, JSON.stringify(r.tasks), r.status, r.owner, r.claimed_by,
+            r.claim_expires_at, r.attempts, r.delivered_session_id, r.delivered_message_id, r.created_at, r.completed_at,
+            r.delivered_at],
+        );
+        return;
+      }
+      case "delegation.update": {
+        const keys: string[] = [];
+        const values: unknown[] = [];
+        for (const [k, v] of Object.entries(op.patch)) {
+          if (v === undefined || !PATCHABLE.has(k)) continue;
+          keys.push(k);
+          values.push(k === "tasks" ? JSON.stringify(v) : v);
+        }
+        if (keys.length === 0) return;
+        await c.query(`UPDATE delegations SET ${keys.map((k, i) => `${k} = $${i + 1}`).join(", ")} WHERE id = $${keys.length + 1}`, [
+          ...values,
+          op.id,
+        ]);
+        return;
+      }
+      case "delegation.deliver": {
+        const r = await c.query(
+          `UPDATE delegations SET status = 'delivered', delivered_session_id = $1, delivered_message_id = $2, delivered_at = $3,
+             claimed_by = NULL, claim_expires_at = NULL
+           WHERE id = $4 AND status <> 'delivered'`,
+          [op.session_id, op.message_id, op.at, op.id],
+        );
+        if (r.rowCount === 0) throw new AlreadyDeliveredError(op.id);
+        return;
+      }
+    }
+  }
+
+  async getDelegation(id: string): Promise<DelegationRow | null> {
+    const r = (await this.pool.query(`SELECT * FROM delegations WHERE id = $1`, [id])).rows[0];
+    return r ? toRow(r) : null;
+  }
+
+  async listDelegations(q: DelegationQuery): Promise<DelegationRow[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (q.originSessionIds) {
+      if (q.originSessionIds.length === 0) return [];
+      params.push(q.originSessionIds);
+      where.push(`origin_session_id = ANY($${params.length})`);
+    }
+    if (q.statuses) {
+      if (q.statuses.length === 0) return [];
+      params.push(q.statuses);
+      where.push(`status = ANY($${params.length})`);
+    }
+    params.push(q.limit);
+    const sql = `SELECT * FROM delegations ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at, id LIMIT $${params.length}`;
+    return (await this.pool.query(sql, params)).rows.map(toRow);
+  }
+
+  async claimDelegation(id: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+    const r = await this.pool.query(
+      `UPDATE delegations SET claimed_by = $1, claim_expires_at = $2, attempts = attempts + 1
+       WHERE id = $3 AND status = 'completed' AND (claimed_by IS NULL OR claimed_by = $1 OR claim_expires_at < $4)`,
+      [owner, now + ttlMs, id, now],
+    );
+    return r.rowCount === 1;
+  }
+
+  async releaseDelegationClaim(id: string, owner: string): Promise<void> {
+    await this.pool.query(`UPDATE delegations SET claimed_by = NULL, claim_expires_at = NULL WHERE id = $1 AND claimed_by = $2`, [id, owner]);
+  }
+}
+
+function toRow(r: Record<string, unknown>): DelegationRow {
+  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  return {
+    id: r.id as string,
+    principal: r.principal as string,
+    origin_session_id: r.origin_session_id as string,
+    kind: r.kind as string,
+    tasks: JSON.parse(r.tasks as string),
+    status: r.status as DelegationRow["status"],
+    owner: r.owner as string,
+    claimed_by: (r.claimed_by as string | null) ?? null,
+    claim_expires_at: num(r.claim_expires_at),
+    attempts: Number(r.attempts),
+    delivered_session_id: (r.delivered_session_id as string | null) ?? null,
+    delivered_message_id: (r.delivered_message_id as string | null) ?? null,
+    created_at: Number(r.created_at),
+    completed_at: num(r.completed_at),
+    delivered_at: num(r.delivered_at),
+  };
+}

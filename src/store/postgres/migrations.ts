@@ -1,0 +1,158 @@
+/**
+ * PostgreSQL schema migrations, numbered like SQLite's (src/store/sqlite/migrations.ts) and
+ * equivalent to them: the same tables, BIGINT for ms timestamps and seqs, BOOLEAN for flags, byte
+ * order (COLLATE "C", as SQLite compares) for the ids that order pages, and TEXT for JSON columns —
+ * event payloads are spliced into wire JSON as stored, so they must come back byte for byte (JSONB
+ * would reorder keys and reformat). A migration is never edited once released.
+ */
+export interface PgMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const PG_MIGRATIONS: readonly PgMigration[] = [
+  {
+    version: 1,
+    name: "core tables",
+    sql: `
+      CREATE TABLE sessions (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        principal TEXT NOT NULL,
+        profile TEXT NOT NULL,
+        title TEXT NOT NULL DEFAULT '',
+        parent_session_id TEXT,
+        model TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model_config TEXT NOT NULL DEFAULT '{}',
+        flags TEXT NOT NULL DEFAULT '{}',
+        todo TEXT NOT NULL DEFAULT '{"revision":0,"items":[]}',
+        started_at BIGINT NOT NULL,
+        last_activity_at BIGINT NOT NULL,
+        ended_at BIGINT,
+        end_reason TEXT,
+        seq_reserved BIGINT NOT NULL DEFAULT 0,
+        active_turn TEXT
+      );
+      CREATE INDEX sessions_by_activity ON sessions (principal, last_activity_at DESC, id DESC);
+      CREATE INDEX sessions_open ON sessions (id) WHERE ended_at IS NULL;
+
+      CREATE TABLE messages (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        role TEXT NOT NULL,
+        content TEXT NOT NULL DEFAULT '',
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        display_kind TEXT,
+        display_metadata TEXT,
+        status TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        created_seq BIGINT NOT NULL
+      );
+      CREATE INDEX messages_by_session ON messages (session_id, created_seq, id);
+
+      CREATE TABLE events (
+        session_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        type TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        turn_id TEXT,
+        trace_id TEXT,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+      );
+
+      CREATE TABLE idempotency (
+        session_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (session_id, request_id)
+      );
+    `,
+  },
+  {
+    version: 2,
+    name: "http api: responses and idempotency keys",
+    sql: `
+      CREATE TABLE responses (
+        id TEXT PRIMARY KEY,
+        principal TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        after_seq BIGINT NOT NULL,
+        model TEXT NOT NULL,
+        status TEXT NOT NULL,
+        background BOOLEAN NOT NULL DEFAULT FALSE,
+        stored BOOLEAN NOT NULL DEFAULT TRUE,
+        previous_response_id TEXT,
+        instructions TEXT,
+        metadata TEXT,
+        cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+        result TEXT,
+        created_at BIGINT NOT NULL,
+        completed_at BIGINT
+      );
+      CREATE INDEX responses_by_session ON responses (session_id);
+
+      CREATE TABLE http_idempotency (
+        principal TEXT NOT NULL,
+        key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        status INTEGER,
+        body TEXT,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (principal, key)
+      );
+    `,
+  },
+  {
+    version: 3,
+    name: "lifecycle: process heartbeats and session ownership leases",
+    sql: `
+      CREATE TABLE heartbeats (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        pid INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        started_at BIGINT NOT NULL,
+        last_beat BIGINT NOT NULL
+      );
+      CREATE TABLE leases (
+        session_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        token BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        detached BOOLEAN NOT NULL DEFAULT FALSE
+      );
+      CREATE INDEX leases_by_owner ON leases (owner);
+    `,
+  },
+  {
+    version: 4,
+    name: "delegations: background sub-agents and their delivery claims",
+    sql: `
+      CREATE TABLE delegations (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        principal TEXT NOT NULL,
+        origin_session_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        tasks TEXT NOT NULL,
+        status TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        claimed_by TEXT,
+        claim_expires_at BIGINT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        delivered_session_id TEXT,
+        delivered_message_id TEXT,
+        created_at BIGINT NOT NULL,
+        completed_at BIGINT,
+        delivered_at BIGINT
+      );
+      CREATE INDEX delegations_by_origin ON delegations (origin_session_id, created_at);
+      CREATE INDEX delegations_undelivered ON delegations (status) WHERE status <> 'delivered';
+    `,
+  },
+];

@@ -1,0 +1,536 @@
+/**
+ * The scale-out store: the same `Store` on PostgreSQL (`pg`, one pool per process). Every
+ * `commit(ops)` is one transaction. Ownership is decided here for every node sharing the database:
+ * `acquireLease` locks the lease row (SELECT … FOR UPDATE), and a `lease.fence` op takes a share
+ * lock on the row it checks, so a takeover waits for an in-flight write of the old owner and every
+ * write after it fails with FenceError — two owners can never interleave in one transcript.
+ */
+import pg from "pg";
+import { decodeCursor, encodeCursor } from "../cursor.js";
+import { messageToColumns, rowToMessage, rowToSession, sessionPatchToColumns, sessionToColumns } from "../sqlite/rows.js";
+import {
+  FenceError,
+  type EventRow,
+  type HeartbeatRow,
+  type HttpIdempotencyRow,
+  type IdempotencyRow,
+  type LeaseRequest,
+  type LeaseResult,
+  type LeaseRow,
+  type MessageRow,
+  type Page,
+  type ResponsePatch,
+  type ResponseRow,
+  type SessionListItem,
+  type SessionListQuery,
+  type SessionRow,
+  type Store,
+  type WriteOp,
+} from "../types.js";
+import { PG_MIGRATIONS } from "./migrations.js";
+import { PgDelegations } from "./delegations.js";
+
+type Queryable = Pick<pg.PoolClient, "query">;
+
+export interface PostgresStoreOptions {
+  /** `postgres://user@host:port/db`; a `schema` query parameter selects (and creates) a schema. */
+  url: string;
+  /** Overrides the URL's `schema` parameter. Default: the server's search_path (usually `public`). */
+  schema?: string;
+  /** Pool size (default 10). */
+  max?: number;
+}
+
+/** True for the locations `openStore` hands to PostgreSQL. */
+export function isPostgresUrl(location: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(location);
+}
+
+/** Splits Tether's own `schema` parameter off a PostgreSQL URL (pg would pass it to the server). */
+export function parsePostgresUrl(url: string): { connectionString: string; schema: string | undefined } {
+  const u = new URL(url);
+  const schema = u.searchParams.get("schema") ?? undefined;
+  u.searchParams.delete("schema");
+  return { connectionString: u.toString(), schema };
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+// BIGINT (int8) and COUNT(*) come back as numbers: every ms timestamp and seq fits in 2^53.
+const INT8_OID = 20;
+const numericTypes = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === INT8_OID ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+const SESSION_COLUMNS = new Set([
+  "profile", "title", "parent_session_id", "model", "provider", "model_config", "flags", "todo",
+  "started_at", "last_activity_at", "ended_at", "end_reason", "active_turn",
+]);
+
+/** Lock waits and deadlocks that a plain retry of the whole transaction resolves. */
+const RETRYABLE = new Set(["40P01", "40001"]);
+
+export class PostgresStore implements Store {
+  readonly kind = "postgres";
+  readonly schema: string | undefined;
+  private readonly pool: pg.Pool;
+  /** Background sub-agents (`delegations`). */
+  readonly delegations: PgDelegations;
+  private closed = false;
+
+  private constructor(pool: pg.Pool, schema: string | undefined) {
+    this.pool = pool;
+    this.schema = schema;
+    this.delegations = new PgDelegations(pool);
+  }
+
+  /** Connects, creates the schema if named, and applies pending migrations (serialized across nodes). */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const parsed = parsePostgresUrl(options.url);
+    const schema = options.schema ?? parsed.schema;
+    if (schema !== undefined && !SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name "${schema}"`);
+    const pool = new pg.Pool({
+      connectionString: parsed.connectionString,
+      max: options.max ?? 10,
+      types: numericTypes,
+      ...(schema ? { options: `-c search_path=${schema}` } : {}),
+    });
+    // An idle client that errors (server restart) must not crash the process; the next query reconnects.
+    pool.on("error", () => undefined);
+    const store = new PostgresStore(pool, schema);
+    try {
+      await store.migrate();
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw err;
+    }
+    return store;
+  }
+
+  private async migrate(): Promise<void> {
+    await this.tx(async (c) => {
+      // One node at a time: nodes starting together must not both apply a migration.
+      await c.query(`SELECT pg_advisory_xact_lock(hashtext('tether.migrations'))`);
+      if (this.schema) await c.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
+      await c.query(
+        `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`,
+      );
+      const done = new Set((await c.query<{ version: number }>(`SELECT version FROM schema_migrations`)).rows.map((r) => r.version));
+      for (const m of PG_MIGRATIONS) {
+        if (done.has(m.version)) continue;
+        await c.query(m.sql);
+        await c.query(`INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`, [m.version, m.name, Date.now()]);
+      }
+    });
+  }
+
+  /** Runs `fn` in one transaction on one pooled client; retries once on a deadlock. */
+  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const client = await this.pool.connect();
+      let broken = false;
+      try {
+        await client.query("BEGIN");
+        const out = await fn(client);
+        await client.query("COMMIT");
+        return out;
+      } catch (err) {
+        try {
+          await client.query("ROLLBACK");
+        } catch {
+          broken = true;
+        }
+        const code = (err as { code?: string }).code;
+        if (attempt < 2 && code !== undefined && RETRYABLE.has(code)) continue;
+        throw err;
+      } finally {
+        client.release(broken);
+      }
+    }
+  }
+
+  async commit(ops: readonly WriteOp[]): Promise<void> {
+    if (ops.length === 0) return;
+    await this.tx(async (c) => {
+      // Share-lock every lease this batch fences, in one sorted query: a takeover (FOR UPDATE)
+      // waits for this transaction, and two batches never lock leases in opposite orders.
+      const fenced = [...new Set(ops.flatMap((op) => (op.op === "lease.fence" ? [op.session_id] : [])))].sort();
+      if (fenced.length > 0) {
+        await c.query(`SELECT session_id FROM leases WHERE session_id = ANY($1) ORDER BY session_id FOR SHARE`, [fenced]);
+      }
+      for (const op of ops) await this.applyOne(c, op);
+    });
+  }
+
+  private async applyOne(c: Queryable, op: WriteOp): Promise<void> {
+    if (PgDelegations.handles(op)) return this.delegations.apply(c, op);
+    switch (op.op) {
+      case "session.insert": {
+        const r = sessionToColumns(op.row);
+        await c.query(
+          `INSERT INTO sessions (id, principal, profile, title, parent_session_id, model, provider, model_config, flags, todo,
+             started_at, last_activity_at, ended_at, end_reason, seq_reserved, active_turn)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+          [r.id, r.principal, r.profile, r.title, r.parent_session_id, r.model, r.provider, r.model_config, r.flags, r.todo,
+            r.started_at, r.last_activity_at, r.ended_at, r.end_reason, r.seq_reserved, r.active_turn],
+        );
+        return;
+      }
+      case "session.update": {
+        const cols = sessionPatchToColumns(op.patch);
+        const keys = Object.keys(cols).filter((k) => SESSION_COLUMNS.has(k));
+        if (keys.length === 0) return;
+        await update(c, "sessions", keys, keys.map((k) => cols[k]), op.id);
+        return;
+      }
+      case "seq.reserve":
+        await c.query(`UPDATE sessions SET seq_reserved = GREATEST(seq_reserved, $1) WHERE id = $2`, [op.upTo, op.session_id]);
+        return;
+      case "message.insert": {
+        const r = messageToColumns(op.row);
+        await c.query(
+          `INSERT INTO messages (id, session_id, role, content, tool_calls, tool_call_id, display_kind, display_metadata,
+             status, created_at, created_seq)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+          [r.id, r.session_id, r.role, r.content, r.tool_calls, r.tool_call_id, r.display_kind, r.display_metadata,
+            r.status, r.created_at, r.created_seq],
+        );
+        return;
+      }
+      case "message.update": {
+        const keys: string[] = [];
+        const values: unknown[] = [];
+        const p = op.patch;
+        if (p.content !== undefined) keys.push("content"), values.push(p.content);
+        if (p.status !== undefined) keys.push("status"), values.push(p.status);
+        if (p.tool_calls !== undefined) keys.push("tool_calls"), values.push(p.tool_calls ? JSON.stringify(p.tool_calls) : null);
+        if (p.display_metadata !== undefined)
+          keys.push("display_metadata"), values.push(p.display_metadata ? JSON.stringify(p.display_metadata) : null);
+        if (keys.length === 0) return;
+        await update(c, "messages", keys, values, op.id);
+        return;
+      }
+      case "event.append": {
+        const r = op.row;
+        await c.query(
+          `INSERT INTO events (session_id, seq, type, payload, turn_id, trace_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+          [r.session_id, r.seq, r.type, r.payload, r.turn_id, r.trace_id, r.created_at],
+        );
+        return;
+      }
+      case "idempotency.put": {
+        const r = op.row;
+        await c.query(
+          `INSERT INTO idempotency (session_id, request_id, turn_id, trace_id, created_at) VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT DO NOTHING`,
+          [r.session_id, r.request_id, r.turn_id, r.trace_id, r.created_at],
+        );
+        return;
+      }
+      case "response.insert": {
+        const r = op.row;
+        await c.query(
+          `INSERT INTO responses (id, principal, session_id, turn_id, after_seq, model, status, background, stored,
+             previous_response_id, instructions, metadata, cancel_requested, result, created_at, completed_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+          [r.id, r.principal, r.session_id, r.turn_id, r.after_seq, r.model, r.status, r.background, r.stored,
+            r.previous_response_id, r.instructions, r.metadata ? JSON.stringify(r.metadata) : null, r.cancel_requested,
+            r.result, r.created_at, r.completed_at],
+        );
+        return;
+      }
+      case "response.update": {
+        const [keys, values] = responsePatchColumns(op.patch);
+        if (keys.length === 0) return;
+        await update(c, "responses", keys, values, op.id);
+        return;
+      }
+      case "http_idempotency.complete":
+        await c.query(`UPDATE http_idempotency SET status = $1, body = $2 WHERE principal = $3 AND key = $4`, [
+          op.status, op.body, op.principal, op.key,
+        ]);
+        return;
+      case "http_idempotency.release":
+        await c.query(`DELETE FROM http_idempotency WHERE principal = $1 AND key = $2 AND owner = $3 AND status IS NULL`, [
+          op.principal, op.key, op.owner,
+        ]);
+        return;
+      case "lease.fence": {
+        // The row is share-locked by commit(): nobody can change it before this transaction ends.
+        const held = (await c.query<{ owner: string; token: number }>(`SELECT owner, token FROM leases WHERE session_id = $1`, [
+          op.session_id,
+        ])).rows[0];
+        if (!held || held.owner !== op.owner || held.token !== op.token) throw new FenceError(op.session_id, op.token);
+        return;
+      }
+      case "lease.insert": {
+        const r = op.row;
+        await c.query(`INSERT INTO leases (session_id, owner, token, expires_at, detached) VALUES ($1, $2, $3, $4, $5)`, [
+          r.session_id, r.owner, r.token, r.expires_at, r.detached,
+        ]);
+        return;
+      }
+      default: {
+        // A new kind of write must fail loudly here, never be dropped silently.
+        const unknown: never = op;
+        throw new Error(`PostgresStore: unsupported write op ${(unknown as { op: string }).op}`);
+      }
+    }
+  }
+
+  private async q<R extends pg.QueryResultRow = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<R[]> {
+    return (await this.pool.query<R>(sql, params)).rows;
+  }
+
+  async getSession(id: string): Promise<SessionRow | null> {
+    const r = (await this.q(`SELECT * FROM sessions WHERE id = $1`, [id]))[0];
+    return r ? rowToSession(r) : null;
+  }
+
+  async listOpenSessions(): Promise<SessionRow[]> {
+    return (await this.q(`SELECT * FROM sessions WHERE ended_at IS NULL`)).map(rowToSession);
+  }
+
+  async listSessions(qy: SessionListQuery): Promise<Page<SessionListItem>> {
+    const params: unknown[] = [qy.principal];
+    const where: string[] = ["s.principal = $1"];
+    const arg = (v: unknown) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    if (qy.profile !== undefined) where.push(`s.profile = ${arg(qy.profile)}`);
+    if (!qy.includeEnded) where.push("s.ended_at IS NULL");
+    if (!qy.includeHidden) where.push(`(s.flags::jsonb -> 'hidden') IS DISTINCT FROM 'true'::jsonb`);
+    const cursor = decodeCursor(qy.cursor);
+    if (cursor) {
+      const at = arg(cursor.at);
+      where.push(`(s.last_activity_at < ${at} OR (s.last_activity_at = ${at} AND s.id < ${arg(cursor.id)}))`);
+    }
+    const rows = await this.q(
+      `SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS message_count
+       FROM sessions s WHERE ${where.join(" AND ")}
+       ORDER BY s.last_activity_at DESC, s.id DESC LIMIT ${arg(qy.limit + 1)}`,
+      params,
+    );
+    const items = rows.slice(0, qy.limit).map((r) => ({ row: rowToSession(r), message_count: Number(r.message_count) }));
+    const last = items[items.length - 1];
+    const nextCursor = rows.length > qy.limit && last ? encodeCursor({ at: last.row.last_activity_at, id: last.row.id }) : null;
+    return { items, nextCursor };
+  }
+
+  async loadMessages(sessionId: string, afterSeq?: number): Promise<MessageRow[]> {
+    const rows =
+      afterSeq === undefined
+        ? await this.q(`SELECT * FROM messages WHERE session_id = $1 ORDER BY created_seq, id`, [sessionId])
+        : await this.q(`SELECT * FROM messages WHERE session_id = $1 AND created_seq > $2 ORDER BY created_seq, id`, [
+            sessionId, afterSeq,
+          ]);
+    return rows.map(rowToMessage);
+  }
+
+  async listMessages(sessionId: string, afterMessageId: string | undefined, limit: number): Promise<Page<MessageRow>> {
+    let afterSeq = -1;
+    if (afterMessageId !== undefined) {
+      const found = (await this.q<{ created_seq: number }>(`SELECT created_seq FROM messages WHERE id = $1 AND session_id = $2`, [
+        afterMessageId, sessionId,
+      ]))[0];
+      afterSeq = found ? found.created_seq : Number.MAX_SAFE_INTEGER;
+    }
+    const rows = (
+      await this.q(`SELECT * FROM messages WHERE session_id = $1 AND created_seq > $2 ORDER BY created_seq, id LIMIT $3`, [
+        sessionId, afterSeq, limit + 1,
+      ])
+    ).map(rowToMessage);
+    const items = rows.slice(0, limit);
+    const last = items[items.length - 1];
+    return { items, nextCursor: rows.length > limit && last ? last.id : null };
+  }
+
+  async readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
+    return this.q<EventRow>(
+      `SELECT session_id, seq, type, payload, turn_id, trace_id, created_at FROM events
+       WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+      [sessionId, afterSeq, limit],
+    );
+  }
+
+  async latestEventSeq(sessionId: string): Promise<number> {
+    const r = (await this.q<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM events WHERE session_id = $1`, [sessionId]))[0];
+    return r?.seq ?? 0;
+  }
+
+  async earliestEventSeq(sessionId: string): Promise<number | null> {
+    const r = (await this.q<{ seq: number | null }>(`SELECT MIN(seq) AS seq FROM events WHERE session_id = $1`, [sessionId]))[0];
+    return r?.seq ?? null;
+  }
+
+  async getIdempotency(sessionId: string, requestId: string): Promise<IdempotencyRow | null> {
+    return (await this.q<IdempotencyRow>(`SELECT * FROM idempotency WHERE session_id = $1 AND request_id = $2`, [sessionId, requestId]))[0] ?? null;
+  }
+
+  async getResponse(id: string): Promise<ResponseRow | null> {
+    const r = (await this.q(`SELECT * FROM responses WHERE id = $1`, [id]))[0];
+    return r ? rowToResponse(r) : null;
+  }
+
+  async claimHttpIdempotency(
+    row: HttpIdempotencyRow,
+    takeOverFrom?: (owner: string) => boolean,
+  ): Promise<{ claimed: boolean; row: HttpIdempotencyRow }> {
+    return this.tx(async (c) => {
+      const inserted = await c.query(
+        `INSERT INTO http_idempotency (principal, key, fingerprint, owner, status, body, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+        [row.principal, row.key, row.fingerprint, row.owner, row.status, row.body, row.created_at],
+      );
+      if (inserted.rowCount === 1) return { claimed: true, row };
+      const existing = (await c.query<HttpIdempotencyRow>(
+        `SELECT principal, key, fingerprint, owner, status, body, created_at FROM http_idempotency
+         WHERE principal = $1 AND key = $2 FOR UPDATE`,
+        [row.principal, row.key],
+      )).rows[0];
+      if (!existing) throw Object.assign(new Error("idempotency key vanished while claiming"), { code: "40001" });
+      if (existing.status === null && existing.fingerprint === row.fingerprint && takeOverFrom?.(existing.owner)) {
+        await c.query(
+          `UPDATE http_idempotency SET owner = $1, fingerprint = $2, created_at = $3 WHERE principal = $4 AND key = $5 AND status IS NULL`,
+          [row.owner, row.fingerprint, row.created_at, row.principal, row.key],
+        );
+        return { claimed: true, row };
+      }
+      return { claimed: false, row: existing };
+    });
+  }
+
+  async beat(row: HeartbeatRow, leaseExpiresAt: number): Promise<void> {
+    await this.tx(async (c) => {
+      await c.query(
+        `INSERT INTO heartbeats (id, pid, host, started_at, last_beat) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (id) DO UPDATE SET last_beat = EXCLUDED.last_beat`,
+        [row.id, row.pid, row.host, row.started_at, row.last_beat],
+      );
+      // Lock in key order (as commit() does) so a beat and a batch never deadlock.
+      await c.query(
+        `UPDATE leases SET expires_at = $1 WHERE session_id IN
+           (SELECT session_id FROM leases WHERE owner = $2 ORDER BY session_id FOR UPDATE)`,
+        [leaseExpiresAt, row.id],
+      );
+    });
+  }
+
+  async removeHeartbeat(id: string): Promise<void> {
+    await this.q(`DELETE FROM heartbeats WHERE id = $1`, [id]);
+  }
+
+  async getHeartbeat(id: string): Promise<HeartbeatRow | null> {
+    return (await this.q<HeartbeatRow>(`SELECT * FROM heartbeats WHERE id = $1`, [id]))[0] ?? null;
+  }
+
+  async listHeartbeats(): Promise<HeartbeatRow[]> {
+    return this.q<HeartbeatRow>(`SELECT * FROM heartbeats ORDER BY id`);
+  }
+
+  async acquireLease(req: LeaseRequest): Promise<LeaseResult> {
+    return this.tx(async (c): Promise<LeaseResult> => {
+      // A free lease: insert it (a concurrent insert of the same row waits for us, then conflicts).
+      const fresh = await c.query(
+        `INSERT INTO leases (session_id, owner, token, expires_at, detached) VALUES ($1, $2, 1, $3, FALSE) ON CONFLICT DO NOTHING`,
+        [req.session_id, req.owner, req.now + req.ttlMs],
+      );
+      if (fresh.rowCount === 1) return { acquired: true, token: 1, from: null };
+      const held = (await c.query<LeaseRow>(`SELECT * FROM leases WHERE session_id = $1 FOR UPDATE`, [req.session_id])).rows[0];
+      // Released between our insert and our read: the retry inserts it.
+      if (!held) throw Object.assign(new Error("lease vanished while acquiring"), { code: "40001" });
+      if (held.owner !== req.owner) {
+        const beat = (await c.query<{ last_beat: number }>(`SELECT last_beat FROM heartbeats WHERE id = $1`, [held.owner])).rows[0];
+        const ownerDead = !beat || beat.last_beat < req.deadBefore;
+        const expired = held.expires_at < req.now;
+        if (!ownerDead && !expired && !(req.takeDetached && held.detached)) return { acquired: false, holder: held };
+      }
+      const token = held.owner === req.owner ? held.token : held.token + 1;
+      await c.query(`UPDATE leases SET owner = $1, token = $2, expires_at = $3, detached = FALSE WHERE session_id = $4`, [
+        req.owner, token, req.now + req.ttlMs, req.session_id,
+      ]);
+      return { acquired: true, token, from: held.owner !== req.owner ? held : null };
+    });
+  }
+
+  async getLease(sessionId: string): Promise<LeaseRow | null> {
+    return (await this.q<LeaseRow>(`SELECT * FROM leases WHERE session_id = $1`, [sessionId]))[0] ?? null;
+  }
+
+  async leasesOf(owner: string): Promise<LeaseRow[]> {
+    return this.q<LeaseRow>(`SELECT * FROM leases WHERE owner = $1`, [owner]);
+  }
+
+  async setLeaseDetached(sessionId: string, owner: string, token: number, detached: boolean): Promise<void> {
+    await this.q(`UPDATE leases SET detached = $1 WHERE session_id = $2 AND owner = $3 AND token = $4`, [detached, sessionId, owner, token]);
+  }
+
+  async releaseLease(sessionId: string, owner: string, token: number): Promise<void> {
+    await this.q(`DELETE FROM leases WHERE session_id = $1 AND owner = $2 AND token = $3`, [sessionId, owner, token]);
+  }
+
+  async findOrphanedSessions(now: number, deadBefore: number, limit: number): Promise<string[]> {
+    const rows = await this.q<{ id: string }>(
+      `SELECT s.id FROM sessions s
+         LEFT JOIN leases l ON l.session_id = s.id
+         LEFT JOIN heartbeats h ON h.id = l.owner
+       WHERE s.ended_at IS NULL
+         AND (l.session_id IS NULL OR l.expires_at < $1 OR h.id IS NULL OR h.last_beat < $2)
+       LIMIT $3`,
+      [now, deadBefore, limit],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      return (await this.q(`SELECT 1 AS ok`)).length === 1;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}
+
+async function update(c: Queryable, table: "sessions" | "messages" | "responses", keys: string[], values: unknown[], id: string) {
+  const sets = keys.map((k, i) => `${k} = $${i + 1}`).join(", ");
+  await c.query(`UPDATE ${table} SET ${sets} WHERE id = $${keys.length + 1}`, [...values, id]);
+}
+
+function responsePatchColumns(patch: ResponsePatch): [string[], unknown[]] {
+  const keys: string[] = [];
+  const values: unknown[] = [];
+  if (patch.status !== undefined) keys.push("status"), values.push(patch.status);
+  if (patch.cancel_requested !== undefined) keys.push("cancel_requested"), values.push(patch.cancel_requested);
+  if (patch.result !== undefined) keys.push("result"), values.push(patch.result);
+  if (patch.completed_at !== undefined) keys.push("completed_at"), values.push(patch.completed_at);
+  return [keys, values];
+}
+
+function rowToResponse(r: Record<string, unknown>): ResponseRow {
+  return {
+    id: r.id as string,
+    principal: r.principal as string,
+    session_id: r.session_id as string,
+    turn_id: r.turn_id as string,
+    after_seq: Number(r.after_seq),
+    model: r.model as string,
+    status: r.status as string,
+    background: r.background === true,
+    stored: r.stored === true,
+    previous_response_id: (r.previous_response_id as string | null) ?? null,
+    instructions: (r.instructions as string | null) ?? null,
+    metadata: r.metadata ? JSON.parse(r.metadata as string) : null,
+    cancel_requested: r.cancel_requested === true,
+    result: (r.result as string | null) ?? null,
+    created_at: Number(r.created_at),
+    completed_at: r.completed_at === null ? null : Number(r.completed_at),
+  };
+}

@@ -1,0 +1,116 @@
+/** SQLite statements and row mapping for `delegations` (background sub-agents, delivery claims). */
+import type Database from "better-sqlite3";
+import {
+  AlreadyDeliveredError,
+  type DelegationQuery,
+  type DelegationRow,
+  type DelegationStore,
+  type WriteOp,
+} from "../types.js";
+
+type DelegationOp = Extract<WriteOp, { op: "delegation.insert" | "delegation.update" | "delegation.deliver" }>;
+
+export class DelegationTables implements DelegationStore {
+  private readonly insert: Database.Statement;
+  private readonly select: Database.Statement;
+  private readonly deliver: Database.Statement;
+  private readonly claim: Database.Statement;
+  private readonly release: Database.Statement;
+
+  constructor(private readonly db: Database.Database) {
+    this.insert = db.prepare(
+      `INSERT INTO delegations (id, principal, origin_session_id, kind, tasks, status, owner, claimed_by, claim_expires_at,
+         attempts, delivered_session_id, delivered_message_id, created_at, completed_at, delivered_at)
+       VALUES (@id, @principal, @origin_session_id, @kind, @tasks, @status, @owner, @claimed_by, @claim_expires_at,
+         @attempts, @delivered_session_id, @delivered_message_id, @created_at, @completed_at, @delivered_at)`,
+    );
+    this.select = db.prepare(`SELECT * FROM delegations WHERE id = ?`);
+    this.deliver = db.prepare(
+      `UPDATE delegations SET status = 'delivered', delivered_session_id = ?, delivered_message_id = ?, delivered_at = ?,
+         claimed_by = NULL, claim_expires_at = NULL
+       WHERE id = ? AND status <> 'delivered'`,
+    );
+    this.claim = db.prepare(
+      `UPDATE delegations SET claimed_by = ?, claim_expires_at = ?, attempts = attempts + 1
+       WHERE id = ? AND status = 'completed' AND (claimed_by IS NULL OR claimed_by = ? OR claim_expires_at < ?)`,
+    );
+    this.release = db.prepare(
+      `UPDATE delegations SET claimed_by = NULL, claim_expires_at = NULL WHERE id = ? AND claimed_by = ?`,
+    );
+  }
+
+  static handles(op: WriteOp): op is DelegationOp {
+    return op.op === "delegation.insert" || op.op === "delegation.update" || op.op === "delegation.deliver";
+  }
+
+  /** Runs inside the store's transaction. */
+  apply(op: DelegationOp): void {
+    switch (op.op) {
+      case "delegation.insert":
+        this.insert.run({ ...op.row, tasks: JSON.stringify(op.row.tasks) });
+        return;
+      case "delegation.update": {
+        const cols: Record<string, unknown> = {};
+        for (const [k, v] of Object.entries(op.patch)) if (v !== undefined) cols[k] = k === "tasks" ? JSON.stringify(v) : v;
+        const keys = Object.keys(cols);
+        if (keys.length === 0) return;
+        this.db.prepare(`UPDATE delegations SET ${keys.map((k) => `${k} = @${k}`).join(", ")} WHERE id = @__id`).run({ ...cols, __id: op.id });
+        return;
+      }
+      case "delegation.deliver":
+        if (this.deliver.run(op.session_id, op.message_id, op.at, op.id).changes === 0) throw new AlreadyDeliveredError(op.id);
+        return;
+    }
+  }
+
+  async getDelegation(id: string): Promise<DelegationRow | null> {
+    const r = this.select.get(id) as Record<string, unknown> | undefined;
+    return r ? toRow(r) : null;
+  }
+
+  async listDelegations(q: DelegationQuery): Promise<DelegationRow[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (q.originSessionIds) {
+      if (q.originSessionIds.length === 0) return [];
+      where.push(`origin_session_id IN (${q.originSessionIds.map(() => "?").join(", ")})`);
+      params.push(...q.originSessionIds);
+    }
+    if (q.statuses) {
+      if (q.statuses.length === 0) return [];
+      where.push(`status IN (${q.statuses.map(() => "?").join(", ")})`);
+      params.push(...q.statuses);
+    }
+    const sql = `SELECT * FROM delegations ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at, id LIMIT ?`;
+    return (this.db.prepare(sql).all(...params, q.limit) as Record<string, unknown>[]).map(toRow);
+  }
+
+  async claimDelegation(id: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+    return this.claim.run(owner, now + ttlMs, id, owner, now).changes === 1;
+  }
+
+  async releaseDelegationClaim(id: string, owner: string): Promise<void> {
+    this.release.run(id, owner);
+  }
+}
+
+function toRow(r: Record<string, unknown>): DelegationRow {
+  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  return {
+    id: r.id as string,
+    principal: r.principal as string,
+    origin_session_id: r.origin_session_id as string,
+    kind: r.kind as string,
+    tasks: JSON.parse(r.tasks as string),
+    status: r.status as DelegationRow["status"],
+    owner: r.owner as string,
+    claimed_by: (r.claimed_by as string | null) ?? null,
+    claim_expires_at: num(r.claim_expires_at),
+    attempts: Number(r.attempts),
+    delivered_session_id: (r.delivered_session_id as string | null) ?? null,
+    delivered_message_id: (r.delivered_message_id as string | null) ?? null,
+    created_at: Number(r.created_at),
+    completed_at: num(r.completed_at),
+    delivered_at: num(r.delivered_at),
+  };
+}

@@ -1,0 +1,106 @@
+/** Background sub-agents and /review end to end over a real WebSocket: demo provider and fake upstream. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestServer, type TestServer } from "../support/start-server.js";
+import { RpcSocket } from "../support/rpc-socket.js";
+import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
+
+describe("delegation with the demo provider", () => {
+  let srv: TestServer;
+  beforeAll(async () => {
+    srv = await startTestServer({ demoDelayMs: 1 });
+  });
+  afterAll(async () => {
+    await srv.close();
+  });
+
+  it("delegate: GOAL runs in the background and lands as one message; delegation.list and the Snapshot show it", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const { session_id } = await sock.call("session.create", {});
+    const sub = await sock.call("prompt.submit", { session_id, text: "delegate: count to 4" });
+    const started = await sock.waitForEvent(session_id, (f) => f.type === "delegation.started");
+    expect(started.turn_id).toBe(sub.turn_id);
+    const landed = await sock.waitForEvent(session_id, (f) => f.type === "delegation.delivered");
+    expect(landed.payload.message).toMatchObject({
+      role: "user",
+      display_kind: "async_delegation_complete",
+      display_metadata: { delegation_id: started.payload.delegation_id, completed: 1, failed: 0, total: 1 },
+    });
+    expect(landed.payload.message.content).toContain("1 2 3 4");
+    const list = await sock.call("delegation.list", { session_id });
+    expect(list.delegations).toEqual([
+      expect.objectContaining({ delegation_id: started.payload.delegation_id, kind: "delegate", status: "delivered", delivered_session_id: session_id }),
+    ]);
+    const other = await RpcSocket.open(srv.wsUrl);
+    const snap = await other.call("session.resume", { session_id });
+    expect(snap.delegations[0]).toMatchObject({ status: "delivered" });
+    expect(snap.messages.at(-1)).toMatchObject({ display_kind: "async_delegation_complete" });
+    // No turn was started by the delivery.
+    expect(sock.sessionEvents(session_id).filter((f) => f.type === "turn.start")).toHaveLength(1);
+    sock.close();
+    other.close();
+  });
+
+  it("/review spawns a reviewer over the last messages; its review comes back the same way", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const { session_id } = await sock.call("session.create", {});
+    const first = await sock.call("prompt.submit", { session_id, text: "count to 3" });
+    await sock.waitForEvent(session_id, (f) => f.type === "turn.complete" && f.payload.turn_id === first.turn_id);
+    const review = await sock.call("prompt.submit", { session_id, text: "/review check the counting" });
+    const done = await sock.waitForEvent(session_id, (f) => f.type === "turn.complete" && f.payload.turn_id === review.turn_id);
+    expect(done.payload.status).toBe("complete");
+    const started = await sock.waitForEvent(session_id, (f) => f.type === "delegation.started");
+    expect(started.payload.kind).toBe("review");
+    const landed = await sock.waitForEvent(session_id, (f) => f.type === "delegation.delivered");
+    expect(landed.payload.message.content).toMatch(/^\[Review complete/);
+    expect(landed.payload.message.display_metadata).toMatchObject({ kind: "review", completed: 1 });
+    // The demo reviewer echoes its prompt: the instructions and the excerpt were in it.
+    expect(landed.payload.message.content).toContain("check the counting");
+    expect(landed.payload.message.content).toContain("assistant: 1 2 3");
+    sock.close();
+  });
+});
+
+describe("delegation and /review with the fake upstream", () => {
+  let srv: TestServer;
+  let ai: FakeOpenAI;
+  beforeAll(async () => {
+    ai = await startFakeOpenAI();
+    srv = await startTestServer({ providerUrl: ai.url });
+  });
+  afterAll(async () => {
+    await srv.close();
+    await ai.close();
+  });
+
+  it("a model's delegate_task call starts a sub-agent; /review sends the last messages to a reviewer", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const { session_id } = await sock.call("session.create", {});
+    ai.script(
+      reply.toolCalls([{ id: "call_1", name: "delegate_task", arguments: JSON.stringify({ goal: "find the bug" }) }]),
+      reply.text(["On it."]),
+      reply.text(["The bug is in line 3."]),
+    );
+    const sub = await sock.call("prompt.submit", { session_id, text: "please investigate" });
+    await sock.waitForEvent(session_id, (f) => f.type === "turn.complete" && f.payload.turn_id === sub.turn_id);
+    const tool = sock.sessionEvents(session_id).find((f) => f.type === "tool.complete")!;
+    expect(tool.payload.result).toMatchObject({ status: "started", tasks: 1 });
+    const landed = await sock.waitForEvent(session_id, (f) => f.type === "delegation.delivered");
+    expect(landed.payload.message.content).toContain("The bug is in line 3.");
+    // The sub-agent got its goal as its prompt, and cannot delegate further (no origin).
+    expect(ai.requests[2]!.body.messages.at(-1)).toMatchObject({ role: "user", content: "find the bug" });
+
+    ai.script(reply.text(["Looks right; add a test."]));
+    const review = await sock.call("prompt.submit", { session_id, text: "/review tests" });
+    await sock.waitForEvent(session_id, (f) => f.type === "turn.complete" && f.payload.turn_id === review.turn_id);
+    const reviewed = await sock.waitForEvent(
+      session_id,
+      (f) => f.type === "delegation.delivered" && f.payload.delegation_id !== landed.payload.delegation_id,
+    );
+    expect(reviewed.payload.message.content).toContain("Looks right; add a test.");
+    const prompt = ai.requests[3]!.body.messages.at(-1).content as string;
+    expect(prompt).toContain("Focus: tests");
+    expect(prompt).toContain("user: please investigate");
+    expect(prompt).toContain("assistant: On it.");
+    sock.close();
+  });
+});

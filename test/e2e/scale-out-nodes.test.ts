@@ -1,0 +1,129 @@
+/**
+ * Real `tether serve` nodes on one PostgreSQL + one Redis (`--store postgres://… --bus redis://…`):
+ * any node serves any client, a dead node's sessions are taken over on the next call, and a paused
+ * node that comes back can never write again (fencing).
+ */
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import type { Frame } from "../../src/protocol/index.js";
+import { spawnGateway, type SpawnedGateway } from "../support/spawn-gateway.js";
+import { RpcSocket } from "../support/rpc-socket.js";
+import { dropTestSchemas, pgAvailable, pgTestUrl } from "../support/pg.js";
+import { dropTestKeys, redisAvailable, redisTestUrl } from "../support/redis.js";
+
+const running: SpawnedGateway[] = [];
+afterEach(async () => {
+  for (const g of running.splice(0)) await g.kill("SIGKILL");
+});
+afterAll(dropTestSchemas);
+
+const FAST = { TETHER_DEMO_DELAY_MS: "10", TETHER_HEARTBEAT_S: "0.2", TETHER_ORPHAN_GRACE_S: "1", TETHER_LEASE_TTL_S: "1" };
+
+async function node(store: string, env: Record<string, string> = FAST, extra: string[] = []): Promise<SpawnedGateway> {
+  const g = await spawnGateway(["--port", "0", "--store", store, ...extra], env);
+  running.push(g);
+  return g;
+}
+
+describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreSQL + Redis", () => {
+  afterAll(dropTestKeys);
+
+  it("three nodes: a viewer on C sees A's turn live; a client cut from A reconnects to B mid-turn and ends with the exact text", async () => {
+    const store = pgTestUrl();
+    const bus = redisTestUrl();
+    const [a, b, c] = await Promise.all([0, 1, 2].map(() => node(store, FAST, ["--bus", bus])));
+    const sa = await RpcSocket.open(a!.wsUrl);
+    const sid = (await sa.call("session.create", {})).session_id;
+    const sc = await RpcSocket.open(c!.wsUrl);
+    await sc.call("session.resume", { session_id: sid });
+    const turn = await sa.call("prompt.submit", { session_id: sid, text: "count to 300" });
+    await sa.waitFor(() => sa.sessionEvents(sid).filter((f) => f.type === "message.delta").length >= 50);
+    sa.close();
+    const seen = sa.sessionEvents(sid);
+    const watermark = seen.at(-1)!.seq!;
+    const sb = await RpcSocket.open(b!.wsUrl);
+    await sb.call("session.resume", { session_id: sid, after_seq: watermark });
+    const since = await sb.call("session.events.since", { session_id: sid, after_seq: watermark });
+    await sb.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === turn.turn_id, 20_000);
+    await sc.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === turn.turn_id, 20_000);
+    const bySeq = new Map<number, Frame<any>>();
+    for (const f of [...seen, ...since.events, ...sb.sessionEvents(sid)]) bySeq.set(f.seq!, f);
+    const all = [...bySeq.values()].sort((x, y) => x.seq! - y.seq!);
+    const text = all.filter((f) => f.type === "message.delta").map((f) => f.payload.text).join("");
+    const expected = Array.from({ length: 300 }, (_, i) => i + 1).join(" ");
+    expect(text).toContain(expected);
+    // Durable frames: B's reconnected client and C's live viewer agree, each once.
+    const durable = (fs: Frame<any>[]) => fs.filter((f) => f.type !== "message.delta").map((f) => f.seq!);
+    const onC = durable(sc.sessionEvents(sid));
+    expect(new Set(onC).size).toBe(onC.length);
+    expect(durable(all).filter((s) => s >= onC[0]!)).toEqual(onC);
+    sb.close();
+    sc.close();
+  });
+
+  it("SIGKILL node A mid-turn: a submit on B (no resume) takes the session over once A's lease is gone, A's turn shows interrupted", async () => {
+    const store = pgTestUrl();
+    const bus = redisTestUrl();
+    const a = await node(store, { ...FAST, TETHER_ORPHAN_GRACE_S: "60" }, ["--bus", bus]);
+    const b = await node(store, { ...FAST, TETHER_ORPHAN_GRACE_S: "60" }, ["--bus", bus]);
+    const sa = await RpcSocket.open(a.wsUrl);
+    const sid = (await sa.call("session.create", {})).session_id;
+    const first = await sa.call("prompt.submit", { session_id: sid, text: "count to 5000" });
+    await sa.waitFor(() => sa.sessionEvents(sid).filter((f) => f.type === "message.delta").length >= 20);
+    await a.kill("SIGKILL");
+    const sb = await RpcSocket.open(b.wsUrl);
+    let next: any;
+    for (let i = 0; i < 100 && !next; i++) {
+      const answer = await sb.request("prompt.submit", { session_id: sid, text: "count to 3" });
+      if (answer.result) next = answer.result;
+      else {
+        expect(answer.error!.code).toBe(4009); // A's lease is still running out
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    expect(next).toBeDefined();
+    await sb.call("session.resume", { session_id: sid });
+    const since = await sb.call("session.events.since", { session_id: sid, after_seq: 0 });
+    const ends = since.events.filter((f: Frame<any>) => f.type === "turn.complete").map((f: Frame<any>) => [f.turn_id, f.payload.status]);
+    expect(ends[0]).toEqual([first.turn_id, "interrupted"]);
+    await sb.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === next.turn_id);
+    const seqs = since.events.map((f: Frame) => f.seq!);
+    expect(new Set(seqs).size).toBe(seqs.length);
+    sb.close();
+  });
+
+  it("SIGSTOP node A past its lease, B takes over, SIGCONT A: A's late writes are refused, no interleaving", async () => {
+    const store = pgTestUrl();
+    const bus = redisTestUrl();
+    const env = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info" };
+    const a = await node(store, env, ["--bus", bus]);
+    const b = await node(store, env, ["--bus", bus]);
+    const sa = await RpcSocket.open(a.wsUrl);
+    const sid = (await sa.call("session.create", {})).session_id;
+    const first = await sa.call("prompt.submit", { session_id: sid, text: "count to 100000" });
+    await sa.waitFor(() => sa.sessionEvents(sid).filter((f) => f.type === "message.delta").length >= 20);
+    a.child.kill("SIGSTOP");
+    await new Promise((r) => setTimeout(r, 1500)); // past A's 1 s lease and 3 missed beats
+    const sb = await RpcSocket.open(b.wsUrl);
+    const snap = await sb.call("session.resume", { session_id: sid });
+    expect(snap.messages.at(-1)).toMatchObject({ role: "assistant", status: "interrupted" });
+    const interruptedText = snap.messages.at(-1).content;
+    const next = await sb.call("prompt.submit", { session_id: sid, text: "count to 50" });
+    a.child.kill("SIGCONT");
+    await sb.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === next.turn_id, 20_000);
+    await new Promise((r) => setTimeout(r, 1000)); // A runs on, and every write it tries is fenced
+    const events = (await sb.call("session.events.since", { session_id: sid, after_seq: 0 })).events as Frame<any>[];
+    const seqs = events.map((f) => f.seq!);
+    expect(new Set(seqs).size).toBe(seqs.length);
+    expect([...seqs].sort((x, y) => x - y)).toEqual(seqs);
+    // After B's takeover, A's turn never writes again: its only end is the interrupted one B wrote.
+    const firstEnds = events.filter((f) => f.type === "turn.complete" && f.turn_id === first.turn_id);
+    expect(firstEnds.map((f) => f.payload.status)).toEqual(["interrupted"]);
+    const takeoverSeq = firstEnds[0]!.seq!;
+    expect(events.filter((f) => f.seq! > takeoverSeq && f.turn_id === first.turn_id)).toEqual([]);
+    const resumed = await sb.call("session.resume", { session_id: sid });
+    const old = resumed.messages.find((m: any) => m.status === "interrupted");
+    expect(old.content).toBe(interruptedText);
+    expect(a.stderr()).toMatch(/stale owner: lease of session \S+ is no longer held/);
+    sb.close();
+  });
+});

@@ -1,0 +1,212 @@
+/** The transcript's blocks: messages, tool cards, error cards, delegations, notices. */
+import { useMemo, useState } from "preact/hooks";
+import type { Block, PendingPrompt } from "./model.js";
+import { highlightJson, renderMarkdown } from "./markdown.js";
+
+const LAYER_TITLES: Record<string, string> = {
+  provider: "Provider error",
+  endpoint: "Endpoint error",
+  streaming: "Streaming error",
+  auth: "Authentication error",
+  billing: "Billing error",
+  gateway: "Gateway error",
+  storage: "Storage error",
+  tool: "Tool error",
+};
+
+export function Markdown({ text, className }: { text: string; className?: string }) {
+  const html = useMemo(() => renderMarkdown(text), [text]);
+  return <div class={`md ${className ?? ""}`} dangerouslySetInnerHTML={{ __html: html }} />;
+}
+
+function Json({ value }: { value: unknown }) {
+  const html = useMemo(() => highlightJson(value), [value]);
+  return (
+    <pre class="code json">
+      <code class="hljs" dangerouslySetInnerHTML={{ __html: html }} />
+    </pre>
+  );
+}
+
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+export interface BlockActions {
+  retry(text: string): void;
+  switchModel(): void;
+  copy(text: string): Promise<boolean>;
+}
+
+export function BlockView({ block, actions }: { block: Block; actions: BlockActions }) {
+  switch (block.kind) {
+    case "user":
+      return (
+        <div class="row row-user" data-kind="user" data-key={block.key}>
+          <div class="bubble bubble-user">
+            <div class="user-text">{block.text}</div>
+          </div>
+        </div>
+      );
+    case "assistant":
+      return (
+        <div class="row row-assistant" data-kind="assistant" data-key={block.key} data-status={block.status}>
+          <div class="avatar" aria-hidden="true">
+            T
+          </div>
+          <div class="assistant-body">
+            {block.reasoning && (
+              <details class="reasoning">
+                <summary>Reasoning</summary>
+                <div class="reasoning-text">{block.reasoning}</div>
+              </details>
+            )}
+            <Markdown text={block.text} className={block.status === "streaming" ? "streaming" : ""} />
+            {block.status === "streaming" && !block.text && <span class="caret" aria-hidden="true" />}
+            {block.status === "streaming" && <span class="sr-only">Streaming…</span>}
+            {block.status === "interrupted" && (
+              <div class="badge badge-warn" role="note" data-testid="interrupted-badge">
+                Interrupted — the reply stopped here
+              </div>
+            )}
+          </div>
+        </div>
+      );
+    case "tool":
+      return <ToolCard block={block} />;
+    case "error":
+      return <ErrorCard block={block} actions={actions} />;
+    case "delegation":
+      return (
+        <div class="card delegation" data-kind="delegation" data-status={block.status}>
+          <div class="card-head">
+            <span class="card-icon" aria-hidden="true">
+              ⇄
+            </span>
+            <span class="card-title">Sub-agent · {block.title}</span>
+            <span class={`badge badge-${block.status === "failed" ? "error" : block.status === "delivered" ? "ok" : "run"}`}>{block.status}</span>
+          </div>
+          {block.status === "running" && block.progress && <div class="card-note">{block.progress}</div>}
+          {block.result && (
+            <div class="delivered">
+              <div class="delivered-label">Delivered result</div>
+              <Markdown text={block.result} />
+            </div>
+          )}
+        </div>
+      );
+    case "notice":
+      return (
+        <div class={`notice notice-${block.tone}`} role="note">
+          {block.text}
+        </div>
+      );
+  }
+}
+
+function ToolCard({ block }: { block: Extract<Block, { kind: "tool" }> }) {
+  const state = !block.done ? "running" : block.error ? "failed" : "done";
+  return (
+    <details class="card tool" data-kind="tool" data-state={state}>
+      <summary class="card-head">
+        <span class="card-icon" aria-hidden="true">
+          ⚙
+        </span>
+        <span class="card-title">
+          <code>{block.name}</code>
+        </span>
+        {state === "running" && <span class="badge badge-run">running…</span>}
+        {state === "done" && <span class="badge badge-ok">done{block.durationMs !== undefined ? ` · ${formatDuration(block.durationMs)}` : ""}</span>}
+        {state === "failed" && <span class="badge badge-error">failed{block.durationMs !== undefined ? ` · ${formatDuration(block.durationMs)}` : ""}</span>}
+      </summary>
+      <div class="tool-body">
+        <div class="tool-label">Arguments</div>
+        <Json value={block.args ?? {}} />
+        {block.done && (
+          <>
+            <div class="tool-label">{block.error ? "Error" : "Result"}</div>
+            {block.error ? <pre class="code tool-error">{block.error}</pre> : <Json value={block.result ?? null} />}
+          </>
+        )}
+      </div>
+    </details>
+  );
+}
+
+function ErrorCard({ block, actions }: { block: Extract<Block, { kind: "error" }>; actions: BlockActions }) {
+  const [copied, setCopied] = useState(false);
+  const e = block.error;
+  const title = e ? (LAYER_TITLES[e.layer] ?? `${e.layer} error`) : "The turn failed";
+  const diagnostics = JSON.stringify(
+    { turn_id: block.turnId ?? null, trace_id: block.traceId ?? null, layer: e?.layer ?? null, code: e?.code ?? null, message: e?.message ?? null },
+    null,
+    2,
+  );
+  return (
+    <div class="card error-card" role="alert" data-kind="error" data-layer={e?.layer ?? ""} data-code={e?.code ?? ""}>
+      <div class="card-head">
+        <span class="card-icon" aria-hidden="true">
+          !
+        </span>
+        <span class="card-title">{title}</span>
+        {e && <code class="error-code">{e.code}</code>}
+      </div>
+      {e && <div class="error-message">{e.message}</div>}
+      <div class="card-actions">
+        {e?.retryable && block.input !== undefined && (
+          <button type="button" class="btn btn-primary btn-sm" onClick={() => actions.retry(block.input!)}>
+            Retry
+          </button>
+        )}
+        <button type="button" class="btn btn-sm" onClick={() => actions.switchModel()}>
+          Switch model
+        </button>
+        <button
+          type="button"
+          class="btn btn-sm"
+          onClick={async () => {
+            if (await actions.copy(diagnostics)) {
+              setCopied(true);
+              setTimeout(() => setCopied(false), 2000);
+            }
+          }}
+        >
+          {copied ? "Copied ✓" : "Copy diagnostics"}
+        </button>
+      </div>
+      {(block.turnId || block.traceId) && (
+        <div class="diag">
+          {block.turnId && <span>turn {block.turnId}</span>}
+          {block.traceId && <span>trace {block.traceId}</span>}
+        </div>
+      )}
+    </div>
+  );
+}
+
+export function PendingView({ prompt, onDismiss, onRetry }: { prompt: PendingPrompt; onDismiss(): void; onRetry(): void }) {
+  return (
+    <div class="row row-user pending" data-kind="pending" data-status={prompt.status}>
+      <div class="bubble bubble-user bubble-pending">
+        <div class="user-text">{prompt.text}</div>
+        <div class="pending-meta">
+          {prompt.status === "queued" && <span class="badge badge-queued">Queued — runs after the current turn</span>}
+          {prompt.status === "sending" && <span class="badge badge-queued">Sending…</span>}
+          {prompt.status === "failed" && (
+            <>
+              <span class="badge badge-error">Not sent: {prompt.error}</span>
+              <button type="button" class="link" onClick={onRetry}>
+                Retry
+              </button>
+              <button type="button" class="link" onClick={onDismiss}>
+                Dismiss
+              </button>
+            </>
+          )}
+        </div>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,489 @@
+/**
+ * The page's state and every action, on top of the SDK (`src/client`): one TetherClient per tab,
+ * one subscription (the open session), the sessions list, the model list. Views read the
+ * controller and call its methods; `subscribe` tells them when to re-render.
+ */
+import {
+  ErrorCode,
+  Method,
+  RpcError,
+  TetherClient,
+  type ClientStatus,
+  type Frame,
+  type SessionSummary,
+  type Snapshot,
+} from "../../src/client/index.js";
+import { isRecoverableEnd } from "../../src/protocol/end-reasons.js";
+import {
+  applyFrame,
+  applyMessageSnapshot,
+  applyTodo,
+  fromSnapshot,
+  settlePending,
+  type SessionModel,
+} from "./model.js";
+
+export const TOKEN_KEY = "tether.apiKey";
+
+export interface ModelOption {
+  id: string;
+  provider: string;
+}
+
+export interface Toast {
+  id: number;
+  text: string;
+  tone: "info" | "ok" | "warn" | "error";
+}
+
+export interface ConfirmRequest {
+  model: string;
+  message: string;
+}
+
+type Listener = () => void;
+
+function newRequestId(): string {
+  const c = globalThis.crypto;
+  return typeof c?.randomUUID === "function" ? c.randomUUID() : `req-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+}
+
+function errorText(err: unknown): string {
+  if (err instanceof RpcError) return `${err.message} (${err.code})`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+export class AppController {
+  token: string | null;
+  needsKey = false;
+  keyError: string | undefined;
+  status: ClientStatus = { state: "connecting", attempt: 0 };
+  /** The gateway restarted while this page was open (shown once, then cleared). */
+  sessions: SessionSummary[] = [];
+  models: ModelOption[] = [];
+  current: SessionModel | undefined;
+  currentId: string | undefined;
+  loading = false;
+  sessionError: string | undefined;
+  confirm: ConfirmRequest | undefined;
+  toasts: Toast[] = [];
+  private client: TetherClient | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private listeners = new Set<Listener>();
+  private scheduled = false;
+  private toastSeq = 0;
+  private listTimer: ReturnType<typeof setInterval> | undefined;
+  private openSeq = 0;
+
+  constructor(private readonly storage: Storage, private readonly location: Location) {
+    this.token = storage.getItem(TOKEN_KEY);
+  }
+
+  subscribe(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Coalesces bursts of frames into one render per animation frame. */
+  private changed(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    const run = () => {
+      this.scheduled = false;
+      for (const l of [...this.listeners]) l();
+    };
+    if (typeof requestAnimationFrame === "function" && document.visibilityState === "visible") requestAnimationFrame(run);
+    else setTimeout(run, 16);
+  }
+
+  toast(text: string, tone: Toast["tone"] = "info", ms = 4000): void {
+    const id = ++this.toastSeq;
+    this.toasts = [...this.toasts, { id, text, tone }];
+    this.changed();
+    setTimeout(() => {
+      this.toasts = this.toasts.filter((t) => t.id !== id);
+      this.changed();
+    }, ms);
+  }
+
+  private authHeaders(): Record<string, string> {
+    return this.token ? { authorization: `Bearer ${this.token}` } : {};
+  }
+
+  /** Checks the key over HTTP (a browser learns nothing from a refused WebSocket), then connects. */
+  async start(): Promise<void> {
+    let res: Response;
+    try {
+      res = await fetch("/v1/models", { headers: this.authHeaders() });
+    } catch (err) {
+      this.status = { state: "reconnecting", attempt: 1, delayMs: 2000, reason: errorText(err) };
+      this.changed();
+      setTimeout(() => void this.start(), 2000);
+      return;
+    }
+    if (res.status === 401) {
+      this.needsKey = true;
+      this.keyError = this.token ? "That API key was refused." : undefined;
+      this.status = { state: "closed" };
+      this.changed();
+      return;
+    }
+    this.needsKey = false;
+    if (res.ok) {
+      const body = (await res.json()) as { data?: Array<{ id: string; owned_by: string }> };
+      this.models = (body.data ?? []).map((m) => ({ id: m.id, provider: m.owned_by }));
+    }
+    await this.connect();
+  }
+
+  async setToken(token: string): Promise<void> {
+    this.token = token.trim() || null;
+    if (this.token) this.storage.setItem(TOKEN_KEY, this.token);
+    else this.storage.removeItem(TOKEN_KEY);
+    await this.start();
+  }
+
+  forgetToken(): void {
+    this.storage.removeItem(TOKEN_KEY);
+    this.token = null;
+    void this.client?.close();
+    this.client = undefined;
+    this.needsKey = true;
+    this.changed();
+  }
+
+  private async connect(): Promise<void> {
+    const proto = this.location.protocol === "https:" ? "wss:" : "ws:";
+    const client = new TetherClient({
+      url: `${proto}//${this.location.host}/ws`,
+      ...(this.token ? { token: this.token } : {}),
+      backoff: { initialMs: 250, maxMs: 5000 },
+      onHandlerError: (err) => console.error("tether web: handler failed", err),
+    });
+    this.client = client;
+    client.onStatus((s) => {
+      this.status = s;
+      if (s.state === "connected" && s.reconnected) {
+        if (s.restarted) this.toast("Gateway restarted — transcript recovered", "ok");
+        void this.refreshSessions();
+      }
+      this.changed();
+    });
+    client.onGlobal((f) => {
+      if (f.type === "session.reclaimed") void this.refreshSessions();
+    });
+    for (;;) {
+      try {
+        await client.connect();
+        break;
+      } catch (err) {
+        this.status = { state: "reconnecting", attempt: 1, delayMs: 1000, reason: errorText(err) };
+        this.changed();
+        await new Promise((r) => setTimeout(r, 1000));
+        if (this.client !== client) return;
+      }
+    }
+    await this.refreshSessions();
+    this.listTimer ??= setInterval(() => void this.refreshSessions(), 10_000);
+    const wanted = this.sessionFromHash();
+    if (wanted) await this.openSession(wanted);
+    else if (this.sessions[0] && this.sessions[0].state !== "ended") this.navigate(this.sessions[0].session_id);
+    this.changed();
+  }
+
+  /** Called when the tab becomes visible or the network comes back: probe the socket. */
+  wake(): void {
+    void this.client?.wake();
+  }
+
+  sessionFromHash(): string | undefined {
+    const m = /^#\/s\/([^/?#]+)/.exec(this.location.hash);
+    return m ? decodeURIComponent(m[1]!) : undefined;
+  }
+
+  navigate(sessionId: string): void {
+    const hash = `#/s/${encodeURIComponent(sessionId)}`;
+    if (this.location.hash === hash) void this.openSession(sessionId);
+    else this.location.hash = hash;
+  }
+
+  async refreshSessions(): Promise<void> {
+    const client = this.client;
+    if (!client?.connected) return;
+    try {
+      const res = await client.call(Method.SessionList, { include_ended: true, limit: 100 });
+      this.sessions = res.sessions;
+      this.changed();
+    } catch {
+      // the next refresh (or reconnect) tries again
+    }
+  }
+
+  private requireClient(): TetherClient {
+    if (!this.client) throw new Error("not connected");
+    return this.client;
+  }
+
+  /** Subscribes first, then resumes: frames sent between the snapshot and the answer are kept. */
+  async openSession(sessionId: string): Promise<void> {
+    const client = this.requireClient();
+    const seq = ++this.openSeq;
+    const previous = this.currentId;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    if (previous && previous !== sessionId) void client.call(Method.SessionDetach, { session_id: previous }).catch(() => undefined);
+    this.currentId = sessionId;
+    if (this.current?.sessionId !== sessionId) this.current = undefined;
+    this.loading = true;
+    this.sessionError = undefined;
+    this.changed();
+
+    let model: SessionModel | undefined;
+    let early: Frame[] = [];
+    const off = client.subscribe(
+      sessionId,
+      (frame) => {
+        if (!model) early.push(frame);
+        else if (applyFrame(model, frame)) this.onModelFrame(model, frame);
+      },
+      {
+        onSnapshot: (snap) => {
+          if (model) {
+            applyMessageSnapshot(model, snap);
+            this.changed();
+          }
+        },
+        onDropped: (err) => this.onSessionLost(sessionId, err),
+        onSuspended: () => {
+          if (this.currentId === sessionId) void this.openSession(sessionId);
+        },
+        onGap: () => {
+          if (this.currentId === sessionId) void this.openSession(sessionId);
+        },
+      },
+    );
+    this.unsubscribe = off;
+    try {
+      const snap = await client.resumeSession(sessionId);
+      if (seq !== this.openSeq) return;
+      model = fromSnapshot(snap, this.current);
+      for (const f of early) if ((f.seq ?? 0) > snap.latest_seq) applyFrame(model, f);
+      early = [];
+      this.current = model;
+      this.currentId = snap.session_id;
+      if (snap.resolved_from) this.navigate(snap.session_id);
+    } catch (err) {
+      if (seq !== this.openSeq) return;
+      off();
+      this.unsubscribe = undefined;
+      await this.showEnded(sessionId, err);
+    } finally {
+      if (seq === this.openSeq) {
+        this.loading = false;
+        this.changed();
+      }
+    }
+    void this.refreshSessions();
+  }
+
+  /** A session that cannot be resumed (closed by a user): its transcript, read-only, with Reopen. */
+  private async showEnded(sessionId: string, err: unknown): Promise<void> {
+    const client = this.requireClient();
+    if (err instanceof RpcError && err.code === ErrorCode.Closed) {
+      const summary = this.sessions.find((s) => s.session_id === sessionId);
+      let messages: Snapshot["messages"] = [];
+      try {
+        messages = (await client.call(Method.SessionMessages, { session_id: sessionId, limit: 1000 })).messages;
+      } catch {
+        // the transcript may be unreadable for a closed session; the Reopen button still works
+      }
+      const endReason = (err.data as { end_reason?: string } | undefined)?.end_reason ?? summary?.end_reason ?? "user_close";
+      const snap: Snapshot = {
+        session_id: sessionId,
+        title: summary?.title ?? "",
+        profile: summary?.profile ?? "default",
+        model: summary?.model ?? "",
+        provider: "",
+        state: "ended",
+        running: false,
+        latest_seq: 0,
+        epoch: "",
+        messages,
+        todo: { revision: 0, items: [] },
+        delegations: [],
+      };
+      this.current = fromSnapshot(snap);
+      this.current.endReason = endReason;
+      return;
+    }
+    this.current = undefined;
+    this.sessionError =
+      err instanceof RpcError && err.code === ErrorCode.NotFound ? "This session does not exist (or belongs to someone else)." : errorText(err);
+  }
+
+  private onSessionLost(sessionId: string, err: Error): void {
+    if (this.currentId !== sessionId) return;
+    if (err instanceof RpcError && err.code === ErrorCode.Closed && this.current) {
+      this.current.state = "ended";
+      this.current.running = false;
+      this.current.version++;
+    }
+    void this.refreshSessions();
+    this.changed();
+  }
+
+  private onModelFrame(model: SessionModel, frame: Frame): void {
+    if (model !== this.current) return;
+    if (frame.type === "turn.complete" || frame.type === "session.info" || frame.type === "session.closed" || frame.type === "model.switched") {
+      void this.refreshSessions();
+    }
+    this.changed();
+  }
+
+  async newSession(): Promise<void> {
+    const client = this.requireClient();
+    try {
+      const snap = await client.createSession({});
+      await this.refreshSessions();
+      this.navigate(snap.session_id);
+    } catch (err) {
+      this.toast(`Could not create a session: ${errorText(err)}`, "error");
+    }
+  }
+
+  async submit(text: string): Promise<boolean> {
+    const model = this.current;
+    const client = this.client;
+    if (!model || !client || !text.trim()) return false;
+    if (model.state === "ended") {
+      this.toast("This session has ended: reopen it first", "warn");
+      return false;
+    }
+    const requestId = newRequestId();
+    // An untitled session is named after its first prompt (renamable from the sidebar).
+    if (!model.title && !model.blocks.some((b) => b.kind === "user") && model.pending.length === 0) {
+      const title = text.replace(/\s+/g, " ").trim().slice(0, 60);
+      model.title = title;
+      void client.call(Method.SessionUpdate, { session_id: model.sessionId, title }).then(() => this.refreshSessions(), () => undefined);
+    }
+    model.pending = [...model.pending, { requestId, text, status: "sending" }];
+    model.version++;
+    this.changed();
+    // The same request_id on every retry: a prompt sent twice never runs twice.
+    for (let attempt = 0; attempt < 20; attempt++) {
+      try {
+        const res = await client.call(Method.PromptSubmit, { session_id: model.sessionId, text, request_id: requestId }, { timeoutMs: 15_000 });
+        settlePending(model, requestId, res);
+        this.changed();
+        return true;
+      } catch (err) {
+        const transient = !(err instanceof RpcError) || err.retryable || err.code === ErrorCode.NotLive;
+        if (!transient || attempt === 19) {
+          model.pending = model.pending.map((q) => (q.requestId === requestId ? { ...q, status: "failed", error: errorText(err) } : q));
+          model.version++;
+          this.changed();
+          return false;
+        }
+        if (err instanceof RpcError && err.code === ErrorCode.NotLive) await this.openSession(model.sessionId).catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+    return false;
+  }
+
+  dismissPending(requestId: string): void {
+    const model = this.current;
+    if (!model) return;
+    model.pending = model.pending.filter((q) => q.requestId !== requestId);
+    model.version++;
+    this.changed();
+  }
+
+  async interrupt(): Promise<void> {
+    const model = this.current;
+    if (!model || !this.client) return;
+    try {
+      await this.client.call(Method.SessionInterrupt, { session_id: model.sessionId });
+    } catch (err) {
+      this.toast(`Interrupt failed: ${errorText(err)}`, "error");
+    }
+  }
+
+  async rename(sessionId: string, title: string): Promise<void> {
+    try {
+      await this.requireClient().call(Method.SessionUpdate, { session_id: sessionId, title });
+      if (this.current?.sessionId === sessionId) {
+        this.current.title = title;
+        this.current.version++;
+      }
+      await this.refreshSessions();
+    } catch (err) {
+      this.toast(`Rename failed: ${errorText(err)}`, "error");
+    }
+  }
+
+  async close(sessionId: string): Promise<void> {
+    try {
+      await this.requireClient().call(Method.SessionClose, { session_id: sessionId });
+      await this.refreshSessions();
+      this.toast("Session closed", "info");
+    } catch (err) {
+      this.toast(`Close failed: ${errorText(err)}`, "error");
+    }
+  }
+
+  /** Recoverable ends come back with a resume; user closes need `session.reopen`. */
+  async reopen(sessionId: string): Promise<void> {
+    const client = this.requireClient();
+    const summary = this.sessions.find((s) => s.session_id === sessionId);
+    const reason = summary?.end_reason ?? this.current?.endReason;
+    try {
+      if (!isRecoverableEnd(reason)) await client.call(Method.SessionReopen, { session_id: sessionId });
+      if (this.currentId === sessionId) this.current = undefined;
+      this.navigate(sessionId);
+      if (this.currentId === sessionId) await this.openSession(sessionId);
+      this.toast("Session reopened", "ok");
+    } catch (err) {
+      this.toast(`Reopen failed: ${errorText(err)}`, "error");
+    }
+  }
+
+  /** `config.set {key: "model"}`; a guarded model first asks (the confirm_required round trip). */
+  async switchModel(modelId: string, confirm = false): Promise<void> {
+    const model = this.current;
+    if (!model || !this.client) return;
+    this.confirm = undefined;
+    try {
+      const res = await this.client.call(Method.ConfigSet, { session_id: model.sessionId, key: "model", value: modelId, ...(confirm ? { confirm: true } : {}) });
+      if (res.status === "confirm_required") {
+        this.confirm = { model: modelId, message: res.confirm_message ?? `Switching to ${modelId} needs confirmation.` };
+      } else if (res.status === "pending") {
+        model.pendingModel = modelId;
+        model.version++;
+        this.toast(`${modelId} will be used from the next turn`, "info");
+      } else {
+        delete model.pendingModel;
+        model.model = modelId;
+        model.version++;
+      }
+    } catch (err) {
+      this.toast(`Model switch failed: ${errorText(err)}`, "error");
+    }
+    this.changed();
+  }
+
+  cancelConfirm(): void {
+    this.confirm = undefined;
+    this.changed();
+  }
+
+  async refreshTodo(): Promise<void> {
+    const model = this.current;
+    if (!model || !this.client || model.state === "ended") return;
+    try {
+      if (applyTodo(model, await this.client.call(Method.TodoGet, { session_id: model.sessionId }))) this.changed();
+    } catch {
+      // shown from frames anyway
+    }
+  }
+}

@@ -1,0 +1,19 @@
+/** Entry point: one controller per tab, rendered by Preact. */
+import { render } from "preact";
+import { App } from "./app.js";
+import { AppController } from "./controller.js";
+import "./styles.css";
+
+const ctl = new AppController(window.localStorage, window.location);
+window.addEventListener("hashchange", () => {
+  const id = ctl.sessionFromHash();
+  if (id && id !== ctl.currentId) void ctl.openSession(id);
+});
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible") ctl.wake();
+});
+window.addEventListener("online", () => ctl.wake());
+window.addEventListener("focus", () => ctl.wake());
+
+render(<App ctl={ctl} />, document.getElementById("app")!);
+void ctl.start();

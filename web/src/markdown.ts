@@ -1,0 +1,92 @@
+/**
+ * Model output → safe HTML. Markdown by `marked`, code blocks highlighted by highlight.js core
+ * with a handful of languages, and the result always passed through DOMPurify: raw HTML in model
+ * output is never injected as is (scripts, handlers, `javascript:` links are removed).
+ */
+import DOMPurify from "dompurify";
+import hljs from "highlight.js/lib/core";
+import bash from "highlight.js/lib/languages/bash";
+import javascript from "highlight.js/lib/languages/javascript";
+import json from "highlight.js/lib/languages/json";
+import python from "highlight.js/lib/languages/python";
+import sql from "highlight.js/lib/languages/sql";
+import typescript from "highlight.js/lib/languages/typescript";
+import xml from "highlight.js/lib/languages/xml";
+import yaml from "highlight.js/lib/languages/yaml";
+import { Marked, type Tokens } from "marked";
+
+hljs.registerLanguage("bash", bash);
+hljs.registerLanguage("javascript", javascript);
+hljs.registerLanguage("json", json);
+hljs.registerLanguage("python", python);
+hljs.registerLanguage("sql", sql);
+hljs.registerLanguage("typescript", typescript);
+hljs.registerLanguage("xml", xml);
+hljs.registerLanguage("yaml", yaml);
+for (const [alias, lang] of [
+  ["sh", "bash"],
+  ["shell", "bash"],
+  ["js", "javascript"],
+  ["ts", "typescript"],
+  ["py", "python"],
+  ["html", "xml"],
+  ["yml", "yaml"],
+] as const) {
+  hljs.registerAliases(alias, { languageName: lang });
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
+const marked = new Marked({
+  gfm: true,
+  breaks: true,
+  renderer: {
+    code({ text, lang }: Tokens.Code): string {
+      const language = (lang ?? "").trim().split(/\s+/)[0] ?? "";
+      const known = language !== "" && hljs.getLanguage(language) !== undefined;
+      const body = known ? hljs.highlight(text, { language, ignoreIllegals: true }).value : escapeHtml(text);
+      const label = language ? `<span class="code-lang">${escapeHtml(language)}</span>` : "";
+      return `<pre class="code">${label}<code class="hljs${known ? ` language-${escapeHtml(language)}` : ""}">${body}</code></pre>`;
+    },
+    // Raw HTML in model output is shown as text, not interpreted (DOMPurify is the second line).
+    html({ text }: Tokens.HTML | Tokens.Tag): string {
+      return escapeHtml(text);
+    },
+  },
+});
+
+DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+  if (node.tagName === "A") {
+    node.setAttribute("target", "_blank");
+    node.setAttribute("rel", "noopener noreferrer nofollow");
+  }
+});
+
+const PURIFY = {
+  USE_PROFILES: { html: true },
+  FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "iframe", "object", "embed"],
+  FORBID_ATTR: ["style"],
+};
+
+/** Sanitized HTML for a Markdown text (safe for innerHTML). */
+export function renderMarkdown(text: string): string {
+  const html = marked.parse(text, { async: false });
+  return DOMPurify.sanitize(html, PURIFY);
+}
+
+/** Pretty JSON for tool arguments and results. */
+export function prettyJson(value: unknown): string {
+  if (value === undefined) return "";
+  if (typeof value === "string") return value;
+  try {
+    return JSON.stringify(value, null, 2);
+  } catch {
+    return String(value);
+  }
+}
+
+export function highlightJson(value: unknown): string {
+  return hljs.highlight(prettyJson(value), { language: "json", ignoreIllegals: true }).value;
+}
