@@ -56,6 +56,8 @@ export function buildProviderCatalog(
     provider: new DemoProvider({ delayMs: config.demo.delayMs, clock }),
     models: [DEMO_MODEL],
     defaultModel: DEMO_MODEL,
+    // The demo has no context window: it compresses only by `compression.threshold_tokens` or `/compress`.
+    contextLength: Number.POSITIVE_INFINITY,
   });
   for (const [name, p] of Object.entries(config.providers)) {
     const defaultModel = p.default_model ?? p.models[0] ?? LEGACY_DEFAULT_MODEL;

@@ -78,7 +78,8 @@ export class Compressor {
 
   /** Automatic compression is due: enabled, over the threshold, not backing off. */
   due(rt: SessionRuntime): boolean {
-    if (!this.deps.host.config().enabled || rt.rotatedTo || rt.ending) return false;
+    // A sub-agent's session runs one task and ends: it is never rotated under its delegation.
+    if (!this.deps.host.config().enabled || rt.rotatedTo || rt.ending || rt.row.flags.delegate) return false;
     const b = this.backoff.get(rt);
     if (b && this.deps.clock.monotonic() < b.retryAt) return false;
     return this.tokens(rt) >= this.threshold(rt);

@@ -47,6 +47,7 @@ const SINCE_PAGE = 100_000;
 export class RemoteView {
   /** viewer id → session id → unsubscribe */
   private readonly follows = new Map<string, Map<string, () => void>>();
+  private readonly viewers = new Map<string, Viewer>();
 
   constructor(private readonly deps: RemoteViewDeps) {}
 
@@ -102,6 +103,7 @@ export class RemoteView {
       this.follows.set(viewer.id, mine);
     }
     mine.get(sessionId)?.();
+    this.viewers.set(viewer.id, viewer);
     const off = this.deps.bus.subscribe(sessionId, afterSeq, (_seq, wire) => {
       try {
         viewer.send(parseFrame(wire), wire);
@@ -110,6 +112,16 @@ export class RemoteView {
       }
     });
     mine.set(sessionId, off);
+  }
+
+  /** This node's viewers following `sessionId` through the bus. */
+  followersOf(sessionId: string): Viewer[] {
+    const out: Viewer[] = [];
+    for (const [viewerId, mine] of this.follows) {
+      const v = this.viewers.get(viewerId);
+      if (v && mine.has(sessionId)) out.push(v);
+    }
+    return out;
   }
 
   isFollowing(sessionId: string, viewer: Viewer): boolean {
@@ -122,7 +134,10 @@ export class RemoteView {
     if (!off) return false;
     off();
     mine!.delete(sessionId);
-    if (mine!.size === 0) this.follows.delete(viewer.id);
+    if (mine!.size === 0) {
+      this.follows.delete(viewer.id);
+      this.viewers.delete(viewer.id);
+    }
     return true;
   }
 
@@ -131,6 +146,7 @@ export class RemoteView {
     if (!mine) return;
     for (const off of mine.values()) off();
     this.follows.delete(viewer.id);
+    this.viewers.delete(viewer.id);
   }
 
   /** Stops following a session for every viewer (this node now owns it, or it ended). */
@@ -140,7 +156,10 @@ export class RemoteView {
       if (!off) continue;
       off();
       mine.delete(sessionId);
-      if (mine.size === 0) this.follows.delete(viewerId);
+      if (mine.size === 0) {
+        this.follows.delete(viewerId);
+        this.viewers.delete(viewerId);
+      }
     }
   }
 
@@ -153,6 +172,7 @@ export class RemoteView {
   close(): void {
     for (const mine of this.follows.values()) for (const off of mine.values()) off();
     this.follows.clear();
+    this.viewers.clear();
   }
 
   private async collect(sessionId: string, afterSeq: number): Promise<Cut> {

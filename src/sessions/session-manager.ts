@@ -31,6 +31,11 @@ import { FenceError, type SessionRow, type Store } from "../store/types.js";
 import { NodeUnreachable, type Bus, type BusRequest } from "../events/bus/index.js";
 import { RemoteView } from "./remote-view.js";
 
+/** Holds a viewer's place in a runtime while its frames come through the bus (sends nothing). */
+function placeholderFor(viewer: Viewer): Viewer {
+  return { id: viewer.id, send: () => undefined };
+}
+
 /** Marks a call forwarded from another node: it runs here, never forwarded again. */
 const FORWARDED = Symbol("forwarded");
 type ForwardedCaller = Caller & { [FORWARDED]?: true };
@@ -270,7 +275,13 @@ export class SessionManager implements LifecycleHost {
     }
     if (!this.liveRuntimes.has(sessionId)) {
       // Throws Busy when the owner still holds the lease (alive after all): the honest answer.
-      await this.binding(sessionId, () => this.reopenIf(caller, sessionId, isRecoverableEnd));
+      await this.binding(sessionId, async () => {
+        const runtime = await this.reopenIf(caller, sessionId, isRecoverableEnd);
+        // This node's viewers of the session keep following it through the bus (which now carries
+        // this node's frames, recovery included, in order); placeholders keep it from being parked.
+        for (const v of this.remote!.followersOf(sessionId)) this.attach(runtime, placeholderFor(v));
+        return runtime;
+      });
     }
     return { forwarded: false };
   }
@@ -622,7 +633,10 @@ export class SessionManager implements LifecycleHost {
         throw err;
       }
       this.assertOwner(caller, runtime.row);
-      if (viewer) this.attach(runtime, viewer);
+      // A viewer already following this session through the bus (it was remote until this node
+      // took it over) keeps that one ordered stream; the runtime holds a placeholder for it.
+      if (viewer && this.remote?.isFollowing(sessionId, viewer)) this.attach(runtime, placeholderFor(viewer));
+      else if (viewer) this.attach(runtime, viewer);
       else runtime.touch();
       return this.snapshot(runtime, afterSeq);
     })();

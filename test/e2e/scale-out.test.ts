@@ -139,4 +139,25 @@ describe.skipIf(!pgAvailable || !redisAvailable)("scale-out: PostgreSQL store + 
     expect(bad.error).toEqual(local.error);
     expect(b!.server.manager.liveCount).toBe(0);
   });
+
+  it("when node B takes over a session its client was following remotely, that client keeps one ordered stream and the session is not parked", async () => {
+    const [a, b] = await cluster(2);
+    const onA = await open(a!.wsUrl);
+    const sid = (await onA.call("session.create", {})).session_id;
+    const onB = await open(b!.wsUrl);
+    const snap = await onB.call("session.resume", { session_id: sid });
+    await a!.close(); // A stops: the session ends as `shutdown` (recoverable), its lease is released
+    servers.splice(servers.indexOf(a!), 1);
+    await onB.waitForEvent(sid, (f) => f.type === "session.closed");
+    const turn = await onB.call("prompt.submit", { session_id: sid, text: "count to 20" }); // B takes it over
+    await onB.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === turn.turn_id);
+    const seqs = onB.sessionEvents(sid).map((f) => f.seq!);
+    expect(seqs[0]).toBe(snap.latest_seq + 1);
+    expect(new Set(seqs).size).toBe(seqs.length);
+    expect([...seqs].sort((x, y) => x - y)).toEqual(seqs);
+    const reply = onB.sessionEvents(sid).find((f) => f.type === "message.complete" && f.turn_id === turn.turn_id && f.payload.role === "assistant");
+    expect(reply!.payload.content).toContain(Array.from({ length: 20 }, (_, i) => i + 1).join(" "));
+    expect(b!.server.manager.liveCount).toBe(1);
+    expect(b!.server.manager.lifecycle.timers.has(sid)).toBe(false); // watched, so not parked
+  });
 });

@@ -40,6 +40,8 @@ export class SessionView {
   readonly texts = new Map<string, string>();
   readonly snapshots: MessageSnapshot[] = [];
   duplicates = 0;
+  /** Text built from deltas and snapshots alone when each message's `message.complete` came. */
+  readonly textAtComplete = new Map<string, { text: string; seq: number }>();
 
   readonly onFrame = (frame: Frame): void => {
     const last = this.frames.at(-1)?.seq ?? -1;
@@ -47,6 +49,9 @@ export class SessionView {
     this.frames.push(frame as Frame<any>);
     const p = frame.payload as any;
     if (frame.type === EventType.MessageDelta) this.texts.set(p.message_id, (this.texts.get(p.message_id) ?? "") + p.text);
+    if (frame.type === EventType.MessageComplete && p.role === "assistant") {
+      this.textAtComplete.set(p.message_id, { text: this.texts.get(p.message_id) ?? "", seq: frame.seq! });
+    }
   };
 
   readonly onSnapshot = (s: MessageSnapshot): void => {
@@ -102,6 +107,17 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 export function countText(n: number): string {
   return Array.from({ length: n }, (_, i) => i + 1).join(" ");
+}
+
+/** CPU time (user + system) of a process in ms, from /proc (Linux); undefined elsewhere. */
+export function cpuMs(pid: number): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    // utime and stime are fields 14 and 15 of stat (11 and 12 after the command name).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Resident set of a process, from /proc (Linux); undefined elsewhere. */

@@ -8,9 +8,10 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { EventType, Method, type Frame, type TetherClient } from "../../src/client/index.js";
+import type { MessageSnapshot } from "../../src/protocol/index.js";
 import { spawnGateway, type SpawnedGateway } from "../support/spawn-gateway.js";
 import { tempDbPath } from "../support/temp-db.js";
-import { countText, newViewerClient, rssBytes, SessionView, trackedWebSocket, waitUntil } from "./fault-support.js";
+import { countText, cpuMs, newViewerClient, rssBytes, SessionView, trackedWebSocket, waitUntil } from "./fault-support.js";
 
 const N = Number(process.env.SLOW_N ?? 100_000);
 const FAST = 3;
@@ -23,6 +24,8 @@ afterAll(async () => {
 
 interface RunResult {
   ms: number;
+  /** The gateway's CPU time for the turn. */
+  cpu: number;
   peakRss: number;
 }
 
@@ -48,29 +51,44 @@ describe("slow viewer", () => {
       const before = fast.map((f) => f.view.of(EventType.TurnComplete).length);
       let peakRss = rssBytes(pid) ?? 0;
       const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssBytes(pid) ?? 0)), 50);
+      const cpu0 = cpuMs(pid) ?? 0;
       const t0 = performance.now();
       await creator.call(Method.PromptSubmit, { session_id, text: `count to ${n}` });
       await waitUntil(() => fast.every((f, i) => f.view.of(EventType.TurnComplete).length > before[i]!), 60_000, "every fast viewer's turn.complete");
       const ms = performance.now() - t0;
       clearInterval(sampler);
-      return { ms, peakRss };
+      return { ms, cpu: (cpuMs(pid) ?? 0) - cpu0, peakRss };
     }
 
     await run(10_000); // warm-up (JIT, SQLite pages)
-    // Best of two for each side: other work on a shared 2-core machine moves single runs a lot.
-    const best = (a: RunResult, b: RunResult): RunResult => ({ ms: Math.min(a.ms, b.ms), peakRss: Math.max(a.peakRss, b.peakRss) });
-    const baseline = best(await run(), await run());
+    // Best of three for each side: other work on a shared 2-core machine moves single runs a lot.
+    const best = (a: RunResult, b: RunResult): RunResult => ({
+      ms: Math.min(a.ms, b.ms),
+      cpu: Math.min(a.cpu, b.cpu),
+      peakRss: Math.max(a.peakRss, b.peakRss),
+    });
+    const baseline = best(best(await run(), await run()), await run());
 
     // The slow viewer: an SDK client whose socket stops reading just before the measured turn.
     const tracked = trackedWebSocket();
     const slow = newViewerClient(gateway.wsUrl, { WebSocket: tracked.ctor });
     await slow.connect();
     const slowView = new SessionView();
+    // Resyncs and snapshots in the order the app saw them.
+    const order: Array<{ resync?: number; snapshot?: MessageSnapshot }> = [];
     const resyncs: Frame[] = [];
     slow.onGlobal((f) => {
-      if (f.type === EventType.SessionResync) resyncs.push(f);
+      if (f.type === EventType.SessionResync) {
+        resyncs.push(f);
+        order.push({ resync: (f.payload as { from_seq: number }).from_seq });
+      }
     });
-    slow.subscribe(session_id, slowView.onFrame, { onSnapshot: slowView.onSnapshot });
+    slow.subscribe(session_id, slowView.onFrame, {
+      onSnapshot: (snap) => {
+        order.push({ snapshot: snap });
+        slowView.onSnapshot(snap);
+      },
+    });
     await slow.resumeSession(session_id);
     const rawWs = tracked.latest()!;
     const socket = (rawWs as unknown as { _socket: { pause(): void; resume(): void } })._socket;
@@ -84,13 +102,17 @@ describe("slow viewer", () => {
     });
     socket.pause();
 
-    const withSlow = best(await run(), await run());
+    const withSlow = best(best(await run(), await run()), await run());
     const ratio = baseline.ms / withSlow.ms;
     console.log(
       `slow viewer: ${FAST} fast viewers took ${withSlow.ms.toFixed(0)} ms for ${N} deltas with a paused viewer vs ` +
         `${baseline.ms.toFixed(0)} ms without (throughput ratio ${ratio.toFixed(2)}); gateway peak RSS ` +
         `${(withSlow.peakRss / MiB).toFixed(0)} MiB vs ${(baseline.peakRss / MiB).toFixed(0)} MiB`,
     );
+    console.log(`slow viewer: gateway CPU per turn ${withSlow.cpu.toFixed(0)} ms with vs ${baseline.cpu.toFixed(0)} ms without`);
+    // The agent is not slowed: the gateway spends about the same CPU on the turn (±20 %)…
+    if (baseline.cpu > 0) expect(withSlow.cpu).toBeLessThanOrEqual(baseline.cpu * 1.25);
+    // …and the other viewers' throughput stays within 20 % (best of three, wall clock).
     expect(ratio).toBeGreaterThanOrEqual(0.8);
     // Loose (GC timing moves RSS by tens of MiB): no growth with the size of the turn.
     if (baseline.peakRss > 0) expect(withSlow.peakRss - baseline.peakRss).toBeLessThan(128 * MiB);
@@ -102,32 +124,49 @@ describe("slow viewer", () => {
     // Another long turn; the slow viewer starts reading again shortly after it begins. It works
     // through its backlog, gets session.resync, catches up through since() + a snapshot, and ends
     // with the exact text of both replies.
+    // Two more turns, queued, so the resync very likely lands while a reply is still streaming.
     const before = fast[0]!.view.of(EventType.MessageDelta).length;
+    await creator.call(Method.PromptSubmit, { session_id, text: `count to ${N}` });
     await creator.call(Method.PromptSubmit, { session_id, text: `count to ${N}` });
     await waitUntil(() => fast[0]!.view.of(EventType.MessageDelta).length - before >= 2000, 30_000, "the second turn to stream");
     socket.resume();
-    await waitUntil(() => slowView.of(EventType.TurnComplete).length >= 3, 60_000, "the slow viewer's three turn.complete");
-    await waitUntil(() => fast.every((f) => f.view.of(EventType.TurnComplete).length >= 6), 60_000, "the fast viewers");
-    console.log(`fast viewers' deltas: ${fast.map((f) => f.view.of(EventType.MessageDelta).length).join(", ")} of ${10_000 + 5 * N}`);
+    await waitUntil(() => slowView.of(EventType.TurnComplete).length >= 5, 60_000, "the slow viewer's five turn.complete");
+    await waitUntil(() => fast.every((f) => f.view.of(EventType.TurnComplete).length >= 9), 60_000, "the fast viewers");
+    console.log(`fast viewers' deltas: ${fast.map((f) => f.view.of(EventType.MessageDelta).length).join(", ")} of ${10_000 + 8 * N}`);
 
     expect(resyncs.length).toBeGreaterThanOrEqual(1);
     // Bounded: what the gateway queued for the paused viewer is about its soft limit (8 MiB) plus
-    // the kernel's socket buffers — not the 3 × 100k deltas it skipped.
+    // the kernel's socket buffers — not the 100k-delta turns it skipped.
     console.log(`slow viewer: backlog read before the resync ${(backlogBytes / MiB).toFixed(1)} MiB`);
     expect(backlogBytes).toBeLessThan(24 * MiB);
     expect(resyncs[0]!.payload).toMatchObject({ session_id });
     expect(slowView.duplicates).toBe(0);
     const replies = slowView.of(EventType.MessageComplete).filter((f) => f.payload.role === "assistant");
-    expect(replies.map((f) => f.payload.content)).toEqual([countText(N), countText(N), countText(N)]);
+    expect(replies.map((f) => f.payload.content)).toEqual(Array(5).fill(countText(N)));
     // It skipped deltas (that is the point)…
-    expect(slowView.of(EventType.MessageDelta).length).toBeLessThan(3 * N);
-    // …and the second reply, still streaming when it caught up, was restored by a snapshot: the
-    // text built from deltas and snapshots alone is exact.
-    const second = replies[2]!.payload.message_id;
-    const shown = slowView.texts.get(second) ?? "";
-    console.log(`slow viewer: ${resyncs.length} resync(s), ${slowView.snapshots.length} snapshot(s), ${slowView.of(EventType.MessageDelta).length} of ${3 * N} deltas`);
-    expect(slowView.snapshots.some((s) => s.message_id === second)).toBe(true);
-    expect(shown === countText(N), `second reply shows ${shown.length} chars of ${countText(N).length}`).toBe(true);
+    expect(slowView.of(EventType.MessageDelta).length).toBeLessThan(5 * N);
+    // …and a reply still streaming when it caught up was restored by a snapshot: its text, built
+    // from deltas and snapshots alone, is exact. (One that completed while it lagged is exact
+    // through message.complete, whose content is authoritative.)
+    console.log(
+      `slow viewer: ${resyncs.length} resync(s), ${slowView.snapshots.length} snapshot(s), ` +
+        `${slowView.of(EventType.MessageDelta).length} of ${5 * N} deltas`,
+    );
+    // A snapshot restored what the skipped deltas carried: a reply healed by one, with no later
+    // skip before it completed, shows the exact text from deltas + snapshots alone. (A reply that
+    // completed while the viewer lagged is exact through message.complete, whose content is
+    // authoritative; whether the resync lands mid-reply depends on timing, so it is logged.)
+    let healed = 0;
+    for (const [i, { snapshot: snap }] of order.entries()) {
+      if (!snap) continue;
+      expect(countText(N).startsWith(snap.text)).toBe(true);
+      const done = slowView.textAtComplete.get(snap.message_id);
+      // Skipped again after this snapshot (a later resync whose episode began before the reply ended)?
+      if (!done || order.slice(i + 1).some((e) => e.resync !== undefined && e.resync < done.seq)) continue;
+      expect(done.text === countText(N), `healed reply shows ${done.text.length} chars of ${countText(N).length}`).toBe(true);
+      healed++;
+    }
+    console.log(`slow viewer: ${healed} reply(ies) healed mid-stream by a snapshot`);
 
     await slow.close();
     await Promise.all(fast.map((f) => f.client.close()));

@@ -159,16 +159,20 @@ describe("compression with the demo provider", () => {
   });
 
   it("removing a compression key on reload restores its default in live sessions", async () => {
-    const h = await harness({ compression: { threshold_tokens: 10 } });
-    const snap = await h.manager.create(ME, {}, new TestViewer("v"));
+    const providers = { x: { base_url: "http://127.0.0.1:9/v1", models: ["m"], context_length: 1000 } };
+    const h = await harness({ providers, compression: { threshold: 0.3 } });
+    const snap = await h.manager.create(ME, { provider: "x", model: "m" }, new TestViewer("v"));
     const rt = runtimeOf(h, snap.session_id)!;
-    expect(h.manager.compressor.threshold(rt)).toBe(10);
-    const withCap = resolveConfig({}, { compression: { threshold_tokens: 500, threshold: 0.25 } });
+    expect(h.manager.compressor.threshold(rt)).toBe(300);
+    const withCap = resolveConfig({}, { providers, compression: { threshold: 0.25, threshold_tokens: 100 } });
     h.manager.applyConfig(withCap, buildProviderCatalog(withCap, h.clock));
-    expect(h.manager.compressor.threshold(rt)).toBe(500);
-    const removed = resolveConfig({}, {});
+    expect(h.manager.compressor.threshold(rt)).toBe(100);
+    const removed = resolveConfig({}, { providers });
     h.manager.applyConfig(removed, buildProviderCatalog(removed, h.clock));
-    expect(h.manager.compressor.threshold(rt)).toBe(64_000); // 0.5 × the 128k default
+    expect(h.manager.compressor.threshold(rt)).toBe(500); // the 0.5 default, no cap
+    // The demo has no context window: only the cap (or /compress) compresses it.
+    const demo = await h.manager.create(ME, { provider: "demo" }, new TestViewer("w"));
+    expect(h.manager.compressor.threshold(runtimeOf(h, demo.session_id)!)).toBe(Number.POSITIVE_INFINITY);
   });
 });
 
