@@ -25,6 +25,21 @@ import { PromMetrics } from "../gateway/http/metrics.js";
 import type { ModelInfo } from "../gateway/http/context.js";
 import { VERSION } from "./version.js";
 
+/** What `gateway.info` advertises, so clients can feature-detect instead of guessing from versions. */
+export const GATEWAY_CAPABILITIES = [
+  "ws",
+  "events.since",
+  "snapshots",
+  "todo",
+  "profiles",
+  "config.set.model",
+  "compression",
+  "delegation",
+  "review",
+  "http.openai",
+  "http.sessions",
+] as const;
+
 export interface RunningServer {
   url: string;
   host: string;
@@ -143,7 +158,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     manager: profiles,
     auth,
     logger,
-    identity: { name: "tether", version: VERSION, capabilities: ["ws", "events.since", "snapshots", "todo"] },
+    identity: { name: "tether", version: VERSION, capabilities: [...GATEWAY_CAPABILITIES] },
     maxFrameBytes: config.limits.maxFrameBytes,
     now: () => clock.now(),
     clock,

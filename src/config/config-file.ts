@@ -68,6 +68,20 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 #   max_frame_bytes: 1048576
 #   ring_frames: 512
 #   max_iterations: 8
+
+# compression:               # rotate a long session into a continuation (live-reloaded)
+#   threshold: 0.5           # of the model's context_length
+#   threshold_tokens: 100000 # absolute cap, whichever comes first
+#   protect_first_n: 3
+#   protect_last_n: 20
+
+# delegation:                # background sub-agents (delegate_task, /review)
+#   max_concurrent: 4
+#   timeout_s: 600
+
+# retry:                     # retry model calls that failed with a retryable error
+#   max_retries: 0
+#   base_delay_ms: 1000
 `;
 
 /** Writes the commented starter file if there is none. Returns true when it wrote one. */

@@ -26,6 +26,7 @@ describe("a streamed turn over WebSocket", () => {
     expect(pong).toMatchObject({ pong: true, epoch: srv.server.epoch });
     const info = await sock.call("gateway.info");
     expect(info).toMatchObject({ name: "tether", protocol: 1, epoch: srv.server.epoch });
+    expect(info.capabilities).toEqual(expect.arrayContaining(["ws", "events.since", "profiles", "config.set.model", "delegation"]));
     sock.close();
   });
 
