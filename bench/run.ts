@@ -1,10 +1,10 @@
 /**
- * `npm run bench`: the three Tether benchmarks in one run, each against a baseline measured in the
+ * `npm run bench`: the Tether benchmarks in one run, each against a baseline measured in the
  * same run on the same machine. Progress goes to stderr; the table and verdicts to stdout; every
  * figure (with the per-run samples) to bench/.last-results.json.
  *
  *   npm run bench                      # everything (~2 minutes on 2 cores)
- *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle, comma-separated
+ *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer, comma-separated
  *   npm run bench -- --quick           # smaller sizes, for working on the harness itself
  *   npm run bench -- --scale           # scale-out: PostgreSQL + Redis, 1 vs 2 nodes (bench/scale.ts)
  *
@@ -17,7 +17,8 @@ import type { AppendsResult } from "./appends.js";
 import type { FanoutRow, FanoutScenario } from "./fanout.js";
 import type { CatchupResult } from "./catchup.js";
 import type { IdleResult } from "./idle-sessions.js";
-import { fmtInt, fmtMs, fmtRatio, progress } from "./stats.js";
+import type { SlowViewerResult } from "./slow-viewer.js";
+import { fmtInt, fmtMs, fmtRatio, median, progress } from "./stats.js";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -43,6 +44,7 @@ const SIZES = quick
       },
       catchup: { missedDurable: 1_000, iterations: 50, warmup: 10 },
       idle: { sessions: 2_000, warmup: 200 },
+      slowviewer: { n: 100_000, fastViewers: 3, pairs: 3 },
     }
   : {
       // 50k, not 100k: appends cost grows faster than linearly with the backlog (see the report),
@@ -60,6 +62,9 @@ const SIZES = quick
       },
       catchup: { missedDurable: 1_000, iterations: 300, warmup: 30 },
       idle: { sessions: 10_000, warmup: 500 },
+      // 100k deltas (~31 MiB per viewer): far past the 8 MiB soft limit plus the kernel's buffers,
+      // so the paused viewer lags for most of each turn. ~1 s per turn on 2 cores.
+      slowviewer: { n: 100_000, fastViewers: 3, pairs: 5 },
     };
 
 interface Row {
@@ -172,6 +177,42 @@ async function runIdle(): Promise<void> {
   });
 }
 
+async function runSlowViewer(): Promise<void> {
+  const { benchSlowViewer } = await import("./slow-viewer.js");
+  const r: SlowViewerResult = await benchSlowViewer(SIZES.slowviewer);
+  results.slowviewer = r;
+  const ok = r.ratio >= 0.8;
+  const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
+  const lagged = r.slowResyncs.filter((x) => x > 0).length;
+  rows.push({
+    name: `slow viewer: other viewers' deltas/s (${r.fastViewers} viewers, 1 paused, ${fmtInt(r.n)} deltas, ${r.pairs} pairs)`,
+    value: `${fmtInt(r.with)}/s`,
+    baseline: `${fmtInt(r.without)}/s`,
+    ratio: fmtRatio(r.ratio),
+    target: "ratio ≥ 0.8",
+    ok: ok ? "yes" : "NO",
+    verdict:
+      `slow viewer: with one paused viewer the other ${r.fastViewers} get ${fmtInt(r.with)} deltas/s vs ${fmtInt(r.without)} ` +
+      `without it (${fmtRatio(r.ratio)}×, medians of ${r.pairs} alternating pairs; median pair ratio ` +
+      `${fmtRatio(r.pairRatioMedian)}) — ${ok ? "meets" : "MISSES"} ≥ 0.8; ` +
+      `gateway CPU per turn ${r.cpuWithMs.toFixed(0)} vs ${r.cpuWithoutMs.toFixed(0)} ms; the paused viewer lagged and ` +
+      `got session.resync in ${lagged}/${r.pairs} turns (median ${fmtInt(median(r.slowDeltas))} of ${fmtInt(r.n)} deltas, ` +
+      `${mib(median(r.slowBacklogBytes))} read before the resync).`,
+  });
+  rows.push({
+    name: `slow viewer: gateway RSS growth (peak with − peak without)`,
+    value: mib(r.rssGrowthBytes),
+    baseline: mib(r.rssPeakWithoutBytes),
+    ratio: fmtRatio(r.rssPeakWithBytes / r.rssPeakWithoutBytes),
+    target: "—",
+    ok: "—",
+    verdict:
+      `slow viewer memory: gateway peak RSS ${mib(r.rssPeakWithBytes)} with the paused viewer vs ${mib(r.rssPeakWithoutBytes)} ` +
+      `without (${r.rssGrowthBytes >= 0 ? "+" : ""}${mib(r.rssGrowthBytes)}); settled ${mib(r.rssSettledStartBytes)} after the warm-up → ` +
+      `${mib(r.rssSettledEndBytes)} after the last pair (the transcript grows by one ~0.6 MB reply per turn).`,
+  });
+}
+
 function printTable(): void {
   const head: Row = { name: "benchmark", value: "value", baseline: "baseline", ratio: "ratio", target: "target", ok: "—", verdict: "" };
   const cols: Array<keyof Row> = ["name", "value", "baseline", "ratio", "target", "ok"];
@@ -198,6 +239,7 @@ for (const [name, fn] of [
   ["fanout", runFanout],
   ["catchup", runCatchup],
   ["idle", runIdle],
+  ["slowviewer", runSlowViewer],
 ] as const) {
   if (!wanted(name)) continue;
   progress(name, "starting");

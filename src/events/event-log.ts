@@ -11,10 +11,10 @@
  *   messages still streaming, so a client that lost deltas re-renders without a gap.
  */
 import {
-  encodeEventNotification,
   EventType,
   frameJsonOfNotification,
   isTransientEvent,
+  SessionFrameEncoder,
   type Frame,
   type MessageDeltaPayload,
   type MessageSnapshot,
@@ -98,6 +98,8 @@ export class EventLog implements SessionEventLog {
   /** Recent durable frames as JSON (catch-ups skip the store); made at the first durable delivery. */
   private cache: DurableCache | undefined;
   private readonly seqBlock: number;
+  /** Encodes this log's frames as notifications (once per frame, shared by every viewer). */
+  private readonly encoder: SessionFrameEncoder;
   /** Writes submitted and not yet settled; flushed() waits for zero. */
   private pendingWrites = 0;
   private flushWaiters: Array<() => void> = [];
@@ -127,6 +129,7 @@ export class EventLog implements SessionEventLog {
     this.deliveredSeq = latestDurable;
     this.lastDurableDelivered = latestDurable;
     this.ring = new ReplayRing(deps.ringLimits, deps.ringBudget);
+    this.encoder = new SessionFrameEncoder(sessionId, deps.epoch);
   }
 
   get epoch(): string {
@@ -420,10 +423,9 @@ export class EventLog implements SessionEventLog {
     this.trackStreaming(frame);
     this.deliveredSeq = seq;
     this.deps.metrics?.frameDelivered(frame.type);
-    let wire: string | undefined;
+    // Encoded even with no viewer: the ring and the durable cache serve catch-ups from this text.
+    const wire = this.encoder.encode(frame);
     if (item.durable) {
-      // Encoded even with no viewer: the cache serves the next catch-up from this text.
-      wire = encodeEventNotification(frame);
       this.cache ??= new DurableCache(
         this.lastDurableDelivered,
         this.deps.cacheBytes ?? DEFAULT_CACHE_SESSION_BYTES,
@@ -432,11 +434,9 @@ export class EventLog implements SessionEventLog {
       this.cache.push(seq, frameJsonOfNotification(wire));
       this.lastDurableDelivered = seq;
     } else {
-      wire = encodeEventNotification(frame);
       this.ring.push(frame, wire);
     }
     if (this.listeners.size === 0) return;
-    wire ??= encodeEventNotification(frame);
     for (const listener of this.listeners) {
       try {
         listener(frame, wire);

@@ -63,6 +63,9 @@ export class ReplayRing {
     return this.entries.length - this.head;
   }
 
+  /** Made once, not per push (a push happens per delta). */
+  private readonly overOwnLimits = (): boolean => this.size > this.limits.maxFrames || this.bytes > this.limits.maxBytes;
+
   get byteSize(): number {
     return this.bytes;
   }
@@ -74,7 +77,7 @@ export class ReplayRing {
     this.bytes += bytes;
     this.budget.bytes += bytes;
     this.budget.frames += 1;
-    this.evictWhile(() => this.size > this.limits.maxFrames || this.bytes > this.limits.maxBytes);
+    this.evictWhile(this.overOwnLimits);
     this.budget.enforce(this);
   }
 

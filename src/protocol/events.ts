@@ -222,6 +222,67 @@ export function encodeEventNotification(frame: Frame): string {
   return `${NOTIFICATION_PREFIX}${JSON.stringify(frame)}}`;
 }
 
+/**
+ * encodeEventNotification for the frames of one session log, byte for byte, without re-escaping
+ * what is the same in every frame (session id, epoch, type, turn and trace ids): the wire text of
+ * a token stream is made once per delta, so this is on the hot path. It relies on the key order
+ * EventLog.emit builds (type, session_id, seq, epoch, ts, payload, turn_id?, trace_id?) and falls
+ * back to JSON.stringify for any frame that is not exactly of that shape.
+ */
+export class SessionFrameEncoder {
+  private readonly head: string;
+  private readonly epochJson: string;
+  private readonly typeJson = new Map<string, string>();
+  private lastTurn: string | undefined;
+  private lastTurnJson = "";
+  private lastTrace: string | undefined;
+  private lastTraceJson = "";
+
+  constructor(
+    private readonly sessionId: string,
+    private readonly epoch: string,
+  ) {
+    this.head = `,"session_id":${JSON.stringify(sessionId)},"seq":`;
+    this.epochJson = JSON.stringify(epoch);
+  }
+
+  encode(frame: Frame): string {
+    const { seq, ts, payload } = frame;
+    if (
+      frame.session_id !== this.sessionId ||
+      frame.epoch !== this.epoch ||
+      typeof seq !== "number" ||
+      !Number.isFinite(seq) ||
+      !Number.isFinite(ts) ||
+      payload === undefined ||
+      typeof payload === "function"
+    ) {
+      return encodeEventNotification(frame);
+    }
+    let type = this.typeJson.get(frame.type);
+    if (type === undefined) {
+      type = JSON.stringify(frame.type);
+      this.typeJson.set(frame.type, type);
+    }
+    let out = `${NOTIFICATION_PREFIX}{"type":${type}${this.head}${seq},"epoch":${this.epochJson},"ts":${ts},"payload":${JSON.stringify(payload)}`;
+    if (frame.turn_id !== undefined) {
+      if (frame.turn_id !== this.lastTurn) {
+        this.lastTurn = frame.turn_id;
+        this.lastTurnJson = JSON.stringify(frame.turn_id);
+      }
+      out += `,"turn_id":${this.lastTurnJson}`;
+    }
+    if (frame.trace_id !== undefined) {
+      if (frame.trace_id !== this.lastTrace) {
+        this.lastTrace = frame.trace_id;
+        this.lastTraceJson = JSON.stringify(frame.trace_id);
+      }
+      out += `,"trace_id":${this.lastTraceJson}`;
+    }
+    return `${out}}}`;
+  }
+}
+
 /** The frame's own JSON inside a notification made by encodeEventNotification. */
 export function frameJsonOfNotification(wire: string): string {
   return wire.slice(NOTIFICATION_PREFIX.length, -1);

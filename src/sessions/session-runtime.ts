@@ -2,17 +2,18 @@
  * A live session: its event log, conversation, todo list, viewers and turn queue. Exactly one
  * runtime per live session per process; the SessionManager owns the registry.
  */
-import { ErrorCode, EventType, TetherError, type SubmitResult } from "../protocol/index.js";
+import { ErrorCode, TetherError, type SubmitResult } from "../protocol/index.js";
 import type { Clock } from "../lib/clock.js";
 import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
-import type { EventLog, EmitOptions, SessionEventLog } from "../events/index.js";
+import type { EventLog } from "../events/index.js";
 import type { SessionRow, WriteOp } from "../store/types.js";
 import type { ChatMessage, Provider } from "../agent/provider.js";
 import type { UsageMark } from "../agent/compression/index.js";
 import type { CompressionConfig, RetryConfig } from "../config/index.js";
 import { runTurn } from "../agent/turn-runner.js";
 import { createTodoList, type TodoList, type ToolRegistry } from "../agent/tools/index.js";
+import { turnLogOf, turnStartOps } from "./turn-bookkeeping.js";
 import { TurnQueue, type QueuedTurn } from "./turn-queue.js";
 import type { Viewer } from "./viewer.js";
 
@@ -327,20 +328,7 @@ export class SessionRuntime {
       }
       return;
     }
-    const now = this.deps.clock.now();
-    const startOps: WriteOp[] = [
-      {
-        op: "session.update",
-        id: this.id,
-        patch: { active_turn: { turn_id: turn.turnId, trace_id: turn.traceId }, last_activity_at: now },
-      },
-    ];
-    if (turn.requestId !== undefined) {
-      startOps.push({
-        op: "idempotency.put",
-        row: { session_id: this.id, request_id: turn.requestId, turn_id: turn.turnId, trace_id: turn.traceId, created_at: now },
-      });
-    }
+    const startOps = turnStartOps(this.id, turn, this.deps.clock.now());
     try {
       if (this.command && turn.text.startsWith("/") && (await this.command(turn, signal, startOps))) {
         await this.afterTurn?.();
@@ -352,7 +340,7 @@ export class SessionRuntime {
         turnId: turn.turnId,
         traceId: turn.traceId,
         input: turn.text,
-        log: this.turnLog(),
+        log: turnLogOf(this.log, this.id, this.deps.clock),
         history: this.history,
         systemPrompt: this.deps.systemPrompt,
         todo: this.todo,
@@ -379,29 +367,5 @@ export class SessionRuntime {
       // runTurn reports turn failures as events; reaching here is a bug worth a loud line.
       this.logger.error({ err, trace_id: turn.traceId, turn_id: turn.turnId }, "turn runner threw");
     }
-  }
-
-  /**
-   * The log as the turn runner sees it: `turn.complete` also clears the session's active turn in
-   * the same transaction, so recovery after a crash knows exactly which turn was in flight.
-   */
-  private turnLog(): SessionEventLog {
-    const log = this.log;
-    const id = this.id;
-    const clock = this.deps.clock;
-    return {
-      sessionId: id,
-      emit<P>(type: string, payload: P, opts?: EmitOptions) {
-        if (type !== EventType.TurnComplete) return log.emit(type, payload, opts);
-        const clear: WriteOp = {
-          op: "session.update",
-          id,
-          patch: { active_turn: null, last_activity_at: clock.now() },
-        };
-        return log.emit(type, payload, { ...opts, ops: [...(opts?.ops ?? []), clear] });
-      },
-      write: (ops) => log.write(ops),
-      flushed: () => log.flushed(),
-    };
   }
 }

@@ -1,17 +1,20 @@
 /**
  * Slow viewer: during a 100,000-delta turn one SDK viewer stops reading (its TCP socket paused).
  * The gateway marks it lagging once its send buffer passes the soft limit (8 MiB), skips deltas
- * for it, and so: the other viewers' throughput stays within 20% of a run without the slow one,
- * the gateway's memory stays bounded, and the slow viewer — resumed halfway — gets
- * `session.resync`, catches up through since() + snapshots, and ends with the exact final text
- * built from deltas and snapshots alone.
+ * for it, and so: the other viewers still get every frame, the gateway's memory stays bounded,
+ * and the slow viewer — resumed halfway — gets `session.resync`, catches up through since() +
+ * snapshots, and ends with the exact final text built from deltas and snapshots alone.
+ *
+ * Timing is not asserted here (project rule: a number from an issue is measured by a benchmark,
+ * never by a timed test): the other viewers' throughput with vs without the paused viewer, and the
+ * gateway's RSS growth, are measured by `npm run bench -- --only=slowviewer` (bench/slow-viewer.ts).
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { EventType, Method, type Frame, type TetherClient } from "../../src/client/index.js";
 import type { MessageSnapshot } from "../../src/protocol/index.js";
 import { spawnGateway, type SpawnedGateway } from "../support/spawn-gateway.js";
 import { tempDbPath } from "../support/temp-db.js";
-import { countText, cpuMs, newViewerClient, rssBytes, SessionView, trackedWebSocket, waitUntil } from "./fault-support.js";
+import { countText, newViewerClient, rssBytes, SessionView, trackedWebSocket, waitUntil } from "./fault-support.js";
 
 const N = Number(process.env.SLOW_N ?? 100_000);
 const FAST = 3;
@@ -23,14 +26,11 @@ afterAll(async () => {
 });
 
 interface RunResult {
-  ms: number;
-  /** The gateway's CPU time for the turn. */
-  cpu: number;
   peakRss: number;
 }
 
 describe("slow viewer", () => {
-  it("never slows the others, stays bounded, and recovers the exact text through resync", async () => {
+  it("the others get every frame; stays bounded; recovers the exact text through resync", async () => {
     gateway = await spawnGateway(["--port", "0", "--db", tempDbPath()], { TETHER_DEMO_DELAY_MS: "0" });
     const pid = gateway.child.pid!;
     const fast: Array<{ client: TetherClient; view: SessionView }> = [];
@@ -46,28 +46,21 @@ describe("slow viewer", () => {
       fast.push({ client, view });
     }
 
-    /** One `count to N` turn; ms from the submit until every fast viewer has its turn.complete. */
+    /** One `count to N` turn, until every fast viewer has its turn.complete; the gateway's peak RSS. */
     async function run(n = N): Promise<RunResult> {
       const before = fast.map((f) => f.view.of(EventType.TurnComplete).length);
       let peakRss = rssBytes(pid) ?? 0;
       const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssBytes(pid) ?? 0)), 50);
-      const cpu0 = cpuMs(pid) ?? 0;
-      const t0 = performance.now();
       await creator.call(Method.PromptSubmit, { session_id, text: `count to ${n}` });
       await waitUntil(() => fast.every((f, i) => f.view.of(EventType.TurnComplete).length > before[i]!), 60_000, "every fast viewer's turn.complete");
-      const ms = performance.now() - t0;
       clearInterval(sampler);
-      return { ms, cpu: (cpuMs(pid) ?? 0) - cpu0, peakRss };
+      return { peakRss };
     }
 
     await run(10_000); // warm-up (JIT, SQLite pages)
-    // Best of three for each side: other work on a shared 2-core machine moves single runs a lot.
-    const best = (a: RunResult, b: RunResult): RunResult => ({
-      ms: Math.min(a.ms, b.ms),
-      cpu: Math.min(a.cpu, b.cpu),
-      peakRss: Math.max(a.peakRss, b.peakRss),
-    });
-    const baseline = best(best(await run(), await run()), await run());
+    // Three turns each side: the peak RSS over three turns, so one GC's timing does not decide it.
+    const peak = (a: RunResult, b: RunResult): RunResult => ({ peakRss: Math.max(a.peakRss, b.peakRss) });
+    const baseline = peak(peak(await run(), await run()), await run());
 
     // The slow viewer: an SDK client whose socket stops reading just before the measured turn.
     const tracked = trackedWebSocket();
@@ -102,18 +95,11 @@ describe("slow viewer", () => {
     });
     socket.pause();
 
-    const withSlow = best(best(await run(), await run()), await run());
-    const ratio = baseline.ms / withSlow.ms;
+    const withSlow = peak(peak(await run(), await run()), await run());
     console.log(
-      `slow viewer: ${FAST} fast viewers took ${withSlow.ms.toFixed(0)} ms for ${N} deltas with a paused viewer vs ` +
-        `${baseline.ms.toFixed(0)} ms without (throughput ratio ${ratio.toFixed(2)}); gateway peak RSS ` +
-        `${(withSlow.peakRss / MiB).toFixed(0)} MiB vs ${(baseline.peakRss / MiB).toFixed(0)} MiB`,
+      `slow viewer: gateway peak RSS ${(withSlow.peakRss / MiB).toFixed(0)} MiB with a paused viewer vs ` +
+        `${(baseline.peakRss / MiB).toFixed(0)} MiB without`,
     );
-    console.log(`slow viewer: gateway CPU per turn ${withSlow.cpu.toFixed(0)} ms with vs ${baseline.cpu.toFixed(0)} ms without`);
-    // The agent is not slowed: the gateway spends about the same CPU on the turn (±20 %)…
-    if (baseline.cpu > 0) expect(withSlow.cpu).toBeLessThanOrEqual(baseline.cpu * 1.25);
-    // …and the other viewers' throughput stays within 20 % (best of three, wall clock).
-    expect(ratio).toBeGreaterThanOrEqual(0.8);
     // Loose (GC timing moves RSS by tens of MiB): no growth with the size of the turn.
     if (baseline.peakRss > 0) expect(withSlow.peakRss - baseline.peakRss).toBeLessThan(128 * MiB);
     for (const f of fast) {

@@ -4,7 +4,7 @@ import { EventLog, GroupCommitter, RingBudget, type EventLogDeps } from "../../s
 import { SqliteStore } from "../../src/store/index.js";
 import type { SessionRow, Store } from "../../src/store/types.js";
 import { FakeClock } from "../../src/lib/clock.js";
-import type { Frame } from "../../src/protocol/index.js";
+import { encodeEventNotification, SessionFrameEncoder, type Frame } from "../../src/protocol/index.js";
 import { tempDbPath } from "../support/temp-db.js";
 
 const stores: Store[] = [];
@@ -189,6 +189,31 @@ describe("EventLog", () => {
       const plain = await log.since(after);
       const fromJson = JSON.parse(await log.sinceJson(after));
       expect(fromJson).toEqual(JSON.parse(JSON.stringify(plain)));
+    }
+  });
+  it("broadcasts each frame as exactly encodeEventNotification's text", async () => {
+    const { deps } = await setup();
+    const log = await EventLog.open("s1", deps);
+    const got: Array<{ frame: Frame; wire: string }> = [];
+    log.subscribe((frame, wire) => got.push({ frame, wire }));
+    log.emit("turn.start", { turn_id: "t1", input: 'quote " and \\ and \u2028 ✓' }, { turnId: "t1", traceId: "a".repeat(32) });
+    log.emit("message.start", { message_id: "m1", role: "assistant" }, { turnId: "t1" });
+    for (let i = 1; i <= 3; i++) log.emit("message.delta", delta(i), { turnId: "t1", traceId: "a".repeat(32) });
+    log.emit("message.delta", delta(4), { turnId: "t2", traceId: "b".repeat(32) });
+    log.emit("todo.updated", { revision: 1, items: [{ content: "ünïcødé", status: "pending" }] });
+    log.emit("message.delta", delta(5));
+    await log.settled();
+    expect(got.length).toBe(8);
+    for (const { frame, wire } of got) expect(wire).toBe(encodeEventNotification(frame));
+    // Frames not of the log's own shape fall back to JSON.stringify.
+    const enc = new SessionFrameEncoder("s1", "e1");
+    for (const f of [
+      { type: "x", session_id: "other", seq: 1, epoch: "e1", ts: 1, payload: {} },
+      { type: "x", session_id: "s1", epoch: "e1", ts: 1, payload: {} },
+      { type: "x", session_id: "s1", seq: 2, epoch: "e1", ts: Number.NaN, payload: {} },
+      { type: "x", session_id: "s1", seq: 3, epoch: "e1", ts: 1, payload: undefined },
+    ] as Frame[]) {
+      expect(enc.encode(f)).toBe(encodeEventNotification(f));
     }
   });
 });

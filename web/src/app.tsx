@@ -384,6 +384,9 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
                 <li>
                   <code>fail: provider/rate_limited</code> — an error card
                 </li>
+                <li>
+                  <code>delegate: write a haiku; check the spelling</code> — background sub-agents
+                </li>
               </ul>
             </div>
           )}

@@ -1,6 +1,6 @@
 /** The transcript's blocks: messages, tool cards, error cards, delegations, notices. */
 import { useMemo, useState } from "preact/hooks";
-import type { Block, PendingPrompt } from "./model.js";
+import type { Block, DelegationTaskView, PendingPrompt } from "./model.js";
 import { highlightJson, renderMarkdown } from "./markdown.js";
 
 const LAYER_TITLES: Record<string, string> = {
@@ -79,24 +79,9 @@ export function BlockView({ block, actions }: { block: Block; actions: BlockActi
     case "error":
       return <ErrorCard block={block} actions={actions} />;
     case "delegation":
-      return (
-        <div class="card delegation" data-kind="delegation" data-status={block.status}>
-          <div class="card-head">
-            <span class="card-icon" aria-hidden="true">
-              ⇄
-            </span>
-            <span class="card-title">Sub-agent · {block.title}</span>
-            <span class={`badge badge-${block.status === "failed" ? "error" : block.status === "delivered" ? "ok" : "run"}`}>{block.status}</span>
-          </div>
-          {block.status === "running" && block.progress && <div class="card-note">{block.progress}</div>}
-          {block.result && (
-            <div class="delivered">
-              <div class="delivered-label">Delivered result</div>
-              <Markdown text={block.result} />
-            </div>
-          )}
-        </div>
-      );
+      return <DelegationCard block={block} />;
+    case "delegation-result":
+      return <DelegationResultCard block={block} />;
     case "notice":
       return (
         <div class={`notice notice-${block.tone}`} role="note">
@@ -104,6 +89,111 @@ export function BlockView({ block, actions }: { block: Block; actions: BlockActi
         </div>
       );
   }
+}
+
+const TASK_LABELS: Record<DelegationTaskView["status"], string> = {
+  pending: "waiting",
+  running: "running…",
+  completed: "done",
+  failed: "failed",
+};
+
+function delegationTitle(kind: string, tasks: number): string {
+  if (kind === "review") return "Review";
+  return tasks === 1 ? "Sub-agent" : `Sub-agents · ${tasks} tasks`;
+}
+
+function TaskList({ tasks }: { tasks: DelegationTaskView[] }) {
+  return (
+    <ol class="dlg-tasks">
+      {tasks.map((t, n) => (
+        <li key={n} class="dlg-task" data-status={t.status}>
+          <span class="dlg-dot" aria-hidden="true" />
+          <span class="dlg-goal" title={t.goal}>
+            {t.goal}
+          </span>
+          <span class="dlg-state">
+            {TASK_LABELS[t.status]}
+            {t.durationMs !== undefined && (t.status === "completed" || t.status === "failed") ? ` · ${formatDuration(t.durationMs)}` : ""}
+          </span>
+          {t.error && <div class="dlg-error">{t.error}</div>}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+/** A delegation where it started: its tasks, live (running → done/failed), then delivered. */
+function DelegationCard({ block }: { block: Extract<Block, { kind: "delegation" }> }) {
+  const ended = block.tasks.filter((t) => t.status === "completed" || t.status === "failed").length;
+  const failed = block.tasks.filter((t) => t.status === "failed").length;
+  const total = block.tasks.length;
+  let badge: { tone: string; text: string };
+  if (block.status === "running") badge = { tone: "run", text: total > 1 ? `running · ${ended}/${total} done` : "running…" };
+  else if (block.status === "completed") badge = { tone: "run", text: "delivering…" };
+  else if (failed > 0) badge = { tone: failed === total ? "error" : "warn", text: failed === total ? "failed" : `delivered · ${failed} failed` };
+  else badge = { tone: "ok", text: "delivered" };
+  const duration = block.status !== "running" && block.durationMs !== undefined ? formatDuration(block.durationMs) : undefined;
+  return (
+    <div
+      class={`card delegation delegation-${block.delegationKind === "review" ? "review" : "delegate"}`}
+      data-kind="delegation"
+      data-key={block.key}
+      data-delegation-kind={block.delegationKind}
+      data-status={block.status}
+    >
+      <div class="card-head">
+        <span class="card-icon" aria-hidden="true">
+          {block.delegationKind === "review" ? "✎" : "⇄"}
+        </span>
+        <span class="card-title">{delegationTitle(block.delegationKind, total)}</span>
+        {duration && <span class="card-meta">{duration}</span>}
+        <span class={`badge badge-${badge.tone}`}>{badge.text}</span>
+      </div>
+      <TaskList tasks={block.tasks} />
+      {block.status === "delivered" && block.resultKey && (
+        <div class="card-foot">
+          <button
+            type="button"
+            class="link"
+            onClick={() => document.querySelector(`[data-kind="delegation-result"][data-key="${CSS.escape(block.resultKey!)}"]`)?.scrollIntoView({ behavior: "smooth", block: "center" })}
+          >
+            Show the result ↓
+          </button>
+        </div>
+      )}
+    </div>
+  );
+}
+
+/** The delivered results, where they landed: a card of their own (never a user bubble), Markdown. */
+function DelegationResultCard({ block }: { block: Extract<Block, { kind: "delegation-result" }> }) {
+  const review = block.delegationKind === "review";
+  const tone = block.failed === 0 ? "ok" : block.completed === 0 ? "error" : "warn";
+  return (
+    <div
+      class="card delegation-result"
+      data-kind="delegation-result"
+      data-key={block.key}
+      data-delegation-id={block.delegationId}
+      data-delegation-kind={block.delegationKind}
+    >
+      <div class="card-head">
+        <span class="card-icon" aria-hidden="true">
+          {review ? "✎" : "↩"}
+        </span>
+        <span class="card-title">{review ? "Review result" : block.total === 1 ? "Sub-agent result" : "Sub-agent results"}</span>
+        {block.durationMs !== undefined && <span class="card-meta">{formatDuration(block.durationMs)}</span>}
+        <span class={`badge badge-${tone}`}>
+          {block.completed}/{block.total} completed{block.failed > 0 ? ` · ${block.failed} failed` : ""}
+        </span>
+      </div>
+      <div class="delivered">
+        <Markdown text={block.text} />
+      </div>
+      <div class="card-foot">Added to the conversation: the model sees it with your next message.</div>
+    </div>
+  );
 }
 
 function ToolCard({ block }: { block: Extract<Block, { kind: "tool" }> }) {

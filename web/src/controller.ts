@@ -297,6 +297,12 @@ export class AppController {
       } catch {
         // the transcript may be unreadable for a closed session; the Reopen button still works
       }
+      let delegations: Snapshot["delegations"] = [];
+      try {
+        delegations = (await client.call(Method.DelegationList, { session_id: sessionId })).delegations;
+      } catch {
+        // no delegation cards then; delivered results still show as result cards
+      }
       const endReason = (err.data as { end_reason?: string } | undefined)?.end_reason ?? summary?.end_reason ?? "user_close";
       const snap: Snapshot = {
         session_id: sessionId,
@@ -310,7 +316,7 @@ export class AppController {
         epoch: "",
         messages,
         todo: { revision: 0, items: [] },
-        delegations: [],
+        delegations,
       };
       this.current = fromSnapshot(snap);
       this.current.endReason = endReason;

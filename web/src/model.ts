@@ -7,9 +7,18 @@
  *   a block already shown updates it in place, it never adds a second one;
  * - `message.complete` carries the authoritative text; a MessageSnapshot replaces the text of a
  *   message whose deltas were missed;
- * - the todo list only moves forward: a lower revision than the one shown is ignored.
+ * - the todo list only moves forward: a lower revision than the one shown is ignored;
+ * - a delegation (background sub-agents) is a card placed where it started, kept up to date by
+ *   `delegation.*` frames and seeded from the Snapshot's `delegations[]`; its delivered result
+ *   (a `role: "user"` message with `display_kind: "async_delegation_complete"`) is a result card
+ *   of its own where it landed, never a bubble the user typed.
  */
 import type {
+  DelegationDeliveredPayload,
+  DelegationProgressPayload,
+  DelegationStartedPayload,
+  DelegationSummary,
+  DelegationTaskSummary,
   Frame,
   Message,
   MessageCompletePayload,
@@ -63,13 +72,56 @@ export type Block =
     }
   | {
       kind: "delegation";
+      /** The delegation_id. */
       key: string;
-      title: string;
-      status: "running" | "delivered" | "failed";
-      progress?: string;
-      result?: string;
+      /** `delegate` (delegate_task) or `review` (/review). */
+      delegationKind: string;
+      /** running → completed (every task ended, delivery pending) → delivered. */
+      status: DelegationSummary["status"];
+      tasks: DelegationTaskView[];
+      /** Start to completion, once known (the delivered metadata's `duration_ms`). */
+      durationMs?: number;
+      /** The message_id of the delivered result (its result card's key). */
+      resultKey?: string;
+    }
+  | {
+      kind: "delegation-result";
+      /** The message_id of the delivered message. */
+      key: string;
+      delegationId: string;
+      delegationKind: string;
+      /** The message's Markdown, without its leading `[… complete — …]` line (the card's head says it). */
+      text: string;
+      completed: number;
+      failed: number;
+      total: number;
+      durationMs?: number;
+      tasks: DelegationTaskView[];
     }
   | { kind: "notice"; key: string; text: string; tone: "info" | "warn" };
+
+/** One sub-agent task as a card shows it. */
+export interface DelegationTaskView {
+  goal: string;
+  status: DelegationTaskSummary["status"];
+  error?: string;
+  childSessionId?: string;
+  durationMs?: number;
+}
+
+/** `display_kind` of a delivered delegation result (docs/protocol.md, Shapes). */
+export const DELEGATION_RESULT_KIND = "async_delegation_complete";
+
+/** `display_metadata` of a delivered delegation result, as docs/protocol.md defines it. */
+export interface DelegationResultMetadata {
+  delegation_id: string;
+  kind: string;
+  completed: number;
+  failed: number;
+  total: number;
+  duration_ms: number;
+  tasks: Array<Pick<DelegationTaskSummary, "goal" | "status" | "child_session_id" | "error">>;
+}
 
 export interface PendingPrompt {
   /** The request_id sent with prompt.submit (idempotent retry key). */
@@ -103,8 +155,8 @@ interface Index {
   byKey: Map<string, Block>;
   turnInputs: Map<string, string>;
   startedTurns: Set<string>;
-  /** message_id of a delivered delegation result → the delegation's card. */
-  deliveredMessages: Map<string, string>;
+  /** `${delegation_id}#${task_index}` → the `ts` of the frame that said the task started running. */
+  taskStarts: Map<string, number>;
 }
 
 const indexes = new WeakMap<SessionModel, Index>();
@@ -112,7 +164,7 @@ const indexes = new WeakMap<SessionModel, Index>();
 function idx(m: SessionModel): Index {
   let i = indexes.get(m);
   if (!i) {
-    i = { byKey: new Map(), turnInputs: new Map(), startedTurns: new Set(), deliveredMessages: new Map() };
+    i = { byKey: new Map(), turnInputs: new Map(), startedTurns: new Set(), taskStarts: new Map() };
     for (const b of m.blocks) i.byKey.set(b.key, b);
     indexes.set(m, i);
   }
@@ -178,22 +230,142 @@ export function fromSnapshot(snap: Snapshot, previous?: SessionModel): SessionMo
     // The todo list only moves forward, even across a re-open.
     if (previous.todo.revision > m.todo.revision) m.todo = previous.todo;
   }
-  for (const msg of snap.messages) addMessage(m, msg);
+  seedTranscript(m, snap.messages, snap.delegations ?? []);
   return m;
 }
 
-function addMessage(m: SessionModel, msg: Message): void {
-  if (msg.display_kind?.startsWith("delegation")) {
-    // A sub-agent's delivered result: its own kind of message, never shown as typed by the user.
-    const meta = msg.display_metadata ?? {};
-    const key = String(meta["delegation_id"] ?? msg.message_id);
-    const existing = get(m, key, "delegation");
-    if (existing) {
-      existing.status = "delivered";
-      existing.result = msg.content;
-    } else {
-      add(m, { kind: "delegation", key, title: String(meta["title"] ?? meta["task"] ?? "Sub-agent"), status: "delivered", result: msg.content });
+/**
+ * Messages and delegation cards in transcript order: a card started by `delegate_task` goes right
+ * after that tool's card (as it does live); any other (a `/review`, which stores no message) goes
+ * where its `created_at` falls among the messages.
+ */
+function seedTranscript(m: SessionModel, messages: Message[], delegations: DelegationSummary[]): void {
+  const waiting = [...delegations].sort((a, b) => a.created_at - b.created_at);
+  const byToolCall = new Map<string, DelegationSummary>();
+  for (const msg of messages) {
+    if (msg.role !== "tool" || !msg.tool_call_id) continue;
+    const result = parseArgs(msg.content);
+    const id = result && typeof result === "object" ? (result as { delegation_id?: unknown }).delegation_id : undefined;
+    const d = typeof id === "string" ? waiting.find((x) => x.delegation_id === id) : undefined;
+    if (d) byToolCall.set(msg.tool_call_id, d);
+  }
+  const linked = new Set(byToolCall.values());
+  for (const msg of messages) {
+    while (waiting.length > 0) {
+      const next = waiting.find((d) => !linked.has(d));
+      if (!next || next.created_at >= msg.created_at) break;
+      waiting.splice(waiting.indexOf(next), 1);
+      add(m, delegationCard(next));
     }
+    addMessage(m, msg);
+    for (const call of msg.tool_calls ?? []) {
+      const d = byToolCall.get(call.id);
+      if (!d || !waiting.includes(d)) continue;
+      waiting.splice(waiting.indexOf(d), 1);
+      add(m, delegationCard(d), call.id);
+    }
+  }
+  for (const d of waiting) add(m, delegationCard(d));
+}
+
+/** A delegation card from a DelegationSummary (Snapshot `delegations[]`, `delegation.list`). */
+export function delegationCard(d: DelegationSummary): Extract<Block, { kind: "delegation" }> {
+  const card: Extract<Block, { kind: "delegation" }> = {
+    kind: "delegation",
+    key: d.delegation_id,
+    delegationKind: d.kind,
+    status: d.status,
+    tasks: d.tasks.map((t) => {
+      const v: DelegationTaskView = { goal: t.goal, status: t.status };
+      if (t.error) v.error = t.error;
+      if (t.child_session_id) v.childSessionId = t.child_session_id;
+      if (typeof t.duration_ms === "number") v.durationMs = t.duration_ms;
+      return v;
+    }),
+  };
+  if (d.completed_at !== null) card.durationMs = Math.max(0, d.completed_at - d.created_at);
+  if (d.delivered_message_id) card.resultKey = d.delivered_message_id;
+  return card;
+}
+
+/** A delivered delegation result message (`display_kind: async_delegation_complete`)? */
+export function isDelegationResult(msg: Pick<Message, "display_kind">): boolean {
+  return msg.display_kind === DELEGATION_RESULT_KIND;
+}
+
+/** The result's `display_metadata`, read defensively (a field missing never breaks the page). */
+export function resultMetadata(msg: Pick<Message, "message_id" | "display_metadata">): DelegationResultMetadata {
+  const meta = msg.display_metadata ?? {};
+  const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) ? v : 0);
+  const tasks = Array.isArray(meta["tasks"]) ? (meta["tasks"] as unknown[]) : [];
+  return {
+    delegation_id: typeof meta["delegation_id"] === "string" ? meta["delegation_id"] : msg.message_id,
+    kind: typeof meta["kind"] === "string" ? meta["kind"] : "delegate",
+    completed: num(meta["completed"]),
+    failed: num(meta["failed"]),
+    total: num(meta["total"]) || tasks.length,
+    duration_ms: num(meta["duration_ms"]),
+    tasks: tasks.map((t) => {
+      const o = (t && typeof t === "object" ? t : {}) as Record<string, unknown>;
+      const status = o["status"];
+      return {
+        goal: typeof o["goal"] === "string" ? o["goal"] : "",
+        status: status === "completed" || status === "failed" || status === "running" || status === "pending" ? status : "failed",
+        child_session_id: typeof o["child_session_id"] === "string" ? o["child_session_id"] : null,
+        error: typeof o["error"] === "string" ? o["error"] : null,
+      };
+    }),
+  };
+}
+
+/** `[Background task complete — delegation …: 2 completed, 0 failed, 0.3 s]`: for the model, not the card. */
+const RESULT_HEAD = /^\[(?:Background task|Review) complete[^\]\n]*\]\s*/;
+
+function resultBlock(msg: Pick<Message, "message_id" | "content" | "display_metadata">): Extract<Block, { kind: "delegation-result" }> {
+  const meta = resultMetadata(msg);
+  const b: Extract<Block, { kind: "delegation-result" }> = {
+    kind: "delegation-result",
+    key: msg.message_id,
+    delegationId: meta.delegation_id,
+    delegationKind: meta.kind,
+    text: msg.content.replace(RESULT_HEAD, ""),
+    completed: meta.completed,
+    failed: meta.failed,
+    total: meta.total,
+    tasks: meta.tasks.map((t) => {
+      const v: DelegationTaskView = { goal: t.goal, status: t.status };
+      if (t.error) v.error = t.error;
+      if (t.child_session_id) v.childSessionId = t.child_session_id;
+      return v;
+    }),
+  };
+  if (typeof msg.display_metadata?.["duration_ms"] === "number") b.durationMs = meta.duration_ms;
+  return b;
+}
+
+/** The delivered result also settles the delegation's card (when shown). */
+function settleCard(m: SessionModel, msg: Pick<Message, "message_id" | "display_metadata">): void {
+  const meta = resultMetadata(msg);
+  const card = get(m, meta.delegation_id, "delegation");
+  if (!card) return;
+  card.status = "delivered";
+  card.resultKey = msg.message_id;
+  if (typeof msg.display_metadata?.["duration_ms"] === "number") card.durationMs = meta.duration_ms;
+  meta.tasks.forEach((t, n) => {
+    const v = card.tasks[n] ?? (card.tasks[n] = { goal: t.goal, status: t.status });
+    v.status = t.status;
+    if (t.goal) v.goal = t.goal;
+    if (t.error) v.error = t.error;
+    else delete v.error;
+    if (t.child_session_id) v.childSessionId = t.child_session_id;
+  });
+}
+
+function addMessage(m: SessionModel, msg: Message): void {
+  if (isDelegationResult(msg)) {
+    // A sub-agent's delivered result: its own kind of block, never shown as typed by the user.
+    add(m, resultBlock(msg));
+    settleCard(m, msg);
     return;
   }
   if (msg.role === "user") {
@@ -256,7 +428,7 @@ export function applyFrame(m: SessionModel, frame: Frame): boolean {
     }
     case "message.start": {
       const s = p as unknown as MessageStartPayload;
-      if (i.deliveredMessages.has(s.message_id)) break;
+      if (get(m, s.message_id, "delegation-result")) break;
       if (s.role === "user") {
         const b: Block = { kind: "user", key: s.message_id, text: frame.turn_id ? (i.turnInputs.get(frame.turn_id) ?? "") : "" };
         if (frame.turn_id) b.turnId = frame.turn_id;
@@ -274,10 +446,9 @@ export function applyFrame(m: SessionModel, frame: Frame): boolean {
     }
     case "message.complete": {
       const c = p as unknown as MessageCompletePayload;
-      const delegation = i.deliveredMessages.get(c.message_id);
-      if (delegation) {
-        const card = get(m, delegation, "delegation");
-        if (card) card.result = c.content;
+      const result = get(m, c.message_id, "delegation-result");
+      if (result) {
+        result.text = c.content.replace(RESULT_HEAD, "");
         break;
       }
       if (c.role === "user") {
@@ -372,11 +543,21 @@ export function applyFrame(m: SessionModel, frame: Frame): boolean {
       add(m, { kind: "notice", key: `rotated:${frame.seq}`, text: "Conversation compressed into a continuation", tone: "info" });
       break;
     case "delegation.started":
-    case "delegation.progress":
-    case "delegation.delivered":
-    case "delegation.failed":
-      applyDelegation(m, frame);
+      delegationStarted(m, p as unknown as DelegationStartedPayload);
       break;
+    case "delegation.progress":
+      delegationProgress(m, p as unknown as DelegationProgressPayload, frame.ts);
+      break;
+    case "delegation.delivered": {
+      const d = p as unknown as DelegationDeliveredPayload;
+      const msg = { ...d.message, message_id: d.message.message_id ?? d.message_id };
+      const shown = idx(m).byKey.get(msg.message_id);
+      // Never as a bubble: should the message have been shown as one, the result card replaces it.
+      if (shown && shown.kind !== "delegation-result") removeBlock(m, msg.message_id);
+      add(m, resultBlock(msg));
+      settleCard(m, msg);
+      break;
+    }
     default:
       return false;
   }
@@ -406,34 +587,45 @@ function removeBlock(m: SessionModel, key: string): void {
   m.blocks = m.blocks.filter((b) => b.key !== key);
 }
 
-function applyDelegation(m: SessionModel, frame: Frame): void {
-  const p = (frame.payload ?? {}) as Record<string, unknown>;
-  const id = String(p["delegation_id"] ?? p["id"] ?? `d${frame.seq}`);
-  const title = String(p["title"] ?? p["task"] ?? p["goal"] ?? p["profile"] ?? "Sub-agent");
-  const b =
-    get(m, id, "delegation") ??
-    (add(m, { kind: "delegation", key: id, title, status: "running" }) as Extract<Block, { kind: "delegation" }>);
-  if (frame.type === "delegation.progress") {
-    const text = p["text"] ?? p["message"] ?? p["status"];
-    if (typeof text === "string") b.progress = text;
-  } else if (frame.type === "delegation.delivered") {
-    b.status = p["status"] === "failed" || p["error"] ? "failed" : "delivered";
-    const result = p["result"] ?? p["summary"] ?? p["content"];
-    if (typeof result === "string") b.result = result;
-    // The result message is the card's content, not a message of its own.
-    const messageId = p["message_id"];
-    if (typeof messageId === "string") {
-      idx(m).deliveredMessages.set(messageId, id);
-      const shown = idx(m).byKey.get(messageId);
-      if (shown && (shown.kind === "user" || shown.kind === "assistant")) {
-        b.result ??= shown.text;
-        removeBlock(m, messageId);
-      }
+function delegationStarted(m: SessionModel, p: DelegationStartedPayload): void {
+  if (get(m, p.delegation_id, "delegation")) return; // already shown (a Snapshot seeded it)
+  add(m, {
+    kind: "delegation",
+    key: p.delegation_id,
+    delegationKind: p.kind,
+    status: "running",
+    tasks: p.goals.map((goal) => ({ goal, status: "pending" })),
+  });
+}
+
+function delegationProgress(m: SessionModel, p: DelegationProgressPayload, ts: number): void {
+  const card =
+    get(m, p.delegation_id, "delegation") ??
+    (add(m, { kind: "delegation", key: p.delegation_id, delegationKind: "delegate", status: "running", tasks: [] }) as Extract<
+      Block,
+      { kind: "delegation" }
+    >);
+  if (card.status === "delivered") return;
+  for (let n = card.tasks.length; n <= p.task_index; n++) card.tasks.push({ goal: "", status: "pending" });
+  const task = card.tasks[p.task_index]!;
+  if (p.goal) task.goal = p.goal;
+  if (p.child_session_id) task.childSessionId = p.child_session_id;
+  const startKey = `${p.delegation_id}#${p.task_index}`;
+  const starts = idx(m).taskStarts;
+  if (p.status === "running") {
+    // A task that ended stays ended.
+    if (task.status === "pending" || task.status === "running") {
+      task.status = "running";
+      starts.set(startKey, ts);
     }
-  } else if (frame.type === "delegation.failed") {
-    b.status = "failed";
-    const err = p["error"];
-    if (err) b.result = typeof err === "string" ? err : JSON.stringify(err);
+  } else {
+    task.status = p.status;
+    if (p.error) task.error = p.error;
+    const started = starts.get(startKey);
+    if (started !== undefined && task.durationMs === undefined) task.durationMs = Math.max(0, ts - started);
+  }
+  if (card.status === "running" && card.tasks.length > 0 && card.tasks.every((t) => t.status === "completed" || t.status === "failed")) {
+    card.status = "completed";
   }
 }
 
