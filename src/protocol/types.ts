@@ -55,7 +55,7 @@ export interface Snapshot {
   todo: TodoState;
   /** Delegations started from this session's lineage (newest last); empty when the store has none. */
   delegations: DelegationSummary[];
-  /** Present when the resume passed `after_seq`: `messages` holds only messages created after it. */
+  /** Present when the resume passed `after_seq`: `messages` is then empty (`session.events.since` brings everything after it). */
   messages_after_seq?: number;
 }
 

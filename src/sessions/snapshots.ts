@@ -22,7 +22,10 @@ export interface SnapshotDeps {
 export async function buildSnapshot(deps: SnapshotDeps, runtime: SessionRuntime, afterSeq?: number): Promise<Snapshot> {
   for (;;) {
     const before = runtime.log.durableSeq;
-    const rows = await storage(() => deps.store.loadMessages(runtime.id, afterSeq));
+    // A client resuming from its watermark has the transcript up to it, and since() brings every
+    // change after it (message.complete carries full content, snapshots the streaming text): its
+    // Snapshot carries no messages, so a reconnect reads and sends the transcript once, not twice.
+    const rows = afterSeq === undefined ? await storage(() => deps.store.loadMessages(runtime.id)) : [];
     if (runtime.log.durableSeq !== before) continue;
     const latest = runtime.log.latestSeq;
     const streaming = streamingText(runtime);
