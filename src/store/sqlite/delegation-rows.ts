@@ -1,5 +1,6 @@
 /** SQLite statements and row mapping for `delegations` (background sub-agents, delivery claims). */
 import type Database from "better-sqlite3";
+import { delegationFromColumns } from "../delegation-columns.js";
 import {
   AlreadyDeliveredError,
   type DelegationQuery,
@@ -65,7 +66,7 @@ export class DelegationTables implements DelegationStore {
 
   async getDelegation(id: string): Promise<DelegationRow | null> {
     const r = this.select.get(id) as Record<string, unknown> | undefined;
-    return r ? toRow(r) : null;
+    return r ? delegationFromColumns(r) : null;
   }
 
   async listDelegations(q: DelegationQuery): Promise<DelegationRow[]> {
@@ -82,7 +83,7 @@ export class DelegationTables implements DelegationStore {
       params.push(...q.statuses);
     }
     const sql = `SELECT * FROM delegations ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at, id LIMIT ?`;
-    return (this.db.prepare(sql).all(...params, q.limit) as Record<string, unknown>[]).map(toRow);
+    return (this.db.prepare(sql).all(...params, q.limit) as Record<string, unknown>[]).map(delegationFromColumns);
   }
 
   async claimDelegation(id: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
@@ -92,25 +93,4 @@ export class DelegationTables implements DelegationStore {
   async releaseDelegationClaim(id: string, owner: string): Promise<void> {
     this.release.run(id, owner);
   }
-}
-
-function toRow(r: Record<string, unknown>): DelegationRow {
-  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-  return {
-    id: r.id as string,
-    principal: r.principal as string,
-    origin_session_id: r.origin_session_id as string,
-    kind: r.kind as string,
-    tasks: JSON.parse(r.tasks as string),
-    status: r.status as DelegationRow["status"],
-    owner: r.owner as string,
-    claimed_by: (r.claimed_by as string | null) ?? null,
-    claim_expires_at: num(r.claim_expires_at),
-    attempts: Number(r.attempts),
-    delivered_session_id: (r.delivered_session_id as string | null) ?? null,
-    delivered_message_id: (r.delivered_message_id as string | null) ?? null,
-    created_at: Number(r.created_at),
-    completed_at: num(r.completed_at),
-    delivered_at: num(r.delivered_at),
-  };
 }
