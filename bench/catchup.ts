@@ -5,10 +5,13 @@
  * provider: turn.start, 3 × message.start/complete, tool.start, todo.updated, tool.complete,
  * turn.complete — all durable — and 5 streamed `message.delta`) until the session holds more than
  * 1,000 durable frames. The watermark is then chosen so that exactly 1,000 durable frames come
- * after it; the transient deltas interleaved with them (still in the 512-frame replay ring) come
- * along, so the answer = 1,000 durable frames read from SQLite + those ring frames, merged in seq
- * order (the exact mix is printed and saved with the results).
- * A stays attached, so the session is live for every reconnect.
+ * after it. A stays attached, so the session is live for every reconnect.
+ *
+ * Two variants, each with its own baseline:
+ * - `sdk`: what the SDK sends on a reconnect, `since { include_transient: false }` — the answer is
+ *   exactly the 1,000 missed durable frames (+ snapshots of messages still streaming);
+ * - `full`: `since` with its default — those frames plus every missed delta still in the ring,
+ *   merged in seq order (the exact mix is printed and saved with the results).
  *
  * Measured, per iteration: open a new WebSocket → `gateway.ready` → `session.resume` →
  * `session.events.since {after_seq: watermark}` → answer received and JSON-parsed.
@@ -35,11 +38,8 @@ export interface LatencySummary {
   min: number;
 }
 
-export interface CatchupResult {
-  iterations: number;
-  turns: number;
-  watermark: number;
-  latestSeq: number;
+/** One way of asking for the catch-up, measured against a bare server replaying its exact bytes. */
+export interface CatchupVariant {
   /** What the catch-up answer holds. */
   durableFrames: number;
   transientFrames: number;
@@ -54,6 +54,19 @@ export interface CatchupResult {
   samples: { tether: number[]; bare: number[] };
   /** tether p50 / bare p50: LOWER is better. */
   ratio: number;
+}
+
+export interface CatchupResult {
+  iterations: number;
+  turns: number;
+  watermark: number;
+  latestSeq: number;
+  /**
+   * `sdk`: what the SDK asks for on a reconnect — `since { include_transient: false }`: the
+   * durable frames and the snapshots (every missed text is in a message.complete or a snapshot).
+   * `full`: `since` with its default, every frame still retained (the missed deltas too).
+   */
+  variants: { sdk: CatchupVariant; full: CatchupVariant };
 }
 
 /** Each turn's list differs, so every turn also commits a `todo.updated` (an unchanged list emits none). */
@@ -92,73 +105,64 @@ interface Measured {
   readyText: string;
 }
 
-async function catchUpOnce(url: string, sessionId: string, watermark: number): Promise<Measured> {
+async function catchUpOnce(url: string, sessionId: string, watermark: number, includeTransient: boolean): Promise<Measured> {
   const t0 = performance.now();
   const c = await RpcClient.open(url);
   // As the SDK reconnects: resume with the watermark (only newer messages), then since().
   const resume = await c.call<Snapshot>(Method.SessionResume, { session_id: sessionId, after_seq: watermark });
-  const since = await c.call<SinceResult>(Method.EventsSince, { session_id: sessionId, after_seq: watermark });
+  const since = await c.call<SinceResult>(Method.EventsSince, {
+    session_id: sessionId,
+    after_seq: watermark,
+    ...(includeTransient ? {} : { include_transient: false }),
+  });
   const ms = performance.now() - t0;
   await c.close();
   return { ms, resume, since, readyText: c.readyText };
 }
 
-export async function benchCatchup(opts: CatchupOptions): Promise<CatchupResult> {
-  const tether = await startTether();
-  let a: RpcClient | null = null;
-  let bare: Awaited<ReturnType<typeof startReplyServer>> | null = null;
+/** Measures one variant: Tether and its bare baseline, iterations alternating. */
+async function measureVariant(
+  tetherUrl: string,
+  sessionId: string,
+  watermark: number,
+  includeTransient: boolean,
+  opts: CatchupOptions,
+  label: string,
+): Promise<CatchupVariant> {
+  // The reference answer: checked on every Tether iteration, replayed by the baseline.
+  const ref = await catchUpOnce(tetherUrl, sessionId, watermark, includeTransient);
+  const refDurable = ref.since.events.filter((f) => !isTransientEvent(f.type)).length;
+  if (refDurable !== opts.missedDurable) throw new Error(`catch-up holds ${refDurable} durable frames, expected ${opts.missedDurable}`);
+  const framesByType: Record<string, number> = {};
+  for (const f of ref.since.events) framesByType[f.type] = (framesByType[f.type] ?? 0) + 1;
+  const sinceText = JSON.stringify(ref.since);
+  const resumeText = JSON.stringify(ref.resume);
+  progress(
+    "catch-up",
+    `${label}: ${ref.since.events.length} frames (${refDurable} durable + ${ref.since.events.length - refDurable} transient), ` +
+      `${ref.since.snapshots.length} snapshots, answer ${sinceText.length} B`,
+  );
+  const bare = await startReplyServer({
+    ready: ref.readyText,
+    results: { [Method.SessionResume]: resumeText, [Method.EventsSince]: sinceText },
+  });
   try {
-    a = await RpcClient.open(tether.wsUrl);
-    const snap = await a.call<Snapshot>(Method.SessionCreate, { title: "bench catch-up" });
-    const sessionId = snap.session_id;
-    progress("catch-up", `filling a session with > ${opts.missedDurable} durable frames (todo turns)`);
-    const turns = await fillSession(a, sessionId, opts.missedDurable);
-
-    const all = await a.call<SinceResult>(Method.EventsSince, { session_id: sessionId, after_seq: 0 });
-    const durable = all.events.filter((f) => !isTransientEvent(f.type));
-    if (durable.length <= opts.missedDurable) throw new Error(`only ${durable.length} durable frames stored`);
-    const watermark = durable[durable.length - opts.missedDurable - 1]!.seq!;
-
-    // The reference answer: checked on every Tether iteration, replayed by the baseline.
-    const ref = await catchUpOnce(tether.wsUrl, sessionId, watermark);
-    const refDurable = ref.since.events.filter((f) => !isTransientEvent(f.type)).length;
-    if (refDurable !== opts.missedDurable) throw new Error(`catch-up holds ${refDurable} durable frames, expected ${opts.missedDurable}`);
-    const framesByType: Record<string, number> = {};
-    for (const f of ref.since.events) framesByType[f.type] = (framesByType[f.type] ?? 0) + 1;
-    const sinceText = JSON.stringify(ref.since);
-    const resumeText = JSON.stringify(ref.resume);
-    progress(
-      "catch-up",
-      `${turns} turns; watermark ${watermark} of ${all.latest_seq}: ${ref.since.events.length} frames ` +
-        `(${refDurable} durable + ${ref.since.events.length - refDurable} transient), answer ${sinceText.length} B`,
-    );
-
-    bare = await startReplyServer({
-      ready: ref.readyText,
-      results: { [Method.SessionResume]: resumeText, [Method.EventsSince]: sinceText },
-    });
-
     const tetherMs: number[] = [];
     const bareMs: number[] = [];
     const total = opts.warmup + opts.iterations;
     for (let i = 0; i < total; i++) {
-      const t = await catchUpOnce(tether.wsUrl, sessionId, watermark);
+      const t = await catchUpOnce(tetherUrl, sessionId, watermark, includeTransient);
       if (t.since.events.length !== ref.since.events.length) throw new Error("catch-up answer changed between iterations");
-      const b = await catchUpOnce(bare.url, sessionId, watermark);
+      const b = await catchUpOnce(bare.url, sessionId, watermark, includeTransient);
       if (i >= opts.warmup) {
         tetherMs.push(t.ms);
         bareMs.push(b.ms);
       }
-      if ((i + 1) % 100 === 0 || i + 1 === total) progress("catch-up", `iteration ${i + 1}/${total}`);
+      if ((i + 1) % 100 === 0 || i + 1 === total) progress("catch-up", `${label}: iteration ${i + 1}/${total}`);
     }
-
     const tSum = summarize(tetherMs);
     const bSum = summarize(bareMs);
     return {
-      iterations: opts.iterations,
-      turns,
-      watermark,
-      latestSeq: all.latest_seq,
       durableFrames: refDurable,
       transientFrames: ref.since.events.length - refDurable,
       snapshots: ref.since.snapshots.length,
@@ -172,8 +176,31 @@ export async function benchCatchup(opts: CatchupOptions): Promise<CatchupResult>
       ratio: tSum.p50 / bSum.p50,
     };
   } finally {
+    await bare.close();
+  }
+}
+
+export async function benchCatchup(opts: CatchupOptions): Promise<CatchupResult> {
+  const tether = await startTether();
+  let a: RpcClient | null = null;
+  try {
+    a = await RpcClient.open(tether.wsUrl);
+    const snap = await a.call<Snapshot>(Method.SessionCreate, { title: "bench catch-up" });
+    const sessionId = snap.session_id;
+    progress("catch-up", `filling a session with > ${opts.missedDurable} durable frames (todo turns)`);
+    const turns = await fillSession(a, sessionId, opts.missedDurable);
+
+    const all = await a.call<SinceResult>(Method.EventsSince, { session_id: sessionId, after_seq: 0 });
+    const durable = all.events.filter((f) => !isTransientEvent(f.type));
+    if (durable.length <= opts.missedDurable) throw new Error(`only ${durable.length} durable frames stored`);
+    const watermark = durable[durable.length - opts.missedDurable - 1]!.seq!;
+    progress("catch-up", `${turns} turns; watermark ${watermark} of ${all.latest_seq}`);
+
+    const sdk = await measureVariant(tether.wsUrl, sessionId, watermark, false, opts, "as the SDK asks (include_transient: false)");
+    const full = await measureVariant(tether.wsUrl, sessionId, watermark, true, opts, "every retained frame (the default)");
+    return { iterations: opts.iterations, turns, watermark, latestSeq: all.latest_seq, variants: { sdk, full } };
+  } finally {
     await a?.close();
-    await bare?.close();
     await tether.close();
   }
 }

@@ -15,7 +15,7 @@ import { cpus, totalmem } from "node:os";
 import { fileURLToPath } from "node:url";
 import type { AppendsResult } from "./appends.js";
 import type { FanoutRow, FanoutScenario } from "./fanout.js";
-import type { CatchupResult } from "./catchup.js";
+import type { CatchupResult, CatchupVariant } from "./catchup.js";
 import type { IdleResult } from "./idle-sessions.js";
 import type { SlowViewerResult } from "./slow-viewer.js";
 import { fmtInt, fmtMs, fmtRatio, median, progress } from "./stats.js";
@@ -60,7 +60,7 @@ const SIZES = quick
           { viewers: 100, countTo: 2_000, turns: 1 },
         ] satisfies FanoutScenario[],
       },
-      catchup: { missedDurable: 1_000, iterations: 300, warmup: 30 },
+      catchup: { missedDurable: 1_000, iterations: 500, warmup: 50 },
       idle: { sessions: 10_000, warmup: 500 },
       // 100k deltas (~31 MiB per viewer): far past the 8 MiB soft limit plus the kernel's buffers,
       // so the paused viewer lags for most of each turn. ~1 s per turn on 2 cores.
@@ -133,29 +133,34 @@ async function runCatchup(): Promise<void> {
   const { benchCatchup } = await import("./catchup.js");
   const r: CatchupResult = await benchCatchup(SIZES.catchup);
   results.catchup = r;
-  const ok = r.tether.p99 <= 10;
-  const what = `${r.durableFrames} durable + ${r.transientFrames} ring frames`;
-  rows.push({
-    name: `catch-up p50 (${what}, ${r.iterations}×)`,
-    value: fmtMs(r.tether.p50),
-    baseline: fmtMs(r.bare.p50),
-    ratio: `${fmtRatio(r.ratio)} (lower is better)`,
-    target: "—",
-    ok: "—",
-    verdict: "",
-  });
-  rows.push({
-    name: `catch-up p99`,
-    value: fmtMs(r.tether.p99),
-    baseline: fmtMs(r.bare.p99),
-    ratio: `${fmtRatio(r.tether.p99 / r.bare.p99)} (lower is better)`,
-    target: "p99 ≤ 10 ms",
-    ok: ok ? "yes" : "NO",
-    verdict:
-      `catch-up: reconnect → ready → resume → since(${what}, ${Math.round(r.sinceAnswerBytes / 1024)} KiB) in ` +
-      `p50 ${fmtMs(r.tether.p50)} / p99 ${fmtMs(r.tether.p99)} — ${ok ? "meets" : "MISSES"} p99 ≤ 10 ms; ` +
-      `p50 is ${fmtRatio(r.ratio)}× a bare ws server replaying the same bytes (lower is better).`,
-  });
+  const rowsOf = (v: CatchupVariant, label: string, targeted: boolean) => {
+    const what = `${v.durableFrames} durable + ${v.transientFrames} ring frames`;
+    const ok = v.tether.p99 <= 10;
+    rows.push({
+      name: `catch-up p50, ${label} (${what}, ${r.iterations}×)`,
+      value: fmtMs(v.tether.p50),
+      baseline: fmtMs(v.bare.p50),
+      ratio: `${fmtRatio(v.ratio)} (lower is better)`,
+      target: "—",
+      ok: "—",
+      verdict: "",
+    });
+    rows.push({
+      name: `catch-up p99, ${label}`,
+      value: fmtMs(v.tether.p99),
+      baseline: fmtMs(v.bare.p99),
+      ratio: `${fmtRatio(v.tether.p99 / v.bare.p99)} (lower is better)`,
+      target: targeted ? "p99 ≤ 10 ms" : "—",
+      ok: targeted ? (ok ? "yes" : "NO") : "—",
+      verdict:
+        `catch-up ${label}: reconnect → ready → resume → since(${what}, ${Math.round(v.sinceAnswerBytes / 1024)} KiB) in ` +
+        `p50 ${fmtMs(v.tether.p50)} / p99 ${fmtMs(v.tether.p99)}` +
+        (targeted ? ` — ${ok ? "meets" : "MISSES"} p99 ≤ 10 ms` : "") +
+        `; p50 is ${fmtRatio(v.ratio)}× a bare ws server replaying the same bytes (lower is better).`,
+    });
+  };
+  rowsOf(r.variants.sdk, "as the SDK asks", true);
+  rowsOf(r.variants.full, "with missed deltas", false);
 }
 
 async function runIdle(): Promise<void> {

@@ -41,10 +41,14 @@ export type CatchUpMode =
 /** Session ended for good: drop the subscription instead of failing every reconnect. */
 const GONE_CODES: ReadonlySet<number> = new Set([ErrorCode.NotFound, ErrorCode.Closed]);
 
-/** Transient: worth retrying on the same connection. */
+/**
+ * Transient: worth retrying on the same connection. 4001 is `retryable` on the wire (resume,
+ * then retry), but for a subscription it is terminal until the app re-binds the session: retrying
+ * it here would poll a suspended session forever (and hold a reconnect's `connected` back).
+ */
 export function isTransient(err: unknown): boolean {
   if (err instanceof TimeoutError) return true;
-  return err instanceof RpcError && err.retryable;
+  return err instanceof RpcError && err.retryable && err.code !== ErrorCode.NotLive;
 }
 
 /** Resolves with the resume Snapshot, or with the error when the catch-up failed (already reported). */
@@ -93,7 +97,9 @@ async function catchUpOnce(
     const since: SinceResult =
       snapshot && watermark >= snapshot.latest_seq
         ? { events: [], latest_seq: snapshot.latest_seq, truncated: false, epoch: snapshot.epoch, snapshots: [] }
-        : await deps.call(Method.EventsSince, { session_id: stream.sessionId, after_seq: watermark });
+        : // Durable frames + snapshots only: missed deltas would re-send text that every
+          // message.complete and snapshot in the answer already holds (see include_transient).
+          await deps.call(Method.EventsSince, { session_id: stream.sessionId, after_seq: watermark, include_transient: false });
     stream.finishCatchUp(token, since);
     stream.resumed();
     if (since.truncated) stream.gap("truncated: durable events after the watermark are no longer retained");

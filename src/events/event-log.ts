@@ -11,6 +11,7 @@
  *   messages still streaming, so a client that lost deltas re-renders without a gap.
  */
 import {
+  EncodedJson,
   EventType,
   frameJsonOfNotification,
   isTransientEvent,
@@ -242,8 +243,8 @@ export class EventLog implements SessionEventLog {
    * Everything after `afterSeq` that can still be served: durable frames from the store, transient
    * frames still in the ring, and a snapshot of every message still streaming.
    */
-  async since(afterSeq: number): Promise<SinceResult> {
-    const cut = await this.collect(afterSeq);
+  async since(afterSeq: number, opts: SinceOptions = {}): Promise<SinceResult> {
+    const cut = await this.collect(afterSeq, opts.transient ?? true);
     const events: Frame[] = [];
     mergeBySeq(cut, (row) => events.push(fromEventRow(row, this.deps.epoch)), (entry) => events.push(entry.frame));
     return { events, latest_seq: cut.latest, truncated: false, epoch: this.deps.epoch, snapshots: cut.snapshots };
@@ -252,10 +253,13 @@ export class EventLog implements SessionEventLog {
   /**
    * since() as JSON text, for transports: stored payloads are spliced in as they are and ring
    * frames reuse the text they were broadcast as — a catch-up parses and re-encodes nothing.
+   * The answer stays in pieces (one per frame), so the transport can write it straight into its
+   * send buffer: a 1,000-frame catch-up never becomes one large string on the heap.
    */
-  async sinceJson(afterSeq: number): Promise<string> {
-    if (this.cache?.covers(afterSeq)) return this.sinceJsonFromCache(afterSeq, this.cache);
-    const cut = await this.collect(afterSeq);
+  async sinceJson(afterSeq: number, opts: SinceOptions = {}): Promise<EncodedJson> {
+    const transient = opts.transient ?? true;
+    if (this.cache?.covers(afterSeq)) return this.sinceJsonFromCache(afterSeq, this.cache, transient);
+    const cut = await this.collect(afterSeq, transient);
     const parts: string[] = [];
     const epochJson = JSON.stringify(this.deps.epoch);
     const sessionJson = JSON.stringify(this.sessionId);
@@ -264,19 +268,16 @@ export class EventLog implements SessionEventLog {
       (row) => parts.push(encodeStoredFrame(row, sessionJson, epochJson)),
       (entry) => parts.push(frameJsonOfNotification(entry.wire)),
     );
-    return (
-      `{"events":[${parts.join(",")}],"latest_seq":${cut.latest},"truncated":false,` +
-      `"epoch":${epochJson},"snapshots":${JSON.stringify(cut.snapshots)}}`
-    );
+    return sinceAnswer(parts, cut.latest, epochJson, cut.snapshots);
   }
 
   /**
    * The common case of a reconnect (a client a little behind): every durable frame it lacks is
    * still cached, so the whole answer is assembled synchronously — one consistent cut, no store read.
    */
-  private sinceJsonFromCache(afterSeq: number, cache: DurableCache): string {
+  private sinceJsonFromCache(afterSeq: number, cache: DurableCache, transient: boolean): EncodedJson {
     const latest = this.deliveredSeq;
-    const ring = this.ring.afterWithWire(afterSeq);
+    const ring = transient ? this.ring.afterWithWire(afterSeq) : [];
     const parts: string[] = [];
     let j = 0;
     cache.forEachBetween(afterSeq, latest, (seq, json) => {
@@ -284,15 +285,11 @@ export class EventLog implements SessionEventLog {
       parts.push(json);
     });
     while (j < ring.length) parts.push(frameJsonOfNotification(ring[j++]!.wire));
-    const epochJson = JSON.stringify(this.deps.epoch);
-    return (
-      `{"events":[${parts.join(",")}],"latest_seq":${latest},"truncated":false,` +
-      `"epoch":${epochJson},"snapshots":${JSON.stringify(this.snapshots())}}`
-    );
+    return sinceAnswer(parts, latest, JSON.stringify(this.deps.epoch), this.snapshots());
   }
 
   /** One consistent cut: stored rows, ring frames, latest seq and snapshots. */
-  private async collect(afterSeq: number): Promise<SinceCut> {
+  private async collect(afterSeq: number, transient: boolean): Promise<SinceCut> {
     const rows: EventRow[] = [];
     let readFrom = afterSeq;
     for (;;) {
@@ -310,7 +307,7 @@ export class EventLog implements SessionEventLog {
     while (end > 0 && rows[end - 1]!.seq > latest) end--;
     return {
       rows: end === rows.length ? rows : rows.slice(0, end),
-      ring: this.ring.afterWithWire(afterSeq),
+      ring: transient ? this.ring.afterWithWire(afterSeq) : [],
       latest,
       // Only a durable frame after the cursor that is gone truncates; evicted deltas never do
       // (snapshots cover them). Durable events are retained for the life of the session.
@@ -504,6 +501,11 @@ export function fromEventRow(row: EventRow, epoch: string): Frame {
   return frame;
 }
 
+export interface SinceOptions {
+  /** False: durable frames and snapshots only (see `include_transient` in the protocol). */
+  transient?: boolean;
+}
+
 interface SinceCut {
   rows: EventRow[];
   ring: Array<{ frame: Frame; wire: string }>;
@@ -538,4 +540,13 @@ function encodeStoredFrame(row: EventRow, sessionJson: string, epochJson: string
   if (row.turn_id !== null) out += `,"turn_id":${JSON.stringify(row.turn_id)}`;
   if (row.trace_id !== null) out += `,"trace_id":${JSON.stringify(row.trace_id)}`;
   return `${out},"payload":${row.payload}}`;
+}
+
+/** The `SinceResult` JSON around already-encoded frames. */
+function sinceAnswer(frames: string[], latest: number, epochJson: string, snapshots: MessageSnapshot[]): EncodedJson {
+  return new EncodedJson(
+    `{"events":[`,
+    frames,
+    `],"latest_seq":${latest},"truncated":false,"epoch":${epochJson},"snapshots":${JSON.stringify(snapshots)}}`,
+  );
 }

@@ -7,7 +7,6 @@ import { z } from "zod";
 import {
   decodeRequest,
   encodeError,
-  encodeResult,
   ErrorCode,
   isKnownMethod,
   METHOD_PARAMS,
@@ -17,6 +16,7 @@ import {
   type RpcId,
 } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
+import { encodeAnswer, type WireText } from "./wire-text.js";
 
 export type Handler<M extends MethodName> = (
   params: z.output<(typeof METHOD_PARAMS)[M]>,
@@ -35,7 +35,7 @@ export function invalidParams(error: z.ZodError): TetherError {
  * Handles one incoming text frame. Returns the answer to send, or null for a notification (a
  * request without an id gets no answer, per JSON-RPC 2.0).
  */
-export async function dispatch(text: string, handlers: HandlerTable, logger: Logger): Promise<string | null> {
+export async function dispatch(text: string, handlers: HandlerTable, logger: Logger): Promise<WireText | null> {
   let id: RpcId = null;
   let notification = false;
   try {
@@ -54,7 +54,7 @@ export async function dispatch(text: string, handlers: HandlerTable, logger: Log
     const parsed = METHOD_PARAMS[req.method].safeParse(req.params);
     if (!parsed.success) throw invalidParams(parsed.error);
     const result = await handler(parsed.data as never);
-    return notification ? null : encodeResult(id, result);
+    return notification ? null : encodeAnswer(id, result);
   } catch (err) {
     if (notification) return null;
     if (err instanceof TetherError) {

@@ -1,5 +1,5 @@
 /** The JSON-RPC methods of one WebSocket connection, as calls into the SessionManager. */
-import { EncodedJson, Method, PROTOCOL_VERSION, type SinceResult } from "../protocol/index.js";
+import { Method, PROTOCOL_VERSION, type SinceResult } from "../protocol/index.js";
 import type { Caller, ProfileRegistry, Viewer } from "../sessions/index.js";
 import type { HandlerTable } from "./rpc-dispatch.js";
 
@@ -37,7 +37,9 @@ export function connectionHandlers(
     [Method.PromptSubmit]: async (p) => (await profiles.manager(p?.profile)).submit(caller, p.session_id, p.text, p.request_id),
     // The catch-up answer is assembled as JSON text (stored payloads spliced in, never re-parsed).
     [Method.EventsSince]: async (p) =>
-      new EncodedJson(await (await profiles.manager(p.profile)).sinceJson(caller, p.session_id, p.after_seq)) as unknown as SinceResult,
+      (await (await profiles.manager(p.profile)).sinceJson(caller, p.session_id, p.after_seq, {
+        transient: p.include_transient ?? true,
+      })) as unknown as SinceResult,
     [Method.EventsStats]: () => profiles.stats(),
     [Method.TodoGet]: async (p) => (await profiles.manager(p?.profile)).todo(caller, p.session_id),
     [Method.DelegationList]: async (p) => (await profiles.manager(p?.profile)).delegationList(caller, p.session_id),

@@ -18,6 +18,7 @@
  * the snapshot, so a lagging viewer costs the gateway almost nothing while it catches up.
  */
 import { isTransientEvent, type Frame } from "../protocol/index.js";
+import type { WireText } from "./wire-text.js";
 
 export interface FlowLimits {
   /** Over this many buffered bytes the viewer lags: transient frames are skipped. */
@@ -32,7 +33,7 @@ export const DEFAULT_FLOW_LIMITS: FlowLimits = { softBytes: 8 * 1024 * 1024, har
 export const CLOSE_SLOW_VIEWER = 1013;
 
 export interface FlowSink {
-  send(text: string): void;
+  send(text: WireText): void;
   /** Over the hard limit: close the connection (1013). Called once. */
   overflow(): void;
   /** Sent when lagging ends, once per session whose frames were skipped. */
@@ -78,7 +79,7 @@ export class ViewerFlow {
   }
 
   /** An RPC answer or a global frame: never skipped, but counted against the hard limit. */
-  answer(text: string): void {
+  answer(text: WireText): void {
     if (this.admit()) this.sink.send(text);
   }
 

@@ -26,6 +26,7 @@ import { dispatch } from "./rpc-dispatch.js";
 import { connectionHandlers, type GatewayIdentity } from "./rpc-handlers.js";
 import { CLOSE_SLOW_VIEWER, DEFAULT_FLOW_LIMITS, ViewerFlow, type FlowLimits } from "./viewer-flow.js";
 import { WsHeartbeat, type HeartbeatTiming } from "./ws-heartbeat.js";
+import type { WireText } from "./wire-text.js";
 
 export interface WsEndpointOptions {
   /** The sessions of every profile, as one. */
@@ -122,7 +123,7 @@ function rejectUpgrade(socket: Duplex, status: number, text: string): void {
  * write (one syscall) instead of one each. A token stream is many small frames in bursts; this
  * is what keeps one streaming turn to one viewer close to a bare socket's throughput.
  */
-function corkingSender(ws: WebSocket, socket: Duplex): (text: string) => void {
+function corkingSender(ws: WebSocket, socket: Duplex): (text: WireText) => void {
   let corked = false;
   let corkedBytes = 0;
   const uncork = () => {
@@ -144,11 +145,14 @@ function corkingSender(ws: WebSocket, socket: Duplex): (text: string) => void {
       corkedBytes = 0;
     }
     corkedBytes += text.length;
-    ws.send(text);
+    // A Buffer here is UTF-8 text (a large answer, see wire-text.ts): it must go as a text frame.
+    if (typeof text === "string") ws.send(text);
+    else ws.send(text, TEXT_FRAME);
   };
 }
 
 const CORK_FLUSH_BYTES = 64 * 1024;
+const TEXT_FRAME = { binary: false } as const;
 
 interface EndpointContext {
   opts: WsEndpointOptions;

@@ -70,15 +70,30 @@ export function decodeRequest(text: string): RpcRequest {
 
 /**
  * A result that is already JSON text (e.g. a catch-up assembled from stored frames without
- * parsing them): put on the wire as is instead of being encoded again.
+ * parsing them): put on the wire as is instead of being encoded again. The text is
+ * `head + items.join(",") + tail`, kept in pieces so a transport can write a large answer straight
+ * into one byte buffer instead of first joining it into a string as large (see gateway/wire-text).
  */
 export class EncodedJson {
-  constructor(readonly json: string) {}
+  constructor(
+    readonly head: string,
+    readonly items: readonly string[] = [],
+    readonly tail = "",
+  ) {}
+
+  get json(): string {
+    return this.head + this.items.join(",") + this.tail;
+  }
 }
 
 export function encodeResult(id: RpcId, result: unknown): string {
-  if (result instanceof EncodedJson) return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result.json}}`;
+  if (result instanceof EncodedJson) return `${resultPrefix(id)}${result.json}}`;
   return JSON.stringify({ jsonrpc: "2.0", id, result });
+}
+
+/** What precedes the result in an answer: `encodeResult(id, r) === resultPrefix(id) + json(r) + "}"`. */
+export function resultPrefix(id: RpcId): string {
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
 }
 
 export function encodeError(id: RpcId, code: ErrorCodeValue | number, message: string, data?: unknown): string {

@@ -83,7 +83,17 @@ export const PromptSubmitParams = z.object({
   request_id: z.string().min(1).max(200).optional(),
 });
 
-export const EventsSinceParams = z.object({ session_id: sessionId, after_seq: seq, profile });
+/**
+ * `include_transient: false` leaves out transient frames (deltas, progress): a catch-up then holds
+ * the durable frames and the snapshots, which carry every streamed text — what a reconnecting
+ * client needs, at a fraction of the bytes. Default true: every frame still retained.
+ */
+export const EventsSinceParams = z.object({
+  session_id: sessionId,
+  after_seq: seq,
+  include_transient: z.boolean().optional(),
+  profile,
+});
 
 export const ConfigSetParams = z.object({
   session_id: sessionId,

@@ -14,14 +14,16 @@
  * the stream (longer than the ring) is snapshotted from its last checkpoint (≤ 500 ms old).
  */
 import {
+  EncodedJson,
   EventType,
   frameJsonOfNotification,
+  isTransientEvent,
   type Frame,
   type MessageSnapshot,
   type SinceResult,
   type Snapshot,
 } from "../protocol/index.js";
-import { fromEventRow } from "../events/index.js";
+import { fromEventRow, type SinceOptions } from "../events/index.js";
 import type { Bus, BusEntry } from "../events/bus/index.js";
 import type { Logger } from "../lib/logger.js";
 import type { EventRow, SessionRow, Store } from "../store/types.js";
@@ -51,15 +53,16 @@ export class RemoteView {
 
   constructor(private readonly deps: RemoteViewDeps) {}
 
-  async since(sessionId: string, afterSeq: number): Promise<SinceResult> {
+  async since(sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<SinceResult> {
     const cut = await this.collect(sessionId, afterSeq);
-    const events = cut.items.map((it) => (it.row ? fromEventRow(it.row, this.deps.epoch) : parseFrame(it.entry!.wire)));
+    let events = cut.items.map((it) => (it.row ? fromEventRow(it.row, this.deps.epoch) : parseFrame(it.entry!.wire)));
+    if (opts.transient === false) events = events.filter((f) => !isTransientEvent(f.type));
     return { events, latest_seq: cut.latest, truncated: false, epoch: this.deps.epoch, snapshots: cut.snapshots };
   }
 
-  async sinceJson(sessionId: string, afterSeq: number): Promise<string> {
-    const r = await this.since(sessionId, afterSeq);
-    return JSON.stringify(r);
+  async sinceJson(sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<EncodedJson> {
+    const r = await this.since(sessionId, afterSeq, opts);
+    return new EncodedJson(JSON.stringify(r));
   }
 
   /** A Snapshot of a session live on another node, consistent with its `latest_seq`. */

@@ -23,6 +23,7 @@
  */
 import {
   EndReason,
+  type EncodedJson,
   ErrorCode,
   EventType,
   isRecoverableEnd,
@@ -37,6 +38,7 @@ import {
   type SubmitResult,
   type TodoState,
 } from "../protocol/index.js";
+import type { SinceOptions } from "../events/index.js";
 import type { Logger } from "../lib/logger.js";
 import { noopMetrics, type Metrics } from "../lib/metrics.js";
 import type { HttpIdempotencyRow, ResponsePatch, ResponseRow, SessionRow } from "../store/types.js";
@@ -477,19 +479,19 @@ export class SessionManager implements LifecycleHost {
     });
   }
 
-  async since(caller: Caller, sessionId: string, afterSeq: number): Promise<SinceResult> {
+  async since(caller: Caller, sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<SinceResult> {
     const remote = await this.routing?.remoteFor(caller, sessionId);
-    if (remote) return storage(() => remote.since(sessionId, afterSeq));
+    if (remote) return storage(() => remote.since(sessionId, afterSeq, opts));
     const runtime = await this.requireLive(caller, sessionId, "session.events.since");
-    return runtime.log.since(afterSeq);
+    return runtime.log.since(afterSeq, opts);
   }
 
   /** since() as JSON text, assembled without re-encoding stored frames (the WebSocket fast path). */
-  async sinceJson(caller: Caller, sessionId: string, afterSeq: number): Promise<string> {
+  async sinceJson(caller: Caller, sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<EncodedJson> {
     const remote = await this.routing?.remoteFor(caller, sessionId);
-    if (remote) return storage(() => remote.sinceJson(sessionId, afterSeq));
+    if (remote) return storage(() => remote.sinceJson(sessionId, afterSeq, opts));
     const runtime = await this.requireLive(caller, sessionId, "session.events.since");
-    return runtime.log.sinceJson(afterSeq);
+    return runtime.log.sinceJson(afterSeq, opts);
   }
 
   async todo(caller: Caller, sessionId: string): Promise<TodoState> {

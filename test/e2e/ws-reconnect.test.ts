@@ -62,6 +62,25 @@ describe("reconnect", () => {
     second.close();
   });
 
+  it("with include_transient: false, a large catch-up holds every durable frame, no delta, as one text frame", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const sid = (await sock.call("session.create", {})).session_id;
+    const sub = await sock.call("prompt.submit", { session_id: sid, text: "count to 400" });
+    await sock.waitFor(() => sock.sessionEvents(sid).some((f) => f.type === "turn.complete" && f.turn_id === sub.turn_id));
+    const full = await sock.call("session.events.since", { session_id: sid, after_seq: 0 });
+    const lean = await sock.call("session.events.since", { session_id: sid, after_seq: 0, include_transient: false });
+    const durable = full.events.filter((f: Frame) => f.type !== "message.delta");
+    expect(full.events.length - durable.length).toBe(400);
+    expect(lean.events).toEqual(durable);
+    expect(lean.latest_seq).toBe(full.latest_seq);
+    // The full answer is over 32 KiB, so it went out through the Buffer path: still one text frame.
+    expect(JSON.stringify(full).length).toBeGreaterThan(32 * 1024);
+    expect(sock.binaryFrames).toBe(0);
+    const complete = lean.events.find((f: Frame<any>) => f.type === "message.complete" && f.payload.role === "assistant");
+    expect(complete.payload.content).toBe(Array.from({ length: 400 }, (_, i) => i + 1).join(" "));
+    sock.close();
+  });
+
   it("gives snapshots of streaming messages when deltas fell out of the ring", async () => {
     const tiny = await startTestServer({ demoDelayMs: 5, config: { limits: { ringFrames: 8 } } });
     try {

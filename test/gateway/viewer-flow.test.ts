@@ -9,7 +9,7 @@ function setup(soft = 1000, hard = 5000) {
   const socket = { bufferedAmount: 0 };
   const out = { sent: [] as string[], resyncs: [] as Array<[string, number]>, overflows: 0 };
   const flow = new ViewerFlow({ softBytes: soft, hardBytes: hard }, socket, {
-    send: (t) => void out.sent.push(t),
+    send: (t) => void out.sent.push(t.toString()),
     overflow: () => void out.overflows++,
     resync: (s, from) => void out.resyncs.push([s, from]),
   });

@@ -17,12 +17,15 @@ export class RpcSocket {
   readonly events: Frame<any>[] = [];
   readonly answers: RpcAnswer[] = [];
   closeCode: number | undefined;
+  /** Binary frames received: the protocol sends text frames only, so this must stay 0. */
+  binaryFrames = 0;
   private nextId = 1;
   private waiters: Array<() => void> = [];
   readonly closed: Promise<number>;
 
   private constructor(readonly ws: WebSocket) {
-    ws.on("message", (data) => {
+    ws.on("message", (data, isBinary) => {
+      if (isBinary) this.binaryFrames++;
       const msg = JSON.parse(data.toString());
       if (msg.method === "event") this.events.push(msg.params);
       else this.answers.push(msg);

@@ -187,10 +187,29 @@ describe("EventLog", () => {
     await log.settled();
     for (const after of [0, 1, 3, 10, 25]) {
       const plain = await log.since(after);
-      const fromJson = JSON.parse(await log.sinceJson(after));
+      const fromJson = JSON.parse((await log.sinceJson(after)).json);
       expect(fromJson).toEqual(JSON.parse(JSON.stringify(plain)));
     }
   });
+  it("since({ transient: false }) leaves out deltas but keeps every durable frame and the snapshots", async () => {
+    const { deps } = await setup();
+    const log = await EventLog.open("s1", deps);
+    log.emit("message.start", { message_id: "m1", role: "assistant" });
+    for (let i = 1; i <= 5; i++) log.emit("message.delta", delta(i));
+    log.emit("todo.updated", { revision: 1, items: [] });
+    log.emit("message.delta", delta(6));
+    await log.settled();
+    const all = await log.since(0);
+    const lean = await log.since(0, { transient: false });
+    expect(all.events.some((f) => f.type === "message.delta")).toBe(true);
+    expect(lean.events.map((f) => f.type)).toEqual(["message.start", "todo.updated"]);
+    expect(lean.latest_seq).toBe(all.latest_seq);
+    // The text of every skipped delta is in the snapshot of the message still streaming.
+    expect(lean.snapshots).toEqual(all.snapshots);
+    expect(lean.snapshots[0]!.text).toBe([1, 2, 3, 4, 5, 6].map((i) => delta(i).text).join(""));
+    expect(JSON.parse((await log.sinceJson(0, { transient: false })).json)).toEqual(JSON.parse(JSON.stringify(lean)));
+  });
+
   it("broadcasts each frame as exactly encodeEventNotification's text", async () => {
     const { deps } = await setup();
     const log = await EventLog.open("s1", deps);
