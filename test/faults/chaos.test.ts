@@ -19,7 +19,7 @@ import { countText, newViewerClient, prng, SessionView, sleep, storedEvents, tra
 const CLIENTS = 6;
 const SESSIONS = 3;
 const TURNS = 3;
-const COUNT_TO = 1000;
+const COUNT_TO = 2000;
 const CHAOS_MS = 3500;
 
 let gateway: SpawnedGateway | undefined;
