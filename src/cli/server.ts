@@ -139,6 +139,8 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   });
 
   const auth = createAuthenticator(config.apiKey, config.auth.keys);
+  // One pair of send-buffer limits for every viewer transport: WebSocket and SSE.
+  const flow = { softBytes: config.limits.sendBufferSoftBytes, hardBytes: config.limits.sendBufferHardBytes };
   const ready = () => store.ping();
   const server = config.wsOnly
     ? createHttpServer({ ready, wsOnly: true })
@@ -152,6 +154,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
         config: config.http,
         models: listModels(catalog),
         metrics,
+        flow,
         ready,
       });
   const ws = attachWsEndpoint(server, {
@@ -162,7 +165,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     maxFrameBytes: config.limits.maxFrameBytes,
     now: () => clock.now(),
     clock,
-    flow: { softBytes: config.limits.sendBufferSoftBytes, hardBytes: config.limits.sendBufferHardBytes },
+    flow,
     // Off on loopback: a local event-loop stall must never kill a healthy local connection.
     heartbeat:
       config.heartbeatMs > 0 && (config.heartbeatOnLoopback || !isLoopbackHost(config.host))

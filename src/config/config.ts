@@ -150,9 +150,9 @@ export const ConfigSchema = z.object({
       processRingBytes: z.number().int().positive().default(64 * MiB),
       /** Tool-call loop cap per turn. */
       maxIterations: z.number().int().positive().default(8),
-      /** A WebSocket viewer with more unsent bytes than this lags: its deltas are skipped, then it gets `session.resync`. */
+      /** A viewer (WebSocket or SSE) with more unsent bytes than this lags: its deltas are skipped, then it gets `session.resync`. */
       sendBufferSoftBytes: z.number().int().positive().default(8 * MiB),
-      /** Over this many unsent bytes a WebSocket viewer is closed with 1013. */
+      /** Over this many unsent bytes a viewer is cut off: a WebSocket is closed with 1013, an SSE stream ended. */
       sendBufferHardBytes: z.number().int().positive().default(64 * MiB),
     })
     .prefault({}),

@@ -6,6 +6,8 @@
  *   await sse.waitFor((evs) => evs.some((e) => e.event === "turn.complete"));
  *   sse.close();   // drops the TCP connection
  */
+import { createParser } from "eventsource-parser";
+
 export interface SseEvent {
   id?: string;
   event?: string;
@@ -24,6 +26,20 @@ export interface SseConnection {
   close(): void;
 }
 
+/** Feeds raw SSE text; calls back per complete event (a block with data) and per comment line. */
+export function sseParser(onEvent: (ev: SseEvent) => void, onComment: (text: string) => void = () => undefined): (chunk: string) => void {
+  const parser = createParser({
+    onEvent(m) {
+      const ev: SseEvent = { data: m.data };
+      if (m.id !== undefined) ev.id = m.id;
+      if (m.event !== undefined) ev.event = m.event;
+      onEvent(ev);
+    },
+    onComment: (c) => onComment(c.trim()),
+  });
+  return (chunk) => parser.feed(chunk);
+}
+
 export async function openSse(url: string, init: RequestInit = {}): Promise<SseConnection> {
   const abort = new AbortController();
   const res = await fetch(url, { ...init, signal: abort.signal });
@@ -35,31 +51,15 @@ export async function openSse(url: string, init: RequestInit = {}): Promise<SseC
   const ended = (async () => {
     if (!res.body) return;
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buf = "";
+    const feed = sseParser(
+      (ev) => (events.push(ev), notify()),
+      (c) => (comments.push(c), notify()),
+    );
     try {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        buf += value;
-        let idx: number;
-        while ((idx = buf.indexOf("\n\n")) >= 0) {
-          const block = buf.slice(0, idx);
-          buf = buf.slice(idx + 2);
-          const ev: SseEvent = { data: "" };
-          const data: string[] = [];
-          let isEvent = false;
-          for (const line of block.split("\n")) {
-            if (line.startsWith(":")) comments.push(line.slice(1).trim());
-            else if (line.startsWith("data:")) (data.push(line.slice(5).replace(/^ /, "")), (isEvent = true));
-            else if (line.startsWith("id:")) ev.id = line.slice(3).trim();
-            else if (line.startsWith("event:")) ev.event = line.slice(6).trim();
-          }
-          if (isEvent) {
-            ev.data = data.join("\n");
-            events.push(ev);
-          }
-          notify();
-        }
+        feed(value);
       }
     } catch {
       // aborted by close()

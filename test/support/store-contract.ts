@@ -263,6 +263,33 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         const orphans = await store.findOrphanedSessions(10_000, 10_000 - 3000, 100);
         expect(orphans.sort()).toEqual(["dead", "nolease"]);
       });
+
+      it("reads many sessions' lease states in one call: owner, detached, and whether the owner is alive", async () => {
+        const store = await fresh();
+        const ids = ["attached", "parked", "dead", "gone", "nolease"];
+        await store.commit(ids.map((id) => ({ op: "session.insert" as const, row: sessionRow(id) })));
+        await store.beat(beat("A", 10_000), 20_000);
+        await store.beat(beat("D", 1_000), 20_000); // D stopped beating long ago
+        const lease = (session_id: string, owner: string, detached = false) =>
+          ({ op: "lease.insert" as const, row: { session_id, owner, token: 1, expires_at: 20_000, detached } });
+        await store.commit([lease("attached", "A"), lease("parked", "A", true), lease("dead", "D"), lease("gone", "G")]);
+        const states = await store.leaseStates([...ids, "unknown"], 10_000 - 3000);
+        expect(states.sort((x, y) => x.session_id.localeCompare(y.session_id))).toEqual([
+          { session_id: "attached", owner: "A", detached: false, expires_at: 20_000, owner_alive: true },
+          { session_id: "dead", owner: "D", detached: false, expires_at: 20_000, owner_alive: false },
+          // G never beat (or its heartbeat was removed): dead.
+          { session_id: "gone", owner: "G", detached: false, expires_at: 20_000, owner_alive: false },
+          { session_id: "parked", owner: "A", detached: true, expires_at: 20_000, owner_alive: true },
+        ]);
+        // The owner's flag is read as it changes; only the asked sessions come back.
+        await store.setLeaseDetached("parked", "A", 1, false);
+        expect(await store.leaseStates(["parked"], 7_000)).toEqual([
+          { session_id: "parked", owner: "A", detached: false, expires_at: 20_000, owner_alive: true },
+        ]);
+        expect(await store.leaseStates([], 7_000)).toEqual([]);
+        // A's heartbeat judged against a later deadline: dead too.
+        expect((await store.leaseStates(["attached"], 10_001))[0]).toMatchObject({ owner_alive: false });
+      });
     });
 
     describe("HTTP API tables", () => {

@@ -7,6 +7,7 @@ import type { Logger } from "../../lib/logger.js";
 import type { HttpConfig } from "../../config/index.js";
 import type { Caller, ProfileRegistry, SessionManager } from "../../sessions/index.js";
 import type { Authenticator } from "../auth.js";
+import type { FlowLimits } from "../viewer-flow.js";
 import type { PromMetrics } from "./metrics.js";
 import type { TurnLimiter } from "./limits.js";
 
@@ -29,6 +30,8 @@ export interface HttpApiDeps {
   config: HttpConfig;
   models: ModelInfo[];
   metrics: PromMetrics | null;
+  /** Send-buffer limits of a viewer, the same for SSE as for WebSocket (default DEFAULT_FLOW_LIMITS). */
+  flow?: FlowLimits;
   /** True when the store answers and migrations ran. */
   ready: () => Promise<boolean>;
 }

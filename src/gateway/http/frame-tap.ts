@@ -5,19 +5,20 @@
  */
 import type { Frame } from "../../protocol/index.js";
 import type { Viewer } from "../../sessions/index.js";
+import { Wakeup } from "./wakeup.js";
 
 let tapCounter = 0;
 
 export class FrameTap implements Viewer {
   readonly id = `http_${++tapCounter}`;
   private readonly queue: Frame[] = [];
-  private wake: (() => void) | null = null;
+  private readonly wakeup = new Wakeup();
   private closed = false;
 
   send(frame: Frame): void {
     if (this.closed) return;
     this.queue.push(frame);
-    this.wake?.();
+    this.wakeup.wake();
   }
 
   /** Frames received so far and not yet taken (used after a catch-up read). */
@@ -30,20 +31,12 @@ export class FrameTap implements Viewer {
       const frame = this.queue.shift();
       if (frame) return frame;
       if (this.closed || signal?.aborted) return null;
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          this.wake = null;
-          signal?.removeEventListener("abort", done);
-          resolve();
-        };
-        this.wake = done;
-        signal?.addEventListener("abort", done, { once: true });
-      });
+      await this.wakeup.wait(signal);
     }
   }
 
   close(): void {
     this.closed = true;
-    this.wake?.();
+    this.wakeup.wake();
   }
 }

@@ -18,22 +18,22 @@
  * starts with every retained frame after it, then one `session.catchup` event
  * `{ latest_seq, truncated, epoch, snapshots }` (text so far of messages still streaming), then live
  * frames. Without a cursor it starts with `session.snapshot` (the Snapshot), then live frames.
+ * A slow reader gets the WebSocket flow control (same limits): `session.resync` + a catch-up after
+ * lagging, the end of the stream past the hard limit (session-events.ts, sse-flow.ts).
  */
 import type { Hono } from "hono";
 import { z } from "zod";
-import { EventType, SessionCreateParams, type Frame } from "../../protocol/index.js";
+import { SessionCreateParams } from "../../protocol/index.js";
+import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
 import { callerOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpErrors } from "./errors.js";
-import { FrameTap } from "./frame-tap.js";
 import { claimIdempotency, underClaim } from "./idempotency.js";
 import { queryBool, queryInt, readJson } from "./json-body.js";
+import { streamSessionEvents } from "./session-events.js";
+import { SseFlowTap } from "./sse-flow.js";
 import { sseResponse } from "./sse.js";
 
-/** SSE event names that are not frame types. */
-export const SseEvent = {
-  Snapshot: "session.snapshot",
-  Catchup: "session.catchup",
-} as const;
+export { SseEvent } from "./session-events.js";
 
 const PatchBody = z.object({ title: z.string().max(500).optional() });
 const PromptBody = z.object({ text: z.string().min(1).max(1_000_000), request_id: z.string().min(1).max(200).optional() });
@@ -121,38 +121,15 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
     const caller = callerOf(c);
     const sessionId = id(c);
     const after = cursorOf(c);
-    const tap = new FrameTap();
+    // Bounded: a client that stops reading lags (deltas skipped, then resync), then is ended.
+    const tap = new SseFlowTap(api.flow ?? DEFAULT_FLOW_LIMITS);
     // Attach first, then catch up: frames delivered meanwhile are in the tap and deduplicated by seq.
     const snapshot = await (await sessionsOf(c)).resume(caller, sessionId, tap);
-    const frame = (f: Frame) => ({ data: JSON.stringify(f), fields: { id: String(f.seq), event: f.type } });
+    const since = async (afterSeq: number, transient: boolean) =>
+      (await sessionsOf(c)).since(caller, sessionId, afterSeq, { transient });
     return sseResponse(c, { clock: api.clock, keepAliveMs: api.config.sse_keepalive_ms, metrics: api.metrics }, async (sse) => {
       try {
-        let last: number;
-        if (after === undefined) {
-          last = snapshot.latest_seq;
-          await sse.send(JSON.stringify(snapshot), { event: SseEvent.Snapshot, id: String(last) });
-        } else {
-          const since = await (await sessionsOf(c)).since(caller, sessionId, after);
-          for (const f of since.events) {
-            const { data, fields } = frame(f);
-            await sse.send(data, fields);
-          }
-          last = since.latest_seq;
-          const { latest_seq, truncated, epoch, snapshots } = since;
-          await sse.send(JSON.stringify({ latest_seq, truncated, epoch, snapshots }), {
-            event: SseEvent.Catchup,
-            id: String(last),
-          });
-        }
-        for (;;) {
-          const f = await tap.next(sse.signal);
-          if (!f) return;
-          if ((f.seq ?? 0) <= last) continue;
-          last = f.seq!;
-          const { data, fields } = frame(f);
-          await sse.send(data, fields);
-          if (f.type === EventType.SessionClosed) return;
-        }
+        await streamSessionEvents(sse, { sessionId, tap, after, snapshot, since, logger: api.logger });
       } finally {
         tap.close();
         await sessionsOf(c)
