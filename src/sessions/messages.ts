@@ -1,5 +1,5 @@
 /** Conversions between stored message rows, wire messages and the model's chat history. */
-import type { Message } from "../protocol/index.js";
+import type { Message, TurnErrorInfo } from "../protocol/index.js";
 import type { ChatMessage } from "../agent/provider.js";
 import type { MessageRow } from "../store/types.js";
 
@@ -12,10 +12,24 @@ export function toWireMessage(row: MessageRow): Message {
     created_at: row.created_at,
   };
   if (row.display_kind) m.display_kind = row.display_kind;
-  if (row.display_metadata) m.display_metadata = row.display_metadata;
+  if (row.display_metadata) {
+    // A failed message keeps its classified error in the row's metadata (assistant-step.ts): the
+    // wire shows it as `error`, so a transcript rebuilt from the store says what live frames said.
+    const { error, ...rest } = row.display_metadata;
+    if (row.status === "error" && isTurnErrorInfo(error)) {
+      m.error = { layer: error.layer, code: error.code, retryable: error.retryable, message: error.message };
+      if (Object.keys(rest).length > 0) m.display_metadata = rest;
+    } else m.display_metadata = row.display_metadata;
+  }
   if (row.tool_calls) m.tool_calls = row.tool_calls;
   if (row.tool_call_id) m.tool_call_id = row.tool_call_id;
   return m;
+}
+
+function isTurnErrorInfo(v: unknown): v is TurnErrorInfo {
+  if (!v || typeof v !== "object") return false;
+  const e = v as Record<string, unknown>;
+  return typeof e["layer"] === "string" && typeof e["code"] === "string" && typeof e["retryable"] === "boolean" && typeof e["message"] === "string";
 }
 
 /**

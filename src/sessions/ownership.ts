@@ -10,6 +10,15 @@ import { hostname } from "node:os";
 import type { Clock } from "../lib/clock.js";
 import type { LeaseResult, Store, WriteOp } from "../store/types.js";
 
+/** A session's lease as this process sees it, for sessions not live here. */
+export interface LeaseView {
+  owner: string;
+  /** The owner parked the session (its last viewer left). */
+  detached: boolean;
+  /** A live process holds it: the owner's heartbeat is fresh and the lease has not expired. */
+  held: boolean;
+}
+
 export interface OwnershipOptions {
   store: Store;
   clock: Clock;
@@ -73,6 +82,19 @@ export class Ownership {
       if (hb.id === this.processId || hb.host !== host || pidAlive(hb.pid)) continue;
       await this.opts.store.removeHeartbeat(hb.id);
     }
+  }
+
+  /**
+   * Who holds these sessions, in one store read. `held` uses the rules of `acquire`: a lease whose
+   * owner is dead or that expired is takeable, so nobody holds it.
+   */
+  async leaseViews(sessionIds: readonly string[]): Promise<Map<string, LeaseView>> {
+    if (sessionIds.length === 0) return new Map();
+    const now = this.opts.clock.now();
+    const rows = await this.opts.store.leaseStates(sessionIds, this.deadBefore(now));
+    return new Map(
+      rows.map((r) => [r.session_id, { owner: r.owner, detached: r.detached, held: r.owner_alive && r.expires_at >= now }]),
+    );
   }
 
   /** The lease row for a session this process is creating, written in the creating transaction. */

@@ -87,6 +87,8 @@ export class RemoteView {
       profile: row.profile,
       model: row.model,
       provider: row.provider,
+      // A node serves a session remotely only when its live owner refused the lease to a resume:
+      // held, unexpired and not parked — what `session.list` on any node shows as live.
       state: "live",
       running: row.active_turn !== null,
       latest_seq: cut.latest,

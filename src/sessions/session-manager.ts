@@ -41,7 +41,7 @@ import {
 import type { SinceOptions } from "../events/index.js";
 import type { Logger } from "../lib/logger.js";
 import { noopMetrics, type Metrics } from "../lib/metrics.js";
-import type { HttpIdempotencyRow, ResponsePatch, ResponseRow, SessionRow } from "../store/types.js";
+import type { HttpIdempotencyRow, ResponsePatch, ResponseRow, SessionListItem, SessionRow } from "../store/types.js";
 import {
   CompressionSchema,
   DelegationSchema,
@@ -454,7 +454,8 @@ export class SessionManager implements LifecycleHost {
   async get(caller: Caller, sessionId: string): Promise<SessionSummary> {
     const row = await this.requireRow(caller, sessionId);
     const messages = await storage(() => this.deps.store.loadMessages(sessionId));
-    return this.summary(this.registry.get(sessionId)?.row ?? row, messages.length);
+    const [summary] = await this.summaries([{ row: this.registry.get(sessionId)?.row ?? row, message_count: messages.length }]);
+    return summary!;
   }
 
   /** Submits to the live tip: a prompt aimed at a session compression rotated lands on its continuation. */
@@ -513,7 +514,7 @@ export class SessionManager implements LifecycleHost {
   }
 
   async list(caller: Caller, params: ListParams = {}): Promise<{ sessions: SessionSummary[]; next_cursor: string | null }> {
-    return listSessions(this.deps.store, caller, params, (row, count) => this.summary(row, count));
+    return listSessions(this.deps.store, caller, params, (items) => this.summaries(items));
   }
 
   async messages(
@@ -671,8 +672,18 @@ export class SessionManager implements LifecycleHost {
     );
   }
 
-  private summary(row: SessionRow, messageCount: number): SessionSummary {
-    return summaryOf(row, messageCount, this.registry.get(row.id));
+  /**
+   * Summaries of stored sessions. A session live here is judged by its viewers; one that is not
+   * by its lease — another node may hold it with viewers — read for all of them in one store read.
+   * A lease this process holds without a runtime here means nobody views it here: detached.
+   */
+  private async summaries(items: readonly SessionListItem[]): Promise<SessionSummary[]> {
+    const elsewhere = items.filter(({ row }) => row.ended_at === null && !this.registry.has(row.id)).map(({ row }) => row.id);
+    const leases = await storage(() => this.ownership.leaseViews(elsewhere));
+    return items.map(({ row, message_count }) => {
+      const lease = leases.get(row.id);
+      return summaryOf(row, message_count, this.registry.get(row.id), lease?.owner === this.ownership.processId ? undefined : lease);
+    });
   }
 
   /** Opens a stored session, first reopening it if it ended for a reason `allowed` accepts. */

@@ -5,7 +5,7 @@
  */
 import { ErrorCode, TetherError, type SessionSummary, type SinceResult } from "../protocol/index.js";
 import { fromEventRow } from "../events/index.js";
-import type { SessionRow, Store } from "../store/types.js";
+import type { SessionListItem, Store } from "../store/types.js";
 import type { Caller, ListParams } from "./manager-types.js";
 import { storage, storageError } from "./session-access.js";
 
@@ -13,7 +13,8 @@ export async function listSessions(
   store: Store,
   caller: Caller,
   params: ListParams,
-  summary: (row: SessionRow, messageCount: number) => SessionSummary,
+  /** The page's summaries, in order (one batched lease read for the sessions not live here). */
+  summaries: (items: SessionListItem[]) => Promise<SessionSummary[]>,
 ): Promise<{ sessions: SessionSummary[]; next_cursor: string | null }> {
   let page;
   try {
@@ -33,10 +34,7 @@ export async function listSessions(
     }
     throw storageError(err);
   }
-  return {
-    sessions: page.items.map(({ row, message_count }) => summary(row, message_count)),
-    next_cursor: page.nextCursor,
-  };
+  return { sessions: await summaries(page.items), next_cursor: page.nextCursor };
 }
 
 /** Durable events after `afterSeq` from the store: no ring, no snapshots. */

@@ -3,6 +3,7 @@
  * shows, and the `session.info` payload.
  */
 import type { DelegationSummary, Message, SessionSummary, Snapshot } from "../protocol/index.js";
+import type { LeaseView } from "./ownership.js";
 import type { MessageRow, SessionRow, Store } from "../store/types.js";
 import { toWireMessage } from "./messages.js";
 import { storage } from "./session-access.js";
@@ -74,14 +75,24 @@ function streamingText(runtime: SessionRuntime): Map<string, string> {
   return new Map(runtime.log.snapshots().map((s) => [s.message_id, s.text]));
 }
 
-/** A list entry; `live` is the session's runtime here, if any (it decides live vs detached). */
-export function summaryOf(row: SessionRow, messageCount: number, live: SessionRuntime | undefined): SessionSummary {
+/**
+ * A list entry. `live` is the session's runtime here, if any: its viewers decide live vs detached.
+ * A session not live here is judged by its lease (`lease`, read for the whole page at once): live
+ * while another live process holds it and has not parked it; detached when parked, or when nobody
+ * alive holds it.
+ */
+export function summaryOf(
+  row: SessionRow,
+  messageCount: number,
+  live: SessionRuntime | undefined,
+  lease?: LeaseView,
+): SessionSummary {
   const s: SessionSummary = {
     session_id: row.id,
     title: row.title,
     profile: row.profile,
     model: row.model,
-    state: row.ended_at !== null ? "ended" : live && live.viewers.size > 0 ? "live" : "detached",
+    state: stateOf(row, live, lease),
     started_at: row.started_at,
     last_activity_at: row.last_activity_at,
     message_count: messageCount,
@@ -89,6 +100,12 @@ export function summaryOf(row: SessionRow, messageCount: number, live: SessionRu
   if (row.end_reason) s.end_reason = row.end_reason;
   if (row.parent_session_id) s.parent_session_id = row.parent_session_id;
   return s;
+}
+
+function stateOf(row: SessionRow, live: SessionRuntime | undefined, lease: LeaseView | undefined): SessionSummary["state"] {
+  if (row.ended_at !== null) return "ended";
+  if (live) return live.viewers.size > 0 ? "live" : "detached";
+  return lease?.held && !lease.detached ? "live" : "detached";
 }
 
 /** The `session.info` payload. */

@@ -152,6 +152,18 @@ export interface LeaseRow {
   detached: boolean;
 }
 
+/**
+ * A session's lease as another process sees it (`leaseStates`): who holds it, whether the owner
+ * parked it, and whether the owner is alive (its heartbeat is not older than `deadBefore`).
+ */
+export interface LeaseState {
+  session_id: string;
+  owner: string;
+  detached: boolean;
+  expires_at: number;
+  owner_alive: boolean;
+}
+
 export interface LeaseRequest {
   session_id: string;
   owner: string;
@@ -343,6 +355,11 @@ export interface Store {
   acquireLease(req: LeaseRequest): Promise<LeaseResult>;
   getLease(sessionId: string): Promise<LeaseRow | null>;
   leasesOf(owner: string): Promise<LeaseRow[]>;
+  /**
+   * The leases of these sessions in one read, each with whether its owner is alive (a heartbeat
+   * not older than `deadBefore`). Sessions without a lease are absent; order is not specified.
+   */
+  leaseStates(sessionIds: readonly string[], deadBefore: number): Promise<LeaseState[]>;
   setLeaseDetached(sessionId: string, owner: string, token: number, detached: boolean): Promise<void>;
   releaseLease(sessionId: string, owner: string, token: number): Promise<void>;
   /**

@@ -17,6 +17,7 @@ import {
   type LeaseRequest,
   type LeaseResult,
   type LeaseRow,
+  type LeaseState,
   type MessageRow,
   type Page,
   type ResponsePatch,
@@ -461,6 +462,17 @@ export class PostgresStore implements Store {
 
   async leasesOf(owner: string): Promise<LeaseRow[]> {
     return this.q<LeaseRow>(`SELECT * FROM leases WHERE owner = $1`, [owner]);
+  }
+
+  async leaseStates(sessionIds: readonly string[], deadBefore: number): Promise<LeaseState[]> {
+    if (sessionIds.length === 0) return [];
+    return this.q<LeaseState>(
+      `SELECT l.session_id, l.owner, l.detached, l.expires_at,
+              (h.id IS NOT NULL AND h.last_beat >= $1) AS owner_alive
+         FROM leases l LEFT JOIN heartbeats h ON h.id = l.owner
+        WHERE l.session_id = ANY($2::text[])`,
+      [deadBefore, [...sessionIds]],
+    );
   }
 
   async setLeaseDetached(sessionId: string, owner: string, token: number, detached: boolean): Promise<void> {

@@ -12,6 +12,7 @@ import {
   type LeaseRequest,
   type LeaseResult,
   type LeaseRow,
+  type LeaseState,
 } from "../types.js";
 import type {
   EventRow,
@@ -111,6 +112,13 @@ export class SqliteStore implements Store {
       allBeats: db.prepare(`SELECT * FROM heartbeats ORDER BY id`),
       getLease: db.prepare(`SELECT * FROM leases WHERE session_id = ?`),
       leasesOf: db.prepare(`SELECT * FROM leases WHERE owner = ?`),
+      // One statement for any number of ids: they come as one JSON array.
+      leaseStates: db.prepare(
+        `SELECT l.session_id, l.owner, l.detached, l.expires_at,
+                (h.id IS NOT NULL AND h.last_beat >= ?) AS owner_alive
+           FROM leases l LEFT JOIN heartbeats h ON h.id = l.owner
+          WHERE l.session_id IN (SELECT value FROM json_each(?))`,
+      ),
       takeLease: db.prepare(
         `INSERT INTO leases (session_id, owner, token, expires_at, detached) VALUES (@session_id, @owner, @token, @expires_at, 0)
          ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, token = excluded.token,
@@ -334,6 +342,14 @@ export class SqliteStore implements Store {
       ...r,
       detached: r.detached === 1,
     }));
+  }
+
+  async leaseStates(sessionIds: readonly string[], deadBefore: number): Promise<LeaseState[]> {
+    if (sessionIds.length === 0) return [];
+    const rows = this.stmts.leaseStates!.all(deadBefore, JSON.stringify(sessionIds)) as Array<
+      Omit<LeaseState, "detached" | "owner_alive"> & { detached: number; owner_alive: number }
+    >;
+    return rows.map((r) => ({ ...r, detached: r.detached === 1, owner_alive: r.owner_alive === 1 }));
   }
 
   async setLeaseDetached(sessionId: string, owner: string, token: number, detached: boolean): Promise<void> {
