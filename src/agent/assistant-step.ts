@@ -107,6 +107,8 @@ export async function streamAssistantMessage(ctx: TurnContext, frames: TurnFrame
         content: step.content,
         status: step.status,
         tool_calls: step.toolCalls.length > 0 ? step.toolCalls : null,
+        // Kept with the row, so a Message read back from the store carries it as `error`.
+        ...(step.error ? { display_metadata: { error: step.error } } : {}),
       },
     },
   ]);

@@ -1,4 +1,5 @@
 /** Result shapes shared by the server, the SDK and the web client. */
+import type { TurnErrorInfo } from "./errors.js";
 import type { MessageStatus } from "./events.js";
 
 export interface Usage {
@@ -35,6 +36,8 @@ export interface Message {
   display_metadata?: Record<string, unknown>;
   tool_calls?: ToolCall[];
   tool_call_id?: string;
+  /** A message that ended with `status: "error"`: the classified error (the same as its `turn.error`). */
+  error?: TurnErrorInfo;
   created_at: number;
 }
 

@@ -56,6 +56,8 @@ export class ModelSwitching {
     const provider = this.catalog.resolve(target.provider).provider;
     runtime.touch();
     if (!runtime.running) {
+      // A switch stashed during an earlier turn is superseded: the user's latest pick wins.
+      runtime.pendingSwitch = undefined;
       this.switchNow(runtime, provider, target.model, "user");
       return { status: "applied" };
     }

@@ -61,6 +61,24 @@ describe("model switching", () => {
     sock.close();
   });
 
+  it("an idle switch supersedes one stashed during the previous turn", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const sid = (await sock.call("session.create", {})).session_id;
+    ai.script(reply.text(["slow ", "turn"], { delayMs: 150 }), reply.text(["next"]));
+    const t1 = await sock.call("prompt.submit", { session_id: sid, text: "one" });
+    await sock.waitForEvent(sid, (f) => f.type === "message.delta" && f.turn_id === t1.turn_id);
+    expect(await sock.call("config.set", { session_id: sid, key: "model", value: "big", confirm: true })).toEqual({ status: "pending" });
+    await sock.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === t1.turn_id);
+    // Idle now: this pick applies at once, and the stashed "big" must not come back at the next turn.
+    expect(await sock.call("config.set", { session_id: sid, key: "model", value: "demo" })).toEqual({ status: "applied" });
+    await turn(sock, sid, "two");
+    const resumed = await sock.call("session.resume", { session_id: sid });
+    expect(resumed).toMatchObject({ provider: "demo", model: "demo" });
+    const switches = sock.sessionEvents(sid).filter((f) => f.type === "model.switched").map((f) => f.payload.to.model);
+    expect(switches).toEqual(["demo"]);
+    sock.close();
+  });
+
   it("applies an unguarded switch on an idle session at once; unknown models are refused with -32602", async () => {
     const sock = await RpcSocket.open(srv.wsUrl);
     const sid = (await sock.call("session.create", { model: "big" })).session_id;

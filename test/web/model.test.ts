@@ -157,6 +157,20 @@ describe("web transcript model", () => {
     expect(m.blocks.some((b) => b.key === "a9")).toBe(false);
   });
 
+  it("rebuilds the same error card from a snapshot's stored error (after a reload)", () => {
+    const error = { layer: "provider" as const, code: "rate_limited", retryable: true, message: "slow down" };
+    const m = fromSnapshot({
+      ...SNAP,
+      messages: [
+        ...SNAP.messages,
+        { message_id: "u9", role: "user", content: "fail: provider/rate_limited", status: "complete", created_at: 2 },
+        { message_id: "a9", role: "assistant", content: "partial", status: "error", error, created_at: 2 },
+      ],
+    });
+    expect(m.blocks.slice(-2).map((b) => `${b.kind}:${b.key}`)).toEqual(["assistant:a9", "error:err:a9"]);
+    expect(m.blocks.at(-1)).toMatchObject({ error, input: "fail: provider/rate_limited" });
+  });
+
   it("keeps a queued prompt visible until its turn starts", () => {
     const m = fromSnapshot(SNAP);
     m.pending = [{ requestId: "r1", text: "next", status: "sending" }];

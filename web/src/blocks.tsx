@@ -230,12 +230,26 @@ function ErrorCard({ block, actions }: { block: Extract<Block, { kind: "error" }
   const e = block.error;
   const title = e ? (LAYER_TITLES[e.layer] ?? `${e.layer} error`) : "The turn failed";
   const diagnostics = JSON.stringify(
-    { turn_id: block.turnId ?? null, trace_id: block.traceId ?? null, layer: e?.layer ?? null, code: e?.code ?? null, message: e?.message ?? null },
+    {
+      turn_id: block.turnId ?? null,
+      trace_id: block.traceId ?? null,
+      layer: e?.layer ?? null,
+      code: e?.code ?? null,
+      retryable: e?.retryable ?? null,
+      message: e?.message ?? null,
+    },
     null,
     2,
   );
   return (
-    <div class="card error-card" role="alert" data-kind="error" data-layer={e?.layer ?? ""} data-code={e?.code ?? ""}>
+    <div
+      class="card error-card"
+      role="alert"
+      data-kind="error"
+      data-layer={e?.layer ?? ""}
+      data-code={e?.code ?? ""}
+      data-retryable={e ? String(e.retryable) : ""}
+    >
       <div class="card-head">
         <span class="card-icon" aria-hidden="true">
           !

@@ -463,6 +463,10 @@ export class AppController {
       const res = await this.client.call(Method.ConfigSet, { session_id: model.sessionId, key: "model", value: modelId, ...(confirm ? { confirm: true } : {}) });
       if (res.status === "confirm_required") {
         this.confirm = { model: modelId, message: res.confirm_message ?? `Switching to ${modelId} needs confirmation.` };
+      } else if (res.status === "pending" && modelId === model.model) {
+        // Back to the model in use: the stashed switch is now a no-op (no model.switched comes).
+        delete model.pendingModel;
+        model.version++;
       } else if (res.status === "pending") {
         model.pendingModel = modelId;
         model.version++;

@@ -372,8 +372,12 @@ function addMessage(m: SessionModel, msg: Message): void {
     add(m, { kind: "user", key: msg.message_id, text: msg.content });
   } else if (msg.role === "assistant") {
     if (msg.status === "error") {
-      add(m, { kind: "error", key: `err:${msg.message_id}`, ...withInput(m) });
+      // As live: the partial text (if any) above the card, which shows the stored error (the same
+      // layer/code/retryable the live `turn.error` did).
       if (msg.content) add(m, assistantBlock(msg.message_id, msg.content, "error"));
+      const card: Block = { kind: "error", key: `err:${msg.message_id}`, ...withInput(m) };
+      if (msg.error) card.error = { ...msg.error };
+      add(m, card);
       return;
     }
     if (msg.content || !msg.tool_calls?.length || msg.status !== "complete") {

@@ -1,0 +1,321 @@
+/**
+ * The web client's session actions end to end, in Debian's Chromium (playwright-core) against a
+ * real gateway: an error card that survives a reload (the stored `error` of the failed message),
+ * Copy diagnostics, renaming, closing and reopening a session, and a model switch made while a
+ * turn runs (`config.set` answers `pending`; it applies when the next turn starts). One gateway
+ * and one browser for the whole file.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Locator, Page } from "playwright-core";
+import type { Message } from "../../src/protocol/index.js";
+import { startTestServer, type TestServer } from "../support/start-server.js";
+import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, type Browser } from "./browser.js";
+
+async function openApp(page: Page, url: string): Promise<void> {
+  await page.goto(url);
+  await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
+}
+
+async function newSession(page: Page): Promise<string> {
+  const before = page.url();
+  await page.getByRole("button", { name: "+ New session" }).click();
+  await page.waitForFunction((prev) => location.href !== prev && location.hash.startsWith("#/s/"), before);
+  await page.getByLabel("Message").waitFor();
+  return decodeURIComponent(new URL(page.url()).hash.slice("#/s/".length));
+}
+
+async function send(page: Page, text: string): Promise<void> {
+  const box = page.getByLabel("Message");
+  await box.fill(text);
+  await box.press("Enter");
+}
+
+/** Reloads and waits until the transcript is rebuilt from the Snapshot. */
+async function reload(page: Page): Promise<void> {
+  await page.reload();
+  await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
+  await page.getByRole("log", { name: "Transcript" }).waitFor();
+}
+
+function sidebarItem(page: Page, sessionId: string): Locator {
+  return page.locator(`.session[data-session-id="${sessionId}"]`);
+}
+
+/** Everything an error card shows about its error. */
+async function errorCardView(card: Locator) {
+  return {
+    layer: await card.getAttribute("data-layer"),
+    code: await card.getAttribute("data-code"),
+    retryable: await card.getAttribute("data-retryable"),
+    title: await card.locator(".card-title").innerText(),
+    shownCode: await card.locator(".error-code").innerText(),
+    message: await card.locator(".error-message").innerText(),
+    retryButton: await card.getByRole("button", { name: "Retry" }).count(),
+  };
+}
+
+describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", () => {
+  let srv: TestServer;
+  let ai: FakeOpenAI;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    await ensureWebBuilt();
+    ai = await startFakeOpenAI();
+    srv = await startTestServer({
+      demoDelayMs: 15,
+      config: {
+        // A second model, served by a scripted OpenAI-compatible server, to switch to.
+        providers: { up: { base_url: ai.url, models: ["small"] } },
+        default_provider: "demo",
+      },
+    });
+    browser = await launchBrowser();
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await srv?.close();
+    await ai?.close();
+  });
+
+  it("shows the same error card (layer, code, retryable) after a reload", async () => {
+    const page = await browser.page();
+    await openApp(page, srv.url);
+    const id = await newSession(page);
+    await send(page, "fail: provider/rate_limited");
+    const cards = page.locator('[data-kind="error"]');
+    await cards.first().waitFor();
+    await send(page, "fail: auth/unauthorized");
+    await expect.poll(() => cards.count()).toBe(2);
+    await expect.poll(() => cards.nth(1).getAttribute("data-code")).toBe("unauthorized");
+
+    const live = [await errorCardView(cards.nth(0)), await errorCardView(cards.nth(1))];
+    expect(live).toEqual([
+      {
+        layer: "provider",
+        code: "rate_limited",
+        retryable: "true",
+        title: "Provider error",
+        shownCode: "rate_limited",
+        message: "demo provider: simulated failure provider/rate_limited",
+        retryButton: 1,
+      },
+      {
+        layer: "auth",
+        code: "unauthorized",
+        retryable: "false",
+        title: "Authentication error",
+        shownCode: "unauthorized",
+        message: "demo provider: simulated failure auth/unauthorized",
+        retryButton: 0,
+      },
+    ]);
+
+    // The wire Message carries the stored error (what a reload rebuilds the card from).
+    const res = await fetch(`${srv.url}/api/sessions/${encodeURIComponent(id)}/messages`);
+    const { messages } = (await res.json()) as { messages: Message[] };
+    const failed = messages.filter((m) => m.status === "error");
+    expect(failed.map((m) => m.error)).toEqual([
+      { layer: "provider", code: "rate_limited", retryable: true, message: "demo provider: simulated failure provider/rate_limited" },
+      { layer: "auth", code: "unauthorized", retryable: false, message: "demo provider: simulated failure auth/unauthorized" },
+    ]);
+    expect(failed.every((m) => m.display_metadata === undefined)).toBe(true);
+
+    await reload(page);
+    await expect.poll(() => cards.count()).toBe(2);
+    expect([await errorCardView(cards.nth(0)), await errorCardView(cards.nth(1))]).toEqual(live);
+    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["fail: provider/rate_limited", "fail: auth/unauthorized"]);
+
+    // Retry from the rebuilt card runs the failed prompt again.
+    await cards.nth(0).getByRole("button", { name: "Retry" }).click();
+    await expect.poll(() => cards.count()).toBe(3);
+    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual([
+      "fail: provider/rate_limited",
+      "fail: auth/unauthorized",
+      "fail: provider/rate_limited",
+    ]);
+    await page.close();
+  });
+
+  it("Copy diagnostics puts the turn, trace and error on the clipboard", async () => {
+    const page = await browser.page();
+    await openApp(page, srv.url);
+    await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(srv.url).origin });
+    await newSession(page);
+    await send(page, "fail: provider/unavailable");
+    const card = page.locator('[data-kind="error"]');
+    await card.waitFor();
+    await expect.poll(() => card.locator(".diag").innerText()).toMatch(/turn turn_\S+\s+trace [0-9a-f]{32}/);
+    const diag = await card.locator(".diag").innerText();
+    const turnId = /turn (turn_\S+)/.exec(diag)![1];
+    const traceId = /trace ([0-9a-f]{32})/.exec(diag)![1];
+
+    await page.evaluate(() => navigator.clipboard.writeText("nothing yet"));
+    await card.getByRole("button", { name: "Copy diagnostics" }).click();
+    await card.getByRole("button", { name: "Copied ✓" }).waitFor();
+    const copied = JSON.parse(await page.evaluate(() => navigator.clipboard.readText())) as Record<string, unknown>;
+    expect(copied).toEqual({
+      turn_id: turnId,
+      trace_id: traceId,
+      layer: "provider",
+      code: "unavailable",
+      retryable: true,
+      message: "demo provider: simulated failure provider/unavailable",
+    });
+    await page.close();
+  });
+
+  it("renames a session from the sidebar: the title changes everywhere, also in another tab and after a reload", async () => {
+    const page = await browser.page();
+    await openApp(page, srv.url);
+    const id = await newSession(page);
+    await send(page, "count to 3");
+    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
+    const item = sidebarItem(page, id);
+    // An untitled session is named after its first prompt.
+    await expect.poll(() => item.locator(".session-title").innerText()).toBe("count to 3");
+    const other = await browser.page();
+    await openApp(other, `${srv.url}/#/s/${encodeURIComponent(id)}`);
+    await other.getByLabel("Message").waitFor();
+    expect(await other.locator(".topbar-title").innerText()).toBe("count to 3");
+    // A background tab gets no animation frames (clicks wait for them): work in the first one.
+    await page.bringToFront();
+
+    await item.getByRole("button", { name: "Rename count to 3" }).click();
+    const input = item.getByLabel("Session title");
+    expect(await input.inputValue()).toBe("count to 3");
+    // Escape cancels: nothing is renamed.
+    await input.fill("never saved");
+    await input.press("Escape");
+    expect(await item.locator(".session-title").innerText()).toBe("count to 3");
+    await item.getByRole("button", { name: "Rename count to 3" }).click();
+    await item.getByLabel("Session title").fill("  Release planning  ");
+    await item.getByRole("button", { name: "Save" }).click();
+
+    await expect.poll(() => item.locator(".session-title").innerText()).toBe("Release planning");
+    expect(await page.locator(".topbar-title").innerText()).toBe("Release planning");
+    // The other tab hears it live (session.info), in its top bar and its sidebar.
+    await expect.poll(() => other.locator(".topbar-title").innerText()).toBe("Release planning");
+    await expect.poll(() => sidebarItem(other, id).locator(".session-title").innerText()).toBe("Release planning");
+    await other.close();
+
+    await reload(page);
+    await expect.poll(() => page.locator(".topbar-title").innerText()).toBe("Release planning");
+    expect(await sidebarItem(page, id).locator(".session-title").innerText()).toBe("Release planning");
+    await page.close();
+  });
+
+  it("closes a session (read-only, also after a reload) and reopens it to continue", async () => {
+    const page = await browser.page();
+    await openApp(page, srv.url);
+    const id = await newSession(page);
+    await send(page, "count to 3");
+    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
+    const item = sidebarItem(page, id);
+    await expect.poll(() => item.locator(".session-title").innerText()).toBe("count to 3");
+
+    await item.getByRole("button", { name: "Close count to 3" }).click();
+    // Asks first: Keep changes nothing.
+    await item.getByRole("button", { name: "Keep" }).click();
+    expect(await item.getAttribute("data-state")).not.toBe("ended");
+    await item.getByRole("button", { name: "Close count to 3" }).click();
+    await item.getByRole("button", { name: "Close it" }).click();
+
+    const ended = page.locator(".ended-bar");
+    await ended.waitFor();
+    expect(await ended.innerText()).toContain("This session ended (user close).");
+    expect(await page.getByLabel("Message").count()).toBe(0);
+    await page.locator(".notice", { hasText: "Session ended (user close)" }).waitFor();
+    await page.locator(".toast", { hasText: "Session closed" }).waitFor();
+    await expect.poll(() => item.getAttribute("data-state")).toBe("ended");
+    expect(await item.locator(".state").innerText()).toBe("ended · user close");
+    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 3"]);
+
+    // After a reload: the transcript read-only (from session.messages), with Reopen.
+    await reload(page);
+    await ended.waitFor();
+    expect(await ended.innerText()).toContain("This session ended (user close).");
+    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 3"]);
+    expect(await page.locator('[data-kind="assistant"] .md').allInnerTexts()).toEqual(["1 2 3"]);
+    expect(await page.getByLabel("Message").count()).toBe(0);
+    await expect.poll(() => item.getAttribute("data-state")).toBe("ended");
+
+    await ended.getByRole("button", { name: "Reopen" }).click();
+    await page.getByLabel("Message").waitFor();
+    await page.locator(".toast", { hasText: "Session reopened" }).waitFor();
+    expect(await ended.count()).toBe(0);
+    await expect.poll(() => item.getAttribute("data-state")).toBe("live");
+    expect(await item.getByRole("button", { name: "Reopen count to 3" }).count()).toBe(0);
+    // It continues where it stopped.
+    await send(page, "count to 2");
+    await expect.poll(() => page.locator('[data-kind="assistant"] .md').allInnerTexts()).toEqual(["1 2 3", "1 2"]);
+    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 3", "count to 2"]);
+
+    // Closed again, it reopens from the sidebar too.
+    await item.getByRole("button", { name: "Close count to 3" }).click();
+    await item.getByRole("button", { name: "Close it" }).click();
+    await ended.waitFor();
+    await item.getByRole("button", { name: "Reopen count to 3" }).click();
+    await page.getByLabel("Message").waitFor();
+    await expect.poll(() => item.getAttribute("data-state")).toBe("live");
+    await page.close();
+  });
+
+  it("a model switch during a turn is pending, then applies when the next turn starts", async () => {
+    const page = await browser.page();
+    await openApp(page, srv.url);
+    await newSession(page);
+    const select = page.getByLabel("Model");
+    const badge = page.getByTestId("model-pending");
+    expect(await select.inputValue()).toBe("demo");
+
+    await send(page, "count to 60");
+    await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
+    await select.selectOption("small");
+    await badge.waitFor();
+    expect(await badge.innerText()).toBe("pending");
+    expect(await badge.getAttribute("title")).toBe("Now: demo");
+    expect(await select.inputValue()).toBe("small");
+    await page.locator(".toast", { hasText: "small will be used from the next turn" }).waitFor();
+
+    // The running turn finishes on the old model; the switch still waits for the next turn.
+    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor({ timeout: 15_000 });
+    expect(await page.locator('[data-kind="assistant"] .md').first().innerText()).toMatch(/^1 2 3 .* 60$/);
+    expect(await badge.count()).toBe(1);
+    expect(await page.getByText("Model switched to small").count()).toBe(0);
+
+    ai.script(reply.text(["Hello ", "from small"]));
+    await send(page, "who are you?");
+    await page.getByText("Model switched to small").waitFor();
+    await expect.poll(() => badge.count()).toBe(0);
+    expect(await select.inputValue()).toBe("small");
+    await expect.poll(() => page.locator('[data-kind="assistant"][data-status="complete"] .md').allInnerTexts()).toHaveLength(2);
+    expect((await page.locator('[data-kind="assistant"] .md').allInnerTexts())[1]).toBe("Hello from small");
+    expect(ai.requests.at(-1)!.body.model).toBe("small");
+    await page.close();
+  });
+
+  it("switching back to the current model while a switch is pending cancels it", async () => {
+    const page = await browser.page();
+    await openApp(page, srv.url);
+    await newSession(page);
+    const select = page.getByLabel("Model");
+    const badge = page.getByTestId("model-pending");
+    await send(page, "count to 60");
+    await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
+    await select.selectOption("small");
+    await badge.waitFor();
+    await select.selectOption("demo");
+    await expect.poll(() => badge.count()).toBe(0);
+    expect(await select.inputValue()).toBe("demo");
+    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor({ timeout: 15_000 });
+    await send(page, "count to 2");
+    await expect.poll(() => page.locator('[data-kind="assistant"][data-status="complete"]').count()).toBe(2);
+    expect((await page.locator('[data-kind="assistant"] .md').allInnerTexts())[1]).toBe("1 2");
+    expect(await page.getByText("Model switched to").count()).toBe(0);
+    expect(await select.inputValue()).toBe("demo");
+    await page.close();
+  });
+});
