@@ -5,12 +5,11 @@
  * Last-Event-ID gets every durable frame after it. The reader is a raw node:http request whose
  * response is paused, so the kernel buffers fill and the gateway sees a client that is behind.
  */
-import { readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { isTransientEvent, type MessageSnapshot } from "../../src/protocol/index.js";
-import { openPausableSse, type PausableSse } from "../support/pausable-sse.js";
+import { kernelSlackBytes, openPausableSse, type PausableSse } from "../support/pausable-sse.js";
 import { eventually, openSse, type SseEvent } from "../support/sse-client.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 
@@ -24,21 +23,6 @@ afterEach(async () => {
   await server?.close();
   server = undefined;
 });
-
-/**
- * What loopback TCP can absorb from a paused reader before the gateway sees any backlog: the
- * sender's buffer grows up to tcp_wmem's max, the receiver's stays near its default while nobody
- * reads. A stream must be larger than this for the gateway to notice a slow client at all.
- */
-function kernelSlackBytes(): number {
-  try {
-    const field = (name: string, i: number) => Number(readFileSync(`/proc/sys/net/ipv4/${name}`, "utf8").trim().split(/\s+/)[i]);
-    const slack = field("tcp_wmem", 2) + 4 * field("tcp_rmem", 1);
-    return Number.isFinite(slack) ? slack : 8 * MiB;
-  } catch {
-    return 8 * MiB;
-  }
-}
 
 /** `count to N` streams N deltas of ~300 bytes each on the wire: enough to get past the kernel. */
 const N = Math.min(100_000, Math.max(20_000, Math.ceil((kernelSlackBytes() + MiB) / 300)));

@@ -7,11 +7,13 @@
  *   await sse.waitFor((evs) => evs.length > 0);
  *   sse.pause(); … sse.resume();
  */
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import { sseParser, type SseEvent } from "./sse-client.js";
 
 export interface PausableSse {
   status: number;
+  headers: http.IncomingHttpHeaders;
   /** Complete events so far (a block ended by a blank line), in order. */
   events: SseEvent[];
   /** True once the response closed: ended by the server, or cut. */
@@ -24,9 +26,27 @@ export interface PausableSse {
   close(): void;
 }
 
-export function openPausableSse(url: string, headers: Record<string, string> = {}): Promise<PausableSse> {
+/**
+ * What loopback TCP can absorb from a paused reader before the gateway sees any backlog: the
+ * sender's buffer grows up to tcp_wmem's max, the receiver's stays near its default while nobody
+ * reads. A stream must be larger than this for the gateway to notice a slow client at all.
+ */
+export function kernelSlackBytes(): number {
+  try {
+    const field = (name: string, i: number) => Number(readFileSync(`/proc/sys/net/ipv4/${name}`, "utf8").trim().split(/\s+/)[i]);
+    const slack = field("tcp_wmem", 2) + 4 * field("tcp_rmem", 1);
+    return Number.isFinite(slack) ? slack : 8 * 1024 * 1024;
+  } catch {
+    return 8 * 1024 * 1024;
+  }
+}
+
+/** A GET by default; `body` makes it a POST of that JSON (an OpenAI streaming request). */
+export function openPausableSse(url: string, headers: Record<string, string> = {}, body?: unknown): Promise<PausableSse> {
   return new Promise((resolve, reject) => {
-    const req = http.get(url, { headers }, (res) => {
+    const method = body === undefined ? "GET" : "POST";
+    const allHeaders = body === undefined ? headers : { "content-type": "application/json", ...headers };
+    const req = http.request(url, { method, headers: allHeaders }, (res) => {
       const events: SseEvent[] = [];
       const waiters = new Set<() => void>();
       const notify = () => waiters.forEach((w) => w());
@@ -59,6 +79,7 @@ export function openPausableSse(url: string, headers: Record<string, string> = {
         });
       resolve({
         status: res.statusCode ?? 0,
+        headers: res.headers,
         events,
         get closed() {
           return closed;
@@ -71,5 +92,6 @@ export function openPausableSse(url: string, headers: Record<string, string> = {
       });
     });
     req.on("error", reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
   });
 }

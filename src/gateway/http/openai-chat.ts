@@ -15,7 +15,8 @@ import { z } from "zod";
 import { EventType, type Frame, type MessageDeltaPayload, type Usage } from "../../protocol/index.js";
 import type { Caller } from "../../sessions/index.js";
 import { callerOf, clientGone, type AppContext, type AppEnv, type HttpApi } from "./context.js";
-import { FrameTap } from "./frame-tap.js";
+import { boundToStream, FrameTap } from "./frame-tap.js";
+import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
 import { claimIdempotency, underClaim, type IdempotencyClaim } from "./idempotency.js";
 import { readJson } from "./json-body.js";
 import { resolveModel } from "./models.js";
@@ -147,6 +148,9 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
     async (sse) => {
       let content = "";
       let end: TurnEnd = { status: "gone" };
+      boundToStream(tap, sse, (api.flow ?? DEFAULT_FLOW_LIMITS).hardBytes, () =>
+        api.logger.warn({ session_id: sid, turn_id: turnId }, "slow chat-completion reader over the hard limit: ending the stream"),
+      );
       try {
         await sse.send(chunk({ role: "assistant", content: "" }, null));
         end = await followTurn(tap, turnId, sse.signal, async (f: Frame) => {

@@ -15,7 +15,8 @@ import type { Caller } from "../../sessions/index.js";
 import type { ResponseRow } from "../../sessions/http-support.js";
 import { callerOf, clientGone, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpErrors } from "./errors.js";
-import { FrameTap } from "./frame-tap.js";
+import { boundToStream, FrameTap } from "./frame-tap.js";
+import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
 import { claimIdempotency, underClaim, type IdempotencyClaim } from "./idempotency.js";
 import { queryBool, queryInt, readJson } from "./json-body.js";
 import { resolveModel } from "./models.js";
@@ -257,6 +258,9 @@ export class ResponsesApi {
         onDisconnect: cancelOnDisconnect ? () => void this.stopTurn(caller, row) : undefined,
       },
       async (sse) => {
+        boundToStream(tap, sse, (api.flow ?? DEFAULT_FLOW_LIMITS).hardBytes, () =>
+          api.logger.warn({ session_id: row.session_id, response_id: row.id }, "slow Responses stream reader over the hard limit: ending the stream"),
+        );
         try {
           const builder = new ResponseBuilder(row, startingAfter);
           await send(sse, builder.created());
@@ -267,7 +271,8 @@ export class ResponsesApi {
             if (!f || f.type === EventType.SessionClosed) break;
             await send(sse, builder.push(f));
           }
-          if (!builder.done && !sse.signal.aborted) {
+          // Over the hard limit the reader resumes with starting_after; nothing more is written.
+          if (!builder.done && !sse.signal.aborted && !tap.overflowed) {
             // The turn can no longer end by itself (see current()): close the stream with its end.
             const final = await this.current(caller, (await api.manager.getResponse(caller, row.id)) ?? row);
             const type = final.status === "completed" ? "response.completed" : final.status === "failed" ? "response.failed" : "response.incomplete";

@@ -14,6 +14,7 @@ import { EventType, type Frame, type SinceResult, type Snapshot } from "../../pr
 import type { Logger } from "../../lib/logger.js";
 import type { SseWriter } from "./sse.js";
 import type { SseFlowTap } from "./sse-flow.js";
+import { OVERFLOW_CUT_MS } from "./frame-tap.js";
 
 /** SSE event names that are not frame types. */
 export const SseEvent = {
@@ -23,8 +24,6 @@ export const SseEvent = {
   Resync: "session.resync",
 } as const;
 
-/** How long an overflowed stream may take to end before its connection is cut (as WebSocket 1013). */
-export const OVERFLOW_CUT_MS = 1000;
 
 export interface SessionEventsOptions {
   sessionId: string;
