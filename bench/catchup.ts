@@ -16,7 +16,8 @@
  * Measured, per iteration: open a new WebSocket → `gateway.ready` → `session.resume` →
  * `session.events.since {after_seq: watermark}` → answer received and JSON-parsed.
  * Baseline: a bare `ws` server that sends the same ready frame on connect and answers the same two
- * requests with Tether's exact result texts, pre-built. Iterations alternate Tether/baseline.
+ * requests with Tether's exact result texts, pre-built. Each iteration measures, in turn, Tether and its
+ * baseline for each variant; the first `warmup` iterations are not counted.
  */
 import { EventType, isTransientEvent, Method, type Frame, type SinceResult, type Snapshot } from "../src/protocol/index.js";
 import { startReplyServer } from "./bare-ws.js";
@@ -120,21 +121,23 @@ async function catchUpOnce(url: string, sessionId: string, watermark: number, in
   return { ms, resume, since, readyText: c.readyText };
 }
 
-/** Measures one variant: Tether and its bare baseline, iterations alternating. */
-async function measureVariant(
-  tetherUrl: string,
-  sessionId: string,
-  watermark: number,
-  includeTransient: boolean,
-  opts: CatchupOptions,
-  label: string,
-): Promise<CatchupVariant> {
-  // The reference answer: checked on every Tether iteration, replayed by the baseline.
+interface Prepared {
+  label: string;
+  includeTransient: boolean;
+  ref: Measured;
+  refDurable: number;
+  sinceText: string;
+  resumeText: string;
+  bare: Awaited<ReturnType<typeof startReplyServer>>;
+  tetherMs: number[];
+  bareMs: number[];
+}
+
+/** One variant's reference answer (checked on every Tether iteration) and its bare server replaying it. */
+async function prepare(tetherUrl: string, sessionId: string, watermark: number, includeTransient: boolean, opts: CatchupOptions, label: string): Promise<Prepared> {
   const ref = await catchUpOnce(tetherUrl, sessionId, watermark, includeTransient);
   const refDurable = ref.since.events.filter((f) => !isTransientEvent(f.type)).length;
   if (refDurable !== opts.missedDurable) throw new Error(`catch-up holds ${refDurable} durable frames, expected ${opts.missedDurable}`);
-  const framesByType: Record<string, number> = {};
-  for (const f of ref.since.events) framesByType[f.type] = (framesByType[f.type] ?? 0) + 1;
   const sinceText = JSON.stringify(ref.since);
   const resumeText = JSON.stringify(ref.resume);
   progress(
@@ -146,37 +149,47 @@ async function measureVariant(
     ready: ref.readyText,
     results: { [Method.SessionResume]: resumeText, [Method.EventsSince]: sinceText },
   });
-  try {
-    const tetherMs: number[] = [];
-    const bareMs: number[] = [];
-    const total = opts.warmup + opts.iterations;
-    for (let i = 0; i < total; i++) {
-      const t = await catchUpOnce(tetherUrl, sessionId, watermark, includeTransient);
-      if (t.since.events.length !== ref.since.events.length) throw new Error("catch-up answer changed between iterations");
-      const b = await catchUpOnce(bare.url, sessionId, watermark, includeTransient);
+  return { label, includeTransient, ref, refDurable, sinceText, resumeText, bare, tetherMs: [], bareMs: [] };
+}
+
+function summarizeVariant(p: Prepared): CatchupVariant {
+  const framesByType: Record<string, number> = {};
+  for (const f of p.ref.since.events) framesByType[f.type] = (framesByType[f.type] ?? 0) + 1;
+  const tSum = summarize(p.tetherMs);
+  const bSum = summarize(p.bareMs);
+  return {
+    durableFrames: p.refDurable,
+    transientFrames: p.ref.since.events.length - p.refDurable,
+    snapshots: p.ref.since.snapshots.length,
+    framesByType,
+    sinceAnswerBytes: p.sinceText.length,
+    resumeAnswerBytes: p.resumeText.length,
+    transcriptMessages: p.ref.resume.messages.length,
+    tether: tSum,
+    bare: bSum,
+    samples: { tether: p.tetherMs.map(round3), bare: p.bareMs.map(round3) },
+    ratio: tSum.p50 / bSum.p50,
+  };
+}
+
+/**
+ * Every iteration runs all four measurements in turn (Tether, then its bare baseline, for each
+ * variant), so all of them see the same machine, heap and JIT state; the first `warmup`
+ * iterations (JIT, heap sizing) are not counted.
+ */
+async function measure(variants: Prepared[], tetherUrl: string, sessionId: string, watermark: number, opts: CatchupOptions): Promise<void> {
+  const total = opts.warmup + opts.iterations;
+  for (let i = 0; i < total; i++) {
+    for (const v of variants) {
+      const t = await catchUpOnce(tetherUrl, sessionId, watermark, v.includeTransient);
+      if (t.since.events.length !== v.ref.since.events.length) throw new Error("catch-up answer changed between iterations");
+      const b = await catchUpOnce(v.bare.url, sessionId, watermark, v.includeTransient);
       if (i >= opts.warmup) {
-        tetherMs.push(t.ms);
-        bareMs.push(b.ms);
+        v.tetherMs.push(t.ms);
+        v.bareMs.push(b.ms);
       }
-      if ((i + 1) % 100 === 0 || i + 1 === total) progress("catch-up", `${label}: iteration ${i + 1}/${total}`);
     }
-    const tSum = summarize(tetherMs);
-    const bSum = summarize(bareMs);
-    return {
-      durableFrames: refDurable,
-      transientFrames: ref.since.events.length - refDurable,
-      snapshots: ref.since.snapshots.length,
-      framesByType,
-      sinceAnswerBytes: sinceText.length,
-      resumeAnswerBytes: resumeText.length,
-      transcriptMessages: ref.resume.messages.length,
-      tether: tSum,
-      bare: bSum,
-      samples: { tether: tetherMs.map(round3), bare: bareMs.map(round3) },
-      ratio: tSum.p50 / bSum.p50,
-    };
-  } finally {
-    await bare.close();
+    if ((i + 1) % 100 === 0 || i + 1 === total) progress("catch-up", `iteration ${i + 1}/${total}`);
   }
 }
 
@@ -196,9 +209,21 @@ export async function benchCatchup(opts: CatchupOptions): Promise<CatchupResult>
     const watermark = durable[durable.length - opts.missedDurable - 1]!.seq!;
     progress("catch-up", `${turns} turns; watermark ${watermark} of ${all.latest_seq}`);
 
-    const sdk = await measureVariant(tether.wsUrl, sessionId, watermark, false, opts, "as the SDK asks (include_transient: false)");
-    const full = await measureVariant(tether.wsUrl, sessionId, watermark, true, opts, "every retained frame (the default)");
-    return { iterations: opts.iterations, turns, watermark, latestSeq: all.latest_seq, variants: { sdk, full } };
+    const sdk = await prepare(tether.wsUrl, sessionId, watermark, false, opts, "as the SDK asks (include_transient: false)");
+    const full = await prepare(tether.wsUrl, sessionId, watermark, true, opts, "every retained frame (the default)");
+    try {
+      await measure([sdk, full], tether.wsUrl, sessionId, watermark, opts);
+    } finally {
+      await sdk.bare.close();
+      await full.bare.close();
+    }
+    return {
+      iterations: opts.iterations,
+      turns,
+      watermark,
+      latestSeq: all.latest_seq,
+      variants: { sdk: summarizeVariant(sdk), full: summarizeVariant(full) },
+    };
   } finally {
     await a?.close();
     await tether.close();

@@ -60,7 +60,7 @@ const SIZES = quick
           { viewers: 100, countTo: 2_000, turns: 1 },
         ] satisfies FanoutScenario[],
       },
-      catchup: { missedDurable: 1_000, iterations: 500, warmup: 50 },
+      catchup: { missedDurable: 1_000, iterations: 500, warmup: 100 },
       idle: { sessions: 10_000, warmup: 500 },
       // 100k deltas (~31 MiB per viewer): far past the 8 MiB soft limit plus the kernel's buffers,
       // so the paused viewer lags for most of each turn. ~1 s per turn on 2 cores.

@@ -17,6 +17,7 @@ export class DelegationTables implements DelegationStore {
   private readonly deliver: Database.Statement;
   private readonly claim: Database.Statement;
   private readonly release: Database.Statement;
+  private readonly listStatements = new Map<string, Database.Statement>();
 
   constructor(private readonly db: Database.Database) {
     this.insert = db.prepare(
@@ -69,21 +70,31 @@ export class DelegationTables implements DelegationStore {
     return r ? delegationFromColumns(r) : null;
   }
 
+  /**
+   * Lists are passed as one JSON array each (`json_each`), so the statement text depends only on
+   * which filters are set: four statements, each prepared once. Every session resume lists its
+   * delegations, and preparing the statement was most of that call.
+   */
   async listDelegations(q: DelegationQuery): Promise<DelegationRow[]> {
     const where: string[] = [];
     const params: unknown[] = [];
     if (q.originSessionIds) {
       if (q.originSessionIds.length === 0) return [];
-      where.push(`origin_session_id IN (${q.originSessionIds.map(() => "?").join(", ")})`);
-      params.push(...q.originSessionIds);
+      where.push(`origin_session_id IN (SELECT value FROM json_each(?))`);
+      params.push(JSON.stringify(q.originSessionIds));
     }
     if (q.statuses) {
       if (q.statuses.length === 0) return [];
-      where.push(`status IN (${q.statuses.map(() => "?").join(", ")})`);
-      params.push(...q.statuses);
+      where.push(`status IN (SELECT value FROM json_each(?))`);
+      params.push(JSON.stringify(q.statuses));
     }
     const sql = `SELECT * FROM delegations ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at, id LIMIT ?`;
-    return (this.db.prepare(sql).all(...params, q.limit) as Record<string, unknown>[]).map(delegationFromColumns);
+    let stmt = this.listStatements.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      this.listStatements.set(sql, stmt);
+    }
+    return (stmt.all(...params, q.limit) as Record<string, unknown>[]).map(delegationFromColumns);
   }
 
   async claimDelegation(id: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
