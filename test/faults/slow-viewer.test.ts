@@ -100,8 +100,10 @@ describe("slow viewer", () => {
       `slow viewer: gateway peak RSS ${(withSlow.peakRss / MiB).toFixed(0)} MiB with a paused viewer vs ` +
         `${(baseline.peakRss / MiB).toFixed(0)} MiB without`,
     );
-    // Loose (GC timing moves RSS by tens of MiB): no growth with the size of the turn.
-    if (baseline.peakRss > 0) expect(withSlow.peakRss - baseline.peakRss).toBeLessThan(128 * MiB);
+    // A sanity bound only: GC timing alone moves the peak by 15–150 MiB between runs here. The tight
+    // bound is the backlog check below (what the gateway queued for the paused viewer); the RSS
+    // growth is measured by the slowviewer benchmark.
+    if (baseline.peakRss > 0) expect(withSlow.peakRss - baseline.peakRss).toBeLessThan(256 * MiB);
     for (const f of fast) {
       const replies = f.view.of(EventType.MessageComplete).filter((x) => x.payload.role === "assistant");
       expect(replies.at(-1)!.payload.content).toBe(countText(N));
