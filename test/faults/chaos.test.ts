@@ -92,7 +92,12 @@ describe("chaos", () => {
           v.client.close().then(async () => {
             await sleep(pause);
             v.closed = false;
-            await v.client.connect().catch(() => undefined);
+            // connect() rejects when its first dial fails — and the schedule may destroy that very
+            // dial's socket. An app retries an explicit connect; so does this one.
+            for (let tries = 0; tries < 50; tries++) {
+              if (await v.client.connect().then(() => true, () => false)) break;
+              await sleep(20);
+            }
           }),
         );
       } else {
