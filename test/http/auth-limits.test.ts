@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { configFromEnv, parseApiKeys } from "../../src/config/index.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { RpcSocket } from "../support/rpc-socket.js";
+import { tempDbPath } from "../support/temp-db.js";
 
 let server: TestServer | undefined;
 afterEach(async () => {
@@ -175,6 +176,21 @@ describe("limits and malformed input", () => {
     expect((await req("/v1/chat/completions", { method: "POST", body: chat(), key: "bob-key" })).status).toBe(200);
     // Once the turn ends, alice may start another.
     await req(`/v1/responses/${first.body.id}/cancel`, { method: "POST", key: "alice-key" });
+    expect((await req("/v1/chat/completions", { method: "POST", body: chat(), key: "alice-key" })).status).toBe(200);
+  });
+
+  it("the per-principal turn limit counts the principal's turns in every profile", async () => {
+    server = await startTestServer({
+      demoDelayMs: 20,
+      config: { auth: { keys: KEYS }, http: { max_turns_per_principal: 1 }, profiles: { work: { db: tempDbPath("work.db") } } },
+    });
+    const body = JSON.stringify({ model: "demo", input: "count to 5000", background: true });
+    const atWork = await req("/v1/responses", { method: "POST", body, key: "alice-key", headers: { "x-tether-profile": "work" } });
+    expect(atWork.status).toBe(200);
+    // The default profile is the same principal's budget: full.
+    expect((await req("/v1/chat/completions", { method: "POST", body: chat(), key: "alice-key" })).status).toBe(429);
+    expect((await req("/v1/chat/completions", { method: "POST", body: chat(), key: "bob-key" })).status).toBe(200);
+    await req(`/v1/responses/${atWork.body.id}/cancel`, { method: "POST", key: "alice-key", headers: { "x-tether-profile": "work" } });
     expect((await req("/v1/chat/completions", { method: "POST", body: chat(), key: "alice-key" })).status).toBe(200);
   });
 

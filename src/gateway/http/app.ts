@@ -16,6 +16,7 @@ import type { AppEnv, HttpApi, HttpApiDeps } from "./context.js";
 import { corsGuard } from "./cors.js";
 import { errorType, HttpErrors, INTERNAL_ERROR, renderError } from "./errors.js";
 import { TurnLimiter } from "./limits.js";
+import type { Caller } from "../../sessions/index.js";
 import { mountModels } from "./models.js";
 import { mountChat } from "./openai-chat.js";
 import { ResponsesApi } from "./openai-responses.js";
@@ -23,7 +24,9 @@ import { mountSessions } from "./sessions-api.js";
 import { mountWebClient } from "./web-client.js";
 
 export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
-  const api: HttpApi = { ...deps, limiter: new TurnLimiter(deps.manager, deps.config.max_turns_per_principal) };
+  const turnCount = (caller: Caller) =>
+    deps.profiles ? deps.profiles.all().reduce((n, m) => n + m.turnCount(caller), 0) : deps.manager.turnCount(caller);
+  const api: HttpApi = { ...deps, limiter: new TurnLimiter(turnCount, deps.config.max_turns_per_principal) };
   const app = new Hono<AppEnv>();
 
   app.onError((err, c) => {

@@ -5,7 +5,8 @@ import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
 import type { HttpConfig } from "../../config/index.js";
-import type { Caller, ProfileRegistry, SessionManager } from "../../sessions/index.js";
+import { ErrorCode, TetherError } from "../../protocol/index.js";
+import { DEFAULT_PROFILE, type Caller, type ProfileRegistry, type SessionManager } from "../../sessions/index.js";
 import type { Authenticator } from "../auth.js";
 import type { FlowLimits } from "../viewer-flow.js";
 import type { PromMetrics } from "./metrics.js";
@@ -19,7 +20,7 @@ export interface ModelInfo {
 }
 
 export interface HttpApiDeps {
-  /** The default profile's sessions (OpenAI endpoints, idempotency records). */
+  /** The default profile's sessions (and the idempotency records of every profile). */
   manager: SessionManager;
   /** Every profile's sessions, for routes that may name a profile. */
   profiles?: ProfileRegistry;
@@ -50,6 +51,34 @@ export interface HttpApi extends HttpApiDeps {
 
 export function callerOf(c: AppContext): Caller {
   return c.get("caller");
+}
+
+/** The header naming the profile a request addresses (the sessions API and the OpenAI endpoints). */
+export const PROFILE_HEADER = "x-tether-profile";
+
+/** The profile a request names: `X-Tether-Profile`, else `?profile=`, else `fallback` (a body's); default `default`. */
+export function profileOf(c: AppContext, fallback?: string): string {
+  return c.req.header(PROFILE_HEADER) || c.req.query("profile") || fallback || DEFAULT_PROFILE;
+}
+
+/**
+ * The SessionManager of a profile (each has its own store), opening it on first use. An unknown
+ * profile throws 400 `invalid_params` (`param: "profile"`), a store that cannot be opened 503
+ * `storage_unavailable`: never another profile's manager.
+ */
+export function managerOf(api: HttpApiDeps, profile: string): Promise<SessionManager> {
+  if (api.profiles) return api.profiles.manager(profile);
+  if (profile === DEFAULT_PROFILE) return Promise.resolve(api.manager);
+  return Promise.reject(
+    new TetherError(ErrorCode.InvalidParams, `Invalid params: unknown profile "${profile}"`, {
+      issues: [{ path: "profile", message: `not one of: ${DEFAULT_PROFILE}` }],
+    }),
+  );
+}
+
+/** The SessionManager of the profile the request names (see `profileOf`, `managerOf`). */
+export function sessionsOf(c: AppContext, api: HttpApiDeps, fallback?: string): Promise<SessionManager> {
+  return managerOf(api, profileOf(c, fallback));
 }
 
 /**

@@ -1,23 +1,24 @@
 /**
- * The per-principal concurrent-turn limit. The SessionManager counts a principal's running and
- * queued turns; `pending` covers requests admitted but whose submit has not registered its turn
- * yet, so two requests racing past the check cannot both take the last slot.
+ * The per-principal concurrent-turn limit. `turnCount` counts a principal's running and queued
+ * turns in every profile (a key is one principal whichever profile it addresses); `pending` covers
+ * requests admitted but whose submit has not registered its turn yet, so two requests racing past
+ * the check cannot both take the last slot.
  */
 import { ErrorCode, TetherError } from "../../protocol/index.js";
-import type { Caller, SessionManager } from "../../sessions/index.js";
+import type { Caller } from "../../sessions/index.js";
 
 export class TurnLimiter {
   private readonly pending = new Map<string, number>();
 
   constructor(
-    private readonly manager: SessionManager,
+    private readonly turnCount: (caller: Caller) => number,
     private readonly maxTurns: number,
   ) {}
 
   /** Runs `start` (which submits one turn) if the caller is under the limit; else 429. */
   async admit<T>(caller: Caller, start: () => Promise<T>): Promise<T> {
     const p = caller.principal;
-    const inFlight = this.manager.turnCount(caller) + (this.pending.get(p) ?? 0);
+    const inFlight = this.turnCount(caller) + (this.pending.get(p) ?? 0);
     if (inFlight >= this.maxTurns) {
       throw new TetherError(
         ErrorCode.RateLimited,

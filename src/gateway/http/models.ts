@@ -1,6 +1,13 @@
-/** `GET /v1/models` and the model → provider lookup behind every OpenAI-compatible request. */
+/**
+ * `GET /v1/models` and the model → provider lookup behind every OpenAI-compatible request.
+ *
+ * Every profile routes over the same provider catalog (a profile only picks a default provider,
+ * model and system prompt for sessions that name none; an OpenAI request always names its model),
+ * so the list is the same for every profile. A named profile (`X-Tether-Profile` / `?profile=`)
+ * is still checked, so an unknown one fails here as on every other route.
+ */
 import type { Hono } from "hono";
-import type { AppEnv, HttpApi, ModelInfo } from "./context.js";
+import { sessionsOf, type AppEnv, type HttpApi, type ModelInfo } from "./context.js";
 import { HttpErrors } from "./errors.js";
 
 export function resolveModel(api: HttpApi, model: string): ModelInfo {
@@ -14,6 +21,12 @@ function modelObject(m: ModelInfo) {
 }
 
 export function mountModels(app: Hono<AppEnv>, api: HttpApi): void {
-  app.get("/v1/models", (c) => c.json({ object: "list", data: api.models.map(modelObject) }));
-  app.get("/v1/models/:id{.+}", (c) => c.json(modelObject(resolveModel(api, c.req.param("id")))));
+  app.get("/v1/models", async (c) => {
+    await sessionsOf(c, api);
+    return c.json({ object: "list", data: api.models.map(modelObject) });
+  });
+  app.get("/v1/models/:id{.+}", async (c) => {
+    await sessionsOf(c, api);
+    return c.json(modelObject(resolveModel(api, c.req.param("id"))));
+  });
 }

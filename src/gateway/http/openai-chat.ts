@@ -7,14 +7,20 @@
  * the stored session continues: its history comes from the store, only the last user message of the
  * request is used. The session id is echoed in `X-Session-Id` either way.
  *
+ * The session lives in the profile the request names (`X-Tether-Profile` or `?profile=`, default
+ * `default`), run with that profile's config (system prompt, tools…). A continued session is looked
+ * up in that profile's store only: a session of another profile is 404 `session_not_found`, as on
+ * the sessions API. Idempotency records stay in the default profile's store.
+ *
  * A client that disconnects before the turn ended interrupts it; the partial assistant message is
  * stored with status `interrupted`.
  */
 import type { Hono } from "hono";
 import { z } from "zod";
-import { EventType, type Frame, type MessageDeltaPayload, type Usage } from "../../protocol/index.js";
-import type { Caller } from "../../sessions/index.js";
-import { callerOf, clientGone, type AppContext, type AppEnv, type HttpApi } from "./context.js";
+import { ErrorCode, EventType, TetherError, type Frame, type MessageDeltaPayload, type Usage } from "../../protocol/index.js";
+import type { Caller, SessionManager } from "../../sessions/index.js";
+import { callerOf, clientGone, managerOf, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
+import { HttpError } from "./errors.js";
 import { boundToStream, FrameTap } from "./frame-tap.js";
 import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
 import { claimIdempotency, underClaim, type IdempotencyClaim } from "./idempotency.js";
@@ -66,6 +72,8 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
   const model = resolveModel(api, body.model);
   const conversation = toConversation(body.messages, "messages");
   const continued = c.req.header(SESSION_HEADER);
+  const profile = profileOf(c);
+  const sessions = await managerOf(api, profile);
   const tap = new FrameTap();
   let sessionId: string | undefined;
   let modelName = model.id;
@@ -74,11 +82,11 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
   try {
     turnId = await api.limiter.admit(caller, async () => {
       if (continued) {
-        const snap = await api.manager.resume(caller, continued, tap);
+        const snap = await resumeIn(sessions, profile, caller, continued, tap);
         sessionId = snap.session_id;
         modelName = snap.model;
       } else {
-        const snap = await api.manager.create(
+        const snap = await sessions.create(
           caller,
           {
             provider: model.provider,
@@ -91,13 +99,13 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
           tap,
         );
         sessionId = snap.session_id;
-        if (conversation.seed.length > 0) await api.manager.appendHistory(caller, sessionId, conversation.seed);
+        if (conversation.seed.length > 0) await sessions.appendHistory(caller, sessionId, conversation.seed);
       }
-      return (await api.manager.submit(caller, sessionId, conversation.prompt, requestId)).turn_id;
+      return (await sessions.submit(caller, sessionId, conversation.prompt, requestId)).turn_id;
     });
   } catch (err) {
     tap.close();
-    if (sessionId) await api.manager.detach(caller, sessionId, tap).catch(() => undefined);
+    if (sessionId) await sessions.detach(caller, sessionId, tap).catch(() => undefined);
     throw err;
   }
   const sid = sessionId!;
@@ -105,8 +113,8 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
   const id = `chatcmpl-${turnId}`;
   const stop = async (cancel: boolean) => {
     tap.close();
-    if (cancel) await api.manager.cancelTurn(caller, sid, turnId).catch(() => undefined);
-    await api.manager.detach(caller, sid, tap).catch(() => undefined);
+    if (cancel) await sessions.cancelTurn(caller, sid, turnId).catch(() => undefined);
+    await sessions.detach(caller, sid, tap).catch(() => undefined);
   };
   const completion = (content: string, end: TurnEnd): ChatCompletion => ({
     id,
@@ -173,6 +181,18 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
       }
     },
   );
+}
+
+/** Resumes `X-Session-Id` in the profile's store; unknown there (another profile's, another principal's) → 404. */
+async function resumeIn(sessions: SessionManager, profile: string, caller: Caller, sessionId: string, tap: FrameTap) {
+  try {
+    return await sessions.resume(caller, sessionId, tap);
+  } catch (err) {
+    if (err instanceof TetherError && err.code === ErrorCode.NotFound) {
+      throw new HttpError(404, "session_not_found", `Session not found in profile "${profile}": ${sessionId}`, "X-Session-Id");
+    }
+    throw err;
+  }
 }
 
 async function finishStream(

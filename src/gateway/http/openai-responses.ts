@@ -7,14 +7,20 @@
  * The `responses` row only names the session and turn; status, output and the event stream are
  * derived from the event log (response-events.ts), so they survive restarts. While the turn runs,
  * a tracker in this process follows it and stores the final object once it ends.
+ *
+ * Every route addresses the profile named by `X-Tether-Profile` or `?profile=` (default `default`):
+ * the session and the `responses` row live in that profile's store, so a response (or a
+ * `previous_response_id`) of another profile is 404 `response_not_found`, as a session of another
+ * profile is on the sessions API. An `Idempotency-Key` record (default profile's store) remembers
+ * the profile, so a replay answers from the profile the response was made in.
  */
 import type { Hono } from "hono";
 import { z } from "zod";
 import { EventType } from "../../protocol/index.js";
-import type { Caller } from "../../sessions/index.js";
+import { DEFAULT_PROFILE, type Caller, type SessionManager } from "../../sessions/index.js";
 import type { ResponseRow } from "../../sessions/http-support.js";
-import { callerOf, clientGone, type AppContext, type AppEnv, type HttpApi } from "./context.js";
-import { HttpErrors } from "./errors.js";
+import { callerOf, clientGone, managerOf, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
+import { HttpError, HttpErrors } from "./errors.js";
 import { boundToStream, FrameTap } from "./frame-tap.js";
 import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
 import { claimIdempotency, underClaim, type IdempotencyClaim } from "./idempotency.js";
@@ -39,6 +45,19 @@ const ResponsesBody = z
   .passthrough();
 type ResponsesBody = z.infer<typeof ResponsesBody>;
 
+/** Who asks, in which profile (whose manager holds the session and the response row). */
+interface Scope {
+  caller: Caller;
+  profile: string;
+  sessions: SessionManager;
+}
+
+/** What an `Idempotency-Key` record of `POST /v1/responses` keeps (`profile` absent in older records: default). */
+interface StoredResponseRef {
+  response_id: string;
+  profile?: string;
+}
+
 interface Tracker {
   tap: FrameTap;
   done: Promise<ResponseObject>;
@@ -56,20 +75,28 @@ export class ResponsesApi {
     app.post("/v1/responses/:id/cancel", (c) => this.cancel(c));
   }
 
+  /** The caller and the profile the request names, with that profile's manager. */
+  private async scope(c: AppContext, profile = profileOf(c)): Promise<Scope> {
+    return { caller: callerOf(c), profile, sessions: await managerOf(this.api, profile) };
+  }
+
   private async create(c: AppContext): Promise<Response> {
     const caller = callerOf(c);
     const body = await readJson(c, ResponsesBody);
     const claim = await claimIdempotency(c, this.api.manager, caller);
     if (claim.kind === "replay") {
-      const row = await this.requireRow(caller, (claim.body as { response_id: string }).response_id, true);
-      if (body.stream) return this.stream(c, caller, row, -1, false);
-      return c.json(await this.current(caller, row));
+      const ref = claim.body as StoredResponseRef;
+      const scope = await this.scope(c, ref.profile ?? DEFAULT_PROFILE);
+      const row = await this.requireRow(scope, ref.response_id, true);
+      if (body.stream) return this.stream(c, scope, row, -1, false);
+      return c.json(await this.current(scope, row));
     }
-    return underClaim(claim, () => this.start(c, caller, body, claim));
+    return underClaim(claim, async () => this.start(c, await this.scope(c), body, claim));
   }
 
-  private async start(c: AppContext, caller: Caller, body: ResponsesBody, claim: IdempotencyClaim): Promise<Response> {
+  private async start(c: AppContext, scope: Scope, body: ResponsesBody, claim: IdempotencyClaim): Promise<Response> {
     const { api } = this;
+    const { caller, sessions } = scope;
     const model = resolveModel(api, body.model);
     const stored = body.store ?? true;
     const background = body.background ?? false;
@@ -77,7 +104,7 @@ export class ResponsesApi {
     const items = typeof body.input === "string" ? [{ role: "user" as const, content: body.input }] : body.input;
     const conversation = toConversation(items, "input", body.instructions ?? undefined);
     const previous = body.previous_response_id
-      ? await this.requireRow(caller, body.previous_response_id, false, "previous_response_id")
+      ? await this.requireRow(scope, body.previous_response_id, false, "previous_response_id")
       : null;
 
     const tap = new FrameTap();
@@ -86,10 +113,10 @@ export class ResponsesApi {
     try {
       row = await api.limiter.admit(caller, async () => {
         const opened = previous
-          ? await this.continueSession(caller, previous, conversation, tap)
-          : await this.newSession(caller, model, conversation, tap);
+          ? await this.continueSession(scope, previous, conversation, tap)
+          : await this.newSession(scope, model, conversation, tap);
         sessionId = opened.sessionId;
-        const submitted = await api.manager.submit(caller, opened.sessionId, conversation.prompt);
+        const submitted = await sessions.submit(caller, opened.sessionId, conversation.prompt);
         const r: ResponseRow = {
           id: api.ids.next("resp"),
           principal: caller.principal,
@@ -108,29 +135,29 @@ export class ResponsesApi {
           created_at: api.clock.now(),
           completed_at: null,
         };
-        await api.manager.saveResponse(r);
+        await sessions.saveResponse(r);
         return r;
       });
     } catch (err) {
       tap.close();
-      if (sessionId) await api.manager.detach(caller, sessionId, tap).catch(() => undefined);
+      if (sessionId) await sessions.detach(caller, sessionId, tap).catch(() => undefined);
       throw err;
     }
-    const tracker = this.track(caller, row, tap);
-    if (claim.kind === "fresh") await claim.record(200, { response_id: row.id });
+    const tracker = this.track(scope, row, tap);
+    if (claim.kind === "fresh") await claim.record(200, { response_id: row.id, profile: scope.profile } satisfies StoredResponseRef);
 
-    if (body.stream) return this.stream(c, caller, row, -1, !background);
+    if (body.stream) return this.stream(c, scope, row, -1, !background);
     if (background) return c.json(new ResponseBuilder(row).snapshot());
     const gone = clientGone(c);
-    const onGone = () => void this.stopTurn(caller, row);
+    const onGone = () => void this.stopTurn(scope, row);
     gone.signal.addEventListener("abort", onGone, { once: true });
     const result = await tracker.done;
     gone.finish();
     return c.json(result);
   }
 
-  private async newSession(caller: Caller, model: { id: string; provider: string }, conv: Conversation, tap: FrameTap) {
-    const snap = await this.api.manager.create(
+  private async newSession({ caller, sessions }: Scope, model: { id: string; provider: string }, conv: Conversation, tap: FrameTap) {
+    const snap = await sessions.create(
       caller,
       {
         provider: model.provider,
@@ -142,29 +169,30 @@ export class ResponsesApi {
       tap,
     );
     let afterSeq = snap.latest_seq;
-    if (conv.seed.length > 0) afterSeq = (await this.api.manager.appendHistory(caller, snap.session_id, conv.seed)).latest_seq;
+    if (conv.seed.length > 0) afterSeq = (await sessions.appendHistory(caller, snap.session_id, conv.seed)).latest_seq;
     return { sessionId: snap.session_id, afterSeq, model: snap.model };
   }
 
-  private async continueSession(caller: Caller, previous: ResponseRow, conv: Conversation, tap: FrameTap) {
-    const snap = await this.api.manager.resume(caller, previous.session_id, tap);
+  private async continueSession({ caller, sessions }: Scope, previous: ResponseRow, conv: Conversation, tap: FrameTap) {
+    const snap = await sessions.resume(caller, previous.session_id, tap);
     let afterSeq = snap.latest_seq;
-    if (conv.seed.length > 0) afterSeq = (await this.api.manager.appendHistory(caller, snap.session_id, conv.seed)).latest_seq;
+    if (conv.seed.length > 0) afterSeq = (await sessions.appendHistory(caller, snap.session_id, conv.seed)).latest_seq;
     return { sessionId: snap.session_id, afterSeq, model: snap.model };
   }
 
   /** Follows the turn to its end in the background, then stores the final object. */
-  private track(caller: Caller, row: ResponseRow, tap: FrameTap): Tracker {
+  private track(scope: Scope, row: ResponseRow, tap: FrameTap): Tracker {
+    const { caller, sessions } = scope;
     const done = (async () => {
       try {
         await followTurn(tap, row.turn_id, new AbortController().signal, () => undefined);
       } finally {
         tap.close();
-        await this.api.manager.detach(caller, row.session_id, tap).catch(() => undefined);
+        await sessions.detach(caller, row.session_id, tap).catch(() => undefined);
       }
       this.trackers.delete(row.id);
-      const fresh = (await this.api.manager.getResponse(caller, row.id)) ?? row;
-      return this.current(caller, fresh);
+      const fresh = (await sessions.getResponse(caller, row.id)) ?? row;
+      return this.current(scope, fresh);
     })();
     done.catch((err: unknown) => this.api.logger.error({ err, response_id: row.id }, "response tracker failed"));
     const tracker = { tap, done };
@@ -178,14 +206,14 @@ export class ResponsesApi {
    * resuming the session completes a turn a dead process left in flight; a turn that never
    * started is over as `incomplete` (or `cancelled`).
    */
-  private async current(caller: Caller, row: ResponseRow): Promise<ResponseObject> {
+  private async current(scope: Scope, row: ResponseRow): Promise<ResponseObject> {
     if (row.result) return JSON.parse(row.result) as ResponseObject;
-    const { manager } = this.api;
-    let { builder, live } = await this.rebuild(caller, row);
+    const { caller, sessions: manager } = scope;
+    let { builder, live } = await this.rebuild(scope, row);
     if (!builder.done && !this.trackers.has(row.id)) {
       if (!live) {
         await manager.resume(caller, row.session_id).catch(() => undefined);
-        ({ builder } = await this.rebuild(caller, row));
+        ({ builder } = await this.rebuild(scope, row));
       }
       if (!builder.done) builder.cancelQueued(row.cancel_requested ? "cancelled" : "incomplete");
     }
@@ -200,36 +228,36 @@ export class ResponsesApi {
     return response;
   }
 
-  private async rebuild(caller: Caller, row: ResponseRow): Promise<{ builder: ResponseBuilder; live: boolean }> {
+  private async rebuild({ caller, sessions }: Scope, row: ResponseRow): Promise<{ builder: ResponseBuilder; live: boolean }> {
     const builder = new ResponseBuilder(row);
-    const replay = await this.api.manager.replay(caller, row.session_id, row.after_seq);
+    const replay = await sessions.replay(caller, row.session_id, row.after_seq);
     for (const f of replay.events) builder.push(f);
     return { builder, live: replay.live };
   }
 
   private async retrieve(c: AppContext): Promise<Response> {
-    const caller = callerOf(c);
-    const row = await this.requireRow(caller, c.req.param("id") ?? "", false);
-    if (queryBool(c, "stream")) return this.stream(c, caller, row, queryInt(c, "starting_after") ?? -1, false);
-    return c.json(await this.current(caller, row));
+    const scope = await this.scope(c);
+    const row = await this.requireRow(scope, c.req.param("id") ?? "", false);
+    if (queryBool(c, "stream")) return this.stream(c, scope, row, queryInt(c, "starting_after") ?? -1, false);
+    return c.json(await this.current(scope, row));
   }
 
   /** Idempotent: a finished response answers as it is; a running one is interrupted, a queued one dropped. */
   private async cancel(c: AppContext): Promise<Response> {
-    const caller = callerOf(c);
-    let row = await this.requireRow(caller, c.req.param("id") ?? "", false);
+    const scope = await this.scope(c);
+    let row = await this.requireRow(scope, c.req.param("id") ?? "", false);
     if (!row.result && !TERMINAL_STATUSES.has(row.status)) {
-      await this.stopTurn(caller, row);
+      await this.stopTurn(scope, row);
       await this.trackers.get(row.id)?.done.catch(() => undefined);
-      row = (await this.api.manager.getResponse(caller, row.id)) ?? row;
+      row = (await scope.sessions.getResponse(scope.caller, row.id)) ?? row;
     }
-    return c.json(await this.current(caller, row));
+    return c.json(await this.current(scope, row));
   }
 
-  private async stopTurn(caller: Caller, row: ResponseRow): Promise<void> {
-    await this.api.manager.patchResponse(row.id, { cancel_requested: true });
+  private async stopTurn({ caller, sessions }: Scope, row: ResponseRow): Promise<void> {
+    await sessions.patchResponse(row.id, { cancel_requested: true });
     row.cancel_requested = true;
-    const outcome = await this.api.manager.cancelTurn(caller, row.session_id, row.turn_id).catch(() => "idle" as const);
+    const outcome = await sessions.cancelTurn(caller, row.session_id, row.turn_id).catch(() => "idle" as const);
     // A dropped (queued) turn will never emit: stop following it.
     if (outcome === "dequeued") this.trackers.get(row.id)?.tap.close();
   }
@@ -238,12 +266,13 @@ export class ResponsesApi {
    * Streams the response's events numbered above `startingAfter`: first those already in the event
    * log (store, plus the ring while the session is live here), then live ones until it ends.
    */
-  private async stream(c: AppContext, caller: Caller, row: ResponseRow, startingAfter: number, cancelOnDisconnect: boolean) {
+  private async stream(c: AppContext, scope: Scope, row: ResponseRow, startingAfter: number, cancelOnDisconnect: boolean) {
     const { api } = this;
+    const { caller, sessions } = scope;
     const tap = new FrameTap();
     let attached = false;
     if (!row.result && !TERMINAL_STATUSES.has(row.status)) {
-      await api.manager.resume(caller, row.session_id, tap);
+      await sessions.resume(caller, row.session_id, tap);
       attached = true;
     }
     const send = async (sse: { send(d: string, f?: { event?: string }): Promise<void> }, events: ResponseEvent[]) => {
@@ -255,7 +284,7 @@ export class ResponsesApi {
         clock: api.clock,
         keepAliveMs: api.config.sse_keepalive_ms,
         metrics: api.metrics,
-        onDisconnect: cancelOnDisconnect ? () => void this.stopTurn(caller, row) : undefined,
+        onDisconnect: cancelOnDisconnect ? () => void this.stopTurn(scope, row) : undefined,
       },
       async (sse) => {
         boundToStream(tap, sse, (api.flow ?? DEFAULT_FLOW_LIMITS).hardBytes, () =>
@@ -264,7 +293,7 @@ export class ResponsesApi {
         try {
           const builder = new ResponseBuilder(row, startingAfter);
           await send(sse, builder.created());
-          const replay = await api.manager.replay(caller, row.session_id, row.after_seq);
+          const replay = await sessions.replay(caller, row.session_id, row.after_seq);
           for (const f of replay.events) await send(sse, builder.push(f));
           while (!builder.done && attached) {
             const f = await tap.next(sse.signal);
@@ -274,22 +303,25 @@ export class ResponsesApi {
           // Over the hard limit the reader resumes with starting_after; nothing more is written.
           if (!builder.done && !sse.signal.aborted && !tap.overflowed) {
             // The turn can no longer end by itself (see current()): close the stream with its end.
-            const final = await this.current(caller, (await api.manager.getResponse(caller, row.id)) ?? row);
+            const final = await this.current(scope, (await sessions.getResponse(caller, row.id)) ?? row);
             const type = final.status === "completed" ? "response.completed" : final.status === "failed" ? "response.failed" : "response.incomplete";
             const seq = Math.max(startingAfter + 1, (replay.latest_seq + 1) * SEQ_STRIDE);
             await send(sse, [{ type, sequence_number: seq, response: final }]);
           }
         } finally {
           tap.close();
-          if (attached) await api.manager.detach(caller, row.session_id, tap).catch(() => undefined);
+          if (attached) await sessions.detach(caller, row.session_id, tap).catch(() => undefined);
         }
       },
     );
   }
 
-  private async requireRow(caller: Caller, id: string, evenUnstored: boolean, param: string | null = null): Promise<ResponseRow> {
-    const row = await this.api.manager.getResponse(caller, id);
-    if (!row || (!row.stored && !evenUnstored)) throw HttpErrors.responseNotFound(id, param);
+  /** The caller's stored response in the scope's profile; missing (or another profile's, another principal's) → 404. */
+  private async requireRow({ caller, sessions, profile }: Scope, id: string, evenUnstored: boolean, param: string | null = null): Promise<ResponseRow> {
+    const row = await sessions.getResponse(caller, id);
+    if (!row || (!row.stored && !evenUnstored)) {
+      throw new HttpError(404, "response_not_found", `No response with id ${id} in profile "${profile}"`, param);
+    }
     return row;
   }
 }

@@ -23,9 +23,9 @@
  */
 import type { Hono } from "hono";
 import { z } from "zod";
-import { SessionCreateParams } from "../../protocol/index.js";
+import { SessionCreateParams } from "../../protocol/method-params.js";
 import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
-import { callerOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
+import { callerOf, sessionsOf as profileSessions, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpErrors } from "./errors.js";
 import { claimIdempotency, underClaim } from "./idempotency.js";
 import { queryBool, queryInt, readJson } from "./json-body.js";
@@ -45,10 +45,7 @@ function id(c: AppContext): string {
 export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
   // Idempotency records live in the default profile's store; sessions in the profile's own.
   const { manager } = api;
-  const sessionsOf = (c: AppContext, bodyProfile?: string) => {
-    const profile = c.req.header("x-tether-profile") || c.req.query("profile") || bodyProfile || undefined;
-    return api.profiles ? api.profiles.manager(profile) : Promise.resolve(manager);
-  };
+  const sessionsOf = (c: AppContext, bodyProfile?: string) => profileSessions(c, api, bodyProfile);
 
   app.get("/api/sessions", async (c) => {
     const params: Parameters<typeof manager.list>[1] = {};
