@@ -12,7 +12,10 @@ export default defineConfig({
   base: "/",
   logLevel: "warn",
   publicDir: false,
-  esbuild: { jsx: "automatic", jsxImportSource: "preact" },
+  // jsxDev off always: Vite turns it on whenever NODE_ENV is not "production" — e.g. NODE_ENV=test
+  // when a vitest run rebuilds the page (test/web/browser.ts) — which put a jsxDEV call with this
+  // machine's absolute source paths on every element (+17 KB) into web/dist, then served as is.
+  esbuild: { jsx: "automatic", jsxImportSource: "preact", jsxDev: false },
   build: {
     outDir: "dist",
     emptyOutDir: true,

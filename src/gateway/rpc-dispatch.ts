@@ -9,12 +9,12 @@ import {
   encodeError,
   ErrorCode,
   isKnownMethod,
-  METHOD_PARAMS,
   TetherError,
   type MethodMap,
   type MethodName,
   type RpcId,
 } from "../protocol/index.js";
+import { METHOD_PARAMS } from "../protocol/method-params.js";
 import type { Logger } from "../lib/logger.js";
 import { encodeAnswer, type WireText } from "./wire-text.js";
 

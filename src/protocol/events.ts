@@ -4,7 +4,7 @@
  * `id: <seq>` + `event: <type>` + `data: <Frame>`.
  */
 import type { TurnErrorInfo } from "./errors.js";
-import type { TodoItem, Usage } from "./types.js";
+import type { DelegationKind, DelegationResultMetadata, DisplayKind, TodoItem, Usage } from "./types.js";
 
 export const EventType = {
   // global
@@ -149,7 +149,7 @@ export interface SessionRotatedPayload {
 /** `delegation.started`: a turn's `delegate_task` (or `/review`) started background sub-agents. */
 export interface DelegationStartedPayload {
   delegation_id: string;
-  kind: string;
+  kind: DelegationKind;
   goals: string[];
 }
 
@@ -175,8 +175,8 @@ export interface DelegationDeliveredPayload {
     role: "user";
     content: string;
     status: "complete";
-    display_kind: string;
-    display_metadata: Record<string, unknown>;
+    display_kind: typeof DisplayKind.DelegationComplete;
+    display_metadata: DelegationResultMetadata;
     created_at: number;
   };
 }

@@ -27,12 +27,27 @@ export interface ToolCall {
   arguments: string;
 }
 
+/**
+ * `display_kind` values of messages that are not plain conversation (docs/protocol.md, Shapes).
+ * A client renders them specially; the model sees them as ordinary messages.
+ */
+export const DisplayKind = {
+  /** The summary a compression continuation starts with (`role: "user"`). */
+  CompressionSummary: "compression_summary",
+  /** A delivered delegation result (`role: "user"`); its metadata is DelegationResultMetadata. */
+  DelegationComplete: "async_delegation_complete",
+} as const;
+
+export type DisplayKindName = (typeof DisplayKind)[keyof typeof DisplayKind];
+
 export interface Message {
   message_id: string;
   role: "user" | "assistant" | "tool" | "system";
   content: string;
   status: MessageStatus;
+  /** A DisplayKind value; a client treats one it does not know as an ordinary message. */
   display_kind?: string;
+  /** Shaped by `display_kind`: DelegationResultMetadata for `async_delegation_complete`. */
   display_metadata?: Record<string, unknown>;
   tool_calls?: ToolCall[];
   tool_call_id?: string;
@@ -71,10 +86,35 @@ export interface DelegationTaskSummary {
   duration_ms: number | null;
 }
 
+/** What started a delegation: the model's `delegate_task` tool, or the `/review` command. */
+export const DELEGATION_KINDS = ["delegate", "review"] as const;
+
+export type DelegationKind = (typeof DELEGATION_KINDS)[number];
+
+export function isDelegationKind(value: unknown): value is DelegationKind {
+  return value === "delegate" || value === "review";
+}
+
+/**
+ * `display_metadata` of a delivered delegation result (`display_kind: async_delegation_complete`):
+ * every task's outcome, with counts and the delegation's duration (start to last task ended).
+ * A type alias, not an interface, so it is also a `Record<string, unknown>` (Message's field).
+ */
+export type DelegationResultMetadata = {
+  delegation_id: string;
+  kind: DelegationKind;
+  completed: number;
+  /** Tasks that did not complete (`total - completed`). */
+  failed: number;
+  total: number;
+  duration_ms: number;
+  tasks: Array<Pick<DelegationTaskSummary, "goal" | "status" | "child_session_id" | "error">>;
+};
+
 /** A background delegation (`delegate_task`, `/review`) of a session's lineage. */
 export interface DelegationSummary {
   delegation_id: string;
-  kind: string;
+  kind: DelegationKind;
   /** running → completed (waiting for delivery) → delivered. */
   status: "running" | "completed" | "delivered";
   origin_session_id: string;

@@ -3,7 +3,7 @@
  * hidden delegate child session, writing a finished delegation's delivery into the origin's live
  * tip, and transient progress frames.
  */
-import { EndReason, ErrorCode, EventType, TetherError } from "../protocol/index.js";
+import { DisplayKind, EndReason, ErrorCode, EventType, TetherError } from "../protocol/index.js";
 import type { DelegationDeliveredPayload, DelegationProgressPayload } from "../protocol/index.js";
 import type { Clock } from "../lib/clock.js";
 import type { IdGenerator } from "../lib/ids.js";
@@ -12,7 +12,7 @@ import { fromEventRow, type EventLog, type GroupCommitter } from "../events/inde
 import type { DelegationConfig } from "../config/index.js";
 import type { DelegationRow, Store } from "../store/types.js";
 import { newMessageRow } from "../agent/turn-frames.js";
-import { DELIVERY_DISPLAY_KIND, type DelegationHost, type DeliveryMessage, type TaskOutcome } from "./delegations.js";
+import type { DelegationHost, DeliveryMessage, TaskOutcome } from "./delegations.js";
 import type { LiveRegistry } from "./live-registry.js";
 import { resolveLiveTip } from "./live-tip.js";
 import type { Ownership } from "./ownership.js";
@@ -91,13 +91,13 @@ export class ManagerDelegationHost implements DelegationHost {
     const messageId = this.deps.ids.next("msg");
     const write = (log: Pick<EventLog, "emit">) => {
       const now = this.deps.clock.now();
-      const row = { ...newMessageRow(tipId, messageId, "user", message.content, "complete", now), display_kind: DELIVERY_DISPLAY_KIND, display_metadata: message.display_metadata };
+      const row = { ...newMessageRow(tipId, messageId, "user", message.content, "complete", now), display_kind: DisplayKind.DelegationComplete, display_metadata: message.display_metadata };
       log.emit<DelegationDeliveredPayload>(
         EventType.DelegationDelivered,
         {
           delegation_id: d.id,
           message_id: messageId,
-          message: { message_id: messageId, role: "user", content: message.content, status: "complete", display_kind: DELIVERY_DISPLAY_KIND, display_metadata: message.display_metadata, created_at: now },
+          message: { message_id: messageId, role: "user", content: message.content, status: "complete", display_kind: DisplayKind.DelegationComplete, display_metadata: message.display_metadata, created_at: now },
         },
         { ops: [{ op: "message.insert", row }, { op: "delegation.deliver", id: d.id, session_id: tipId, message_id: messageId, at: now }] },
       );

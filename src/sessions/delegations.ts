@@ -13,12 +13,25 @@
  *   a tip not live here is written in the store (seen on resume). No turn starts, unless the
  *   session opted in with `wake_on_delivery`. A failed write releases the claim and retries with
  *   back-off (1 s, 5 s, 30 s, then every 60 s).
- * - Restart: delegations a dead process was running are finished as failed (with the reason) and
- *   delivered; completed ones not delivered yet are delivered. Nothing is dropped silently.
+ * - Restart: a delegation whose owner died (no fresh heartbeat) or stopped (SIGTERM: its heartbeat
+ *   is removed, its rows are left running) is RESUMED by a live process. Exactly one takes it
+ *   over (`takeOverDelegation`: a compare-and-set of the row's owner, counted in `resumes`);
+ *   tasks that already ended keep their results, pending/running ones run again in new child
+ *   sessions (same prompt: the row keeps the `context`; the old child is left to the orphan
+ *   sweep), then it completes and is delivered as usual. Bounded: a row already resumed
+ *   MAX_RESUMES times is finished instead (its unfinished tasks fail, with the reason; an update
+ *   conditional on the dead owner, so again exactly one process) — a task that kills its process
+ *   cannot loop forever. A live owner's rows are never touched,
+ *   and every write of the running row is fenced by its owner, so an owner wrongly judged dead
+ *   can neither write nor deliver it again. Completed ones not delivered yet are delivered.
+ *   Nothing is dropped silently.
  */
 import {
   EventType,
+  isDelegationKind,
+  type DelegationKind,
   type DelegationProgressPayload,
+  type DelegationResultMetadata,
   type DelegationStartedPayload,
   type DelegationSummary,
   type TurnCompletePayload,
@@ -31,6 +44,7 @@ import type { DelegationConfig } from "../config/index.js";
 import type { GroupCommitter, SessionEventLog } from "../events/index.js";
 import {
   AlreadyDeliveredError,
+  DelegationLostError,
   type DelegationRow,
   type DelegationStore,
   type DelegationTask,
@@ -42,7 +56,6 @@ import type { MessageRow } from "../store/types.js";
 import type { QueuedTurn } from "./turn-queue.js";
 import type { SessionRuntime } from "./session-runtime.js";
 
-export const DELIVERY_DISPLAY_KIND = "async_delegation_complete";
 export const REVIEW_COMMAND = "/review";
 /** Messages a `/review` looks at. */
 export const REVIEW_WINDOW = 10;
@@ -52,6 +65,10 @@ export const CLAIM_TTL_MS = 60_000;
 export const DELIVERY_BACKOFF_MS = [1_000, 5_000, 30_000, 60_000] as const;
 /** How often undelivered delegations (a dead process's, an expired claim) are looked for. */
 export const RECOVERY_INTERVAL_MS = 30_000;
+/** A delegation is resumed after its process died or stopped at most this many times. */
+export const MAX_RESUMES = 2;
+/** Why an unfinished task failed when its process stopped and it was not (or no longer) resumed. */
+export const INTERRUPTED_ERROR = "interrupted: the gateway process running it stopped before the task finished";
 
 export interface TaskOutcome {
   status: "completed" | "failed";
@@ -59,9 +76,10 @@ export interface TaskOutcome {
   error: string | null;
 }
 
+/** Written as a `role: "user"` message with `display_kind: DisplayKind.DelegationComplete`. */
 export interface DeliveryMessage {
   content: string;
-  display_metadata: Record<string, unknown>;
+  display_metadata: DelegationResultMetadata;
 }
 
 export interface DelegationHost {
@@ -79,7 +97,11 @@ export interface DelegationHost {
 interface Running {
   row: DelegationRow;
   aborts: AbortController[];
+  /** Another process took the row over (a fenced write was refused): this one writes nothing more. */
+  lost?: boolean;
 }
+
+const ended = (t: DelegationTask) => t.status === "completed" || t.status === "failed";
 
 export class DelegationService {
   private readonly running = new Map<string, Running>();
@@ -142,37 +164,55 @@ export class DelegationService {
       created_at: this.deps.clock.now(),
       completed_at: null,
       delivered_at: null,
+      context: req.context ?? null,
+      resumes: 0,
     };
     const opts = { ...(req.turnId ? { turnId: req.turnId } : {}), ...(req.traceId ? { traceId: req.traceId } : {}) };
     log.emit<DelegationStartedPayload>(
       EventType.DelegationStarted,
-      { delegation_id: row.id, kind: row.kind, goals: req.goals },
+      { delegation_id: row.id, kind: req.kind, goals: req.goals },
       { ...opts, ops: [{ op: "delegation.insert", row }] },
     );
     await log.flushed();
-    const entry: Running = { row, aborts: [] };
-    this.running.set(row.id, entry);
-    void this.runAll(entry, req.context).catch((err: unknown) =>
-      this.deps.logger.error({ err, delegation_id: row.id }, "delegation failed unexpectedly"),
-    );
+    this.launch(row);
     return { delegation_id: row.id, tasks: row.tasks.length };
   }
 
-  private async runAll(entry: Running, context: string | undefined): Promise<void> {
+  /** Runs the row's unfinished tasks here (a new delegation, or one taken over), then completes and delivers it. */
+  private launch(row: DelegationRow): void {
+    const entry: Running = { row, aborts: [] };
+    this.running.set(row.id, entry);
+    void this.runAll(entry).catch((err: unknown) =>
+      this.deps.logger.error({ err, delegation_id: row.id }, "delegation failed unexpectedly"),
+    );
+  }
+
+  private async runAll(entry: Running): Promise<void> {
     const row = entry.row;
-    await Promise.all(row.tasks.map((_, i) => this.runTask(entry, i, context)));
+    await Promise.all(row.tasks.map((t, i) => (ended(t) ? undefined : this.runTask(entry, i))));
     this.running.delete(row.id);
-    // A stopping process leaves the row running: the next one finishes it as failed and delivers.
-    if (this.stopped) return;
+    // A stopping process leaves the row running: the next one resumes it and delivers.
+    if (this.stopped || entry.lost) return;
     row.status = "completed";
     row.completed_at = this.deps.clock.now();
-    await this.deps.committer.enqueue([
-      { op: "delegation.update", id: row.id, patch: { status: "completed", tasks: row.tasks, completed_at: row.completed_at } },
-    ]);
+    try {
+      await this.deps.committer.enqueue([
+        {
+          op: "delegation.update",
+          id: row.id,
+          owner: this.deps.processId,
+          patch: { status: "completed", tasks: row.tasks, completed_at: row.completed_at },
+        },
+      ]);
+    } catch (err) {
+      if (!(err instanceof DelegationLostError)) throw err;
+      this.deps.logger.warn({ delegation_id: row.id }, "another process took this delegation over; not completing it here");
+      return;
+    }
     await this.deliver(row.id);
   }
 
-  private async runTask(entry: Running, index: number, context: string | undefined): Promise<void> {
+  private async runTask(entry: Running, index: number): Promise<void> {
     await this.slot();
     const row = entry.row;
     const task = row.tasks[index]!;
@@ -182,13 +222,13 @@ export class DelegationService {
     const timer = this.deps.clock.setTimeout(() => abort.abort(new Error("timeout")), timeoutS * 1000);
     const started = this.deps.clock.monotonic();
     try {
-      if (this.stopped) return;
+      if (this.stopped || entry.lost) return;
       task.status = "running";
       this.deps.host.progress(row, { delegation_id: row.id, task_index: index, status: "running", goal: task.goal });
-      const prompt = context ? `${task.goal}\n\nContext:\n${context}` : task.goal;
+      const prompt = row.context ? `${task.goal}\n\nContext:\n${row.context}` : task.goal;
       const outcome = await this.deps.host.runTask(row, index, prompt, abort.signal, (childId) => {
         task.child_session_id = childId;
-        void this.persist(row);
+        void this.persist(entry);
       });
       task.status = outcome.status;
       task.result = outcome.result;
@@ -210,16 +250,29 @@ export class DelegationService {
     };
     if (task.child_session_id) payload.child_session_id = task.child_session_id;
     if (task.error) payload.error = task.error;
-    if (!this.stopped) {
+    if (!this.stopped && !entry.lost) {
       this.deps.host.progress(row, payload);
-      await this.persist(row);
+      await this.persist(entry);
     }
   }
 
-  private persist(row: DelegationRow): Promise<void> {
+  /** Stores the tasks' state, fenced by this owner: a refusal means another process took the row over. */
+  private persist(entry: Running): Promise<void> {
+    const row = entry.row;
     return this.deps.committer
-      .enqueue([{ op: "delegation.update", id: row.id, patch: { tasks: row.tasks } }])
-      .catch((err: unknown) => this.deps.logger.warn({ err, delegation_id: row.id }, "could not store delegation progress"));
+      .enqueue([{ op: "delegation.update", id: row.id, owner: this.deps.processId, patch: { tasks: row.tasks } }])
+      .catch((err: unknown) => {
+        if (err instanceof DelegationLostError) this.lose(entry);
+        else this.deps.logger.warn({ err, delegation_id: row.id }, "could not store delegation progress");
+      });
+  }
+
+  /** Another process runs this delegation now: stop ours quietly (its results would be refused anyway). */
+  private lose(entry: Running): void {
+    if (entry.lost) return;
+    entry.lost = true;
+    this.deps.logger.warn({ delegation_id: entry.row.id }, "another process took this delegation over; stopping its tasks here");
+    for (const a of entry.aborts) a.abort(new Error("delegation taken over by another process"));
   }
 
   private async slot(): Promise<void> {
@@ -284,8 +337,9 @@ export class DelegationService {
   }
 
   /**
-   * After a start (and periodically): delegations a dead process was running are finished as
-   * failed and delivered; completed ones not yet delivered are delivered.
+   * After a start (and periodically): delegations whose owner died or stopped are taken over and
+   * resumed (or, past MAX_RESUMES, finished as failed) and delivered; completed ones not yet
+   * delivered are delivered.
    */
   async recover(): Promise<void> {
     const store = this.deps.store;
@@ -295,21 +349,48 @@ export class DelegationService {
       if (this.running.has(row.id) || this.delivering.has(row.id)) continue;
       if (row.status === "running") {
         if (row.owner === this.deps.processId || !(await this.deps.host.ownerDead(row.owner))) continue;
-        const tasks: DelegationTask[] = row.tasks.map((t) =>
-          t.status === "completed" || t.status === "failed"
-            ? t
-            : { ...t, status: "failed", error: "interrupted: the gateway process running it stopped before the task finished" },
+        // Exactly one process takes it over: both paths below are conditional on the dead owner.
+        if (row.resumes < MAX_RESUMES) {
+          if (!this.stopped && (await store.takeOverDelegation(row.id, row.owner, this.deps.processId))) {
+            this.resume({ ...row, owner: this.deps.processId, resumes: row.resumes + 1 }, row.owner);
+          }
+          continue;
+        }
+        // Resumed often enough: its process died each time. Its unfinished tasks fail, with the reason.
+        const error = `${INTERRUPTED_ERROR} (it was resumed ${row.resumes} times already, so it is not run again)`;
+        const tasks: DelegationTask[] = row.tasks.map((t) => (ended(t) ? t : { ...t, status: "failed", error }));
+        const patch = { status: "completed" as const, tasks, owner: this.deps.processId, completed_at: this.deps.clock.now() };
+        try {
+          await this.deps.committer.enqueue([{ op: "delegation.update", id: row.id, owner: row.owner, patch }]);
+        } catch (err) {
+          if (err instanceof DelegationLostError) continue; // another process finished it
+          throw err;
+        }
+        this.deps.logger.warn(
+          { delegation_id: row.id, owner: row.owner, resumes: row.resumes },
+          "a delegation's process stopped again after its last resume: finished its unfinished tasks as failed",
         );
-        const now = this.deps.clock.now();
-        await this.deps.committer.enqueue([
-          { op: "delegation.update", id: row.id, patch: { status: "completed", tasks, owner: this.deps.processId, completed_at: now } },
-        ]);
-        this.deps.logger.warn({ delegation_id: row.id, owner: row.owner }, "finished a delegation of a dead process as failed");
       } else if (this.retries.has(row.id)) {
         continue; // a retry is already scheduled here
       }
       await this.deliver(row.id);
     }
+  }
+
+  /**
+   * Runs a taken-over delegation here: ended tasks keep their results; pending and running ones
+   * start again (a new child session each, the same prompt), announced by their `running` progress.
+   */
+  private resume(row: DelegationRow, from: string): void {
+    row.tasks = row.tasks.map((t) =>
+      ended(t) ? t : { ...t, status: "pending", child_session_id: null, result: null, error: null, duration_ms: null },
+    );
+    this.deps.logger.warn(
+      { delegation_id: row.id, owner: from, resumes: row.resumes, tasks: row.tasks.filter((t) => !ended(t)).length },
+      "resuming a delegation whose process stopped",
+    );
+    this.launch(row);
+    void this.persist(this.running.get(row.id)!);
   }
 
   /** Starts the periodic recovery (after the process registered its heartbeat). */
@@ -326,7 +407,7 @@ export class DelegationService {
     tick();
   }
 
-  /** Shutdown: running tasks are interrupted and left for the next process (finished as failed). */
+  /** Shutdown: running tasks are interrupted and left (running) for the next process, which resumes them. */
   stop(): void {
     this.stopped = true;
     this.recoveryTimer?.cancel();
@@ -369,10 +450,15 @@ export class DelegationService {
   }
 }
 
+/** The row's kind: the store keeps it as text; only start() writes it, from a DelegationKind. */
+function kindOf(r: DelegationRow): DelegationKind {
+  return isDelegationKind(r.kind) ? r.kind : "delegate";
+}
+
 export function summaryOf(r: DelegationRow): DelegationSummary {
   return {
     delegation_id: r.id,
-    kind: r.kind,
+    kind: kindOf(r),
     status: r.status,
     origin_session_id: r.origin_session_id,
     tasks: r.tasks.map((t) => ({ goal: t.goal, status: t.status, child_session_id: t.child_session_id, error: t.error, duration_ms: t.duration_ms })),
@@ -400,7 +486,7 @@ export function deliveryMessage(r: DelegationRow, now: number): DeliveryMessage 
     content: lines.join("\n"),
     display_metadata: {
       delegation_id: r.id,
-      kind: r.kind,
+      kind: kindOf(r),
       completed,
       failed,
       total: r.tasks.length,

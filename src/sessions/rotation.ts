@@ -9,13 +9,11 @@
  * goes back) and `session.rotated`. `seq_reserved` is the last of them, so the child's event log
  * starts above.
  */
-import { EventType, type SessionRotatedPayload } from "../protocol/index.js";
+import { DisplayKind, EventType, type SessionRotatedPayload } from "../protocol/index.js";
 import type { IdGenerator } from "../lib/ids.js";
 import type { TodoState } from "../protocol/index.js";
 import type { EventRow, MessageRow, SessionRow, WriteOp } from "../store/types.js";
 import type { CompressionPlan } from "../agent/compression/index.js";
-
-export const SUMMARY_DISPLAY_KIND = "compression_summary";
 
 export interface Continuation {
   row: SessionRow;
@@ -47,7 +45,7 @@ export function buildContinuation(input: {
     content: `[Summary of ${plan.middle.length} earlier messages, compressed to save context]\n${summary}`,
     tool_calls: null,
     tool_call_id: null,
-    display_kind: SUMMARY_DISPLAY_KIND,
+    display_kind: DisplayKind.CompressionSummary,
     display_metadata: { from_session_id: parent.id, summarized_messages: plan.middle.length },
     status: "complete",
     created_at: now,

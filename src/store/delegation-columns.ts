@@ -17,6 +17,8 @@ export function delegationFromColumns(r: Record<string, unknown>): DelegationRow
     claimed_by: (r.claimed_by as string | null) ?? null,
     claim_expires_at: num(r.claim_expires_at),
     attempts: Number(r.attempts),
+    context: (r.context as string | null | undefined) ?? null,
+    resumes: Number(r.resumes ?? 0),
     delivered_session_id: (r.delivered_session_id as string | null) ?? null,
     delivered_message_id: (r.delivered_message_id as string | null) ?? null,
     created_at: Number(r.created_at),

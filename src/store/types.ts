@@ -212,6 +212,13 @@ export interface DelegationRow {
   claim_expires_at: number | null;
   /** Delivery attempts so far (claims taken). */
   attempts: number;
+  /**
+   * The shared context every task's prompt carries (`delegate_task`'s `context`, `/review`'s
+   * transcript window): kept so a task run again after a takeover gets the same prompt.
+   */
+  context: string | null;
+  /** Times a live process took the running delegation over from a dead or stopped owner to run it again (`takeOverDelegation`). */
+  resumes: number;
   delivered_session_id: string | null;
   delivered_message_id: string | null;
   created_at: number;
@@ -220,6 +227,20 @@ export interface DelegationRow {
 }
 
 export type DelegationPatch = Partial<Pick<DelegationRow, "tasks" | "status" | "owner" | "completed_at">>;
+
+/**
+ * A `delegation.update` fenced by `owner` found the delegation no longer running under that owner
+ * (another process took it over, or it ended): the transaction is refused.
+ */
+export class DelegationLostError extends Error {
+  override name = "DelegationLostError";
+  constructor(
+    readonly delegationId: string,
+    readonly owner: string,
+  ) {
+    super(`delegation ${delegationId} is no longer run by ${owner}`);
+  }
+}
 
 /** `delegation.deliver` found the delegation already delivered: the transaction is refused. */
 export class AlreadyDeliveredError extends Error {
@@ -251,6 +272,12 @@ export interface DelegationStore {
   claimDelegation(id: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
   /** Gives a claim back (a failed write), so a retry — here or elsewhere — can take it. */
   releaseDelegationClaim(id: string, owner: string): Promise<void>;
+  /**
+   * Compare-and-set of a `running` delegation's owner, `fromOwner` → `toOwner`, counting one more
+   * resume. True for exactly one of several processes racing to take over the same owner's row;
+   * false when the owner or status is no longer the one seen.
+   */
+  takeOverDelegation(id: string, fromOwner: string, toOwner: string): Promise<boolean>;
 }
 
 /** A write carrying a stale fencing token. The owner lost the session to another process. */
@@ -284,7 +311,11 @@ export type WriteOp =
   /** Creates the lease of a session that is being created (token 1), in the creating transaction. */
   | { op: "lease.insert"; row: LeaseRow }
   | { op: "delegation.insert"; row: DelegationRow }
-  | { op: "delegation.update"; id: string; patch: DelegationPatch }
+  /**
+   * With `owner`: applies only while that owner runs the delegation (status `running`), else fails
+   * the whole transaction with DelegationLostError — a process that lost it can write nothing.
+   */
+  | { op: "delegation.update"; id: string; patch: DelegationPatch; owner?: string }
   /**
    * Marks a delegation delivered (into `session_id` as `message_id`) and drops its claim. Fails the
    * whole transaction with AlreadyDeliveredError if it already was: the delivered message and

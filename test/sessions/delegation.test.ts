@@ -1,13 +1,15 @@
 /**
  * Background sub-agents on a SessionManager over a real SQLite file with a FakeClock: delivery
  * into the live tip exactly once (after compression, after a failed write), waiting for a running
- * turn, starting no turn unless asked, surviving a detached origin and a restart mid-delegation.
+ * turn, starting no turn unless asked, surviving a detached origin; and after its process died,
+ * resumed by exactly one live process, at most MAX_RESUMES times.
  */
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ConfigInput } from "../../src/config/index.js";
 import { FakeClock } from "../../src/lib/clock.js";
 import type { SessionRuntime } from "../../src/sessions/session-runtime.js";
+import { MIGRATIONS } from "../../src/store/sqlite/migrations.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
 
@@ -20,7 +22,9 @@ afterEach(async () => {
   }
 });
 
-async function harness(opts: { config?: ConfigInput; delay?: number; clock?: FakeClock; dbPath?: string; processId?: string; lifecycle?: Record<string, unknown> } = {}) {
+async function harness(
+  opts: { config?: ConfigInput; delay?: number; clock?: FakeClock; dbPath?: string; processId?: string; lifecycle?: Record<string, unknown>; start?: boolean } = {},
+) {
   const h = await startHarness({
     dbPath: opts.dbPath ?? tempDbPath(),
     clock: opts.clock ?? new FakeClock(),
@@ -28,6 +32,7 @@ async function harness(opts: { config?: ConfigInput; delay?: number; clock?: Fak
     demoDelayMs: opts.delay ?? 0,
     lifecycle: { startup_sweep: false, ...(opts.lifecycle ?? {}) },
     config: opts.config ?? {},
+    ...(opts.start === false ? { start: false } : {}),
   });
   harnesses.push(h);
   return h;
@@ -174,21 +179,6 @@ describe("delegate_task with the demo provider", () => {
     expect(back.messages.filter((m) => m.display_kind === "async_delegation_complete")).toHaveLength(1);
   });
 
-  it("a restart mid-delegation delivers it as failed, with the reason — never drops it", async () => {
-    const dbPath = tempDbPath();
-    const clockA = new FakeClock();
-    const a = await harness({ dbPath, clock: clockA, delay: 100, processId: "A" });
-    const { session_id: origin } = await a.manager.create(ME, {}, new TestViewer("v"));
-    await a.manager.submit(ME, origin, "delegate: count to 5000");
-    await until(a, async () => (await delegationOf(a, origin))?.tasks[0]!.status === "running", 100);
-    // Process A stops dead (its clock never moves again). B starts two minutes later on the same file.
-    const b = await harness({ dbPath, clock: new FakeClock(clockA.now() + 120_000), delay: 100, processId: "B" });
-    await until(b, delivered(b, origin));
-    const [message] = await deliveries(b, origin);
-    expect(message!.display_metadata).toMatchObject({ completed: 0, failed: 1, total: 1 });
-    expect(message!.content).toContain("interrupted: the gateway process running it stopped");
-  });
-
   it("caps concurrent sub-agents at delegation.max_concurrent", async () => {
     const h = await harness({ delay: 100, config: { delegation: { max_concurrent: 2 } } });
     const { session_id: origin } = await h.manager.create(ME, {}, new TestViewer("v"));
@@ -208,5 +198,183 @@ describe("delegate_task with the demo provider", () => {
     const [message] = await deliveries(h, origin);
     expect(message!.display_metadata).toMatchObject({ completed: 0, failed: 1 });
     expect(message!.content).toContain("timed out after 2 s");
+  });
+});
+
+/**
+ * A process "dies" by its clock never moving again (its heartbeat goes stale); the next one starts
+ * on the same file two minutes later. Real managers, real SQLite, fake clocks.
+ */
+describe("a delegation whose process died is resumed", () => {
+  const later = (c: FakeClock) => new FakeClock(c.now() + 120_000);
+  const delegatesOf = async (h: Harness, id: string) =>
+    (await h.store.listSessions({ principal: ME.principal, limit: 100, includeEnded: true, includeHidden: true })).items
+      .map((i) => i.row)
+      .filter((r) => r.flags.delegate?.delegation_id === id);
+
+  it("tasks that ended keep their results, unfinished ones run again in new children; ONE delivery; the old owner can write nothing more", async () => {
+    const dbPath = tempDbPath();
+    const clockA = new FakeClock();
+    const a = await harness({ dbPath, clock: clockA, delay: 100, processId: "A" });
+    const { session_id: origin } = await a.manager.create(ME, {}, new TestViewer("v"));
+    await a.manager.submit(ME, origin, "delegate: count to 3; count to 40");
+    await until(a, async () => {
+      const d = await delegationOf(a, origin);
+      return d?.tasks[0]!.status === "completed" && d.tasks[1]!.status === "running" && d.tasks[1]!.child_session_id !== null;
+    }, 100);
+    const before = (await delegationOf(a, origin))!;
+    expect(before).toMatchObject({ owner: "A", resumes: 0, context: null });
+
+    // B: a viewer opens the origin there, then B's recovery takes the delegation over.
+    const b = await harness({ dbPath, clock: later(clockA), delay: 100, processId: "B", start: false });
+    const viewer = new TestViewer("w");
+    await b.manager.resume(ME, origin, viewer);
+    await b.manager.start();
+    await until(b, async () => (await delegationOf(b, origin))!.owner === "B");
+    expect(await delegationOf(b, origin)).toMatchObject({ status: "running", owner: "B", resumes: 1 });
+    expect(b.manager.delegations.runningFor([origin])).toBe(true);
+    await until(b, delivered(b, origin), 100);
+
+    const d = (await delegationOf(b, origin))!;
+    expect(d.tasks[0]).toEqual(before.tasks[0]); // kept: same child, same result
+    expect(d.tasks[1]).toMatchObject({ status: "completed", error: null });
+    expect(d.tasks[1]!.child_session_id).not.toBe(before.tasks[1]!.child_session_id);
+    expect(d.tasks[1]!.result).toContain("38 39 40");
+    const [message, ...more] = await deliveries(b, origin);
+    expect(more).toHaveLength(0);
+    expect(message!.display_metadata).toMatchObject({ completed: 2, failed: 0, total: 2 });
+    expect(message!.content).not.toContain("interrupted");
+    // The origin's viewers saw it resume: the re-run task's `running`, then its end.
+    const progress = viewer.frames.filter((f) => f.type === "delegation.progress").map((f) => [f.payload.task_index, f.payload.status]);
+    expect(progress).toEqual([[1, "running"], [1, "completed"]]);
+    expect(viewer.frames.filter((f) => f.type === "delegation.delivered")).toHaveLength(1);
+    // The dead run's child is left to the orphan sweep; the new one ended as usual.
+    expect((await b.store.getSession(before.tasks[1]!.child_session_id!))!.ended_at).toBeNull();
+    expect((await b.store.getSession(d.tasks[1]!.child_session_id!))!.end_reason).toBe("delegation_complete");
+    expect(await delegatesOf(b, d.id)).toHaveLength(3);
+
+    // A was only judged dead: it wakes up and finishes its copy of task 2. Its writes are fenced
+    // by the owner it no longer is: nothing is stored, nothing delivered a second time.
+    await until(a, () => !a.manager.delegations.runningFor([origin]), 100);
+    await settle();
+    expect(await deliveries(b, origin)).toHaveLength(1);
+    expect(await delegationOf(b, origin)).toMatchObject({ status: "delivered", owner: "B", tasks: d.tasks });
+  });
+
+  it("the task prompt is the same when run again: the context (/review's transcript) is kept with the delegation", async () => {
+    const dbPath = tempDbPath();
+    const clockA = new FakeClock();
+    const a = await harness({ dbPath, clock: clockA, delay: 100, processId: "A" });
+    const { session_id: origin } = await a.manager.create(ME, {}, new TestViewer("v"));
+    await a.manager.submit(ME, origin, "count to 3");
+    await until(a, () => !runtimeOf(a, origin)?.running, 100);
+    await a.manager.submit(ME, origin, "/review the counting");
+    await until(a, async () => (await delegationOf(a, origin))?.tasks[0]!.status === "running", 100);
+    expect((await delegationOf(a, origin))!.context).toContain("assistant: 1 2 3");
+
+    const b = await harness({ dbPath, clock: later(clockA), delay: 0, processId: "B" });
+    await until(b, delivered(b, origin));
+    const [message] = await deliveries(b, origin);
+    expect(message!.display_metadata).toMatchObject({ kind: "review", completed: 1, failed: 0 });
+    // The demo reviewer echoes its prompt: the excerpt was in the re-run's prompt too.
+    expect(message!.content).toContain("assistant: 1 2 3");
+  });
+
+  it("two live processes racing to resume the same dead owner's delegation: exactly one takes it over and runs it", async () => {
+    const dbPath = tempDbPath();
+    const clockA = new FakeClock();
+    const a = await harness({ dbPath, clock: clockA, delay: 100, processId: "A" });
+    const clockB = later(clockA);
+    const clockC = new FakeClock(clockB.now());
+    const b = await harness({ dbPath, clock: clockB, delay: 100, processId: "B" });
+    const c = await harness({ dbPath, clock: clockC, delay: 100, processId: "C" });
+    const { session_id: origin } = await a.manager.create(ME, {}, new TestViewer("v"));
+    await a.manager.submit(ME, origin, "delegate: count to 20; count to 30");
+    await until(a, async () => (await delegationOf(a, origin))?.tasks.every((t) => t.status === "running" && t.child_session_id) ?? false, 100);
+    const id = (await delegationOf(a, origin))!.id;
+
+    const tookB = vi.spyOn(b.store.delegations!, "takeOverDelegation");
+    const tookC = vi.spyOn(c.store.delegations!, "takeOverDelegation");
+    await Promise.all([b.manager.delegations.recover(), c.manager.delegations.recover()]);
+    // Both saw A dead and tried; the store let exactly one of them take it.
+    const results = await Promise.all([...tookB.mock.results, ...tookC.mock.results].map((r) => r.value as Promise<boolean>));
+    expect(results.sort()).toEqual([false, true]);
+    const [winner, loser] = (await b.store.delegations!.getDelegation(id))!.owner === "B" ? [b, c] : [c, b];
+    expect(winner.manager.delegations.runningFor([origin])).toBe(true);
+    expect(loser.manager.delegations.runningFor([origin])).toBe(false);
+    // Later recovery passes of the loser leave the live winner's row alone.
+    await loser.manager.delegations.recover();
+    expect(loser.manager.delegations.runningFor([origin])).toBe(false);
+
+    for (let i = 0; i < 2000 && (await delegationOf(b, origin))!.status !== "delivered"; i++) {
+      await clockB.advance(100);
+      await clockC.advance(100);
+    }
+    const d = (await delegationOf(b, origin))!;
+    expect(d).toMatchObject({ status: "delivered", resumes: 1 });
+    expect(d.tasks.map((t) => t.status)).toEqual(["completed", "completed"]);
+    expect(await deliveries(b, origin)).toHaveLength(1);
+    // A's two children, and exactly one new child per task: the tasks ran once more, not twice.
+    expect(await delegatesOf(b, id)).toHaveLength(4);
+  });
+
+  it("resumed at most twice: when its process dies a third time, the unfinished tasks are delivered as failed, with the reason", async () => {
+    const dbPath = tempDbPath();
+    let clock = new FakeClock();
+    // A task that "kills" every process running it: each owner dies while task 2 runs.
+    const first = await harness({ dbPath, clock, delay: 100, processId: "A" });
+    const { session_id: origin } = await first.manager.create(ME, {}, new TestViewer("v"));
+    await first.manager.submit(ME, origin, "delegate: count to 2; count to 5000");
+    let owner = first;
+    for (const [processId, resumes] of [["B", 1], ["C", 2]] as const) {
+      await until(owner, async () => {
+        const d = await delegationOf(owner, origin);
+        return d?.tasks[0]!.status === "completed" && d.tasks[1]!.status === "running" && d.tasks[1]!.child_session_id !== null;
+      }, 100);
+      clock = later(clock);
+      owner = await harness({ dbPath, clock, delay: 100, processId });
+      const next = owner;
+      await until(next, async () => (await delegationOf(next, origin))!.owner === processId);
+      expect(await delegationOf(owner, origin)).toMatchObject({ status: "running", resumes });
+    }
+    await until(owner, async () => (await delegationOf(owner, origin))!.tasks[1]!.child_session_id !== null, 100);
+    const last = await harness({ dbPath, clock: later(clock), delay: 100, processId: "D" });
+    await until(last, delivered(last, origin));
+
+    const d = (await delegationOf(last, origin))!;
+    expect(d).toMatchObject({ owner: "D", resumes: 2 });
+    expect(d.tasks[0]).toMatchObject({ status: "completed", result: "1 2" });
+    expect(d.tasks[1]).toMatchObject({ status: "failed" });
+    expect(d.tasks[1]!.error).toBe(
+      "interrupted: the gateway process running it stopped before the task finished (it was resumed 2 times already, so it is not run again)",
+    );
+    expect(last.manager.delegations.runningFor([origin])).toBe(false);
+    const [message, ...more] = await deliveries(last, origin);
+    expect(more).toHaveLength(0);
+    expect(message!.display_metadata).toMatchObject({ completed: 1, failed: 1, total: 2 });
+    expect(message!.content).toContain("resumed 2 times already");
+  });
+
+  it("a delegation recorded before migration 5 (no context, no resume count) is resumed after the upgrade", async () => {
+    const dbPath = tempDbPath();
+    const old = new Database(dbPath);
+    old.exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
+    for (const m of MIGRATIONS.filter((m) => m.version <= 4)) {
+      old.exec(m.sql);
+      old.prepare(`INSERT INTO schema_migrations VALUES (?, ?, 0)`).run(m.version, m.name);
+    }
+    old.prepare(`INSERT INTO sessions (id, principal, profile, model, provider, started_at, last_activity_at) VALUES ('ses_o', ?, 'default', 'demo', 'demo', 1, 1)`).run(ME.principal);
+    const task = (goal: string, status: string) => ({ goal, status, child_session_id: null, result: null, error: null, duration_ms: null });
+    old.prepare(
+      `INSERT INTO delegations (id, principal, origin_session_id, kind, tasks, status, owner, attempts, created_at)
+       VALUES ('dlg_old', ?, 'ses_o', 'delegate', ?, 'running', 'gone', 0, 1)`,
+    ).run(ME.principal, JSON.stringify([task("count to 2", "running"), task("count to 3", "pending")]));
+    old.close();
+
+    const h = await harness({ dbPath, processId: "B" });
+    await until(h, delivered(h, "ses_o"));
+    expect(await delegationOf(h, "ses_o")).toMatchObject({ context: null, resumes: 1 });
+    const [message] = await deliveries(h, "ses_o");
+    expect(message!.display_metadata).toMatchObject({ completed: 2, failed: 0 });
   });
 });

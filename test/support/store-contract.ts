@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import {
   AlreadyDeliveredError,
+  DelegationLostError,
   FenceError,
   type DelegationRow,
   type MessageRow,
@@ -370,6 +371,8 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         created_at: 1000,
         completed_at: null,
         delivered_at: null,
+        context: null,
+        resumes: 0,
         ...over,
       });
 
@@ -379,9 +382,10 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         if (!d) return;
         await store.commit([
           { op: "delegation.insert", row: delegation("d1") },
-          { op: "delegation.insert", row: delegation("d2", { origin_session_id: "s2", created_at: 1001 }) },
+          { op: "delegation.insert", row: delegation("d2", { origin_session_id: "s2", created_at: 1001, context: "user: hi\nassistant: é", resumes: 1 }) },
         ]);
         expect(await d.getDelegation("d1")).toEqual(delegation("d1"));
+        expect(await d.getDelegation("d2")).toEqual(delegation("d2", { origin_session_id: "s2", created_at: 1001, context: "user: hi\nassistant: é", resumes: 1 }));
         expect(await d.getDelegation("nope")).toBeNull();
         const tasks = [{ goal: "g", status: "completed" as const, child_session_id: "c1", result: "ok", error: null, duration_ms: 5 }];
         await store.commit([{ op: "delegation.update", id: "d1", patch: { status: "completed", tasks, completed_at: 2000 } }]);
@@ -406,6 +410,49 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         await d.releaseDelegationClaim("d1", "p2");
         expect(await d.claimDelegation("d1", "p3", 1150, 100)).toBe(true);
         expect((await d.getDelegation("d1"))!.attempts).toBe(3);
+      });
+
+      it("takes a running delegation over from its owner exactly once (compare-and-set), counting resumes", async () => {
+        const store = await fresh();
+        const d = store.delegations;
+        if (!d) return;
+        await store.commit([{ op: "delegation.insert", row: delegation("d1") }]);
+        // Two processes race to take over the dead p1's row: exactly one wins.
+        const raced = await Promise.all([d.takeOverDelegation("d1", "p1", "p2"), d.takeOverDelegation("d1", "p1", "p3")]);
+        expect(raced.filter(Boolean)).toHaveLength(1);
+        const winner = raced[0] ? "p2" : "p3";
+        expect(await d.getDelegation("d1")).toMatchObject({ owner: winner, resumes: 1, status: "running" });
+        expect(await d.takeOverDelegation("d1", "p1", "p4")).toBe(false); // p1 is no longer the owner
+        expect(await d.takeOverDelegation("d1", winner, "p4")).toBe(true);
+        expect(await d.getDelegation("d1")).toMatchObject({ owner: "p4", resumes: 2 });
+        await store.commit([{ op: "delegation.update", id: "d1", patch: { status: "completed" } }]);
+        expect(await d.takeOverDelegation("d1", "p4", "p5")).toBe(false); // not running any more
+        expect(await d.takeOverDelegation("nope", "p1", "p2")).toBe(false);
+        expect(await d.getDelegation("d1")).toMatchObject({ owner: "p4", resumes: 2 });
+      });
+
+      it("refuses an owner-fenced update once the owner lost the delegation, and its whole transaction", async () => {
+        const store = await fresh();
+        const d = store.delegations;
+        if (!d) return;
+        await store.commit([{ op: "session.insert", row: sessionRow("s1") }, { op: "delegation.insert", row: delegation("d1") }]);
+        const tasks = [{ goal: "g", status: "completed" as const, child_session_id: "c1", result: "ok", error: null, duration_ms: 5 }];
+        await store.commit([{ op: "delegation.update", id: "d1", owner: "p1", patch: { tasks } }]);
+        expect((await d.getDelegation("d1"))!.tasks).toEqual(tasks);
+        expect(await d.takeOverDelegation("d1", "p1", "p2")).toBe(true);
+        const stale = store.commit([
+          { op: "message.insert", row: messageRow("m1", "s1", 1) },
+          { op: "delegation.update", id: "d1", owner: "p1", patch: { status: "completed", tasks: [], completed_at: 2000 } },
+        ]);
+        await expect(stale).rejects.toBeInstanceOf(DelegationLostError);
+        expect(await store.loadMessages("s1")).toEqual([]);
+        expect(await d.getDelegation("d1")).toMatchObject({ status: "running", owner: "p2", tasks, completed_at: null });
+        await store.commit([{ op: "delegation.update", id: "d1", owner: "p2", patch: { status: "completed", completed_at: 2000 } }]);
+        // Completed: even its owner's fenced writes are refused (an unfenced one still applies).
+        await expect(store.commit([{ op: "delegation.update", id: "d1", owner: "p2", patch: { tasks: [] } }])).rejects.toBeInstanceOf(
+          DelegationLostError,
+        );
+        expect(await d.getDelegation("d1")).toMatchObject({ status: "completed", tasks });
       });
 
       it("delivers exactly once: a second delivery fails its whole transaction", async () => {

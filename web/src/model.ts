@@ -12,9 +12,15 @@
  *   `delegation.*` frames and seeded from the Snapshot's `delegations[]`; its delivered result
  *   (a `role: "user"` message with `display_kind: "async_delegation_complete"`) is a result card
  *   of its own where it landed, never a bubble the user typed.
+ *
+ * Protocol imports are types and plain constants only (never the zod schemas): the bundle stays
+ * small, and test/unit/web-imports.test.ts fails if zod or a server module comes back.
  */
+import { DisplayKind, isDelegationKind } from "../../src/protocol/types.js";
 import type {
   DelegationDeliveredPayload,
+  DelegationKind,
+  DelegationResultMetadata,
   DelegationProgressPayload,
   DelegationStartedPayload,
   DelegationSummary,
@@ -75,7 +81,7 @@ export type Block =
       /** The delegation_id. */
       key: string;
       /** `delegate` (delegate_task) or `review` (/review). */
-      delegationKind: string;
+      delegationKind: DelegationKind;
       /** running → completed (every task ended, delivery pending) → delivered. */
       status: DelegationSummary["status"];
       tasks: DelegationTaskView[];
@@ -89,7 +95,7 @@ export type Block =
       /** The message_id of the delivered message. */
       key: string;
       delegationId: string;
-      delegationKind: string;
+      delegationKind: DelegationKind;
       /** The message's Markdown, without its leading `[… complete — …]` line (the card's head says it). */
       text: string;
       completed: number;
@@ -109,19 +115,8 @@ export interface DelegationTaskView {
   durationMs?: number;
 }
 
-/** `display_kind` of a delivered delegation result (docs/protocol.md, Shapes). */
-export const DELEGATION_RESULT_KIND = "async_delegation_complete";
-
-/** `display_metadata` of a delivered delegation result, as docs/protocol.md defines it. */
-export interface DelegationResultMetadata {
-  delegation_id: string;
-  kind: string;
-  completed: number;
-  failed: number;
-  total: number;
-  duration_ms: number;
-  tasks: Array<Pick<DelegationTaskSummary, "goal" | "status" | "child_session_id" | "error">>;
-}
+/** `display_metadata` of a delivered delegation result: the protocol's shape (docs/protocol.md). */
+export type { DelegationResultMetadata };
 
 export interface PendingPrompt {
   /** The request_id sent with prompt.submit (idempotent retry key). */
@@ -290,7 +285,7 @@ export function delegationCard(d: DelegationSummary): Extract<Block, { kind: "de
 
 /** A delivered delegation result message (`display_kind: async_delegation_complete`)? */
 export function isDelegationResult(msg: Pick<Message, "display_kind">): boolean {
-  return msg.display_kind === DELEGATION_RESULT_KIND;
+  return msg.display_kind === DisplayKind.DelegationComplete;
 }
 
 /** The result's `display_metadata`, read defensively (a field missing never breaks the page). */
@@ -300,7 +295,7 @@ export function resultMetadata(msg: Pick<Message, "message_id" | "display_metada
   const tasks = Array.isArray(meta["tasks"]) ? (meta["tasks"] as unknown[]) : [];
   return {
     delegation_id: typeof meta["delegation_id"] === "string" ? meta["delegation_id"] : msg.message_id,
-    kind: typeof meta["kind"] === "string" ? meta["kind"] : "delegate",
+    kind: isDelegationKind(meta["kind"]) ? meta["kind"] : "delegate",
     completed: num(meta["completed"]),
     failed: num(meta["failed"]),
     total: num(meta["total"]) || tasks.length,

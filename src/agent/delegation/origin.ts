@@ -7,9 +7,10 @@
  *   const origin = currentOrigin();                      // the tool, deep inside the turn
  */
 import { AsyncLocalStorage } from "node:async_hooks";
+import type { DelegationKind } from "../../protocol/index.js";
 
 export interface DelegationStartRequest {
-  kind: "delegate" | "review";
+  kind: DelegationKind;
   goals: string[];
   /** Extra context given to every sub-agent (e.g. the excerpt a review is about). */
   context?: string;

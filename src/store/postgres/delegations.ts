@@ -3,6 +3,7 @@ import type pg from "pg";
 import { delegationFromColumns } from "../delegation-columns.js";
 import {
   AlreadyDeliveredError,
+  DelegationLostError,
   type DelegationQuery,
   type DelegationRow,
   type DelegationStore,
@@ -28,11 +29,11 @@ export class PgDelegations implements DelegationStore {
         const r = op.row;
         await c.query(
           `INSERT INTO delegations (id, principal, origin_session_id, kind, tasks, status, owner, claimed_by, claim_expires_at,
-             attempts, delivered_session_id, delivered_message_id, created_at, completed_at, delivered_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+             attempts, delivered_session_id, delivered_message_id, created_at, completed_at, delivered_at, context, resumes)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
           [r.id, r.principal, r.origin_session_id, r.kind, JSON.stringify(r.tasks), r.status, r.owner, r.claimed_by,
             r.claim_expires_at, r.attempts, r.delivered_session_id, r.delivered_message_id, r.created_at, r.completed_at,
-            r.delivered_at],
+            r.delivered_at, r.context, r.resumes],
         );
         return;
       }
@@ -44,11 +45,18 @@ export class PgDelegations implements DelegationStore {
           keys.push(k);
           values.push(k === "tasks" ? JSON.stringify(v) : v);
         }
-        if (keys.length === 0) return;
-        await c.query(`UPDATE delegations SET ${keys.map((k, i) => `${k} = $${i + 1}`).join(", ")} WHERE id = $${keys.length + 1}`, [
-          ...values,
-          op.id,
-        ]);
+        if (keys.length === 0 && op.owner === undefined) return;
+        // A fenced update with nothing to set still checks the owner (id = id is a no-op).
+        const sets = keys.length ? keys.map((k, i) => `${k} = $${i + 1}`).join(", ") : "id = id";
+        if (op.owner === undefined) {
+          await c.query(`UPDATE delegations SET ${sets} WHERE id = $${keys.length + 1}`, [...values, op.id]);
+          return;
+        }
+        const fenced = await c.query(
+          `UPDATE delegations SET ${sets} WHERE id = $${keys.length + 1} AND owner = $${keys.length + 2} AND status = 'running'`,
+          [...values, op.id, op.owner],
+        );
+        if (fenced.rowCount === 0) throw new DelegationLostError(op.id, op.owner);
         return;
       }
       case "delegation.deliver": {
@@ -98,5 +106,13 @@ export class PgDelegations implements DelegationStore {
 
   async releaseDelegationClaim(id: string, owner: string): Promise<void> {
     await this.pool.query(`UPDATE delegations SET claimed_by = NULL, claim_expires_at = NULL WHERE id = $1 AND claimed_by = $2`, [id, owner]);
+  }
+
+  async takeOverDelegation(id: string, fromOwner: string, toOwner: string): Promise<boolean> {
+    const r = await this.pool.query(
+      `UPDATE delegations SET owner = $1, resumes = resumes + 1 WHERE id = $2 AND owner = $3 AND status = 'running'`,
+      [toOwner, id, fromOwner],
+    );
+    return r.rowCount === 1;
   }
 }

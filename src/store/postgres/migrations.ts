@@ -155,4 +155,11 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX delegations_undelivered ON delegations (status) WHERE status <> 'delivered';
     `,
   },
+  {
+    version: 5,
+    name: "delegations: resumable after a restart (task context, resume count)",
+    sql: `
+      ALTER TABLE delegations ADD COLUMN context TEXT, ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];

@@ -3,6 +3,7 @@ import type Database from "better-sqlite3";
 import { delegationFromColumns } from "../delegation-columns.js";
 import {
   AlreadyDeliveredError,
+  DelegationLostError,
   type DelegationQuery,
   type DelegationRow,
   type DelegationStore,
@@ -17,14 +18,15 @@ export class DelegationTables implements DelegationStore {
   private readonly deliver: Database.Statement;
   private readonly claim: Database.Statement;
   private readonly release: Database.Statement;
+  private readonly takeOver: Database.Statement;
   private readonly listStatements = new Map<string, Database.Statement>();
 
   constructor(private readonly db: Database.Database) {
     this.insert = db.prepare(
       `INSERT INTO delegations (id, principal, origin_session_id, kind, tasks, status, owner, claimed_by, claim_expires_at,
-         attempts, delivered_session_id, delivered_message_id, created_at, completed_at, delivered_at)
+         attempts, delivered_session_id, delivered_message_id, created_at, completed_at, delivered_at, context, resumes)
        VALUES (@id, @principal, @origin_session_id, @kind, @tasks, @status, @owner, @claimed_by, @claim_expires_at,
-         @attempts, @delivered_session_id, @delivered_message_id, @created_at, @completed_at, @delivered_at)`,
+         @attempts, @delivered_session_id, @delivered_message_id, @created_at, @completed_at, @delivered_at, @context, @resumes)`,
     );
     this.select = db.prepare(`SELECT * FROM delegations WHERE id = ?`);
     this.deliver = db.prepare(
@@ -38,6 +40,9 @@ export class DelegationTables implements DelegationStore {
     );
     this.release = db.prepare(
       `UPDATE delegations SET claimed_by = NULL, claim_expires_at = NULL WHERE id = ? AND claimed_by = ?`,
+    );
+    this.takeOver = db.prepare(
+      `UPDATE delegations SET owner = ?, resumes = resumes + 1 WHERE id = ? AND owner = ? AND status = 'running'`,
     );
   }
 
@@ -55,8 +60,17 @@ export class DelegationTables implements DelegationStore {
         const cols: Record<string, unknown> = {};
         for (const [k, v] of Object.entries(op.patch)) if (v !== undefined) cols[k] = k === "tasks" ? JSON.stringify(v) : v;
         const keys = Object.keys(cols);
-        if (keys.length === 0) return;
-        this.db.prepare(`UPDATE delegations SET ${keys.map((k) => `${k} = @${k}`).join(", ")} WHERE id = @__id`).run({ ...cols, __id: op.id });
+        if (keys.length === 0 && op.owner === undefined) return;
+        // A fenced update with nothing to set still checks the owner (id = id is a no-op).
+        const sets = keys.length ? keys.map((k) => `${k} = @${k}`).join(", ") : "id = id";
+        if (op.owner === undefined) {
+          this.db.prepare(`UPDATE delegations SET ${sets} WHERE id = @__id`).run({ ...cols, __id: op.id });
+          return;
+        }
+        const fenced = this.db
+          .prepare(`UPDATE delegations SET ${sets} WHERE id = @__id AND owner = @__owner AND status = 'running'`)
+          .run({ ...cols, __id: op.id, __owner: op.owner });
+        if (fenced.changes === 0) throw new DelegationLostError(op.id, op.owner);
         return;
       }
       case "delegation.deliver":
@@ -103,5 +117,9 @@ export class DelegationTables implements DelegationStore {
 
   async releaseDelegationClaim(id: string, owner: string): Promise<void> {
     this.release.run(id, owner);
+  }
+
+  async takeOverDelegation(id: string, fromOwner: string, toOwner: string): Promise<boolean> {
+    return this.takeOver.run(toOwner, id, fromOwner).changes === 1;
   }
 }

@@ -152,4 +152,12 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX delegations_undelivered ON delegations (status) WHERE status <> 'delivered';
     `,
   },
+  {
+    version: 5,
+    name: "delegations: resumable after a restart (task context, resume count)",
+    sql: `
+      ALTER TABLE delegations ADD COLUMN context TEXT;
+      ALTER TABLE delegations ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];

@@ -1,0 +1,101 @@
+/**
+ * The zod schemas of every method's params, validated on every request. Server-only: the gateway
+ * imports this module directly (protocol/index.ts does not re-export it), so the SDK and the web
+ * client, which only need the param TYPES (methods.ts, `MethodMap`), never bundle zod.
+ */
+import { z } from "zod";
+import { Method, type MethodName } from "./methods.js";
+
+const sessionId = z.string().min(1).max(200);
+/** Every session call may name the profile (its own store) it addresses; default `default`. */
+const profile = z.string().min(1).max(100).optional();
+const seq = z.number().int().min(0);
+
+export const EmptyParams = z.object({}).optional();
+
+export const SessionCreateParams = z.object({
+  profile: z.string().min(1).max(100).optional(),
+  title: z.string().max(500).optional(),
+  model: z.string().min(1).max(200).optional(),
+  provider: z.string().min(1).max(100).optional(),
+  system_prompt: z.string().max(200_000).optional(),
+  cwd: z.string().max(4096).optional(),
+  hidden: z.boolean().optional(),
+  follow_profile_config: z.boolean().optional(),
+  room_plumbing: z.boolean().optional(),
+  close_on_disconnect: z.boolean().optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  /** A delegation result delivered to this session starts a turn (push-style bots). Default false. */
+  wake_on_delivery: z.boolean().optional(),
+});
+
+export const SessionResumeParams = z.object({ session_id: sessionId, after_seq: seq.optional(), profile });
+
+export const SessionListParams = z
+  .object({
+    profile: z.string().optional(),
+    limit: z.number().int().min(1).max(500).optional(),
+    cursor: z.string().max(500).optional(),
+    include_ended: z.boolean().optional(),
+    include_hidden: z.boolean().optional(),
+  })
+  .optional();
+
+export const SessionMessagesParams = z.object({
+  session_id: sessionId,
+  profile,
+  after_message_id: z.string().max(200).optional(),
+  limit: z.number().int().min(1).max(1000).optional(),
+});
+
+export const SessionIdParams = z.object({ session_id: sessionId, profile });
+
+export const SessionUpdateParams = z.object({ session_id: sessionId, title: z.string().max(500).optional(), profile });
+
+export const PromptSubmitParams = z.object({
+  session_id: sessionId,
+  profile,
+  text: z.string().min(1).max(1_000_000),
+  request_id: z.string().min(1).max(200).optional(),
+});
+
+/**
+ * `include_transient: false` leaves out transient frames (deltas, progress): a catch-up then holds
+ * the durable frames and the snapshots, which carry every streamed text — what a reconnecting
+ * client needs, at a fraction of the bytes. Default true: every frame still retained.
+ */
+export const EventsSinceParams = z.object({
+  session_id: sessionId,
+  after_seq: seq,
+  include_transient: z.boolean().optional(),
+  profile,
+});
+
+export const ConfigSetParams = z.object({
+  session_id: sessionId,
+  profile,
+  key: z.string().min(1).max(200),
+  value: z.unknown(),
+  confirm: z.boolean().optional(),
+});
+
+/** Parameter schema of every method (the `satisfies` makes a method without one a type error). */
+export const METHOD_PARAMS = {
+  [Method.Ping]: EmptyParams,
+  [Method.GatewayInfo]: EmptyParams,
+  [Method.SessionCreate]: SessionCreateParams.optional(),
+  [Method.SessionResume]: SessionResumeParams,
+  [Method.SessionList]: SessionListParams,
+  [Method.SessionMessages]: SessionMessagesParams,
+  [Method.SessionClose]: SessionIdParams,
+  [Method.SessionReopen]: SessionIdParams,
+  [Method.SessionDetach]: SessionIdParams,
+  [Method.SessionUpdate]: SessionUpdateParams,
+  [Method.SessionInterrupt]: SessionIdParams,
+  [Method.PromptSubmit]: PromptSubmitParams,
+  [Method.EventsSince]: EventsSinceParams,
+  [Method.EventsStats]: EmptyParams,
+  [Method.ConfigSet]: ConfigSetParams,
+  [Method.TodoGet]: SessionIdParams,
+  [Method.DelegationList]: SessionIdParams,
+} as const satisfies Record<MethodName, z.ZodType>;
