@@ -30,6 +30,7 @@ import {
 } from "../types.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 import { PgDelegations } from "./delegations.js";
+import { responseFromColumns } from "../response-columns.js";
 
 type Queryable = Pick<pg.PoolClient, "query">;
 
@@ -372,7 +373,7 @@ export class PostgresStore implements Store {
 
   async getResponse(id: string): Promise<ResponseRow | null> {
     const r = (await this.q(`SELECT * FROM responses WHERE id = $1`, [id]))[0];
-    return r ? rowToResponse(r) : null;
+    return r ? responseFromColumns(r) : null;
   }
 
   async claimHttpIdempotency(
@@ -526,23 +527,3 @@ function responsePatchColumns(patch: ResponsePatch): [string[], unknown[]] {
   return [keys, values];
 }
 
-function rowToResponse(r: Record<string, unknown>): ResponseRow {
-  return {
-    id: r.id as string,
-    principal: r.principal as string,
-    session_id: r.session_id as string,
-    turn_id: r.turn_id as string,
-    after_seq: Number(r.after_seq),
-    model: r.model as string,
-    status: r.status as string,
-    background: r.background === true,
-    stored: r.stored === true,
-    previous_response_id: (r.previous_response_id as string | null) ?? null,
-    instructions: (r.instructions as string | null) ?? null,
-    metadata: r.metadata ? JSON.parse(r.metadata as string) : null,
-    cancel_requested: r.cancel_requested === true,
-    result: (r.result as string | null) ?? null,
-    created_at: Number(r.created_at),
-    completed_at: r.completed_at === null ? null : Number(r.completed_at),
-  };
-}

@@ -1,6 +1,7 @@
 /** SQLite statements and row mapping for the HTTP API tables (`responses`, `http_idempotency`). */
 import type Database from "better-sqlite3";
 import type { HttpIdempotencyRow, ResponsePatch, ResponseRow, WriteOp } from "../types.js";
+import { responseFromColumns } from "../response-columns.js";
 
 type HttpOp = Extract<
   WriteOp,
@@ -72,7 +73,7 @@ export class HttpTables {
 
   getResponse(id: string): ResponseRow | null {
     const r = this.selectResponse.get(id) as Record<string, unknown> | undefined;
-    return r ? columnsToResponse(r) : null;
+    return r ? responseFromColumns(r) : null;
   }
 
   claimKey(row: HttpIdempotencyRow, takeOverFrom?: (owner: string) => boolean): { claimed: boolean; row: HttpIdempotencyRow } {
@@ -121,23 +122,3 @@ function patchToColumns(patch: ResponsePatch): Record<string, unknown> {
   return cols;
 }
 
-function columnsToResponse(r: Record<string, unknown>): ResponseRow {
-  return {
-    id: r.id as string,
-    principal: r.principal as string,
-    session_id: r.session_id as string,
-    turn_id: r.turn_id as string,
-    after_seq: Number(r.after_seq),
-    model: r.model as string,
-    status: r.status as string,
-    background: r.background === 1,
-    stored: r.stored === 1,
-    previous_response_id: (r.previous_response_id as string | null) ?? null,
-    instructions: (r.instructions as string | null) ?? null,
-    metadata: r.metadata ? JSON.parse(r.metadata as string) : null,
-    cancel_requested: r.cancel_requested === 1,
-    result: (r.result as string | null) ?? null,
-    created_at: Number(r.created_at),
-    completed_at: r.completed_at === null ? null : Number(r.completed_at),
-  };
-}
