@@ -107,8 +107,9 @@ export async function streamAssistantMessage(ctx: TurnContext, frames: TurnFrame
         content: step.content,
         status: step.status,
         tool_calls: step.toolCalls.length > 0 ? step.toolCalls : null,
-        // Kept with the row, so a Message read back from the store carries it as `error`.
-        ...(step.error ? { display_metadata: { error: step.error } } : {}),
+        // Kept with the row, so a Message read back from the store carries it as `error`, with
+        // the turn's ids as `turn_id`/`trace_id` (what the live `turn.error` frame carried).
+        ...(step.error ? { display_metadata: { error: step.error, turn_id: ctx.turnId, trace_id: ctx.traceId } } : {}),
       },
     },
   ]);

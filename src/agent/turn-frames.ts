@@ -2,7 +2,7 @@
  * Emitting a turn's frames: every frame carries the turn's `turn_id` and `trace_id` (a client
  * groups and traces by them), and transcript rows ride on the durable frame that describes them.
  */
-import type { Frame } from "../protocol/index.js";
+import { EventType, type Frame, type MessageCompletePayload, type MessageStartPayload } from "../protocol/index.js";
 import type { SessionEventLog } from "../events/types.js";
 import type { MessageRow, MessageRole, MessageRowStatus, WriteOp } from "../store/types.js";
 
@@ -44,4 +44,15 @@ export function newMessageRow(
     created_at: createdAt,
     created_seq: SEQ_OF_CARRYING_FRAME,
   };
+}
+
+/**
+ * The user's input as a complete message row: `message.start` carries the insert, `message.complete`
+ * the text. Emitted right after `turn.start`, so both commit with it (one group-commit tick).
+ */
+export function emitUserMessage(frames: TurnFrames, sessionId: string, id: string, text: string, createdAt: number): void {
+  frames.emit<MessageStartPayload>(EventType.MessageStart, { message_id: id, role: "user" }, [
+    { op: "message.insert", row: newMessageRow(sessionId, id, "user", text, "complete", createdAt) },
+  ]);
+  frames.emit<MessageCompletePayload>(EventType.MessageComplete, { message_id: id, role: "user", content: text, status: "complete" });
 }

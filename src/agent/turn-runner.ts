@@ -10,8 +10,6 @@
  */
 import {
   EventType,
-  type MessageCompletePayload,
-  type MessageStartPayload,
   type TurnCompletePayload,
   type TurnErrorInfo,
   type TurnErrorPayload,
@@ -26,7 +24,7 @@ import { addUsage, ZERO_USAGE, type ChatMessage } from "./provider.js";
 import { runToolCall } from "./tool-step.js";
 import { DEFAULT_MAX_ITERATIONS, type TurnContext, type TurnOutcome } from "./turn-context.js";
 import { internalError, maxIterationsError, storageWriteError } from "./turn-errors.js";
-import { newMessageRow, TurnFrames } from "./turn-frames.js";
+import { emitUserMessage, TurnFrames } from "./turn-frames.js";
 
 export type { TurnContext, TurnOutcome } from "./turn-context.js";
 
@@ -80,16 +78,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
 
 /** The user's input as a complete message row, carried by its own `message.start`. */
 function commitUserMessage(ctx: TurnContext, frames: TurnFrames): void {
-  const id = ctx.ids.next("msg");
-  frames.emit<MessageStartPayload>(EventType.MessageStart, { message_id: id, role: "user" }, [
-    { op: "message.insert", row: newMessageRow(ctx.sessionId, id, "user", ctx.input, "complete", ctx.clock.now()) },
-  ]);
-  frames.emit<MessageCompletePayload>(EventType.MessageComplete, {
-    message_id: id,
-    role: "user",
-    content: ctx.input,
-    status: "complete",
-  });
+  emitUserMessage(frames, ctx.sessionId, ctx.ids.next("msg"), ctx.input, ctx.clock.now());
   ctx.history.push({ role: "user", content: ctx.input });
 }
 

@@ -53,6 +53,10 @@ export interface Message {
   tool_call_id?: string;
   /** A message that ended with `status: "error"`: the classified error (the same as its `turn.error`). */
   error?: TurnErrorInfo;
+  /** The turn that wrote the message, when its row recorded it (every `status: "error"` message does). */
+  turn_id?: string;
+  /** That turn's trace id (as its frames carried it), when recorded with `turn_id`. */
+  trace_id?: string;
   created_at: number;
 }
 

@@ -52,6 +52,7 @@ import {
 } from "../store/types.js";
 import type { DelegationOrigin, DelegationStartRequest, DelegationStarted } from "../agent/delegation/origin.js";
 import { transcriptOf } from "../agent/compression/index.js";
+import { emitUserMessage, TurnFrames } from "../agent/turn-frames.js";
 import type { MessageRow } from "../store/types.js";
 import type { QueuedTurn } from "./turn-queue.js";
 import type { SessionRuntime } from "./session-runtime.js";
@@ -422,17 +423,26 @@ export class DelegationService {
     return rows.map((r) => summaryOf(this.running.get(r.id)?.row ?? r));
   }
 
-  /** `/review [instructions]`: a reviewer sub-agent over the last messages; its review is delivered like any delegation. */
+  /**
+   * `/review [instructions]`: a reviewer sub-agent over the last messages; its review is delivered
+   * like any delegation. The command itself is the turn's user message (committed with
+   * `turn.start`, as a prompt's is), so every transcript shows what was typed, also when the review
+   * could not start.
+   */
   async reviewCommand(rt: SessionRuntime, turn: QueuedTurn, startOps: WriteOp[], rows: () => Promise<MessageRow[]>): Promise<boolean> {
     const text = turn.text.trim();
     if (text !== REVIEW_COMMAND && !text.startsWith(`${REVIEW_COMMAND} `)) return false;
     const ids = { turnId: turn.turnId, traceId: turn.traceId };
     rt.log.emit<TurnStartPayload>(EventType.TurnStart, { turn_id: turn.turnId, trace_id: turn.traceId, input: turn.text }, { ...ids, ops: startOps });
+    const commandId = this.deps.ids.next("msg");
+    emitUserMessage(new TurnFrames(rt.log, turn.turnId, turn.traceId), rt.id, commandId, turn.text, this.deps.clock.now());
+    rt.history.push({ role: "user", content: turn.text });
     const clear: WriteOp = { op: "session.update", id: rt.id, patch: { active_turn: null, last_activity_at: this.deps.clock.now() } };
     let status: TurnCompletePayload["status"] = "complete";
     try {
       const instructions = text.slice(REVIEW_COMMAND.length).trim();
-      const recent = (await rows()).filter((m) => m.status !== "streaming").slice(-REVIEW_WINDOW);
+      // The excerpt is what came before the command (its own message may be stored already).
+      const recent = (await rows()).filter((m) => m.status !== "streaming" && m.id !== commandId).slice(-REVIEW_WINDOW);
       const goal =
         `Review the conversation excerpt below: point out mistakes, risks and what is missing, concisely.` +
         (instructions ? ` Focus: ${instructions}` : "");

@@ -13,13 +13,24 @@ export function toWireMessage(row: MessageRow): Message {
   };
   if (row.display_kind) m.display_kind = row.display_kind;
   if (row.display_metadata) {
-    // A failed message keeps its classified error in the row's metadata (assistant-step.ts): the
-    // wire shows it as `error`, so a transcript rebuilt from the store says what live frames said.
-    const { error, ...rest } = row.display_metadata;
+    // A failed message keeps its classified error and its turn's ids in the row's metadata
+    // (assistant-step.ts): the wire shows them as `error`, `turn_id` and `trace_id`, so a
+    // transcript rebuilt from the store says what live frames said.
+    const rest: Record<string, unknown> = { ...row.display_metadata };
+    const { error, turn_id: turnId, trace_id: traceId } = rest;
     if (row.status === "error" && isTurnErrorInfo(error)) {
       m.error = { layer: error.layer, code: error.code, retryable: error.retryable, message: error.message };
-      if (Object.keys(rest).length > 0) m.display_metadata = rest;
-    } else m.display_metadata = row.display_metadata;
+      delete rest["error"];
+    }
+    if (typeof turnId === "string") {
+      m.turn_id = turnId;
+      delete rest["turn_id"];
+    }
+    if (typeof traceId === "string") {
+      m.trace_id = traceId;
+      delete rest["trace_id"];
+    }
+    if (Object.keys(rest).length > 0) m.display_metadata = rest;
   }
   if (row.tool_calls) m.tool_calls = row.tool_calls;
   if (row.tool_call_id) m.tool_call_id = row.tool_call_id;

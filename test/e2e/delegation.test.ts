@@ -50,12 +50,39 @@ describe("delegation with the demo provider", () => {
     expect(done.payload.status).toBe("complete");
     const started = await sock.waitForEvent(session_id, (f) => f.type === "delegation.started");
     expect(started.payload.kind).toBe("review");
+    // The command is the turn's user message, committed before the delegation starts.
+    const turnFrames = sock.sessionEvents(session_id).filter((f) => f.turn_id === review.turn_id);
+    expect(turnFrames.map((f) => [f.type, f.payload.role ?? f.payload.kind ?? f.payload.status])).toEqual([
+      ["turn.start", undefined],
+      ["message.start", "user"],
+      ["message.complete", "user"],
+      ["delegation.started", "review"],
+      ["turn.complete", "complete"],
+    ]);
+    const command = turnFrames[2]!.payload;
+    expect(command).toMatchObject({ role: "user", content: "/review check the counting", status: "complete" });
+    expect(turnFrames[1]!.payload.message_id).toBe(command.message_id);
     const landed = await sock.waitForEvent(session_id, (f) => f.type === "delegation.delivered");
     expect(landed.payload.message.content).toMatch(/^\[Review complete/);
     expect(landed.payload.message.display_metadata).toMatchObject({ kind: "review", completed: 1 });
-    // The demo reviewer echoes its prompt: the instructions and the excerpt were in it.
+    // The demo reviewer echoes its prompt: the instructions and the excerpt were in it; the
+    // excerpt is what came before the command, not the command itself.
     expect(landed.payload.message.content).toContain("check the counting");
     expect(landed.payload.message.content).toContain("assistant: 1 2 3");
+    expect(landed.payload.message.content).not.toContain("user: /review");
+    // Stored: session.messages (and a Snapshot) show the command where it was typed.
+    const { messages } = await sock.call("session.messages", { session_id });
+    expect(messages.map((m: { role: string; content: string }) => [m.role, m.content.split("\n")[0]])).toEqual([
+      ["user", "count to 3"],
+      ["assistant", "1 2 3"],
+      ["user", "/review check the counting"],
+      ["user", expect.stringMatching(/^\[Review complete/)],
+    ]);
+    expect(messages[2]).toMatchObject({ message_id: command.message_id, status: "complete" });
+    const other = await RpcSocket.open(srv.wsUrl);
+    const snap = await other.call("session.resume", { session_id });
+    expect(snap.messages.map((m: { message_id: string }) => m.message_id)).toEqual(messages.map((m: { message_id: string }) => m.message_id));
+    other.close();
     sock.close();
   });
 });
@@ -101,6 +128,18 @@ describe("delegation and /review with the fake upstream", () => {
     expect(prompt).toContain("Focus: tests");
     expect(prompt).toContain("user: please investigate");
     expect(prompt).toContain("assistant: On it.");
+    expect(prompt).not.toContain("user: /review");
+
+    // The next turn's model sees the command, then the review, then the new prompt.
+    ai.script(reply.text(["Will do."]));
+    const next = await sock.call("prompt.submit", { session_id, text: "thanks" });
+    await sock.waitForEvent(session_id, (f) => f.type === "turn.complete" && f.payload.turn_id === next.turn_id);
+    const history = ai.requests.at(-1)!.body.messages as Array<{ role: string; content: string }>;
+    expect(history.slice(-3).map((m) => [m.role, m.content.split("\n")[0]])).toEqual([
+      ["user", "/review tests"],
+      ["user", expect.stringMatching(/^\[Review complete/)],
+      ["user", "thanks"],
+    ]);
     sock.close();
   });
 });

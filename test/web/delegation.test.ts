@@ -121,11 +121,14 @@ describe.skipIf(!chromiumAvailable)("web client: delegations", () => {
     await result.waitFor();
     expect(await result.locator(".card-title").innerText()).toBe("Review result");
     expect(await result.locator(".md").innerText()).toContain("check the counting");
-    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 3"]);
+    // What the user typed stays in the transcript, above the review's card, live and after a reload.
+    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 3", "/review check the counting"]);
+    expect(await blockKinds(page)).toEqual(["user", "assistant", "user", "delegation", "delegation-result"]);
     await page.reload();
     await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
     await page.locator('[data-kind="delegation"][data-delegation-kind="review"][data-status="delivered"]').waitFor();
-    expect(await blockKinds(page)).toEqual(["user", "assistant", "delegation", "delegation-result"]);
+    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 3", "/review check the counting"]);
+    expect(await blockKinds(page)).toEqual(["user", "assistant", "user", "delegation", "delegation-result"]);
     await page.close();
   });
 });

@@ -164,11 +164,15 @@ describe("web transcript model", () => {
       messages: [
         ...SNAP.messages,
         { message_id: "u9", role: "user", content: "fail: provider/rate_limited", status: "complete", created_at: 2 },
-        { message_id: "a9", role: "assistant", content: "partial", status: "error", error, created_at: 2 },
+        { message_id: "a9", role: "assistant", content: "partial", status: "error", error, turn_id: "turn_2", trace_id: "f".repeat(32), created_at: 2 },
       ],
     });
     expect(m.blocks.slice(-2).map((b) => `${b.kind}:${b.key}`)).toEqual(["assistant:a9", "error:err:a9"]);
-    expect(m.blocks.at(-1)).toMatchObject({ error, input: "fail: provider/rate_limited" });
+    // The same turn and trace ids as the live card (its diagnostics line, Copy diagnostics).
+    expect(m.blocks.at(-1)).toMatchObject({ error, input: "fail: provider/rate_limited", turnId: "turn_2", traceId: "f".repeat(32) });
+    // A later frame of that turn names the same card: never a second one.
+    applyFrame(m, frame("turn.error", { turn_id: "turn_2", error }));
+    expect(m.blocks.filter((b) => b.kind === "error")).toHaveLength(1);
   });
 
   it("keeps a queued prompt visible until its turn starts", () => {
@@ -295,7 +299,7 @@ describe("web transcript model", () => {
     expect(m.blocks.at(-1)).toMatchObject({ kind: "delegation-result", key: "msg_r" });
   });
 
-  it("titles /review's card as a review, placed where it started (no message of its own)", () => {
+  it("titles /review's card as a review, placed where it started (after its command, if stored)", () => {
     const goal = "Review the conversation excerpt below: point out mistakes, risks and what is missing, concisely. Focus: tests";
     const m = fromSnapshot({
       ...SNAP,
@@ -309,6 +313,19 @@ describe("web transcript model", () => {
     expect(m.blocks.map((b) => `${b.kind}:${b.key}`)).toEqual(["user:u1", "assistant:a1", "delegation:dlg_rv", "delegation-result:msg_rv"]);
     expect(m.blocks[2]).toMatchObject({ delegationKind: "review", status: "delivered", durationMs: 200 });
     expect(m.blocks[3]).toMatchObject({ delegationKind: "review", text: "1. Review — completed\nLooks right.", completed: 1, total: 1 });
+    // The command's own user message (stored since it is the turn's user message) comes first,
+    // also when it was written in the same millisecond as the delegation.
+    const withCommand = fromSnapshot({
+      ...SNAP,
+      messages: [
+        { message_id: "u1", role: "user", content: "count to 3", status: "complete", created_at: 10 },
+        { message_id: "a1", role: "assistant", content: "1 2 3", status: "complete", created_at: 11 },
+        { message_id: "c1", role: "user", content: "/review tests", status: "complete", created_at: 20 },
+        { ...RESULT, message_id: "msg_rv", created_at: 40, content: "[Review complete — delegation dlg_rv: 1 completed, 0 failed, 0.2 s]\n\nLooks right.", display_metadata: { ...META, delegation_id: "dlg_rv", kind: "review" } },
+      ],
+      delegations: [summary({ delegation_id: "dlg_rv", kind: "review", status: "delivered", created_at: 20, completed_at: 220, delivered_message_id: "msg_rv", tasks: [{ goal, status: "completed", child_session_id: "ses_c9", error: null, duration_ms: 190 }] })],
+    });
+    expect(withCommand.blocks.map((b) => `${b.kind}:${b.key}`)).toEqual(["user:u1", "assistant:a1", "user:c1", "delegation:dlg_rv", "delegation-result:msg_rv"]);
     // Live, /review's card comes from its frames the same way.
     const live = fromSnapshot({ ...SNAP, messages: [], delegations: [] });
     applyFrame(live, frame("delegation.started", { delegation_id: "dlg_rv", kind: "review", goals: [goal] } satisfies DelegationStartedPayload));

@@ -52,7 +52,16 @@ async function errorCardView(card: Locator) {
     shownCode: await card.locator(".error-code").innerText(),
     message: await card.locator(".error-message").innerText(),
     retryButton: await card.getByRole("button", { name: "Retry" }).count(),
+    diag: (await card.locator(".diag").count()) > 0 ? await card.locator(".diag").innerText() : null,
   };
+}
+
+/** What the card's Copy diagnostics button puts on the clipboard. */
+async function copiedDiagnostics(page: Page, card: Locator): Promise<Record<string, unknown>> {
+  await page.evaluate(() => navigator.clipboard.writeText("nothing yet"));
+  await card.getByRole("button", { name: "Copy diagnostics" }).click();
+  await card.getByRole("button", { name: "Copied ✓" }).waitFor();
+  return JSON.parse(await page.evaluate(() => navigator.clipboard.readText())) as Record<string, unknown>;
 }
 
 describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", () => {
@@ -80,9 +89,10 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     await ai?.close();
   });
 
-  it("shows the same error card (layer, code, retryable) after a reload", async () => {
+  it("shows the same error card (layer, code, retryable, turn and trace ids) after a reload", async () => {
     const page = await browser.page();
     await openApp(page, srv.url);
+    await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(srv.url).origin });
     const id = await newSession(page);
     await send(page, "fail: provider/rate_limited");
     const cards = page.locator('[data-kind="error"]');
@@ -92,6 +102,13 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     await expect.poll(() => cards.nth(1).getAttribute("data-code")).toBe("unauthorized");
 
     const live = [await errorCardView(cards.nth(0)), await errorCardView(cards.nth(1))];
+    // Each live card names its turn and trace (from the frames); two turns, two pairs of ids.
+    const ids = live.map((v) => {
+      const m = /^turn (turn_\S+)\s+trace ([0-9a-f]{32})$/.exec(v.diag ?? "");
+      expect(m, `diagnostics line: ${v.diag}`).not.toBeNull();
+      return { turn_id: m![1]!, trace_id: m![2]! };
+    });
+    expect(ids[0]!.turn_id).not.toBe(ids[1]!.turn_id);
     expect(live).toEqual([
       {
         layer: "provider",
@@ -101,6 +118,7 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
         shownCode: "rate_limited",
         message: "demo provider: simulated failure provider/rate_limited",
         retryButton: 1,
+        diag: expect.stringMatching(new RegExp(`^turn ${ids[0]!.turn_id}\\s+trace ${ids[0]!.trace_id}$`)),
       },
       {
         layer: "auth",
@@ -110,8 +128,17 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
         shownCode: "unauthorized",
         message: "demo provider: simulated failure auth/unauthorized",
         retryButton: 0,
+        diag: expect.stringMatching(new RegExp(`^turn ${ids[1]!.turn_id}\\s+trace ${ids[1]!.trace_id}$`)),
       },
     ]);
+    const liveCopied = await copiedDiagnostics(page, cards.nth(1));
+    expect(liveCopied).toEqual({
+      ...ids[1],
+      layer: "auth",
+      code: "unauthorized",
+      retryable: false,
+      message: "demo provider: simulated failure auth/unauthorized",
+    });
 
     // The wire Message carries the stored error (what a reload rebuilds the card from).
     const res = await fetch(`${srv.url}/api/sessions/${encodeURIComponent(id)}/messages`);
@@ -121,11 +148,15 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
       { layer: "provider", code: "rate_limited", retryable: true, message: "demo provider: simulated failure provider/rate_limited" },
       { layer: "auth", code: "unauthorized", retryable: false, message: "demo provider: simulated failure auth/unauthorized" },
     ]);
+    // … and the ids of the turn that failed (lifted from the row's metadata, not repeated in it).
+    expect(failed.map((m) => ({ turn_id: m.turn_id, trace_id: m.trace_id }))).toEqual(ids);
     expect(failed.every((m) => m.display_metadata === undefined)).toBe(true);
 
     await reload(page);
     await expect.poll(() => cards.count()).toBe(2);
     expect([await errorCardView(cards.nth(0)), await errorCardView(cards.nth(1))]).toEqual(live);
+    // The rebuilt card copies what the live one did: the turn and trace ids are not null.
+    expect(await copiedDiagnostics(page, cards.nth(1))).toEqual(liveCopied);
     expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["fail: provider/rate_limited", "fail: auth/unauthorized"]);
 
     // Retry from the rebuilt card runs the failed prompt again.

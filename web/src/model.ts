@@ -231,8 +231,8 @@ export function fromSnapshot(snap: Snapshot, previous?: SessionModel): SessionMo
 
 /**
  * Messages and delegation cards in transcript order: a card started by `delegate_task` goes right
- * after that tool's card (as it does live); any other (a `/review`, which stores no message) goes
- * where its `created_at` falls among the messages.
+ * after that tool's card (as it does live); any other (a `/review`, after its command's user
+ * message) goes where its `created_at` falls among the messages.
  */
 function seedTranscript(m: SessionModel, messages: Message[], delegations: DelegationSummary[]): void {
   const waiting = [...delegations].sort((a, b) => a.created_at - b.created_at);
@@ -372,6 +372,9 @@ function addMessage(m: SessionModel, msg: Message): void {
       if (msg.content) add(m, assistantBlock(msg.message_id, msg.content, "error"));
       const card: Block = { kind: "error", key: `err:${msg.message_id}`, ...withInput(m) };
       if (msg.error) card.error = { ...msg.error };
+      // The turn's ids, as the live card has them from its frames (the diagnostics line, Copy diagnostics).
+      if (msg.turn_id) card.turnId = msg.turn_id;
+      if (msg.trace_id) card.traceId = msg.trace_id;
       add(m, card);
       return;
     }

@@ -1,0 +1,50 @@
+/** toWireMessage: what the store's row metadata becomes on the wire (`error`, `turn_id`, `trace_id`). */
+import { describe, expect, it } from "vitest";
+import { toWireMessage } from "../../src/sessions/messages.js";
+import { newMessageRow } from "../../src/agent/turn-frames.js";
+import type { MessageRow } from "../../src/store/types.js";
+
+const ERROR = { layer: "provider", code: "rate_limited", retryable: true, message: "slow down" };
+const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
+
+function row(patch: Partial<MessageRow>): MessageRow {
+  return { ...newMessageRow("ses_1", "msg_1", "assistant", "partial", "complete", 1_000), created_seq: 3, ...patch };
+}
+
+describe("toWireMessage", () => {
+  it("lifts a failed message's error and its turn's ids out of the metadata", () => {
+    const m = toWireMessage(row({ status: "error", display_metadata: { error: ERROR, turn_id: "turn_1", trace_id: TRACE } }));
+    expect(m).toEqual({
+      message_id: "msg_1",
+      role: "assistant",
+      content: "partial",
+      status: "error",
+      error: ERROR,
+      turn_id: "turn_1",
+      trace_id: TRACE,
+      created_at: 1_000,
+    });
+  });
+
+  it("a failed message stored without the ids (an older row) has none; other metadata stays", () => {
+    expect(toWireMessage(row({ status: "error", display_metadata: { error: ERROR } }))).not.toHaveProperty("turn_id");
+    const m = toWireMessage(row({ status: "error", display_metadata: { error: ERROR, turn_id: "turn_1", note: 1 } }));
+    expect(m).toMatchObject({ error: ERROR, turn_id: "turn_1", display_metadata: { note: 1 } });
+    expect(m).not.toHaveProperty("trace_id");
+  });
+
+  it("keeps `error` in the metadata of a message that did not fail, or when it is not a classified error", () => {
+    expect(toWireMessage(row({ display_metadata: { error: ERROR } }))).toMatchObject({ display_metadata: { error: ERROR } });
+    const m = toWireMessage(row({ status: "error", display_metadata: { error: "boom", turn_id: 7 } }));
+    expect(m.display_metadata).toEqual({ error: "boom", turn_id: 7 });
+    expect(m).not.toHaveProperty("error");
+    expect(m).not.toHaveProperty("turn_id");
+  });
+
+  it("leaves a message without metadata (or ids) as it was", () => {
+    const m = toWireMessage(row({ role: "user", content: "hi" }));
+    expect(m).toEqual({ message_id: "msg_1", role: "user", content: "hi", status: "complete", created_at: 1_000 });
+    const meta = { delegation_id: "dlg_1", kind: "review" };
+    expect(toWireMessage(row({ role: "user", display_kind: "async_delegation_complete", display_metadata: meta })).display_metadata).toEqual(meta);
+  });
+});
