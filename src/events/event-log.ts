@@ -63,6 +63,8 @@ interface PendingFrame {
   durable: boolean;
   ready: boolean;
   failed: boolean;
+  /** A durable frame's payload as JSON: made once for the store row, reused for the wire text. */
+  payloadJson?: string;
 }
 
 interface Reservation {
@@ -186,11 +188,18 @@ export class EventLog implements SessionEventLog {
     const durable = !isTransientEvent(type);
     const item: PendingFrame = { frame, durable, ready: true, failed: false };
     if (durable) {
-      const ops = this.fenced((opts.ops ?? []).map((op) => fillCreatedSeq(op, seq)));
-      ops.push({ op: "event.append", row: toEventRow(frame) });
+      const row = toEventRow(frame);
+      item.payloadJson = row.payload;
+      // Built in place: a durable frame is the hot path of every turn (no intermediate arrays).
+      const fence = this.deps.fence?.();
+      const ops: WriteOp[] = fence ? [fence] : [];
+      if (opts.ops) for (const op of opts.ops) ops.push(fillCreatedSeq(op, seq));
+      ops.push({ op: "event.append", row });
       // The seq reservation was enqueued before this write: FIFO commits cover it, no extra gate.
       item.ready = false;
-      this.submitWrite(ops, (err) => {
+      this.pendingWrites++;
+      this.deps.committer.submit(ops, (err) => {
+        this.writeSettled(err);
         item.ready = true;
         if (err) {
           // The frame never reached the store: it is not delivered, leaving a gap (never a lie).
@@ -198,6 +207,7 @@ export class EventLog implements SessionEventLog {
           this.deps.onError?.(err, `commit of ${type} seq ${seq}`);
         }
         this.drain();
+        this.wakeFlushWaiters();
       });
     } else {
       if (opts.ops && opts.ops.length > 0) throw new Error(`transient event ${type} cannot carry ops`);
@@ -386,15 +396,23 @@ export class EventLog implements SessionEventLog {
   private submitWrite(ops: WriteOp[], done: (err: unknown) => void): void {
     this.pendingWrites++;
     this.deps.committer.submit(ops, (err) => {
-      if (err) this.failure ??= err;
-      this.pendingWrites--;
+      this.writeSettled(err);
       done(err);
-      if (this.pendingWrites === 0 && this.flushWaiters.length > 0) {
-        const waiters = this.flushWaiters;
-        this.flushWaiters = [];
-        for (const w of waiters) w();
-      }
+      this.wakeFlushWaiters();
     });
+  }
+
+  private writeSettled(err: unknown): void {
+    if (err) this.failure ??= err;
+    this.pendingWrites--;
+  }
+
+  private wakeFlushWaiters(): void {
+    if (this.pendingWrites === 0 && this.flushWaiters.length > 0) {
+      const waiters = this.flushWaiters;
+      this.flushWaiters = [];
+      for (const w of waiters) w();
+    }
   }
 
   private drain(): void {
@@ -421,7 +439,7 @@ export class EventLog implements SessionEventLog {
     this.deliveredSeq = seq;
     this.deps.metrics?.frameDelivered(frame.type);
     // Encoded even with no viewer: the ring and the durable cache serve catch-ups from this text.
-    const wire = this.encoder.encode(frame);
+    const wire = this.encoder.encode(frame, item.payloadJson);
     if (item.durable) {
       this.cache ??= new DurableCache(
         this.lastDurableDelivered,

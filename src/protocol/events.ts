@@ -246,7 +246,8 @@ export class SessionFrameEncoder {
     this.epochJson = JSON.stringify(epoch);
   }
 
-  encode(frame: Frame): string {
+  /** `payloadJson`: `JSON.stringify(frame.payload)` when the caller made it already (it is not redone). */
+  encode(frame: Frame, payloadJson?: string): string {
     const { seq, ts, payload } = frame;
     if (
       frame.session_id !== this.sessionId ||
@@ -264,7 +265,7 @@ export class SessionFrameEncoder {
       type = JSON.stringify(frame.type);
       this.typeJson.set(frame.type, type);
     }
-    let out = `${NOTIFICATION_PREFIX}{"type":${type}${this.head}${seq},"epoch":${this.epochJson},"ts":${ts},"payload":${JSON.stringify(payload)}`;
+    let out = `${NOTIFICATION_PREFIX}{"type":${type}${this.head}${seq},"epoch":${this.epochJson},"ts":${ts},"payload":${payloadJson ?? JSON.stringify(payload)}`;
     if (frame.turn_id !== undefined) {
       if (frame.turn_id !== this.lastTurn) {
         this.lastTurn = frame.turn_id;

@@ -144,6 +144,12 @@ export class SqliteStore implements Store {
 
   private applyOne(op: WriteOp): void {
     const s = this.stmts;
+    if (op.op === "event.append") {
+      // First: one per durable frame, by far the most common op.
+      const r = op.row;
+      s.insertEvent!.run(r.session_id, r.seq, r.type, r.payload, r.turn_id, r.trace_id, r.created_at);
+      return;
+    }
     if (HttpTables.handles(op)) return this.http.apply(op);
     if (DelegationTables.handles(op)) return this.delegations.apply(op);
     switch (op.op) {
@@ -174,11 +180,6 @@ export class SqliteStore implements Store {
         const keys = Object.keys(cols);
         if (keys.length === 0) return;
         this.updateStatement("messages", keys).run({ ...cols, __id: op.id });
-        return;
-      }
-      case "event.append": {
-        const r = op.row;
-        s.insertEvent!.run(r.session_id, r.seq, r.type, r.payload, r.turn_id, r.trace_id, r.created_at);
         return;
       }
       case "idempotency.put": {
