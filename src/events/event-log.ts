@@ -63,8 +63,8 @@ interface PendingFrame {
   durable: boolean;
   ready: boolean;
   failed: boolean;
-  /** A durable frame's payload as JSON: made once for the store row, reused for the wire text. */
-  payloadJson?: string;
+  /** A durable frame's store row: its payload JSON is reused for the wire text, or it is cached as is. */
+  row?: EventRow;
 }
 
 interface Reservation {
@@ -189,7 +189,7 @@ export class EventLog implements SessionEventLog {
     const item: PendingFrame = { frame, durable, ready: true, failed: false };
     if (durable) {
       const row = toEventRow(frame);
-      item.payloadJson = row.payload;
+      item.row = row;
       // Built in place: a durable frame is the hot path of every turn (no intermediate arrays).
       const fence = this.deps.fence?.();
       const ops: WriteOp[] = fence ? [fence] : [];
@@ -198,17 +198,7 @@ export class EventLog implements SessionEventLog {
       // The seq reservation was enqueued before this write: FIFO commits cover it, no extra gate.
       item.ready = false;
       this.pendingWrites++;
-      this.deps.committer.submit(ops, (err) => {
-        this.writeSettled(err);
-        item.ready = true;
-        if (err) {
-          // The frame never reached the store: it is not delivered, leaving a gap (never a lie).
-          item.failed = true;
-          this.deps.onError?.(err, `commit of ${type} seq ${seq}`);
-        }
-        this.drain();
-        this.wakeFlushWaiters();
-      });
+      this.deps.committer.submit(ops, this.durableCommitted, item);
     } else {
       if (opts.ops && opts.ops.length > 0) throw new Error(`transient event ${type} cannot carry ops`);
       if (seq > this.confirmedUpTo) {
@@ -402,6 +392,19 @@ export class EventLog implements SessionEventLog {
     });
   }
 
+  /** One callback for every durable frame's commit (the frame is its context: no closure per frame). */
+  private readonly durableCommitted = (err: unknown, item: PendingFrame): void => {
+    this.writeSettled(err);
+    item.ready = true;
+    if (err) {
+      // The frame never reached the store: it is not delivered, leaving a gap (never a lie).
+      item.failed = true;
+      this.deps.onError?.(err, `commit of ${item.frame.type} seq ${item.frame.seq}`);
+    }
+    this.drain();
+    this.wakeFlushWaiters();
+  };
+
   private writeSettled(err: unknown): void {
     if (err) this.failure ??= err;
     this.pendingWrites--;
@@ -438,19 +441,16 @@ export class EventLog implements SessionEventLog {
     this.trackStreaming(frame);
     this.deliveredSeq = seq;
     this.deps.metrics?.frameDelivered(frame.type);
-    // Encoded even with no viewer: the ring and the durable cache serve catch-ups from this text.
-    const wire = this.encoder.encode(frame, item.payloadJson);
-    if (item.durable) {
-      this.cache ??= new DurableCache(
-        this.lastDurableDelivered,
-        this.deps.cacheBytes ?? DEFAULT_CACHE_SESSION_BYTES,
-        this.deps.cacheBudget ?? PROCESS_CACHE_BUDGET,
-      );
-      this.cache.push(seq, frameJsonOfNotification(wire));
-      this.lastDurableDelivered = seq;
-    } else {
-      this.ring.push(frame, wire);
+    const row = item.row;
+    if (row && this.listeners.size === 0) {
+      // Nobody watches: cache the stored row, encoded only if a catch-up ever reads it.
+      this.cacheDurable(seq, row);
+      return;
     }
+    // The ring (transient frames) and viewers take the text; a durable frame's JSON is cached.
+    const wire = this.encoder.encode(frame, row?.payload);
+    if (item.durable) this.cacheDurable(seq, frameJsonOfNotification(wire));
+    else this.ring.push(frame, wire);
     if (this.listeners.size === 0) return;
     for (const listener of this.listeners) {
       try {
@@ -459,6 +459,21 @@ export class EventLog implements SessionEventLog {
         this.deps.onError?.(err, "frame listener");
       }
     }
+  }
+
+  private cacheDurable(seq: number, entry: string | EventRow): void {
+    if (!this.cache) {
+      const sessionJson = JSON.stringify(this.sessionId);
+      const epochJson = JSON.stringify(this.deps.epoch);
+      this.cache = new DurableCache(
+        this.lastDurableDelivered,
+        this.deps.cacheBytes ?? DEFAULT_CACHE_SESSION_BYTES,
+        this.deps.cacheBudget ?? PROCESS_CACHE_BUDGET,
+        (r) => encodeStoredFrame(r, sessionJson, epochJson),
+      );
+    }
+    this.cache.push(seq, entry);
+    this.lastDurableDelivered = seq;
   }
 
   private trackStreaming(frame: Frame): void {

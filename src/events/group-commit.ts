@@ -9,15 +9,17 @@
  */
 import type { Store, WriteOp } from "../store/types.js";
 
-export type CommitDone = (err: unknown) => void;
-
-interface Unit {
-  ops: readonly WriteOp[];
-  done: CommitDone;
-}
+export type CommitDone<C = undefined> = (err: unknown, ctx: C) => void;
 
 export class GroupCommitter {
-  private queue: Unit[] = [];
+  /**
+   * Pending units as three parallel arrays (ops, callback, callback context) rather than one object
+   * per unit: a streaming turn submits one unit per durable frame, and a shared callback with a
+   * context argument allocates nothing per frame (no unit object, no closure).
+   */
+  private ops: Array<readonly WriteOp[]> = [];
+  private dones: Array<CommitDone<any>> = [];
+  private ctxs: unknown[] = [];
   private scheduled = false;
   private running: Promise<void> | null = null;
 
@@ -26,9 +28,14 @@ export class GroupCommitter {
     private readonly maxBatchOps = 10_000,
   ) {}
 
-  /** `done(null)` once `ops` are committed (all together, in one transaction), `done(err)` if not. */
-  submit(ops: readonly WriteOp[], done: CommitDone): void {
-    this.queue.push({ ops, done });
+  /**
+   * `done(null, ctx)` once `ops` are committed (all together, in one transaction), `done(err, ctx)`
+   * if not. Pass a long-lived `done` and the per-write state as `ctx` to allocate nothing.
+   */
+  submit<C = undefined>(ops: readonly WriteOp[], done: CommitDone<C>, ctx?: C): void {
+    this.ops.push(ops);
+    this.dones.push(done);
+    this.ctxs.push(ctx);
     this.schedule();
   }
 
@@ -39,7 +46,7 @@ export class GroupCommitter {
 
   /** Resolves when everything enqueued so far is committed (or failed). */
   async drain(): Promise<void> {
-    while (this.queue.length > 0 || this.running) {
+    while (this.ops.length > 0 || this.running) {
       if (this.running) await this.running;
       else await this.runOnce();
     }
@@ -57,28 +64,30 @@ export class GroupCommitter {
   private runOnce(): Promise<void> {
     const run = this.commitBatch().finally(() => {
       this.running = null;
-      if (this.queue.length > 0) this.schedule();
+      if (this.ops.length > 0) this.schedule();
     });
     this.running = run;
     return run;
   }
 
   private async commitBatch(): Promise<void> {
-    // Take the batch with one splice: shift() per unit turns O(n²) on long queues.
     let count = 0;
     let n = 0;
-    while (n < this.queue.length && (n === 0 || count + this.queue[n]!.ops.length <= this.maxBatchOps)) {
-      count += this.queue[n]!.ops.length;
+    while (n < this.ops.length && (n === 0 || count + this.ops[n]!.length <= this.maxBatchOps)) {
+      count += this.ops[n]!.length;
       n++;
     }
     if (n === 0) return;
-    const batch = this.queue.splice(0, n);
+    // Take the batch with one splice each: shift() per unit turns O(n²) on long queues.
+    const ops = this.ops.splice(0, n);
+    const dones = this.dones.splice(0, n);
+    const ctxs = this.ctxs.splice(0, n);
     let all: readonly WriteOp[];
     if (n === 1) {
-      all = batch[0]!.ops;
+      all = ops[0]!;
     } else {
       const flat: WriteOp[] = [];
-      for (const u of batch) for (const op of u.ops) flat.push(op);
+      for (const unit of ops) for (const op of unit) flat.push(op);
       all = flat;
     }
     let failed: unknown = null;
@@ -88,29 +97,29 @@ export class GroupCommitter {
       failed = err;
     }
     if (failed === null) {
-      for (const u of batch) settle(u, null);
+      for (let i = 0; i < n; i++) settle(dones[i]!, ctxs[i], null);
       return;
     }
     if (n === 1) {
-      settle(batch[0]!, failed);
+      settle(dones[0]!, ctxs[0], failed);
       return;
     }
-    // One bad unit must not fail its neighbours (other sessions): retry each on its own.
-    for (const u of batch) {
+    // One bad unit must not fail its neighbours: retry each alone, in order.
+    for (let i = 0; i < n; i++) {
       try {
-        await this.store.commit(u.ops);
-        settle(u, null);
+        await this.store.commit(ops[i]!);
+        settle(dones[i]!, ctxs[i], null);
       } catch (unitErr) {
-        settle(u, unitErr);
+        settle(dones[i]!, ctxs[i], unitErr);
       }
     }
   }
 }
 
-function settle(unit: Unit, err: unknown): void {
+function settle(done: CommitDone<any>, ctx: unknown, err: unknown): void {
   try {
-    unit.done(err);
+    done(err, ctx);
   } catch {
-    // A callback's own failure is its owner's to report; it must not fail the batch.
+    // A callback's own failure is its caller's business; the committer keeps going.
   }
 }

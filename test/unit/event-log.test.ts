@@ -191,6 +191,22 @@ describe("EventLog", () => {
       expect(fromJson).toEqual(JSON.parse(JSON.stringify(plain)));
     }
   });
+  it("sinceJson() is the same whether frames were delivered with a viewer (cached as JSON) or without (cached as rows)", async () => {
+    const { deps } = await setup();
+    const log = await EventLog.open("s1", deps);
+    log.emit("todo.updated", { revision: 1, items: [{ content: "ünïcødé \u2028", status: "pending" }] }, { turnId: "t1", traceId: "a".repeat(32) });
+    await log.settled();
+    const off = log.subscribe(() => undefined);
+    log.emit("todo.updated", { revision: 2, items: [] }, { turnId: "t1" });
+    await log.settled();
+    off();
+    log.emit("session.info", { title: "quote \" and \\" });
+    await log.settled();
+    const plain = await log.since(0);
+    expect(plain.events).toHaveLength(3);
+    for (let i = 0; i < 2; i++) expect(JSON.parse((await log.sinceJson(0)).json)).toEqual(JSON.parse(JSON.stringify(plain)));
+  });
+
   it("since({ transient: false }) leaves out deltas but keeps every durable frame and the snapshots", async () => {
     const { deps } = await setup();
     const log = await EventLog.open("s1", deps);
