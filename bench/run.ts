@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: the Tether benchmarks in one run, each against a baseline measured in the
- * same run on the same machine. Progress goes to stderr; the table and verdicts to stdout; every
- * figure (with the per-run samples) to bench/.last-results.json.
+ * same run on the same machine, each benchmark in a fresh process of its own. Progress goes to
+ * stderr; the table and verdicts to stdout; every figure (with the per-run samples) to
+ * bench/.last-results.json.
  *
  *   npm run bench                      # everything (~2 minutes on 2 cores)
  *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer, comma-separated
@@ -10,8 +11,10 @@
  *
  * Exit code 1 only when a benchmark could not run; a missed target is reported, not an error.
  */
-import { writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { AppendsResult } from "./appends.js";
 import type { FanoutRow, FanoutScenario } from "./fanout.js";
@@ -238,21 +241,60 @@ function printTable(): void {
   for (const r of rows) if (r.verdict) console.log(`• ${r.verdict}`);
 }
 
-const t0 = performance.now();
-for (const [name, fn] of [
+/**
+ * Each benchmark runs in a process of its own (this script again, with --only=NAME --child-out=FILE):
+ * a fresh heap, so one benchmark's leftovers (a large old generation after fan-out, say) cannot
+ * make another's garbage collections longer — they did, by several ms at the catch-up's p99.
+ */
+async function runIsolated(name: string): Promise<void> {
+  const outFile = join(mkdtempSync(join(tmpdir(), "tether-bench-child-")), "out.json");
+  const runner = fileURLToPath(new URL("../bin/run-ts.js", import.meta.url));
+  const self = fileURLToPath(import.meta.url);
+  const argv = [runner, self, `--only=${name}`, `--child-out=${outFile}`, ...(quick ? ["--quick"] : [])];
+  const code = await new Promise<number | null>((resolve) => {
+    const child = spawn(process.execPath, argv, { stdio: ["ignore", "ignore", "inherit"] });
+    child.on("exit", (c) => resolve(c));
+  });
+  let child: ChildOutput;
+  try {
+    child = JSON.parse(readFileSync(outFile, "utf8")) as ChildOutput;
+  } catch {
+    throw new Error(`benchmark process exited (${code}) without results`);
+  }
+  rows.push(...child.rows);
+  Object.assign(results, child.results);
+  if (child.crashed) crashed = true;
+}
+
+interface ChildOutput {
+  rows: Row[];
+  results: Record<string, unknown>;
+  crashed: boolean;
+}
+
+const RUNNERS = [
   ["appends", runAppends],
   ["fanout", runFanout],
   ["catchup", runCatchup],
   ["idle", runIdle],
   ["slowviewer", runSlowViewer],
-] as const) {
+] as const;
+
+const t0 = performance.now();
+const childOut = args.find((a) => a.startsWith("--child-out="))?.slice("--child-out=".length);
+for (const [name, fn] of RUNNERS) {
   if (!wanted(name)) continue;
   progress(name, "starting");
   try {
-    await fn();
+    if (childOut === undefined) await runIsolated(name);
+    else await fn();
   } catch (err) {
     failed(name, err);
   }
+}
+if (childOut !== undefined) {
+  writeFileSync(childOut, JSON.stringify({ rows, results, crashed } satisfies ChildOutput));
+  process.exit(0);
 }
 
 printTable();
