@@ -1,5 +1,5 @@
 /** The EventLog on a real SQLite file: seq reservation, commit-before-delivery, ring, since(). */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { EventLog, GroupCommitter, RingBudget, type EventLogDeps } from "../../src/events/index.js";
 import { SqliteStore } from "../../src/store/index.js";
 import type { SessionRow, Store } from "../../src/store/types.js";
@@ -224,6 +224,28 @@ describe("EventLog", () => {
     expect(lean.snapshots).toEqual(all.snapshots);
     expect(lean.snapshots[0]!.text).toBe([1, 2, 3, 4, 5, 6].map((i) => delta(i).text).join(""));
     expect(JSON.parse((await log.sinceJson(0, { transient: false })).json)).toEqual(JSON.parse(JSON.stringify(lean)));
+  });
+
+  it("encodes a frame once per broadcast, however many viewers: every viewer gets the same text", async () => {
+    const { deps } = await setup();
+    const log = await EventLog.open("s1", deps);
+    const encode = vi.spyOn(SessionFrameEncoder.prototype, "encode");
+    try {
+      const got: string[][] = [[], [], []];
+      for (const g of got) log.subscribe((_frame, wire) => g.push(wire));
+      log.emit("message.start", { message_id: "m1", role: "assistant" });
+      for (let i = 1; i <= 5; i++) log.emit("message.delta", delta(i));
+      log.emit("todo.updated", { revision: 1, items: [] });
+      await log.settled();
+      expect(encode).toHaveBeenCalledTimes(7);
+      expect(got[0]).toHaveLength(7);
+      for (let i = 0; i < 7; i++) {
+        expect(got[1]![i]).toBe(got[0]![i]);
+        expect(got[2]![i]).toBe(got[0]![i]);
+      }
+    } finally {
+      encode.mockRestore();
+    }
   });
 
   it("broadcasts each frame as exactly encodeEventNotification's text", async () => {
