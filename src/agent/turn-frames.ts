@@ -2,7 +2,7 @@
  * Emitting a turn's frames: every frame carries the turn's `turn_id` and `trace_id` (a client
  * groups and traces by them), and transcript rows ride on the durable frame that describes them.
  */
-import { EventType, type Frame, type MessageCompletePayload, type MessageStartPayload } from "../protocol/index.js";
+import { EventType, type Frame, type MessageCompletePayload, type MessageStartPayload, type TurnErrorInfo } from "../protocol/index.js";
 import type { SessionEventLog } from "../events/types.js";
 import type { MessageRow, MessageRole, MessageRowStatus, WriteOp } from "../store/types.js";
 
@@ -55,4 +55,24 @@ export function emitUserMessage(frames: TurnFrames, sessionId: string, id: strin
     { op: "message.insert", row: newMessageRow(sessionId, id, "user", text, "complete", createdAt) },
   ]);
   frames.emit<MessageCompletePayload>(EventType.MessageComplete, { message_id: id, role: "user", content: text, status: "complete" });
+}
+
+/**
+ * The stored form of a turn error no message carries (the iteration cap, an internal or storage
+ * error, `/review` unavailable): an empty assistant row with `status: "error"` and the error and
+ * turn ids in its metadata, as a failed model call's row has them. It rides on the `turn.error`
+ * frame (exactly once, in order), so a transcript rebuilt from the store shows the same card. Its
+ * empty content keeps it out of the model's history (`toChatHistory`) and summaries (`transcriptOf`).
+ */
+export function turnErrorMessageOp(
+  sessionId: string,
+  id: string,
+  error: TurnErrorInfo,
+  turnId: string,
+  traceId: string,
+  createdAt: number,
+): WriteOp {
+  const row = newMessageRow(sessionId, id, "assistant", "", "error", createdAt);
+  row.display_metadata = { error, turn_id: turnId, trace_id: traceId };
+  return { op: "message.insert", row };
 }

@@ -24,13 +24,15 @@ import { addUsage, ZERO_USAGE, type ChatMessage } from "./provider.js";
 import { runToolCall } from "./tool-step.js";
 import { DEFAULT_MAX_ITERATIONS, type TurnContext, type TurnOutcome } from "./turn-context.js";
 import { internalError, maxIterationsError, storageWriteError } from "./turn-errors.js";
-import { emitUserMessage, TurnFrames } from "./turn-frames.js";
+import { emitUserMessage, TurnFrames, turnErrorMessageOp } from "./turn-frames.js";
 
 export type { TurnContext, TurnOutcome } from "./turn-context.js";
 
 interface LoopResult {
   status: TurnStatus;
   error?: TurnErrorInfo;
+  /** The error is already stored with the failed model call's message. */
+  errorStored?: boolean;
 }
 
 export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
@@ -61,7 +63,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
     if (result.status !== "error") result = { status: "error", error: storageWriteError(err) };
   }
 
-  finish(frames, logger, ctx.turnId, result, usage.total);
+  finish(ctx, frames, logger, result, usage.total);
   try {
     await ctx.log.flushed();
   } catch (err) {
@@ -123,7 +125,7 @@ async function agentLoop(
     if (step.status !== "complete" || step.toolCalls.length === 0) {
       // Partial text of an interrupted or failed message stays: the user saw it.
       if (step.content) ctx.history.push({ role: "assistant", content: step.content });
-      return step.error ? { status: step.status, error: step.error } : { status: step.status };
+      return step.error ? { status: step.status, error: step.error, errorStored: true } : { status: step.status };
     }
 
     const results: ChatMessage[] = [];
@@ -142,10 +144,19 @@ async function agentLoop(
   }
 }
 
-/** `turn.error` (for failures) then `turn.complete`. Best effort: the log may itself be broken. */
-function finish(frames: TurnFrames, logger: Logger, turnId: string, result: LoopResult, usage: Usage): void {
+/**
+ * `turn.error` (for failures) then `turn.complete`. Best effort: the log may itself be broken. An
+ * error no message carries is stored with `turn.error` as an error message row (a reload shows it).
+ */
+function finish(ctx: TurnContext, frames: TurnFrames, logger: Logger, result: LoopResult, usage: Usage): void {
+  const turnId = ctx.turnId;
   try {
-    if (result.error) frames.emit<TurnErrorPayload>(EventType.TurnError, { turn_id: turnId, error: result.error });
+    if (result.error) {
+      const ops = result.errorStored
+        ? []
+        : [turnErrorMessageOp(ctx.sessionId, ctx.ids.next("msg"), result.error, turnId, ctx.traceId, ctx.clock.now())];
+      frames.emit<TurnErrorPayload>(EventType.TurnError, { turn_id: turnId, error: result.error }, ops);
+    }
     frames.emit<TurnCompletePayload>(EventType.TurnComplete, { turn_id: turnId, status: result.status, usage });
   } catch (err) {
     logger.error({ err }, "could not emit the end of the turn");

@@ -35,6 +35,7 @@ import {
   type DelegationStartedPayload,
   type DelegationSummary,
   type TurnCompletePayload,
+  type TurnErrorInfo,
   type TurnStartPayload,
 } from "../protocol/index.js";
 import type { Clock, TimerHandle } from "../lib/clock.js";
@@ -52,7 +53,7 @@ import {
 } from "../store/types.js";
 import type { DelegationOrigin, DelegationStartRequest, DelegationStarted } from "../agent/delegation/origin.js";
 import { transcriptOf } from "../agent/compression/index.js";
-import { emitUserMessage, TurnFrames } from "../agent/turn-frames.js";
+import { emitUserMessage, TurnFrames, turnErrorMessageOp } from "../agent/turn-frames.js";
 import type { MessageRow } from "../store/types.js";
 import type { QueuedTurn } from "./turn-queue.js";
 import type { SessionRuntime } from "./session-runtime.js";
@@ -449,10 +450,10 @@ export class DelegationService {
       await this.start(rt.id, rt.row.principal, rt.log, { kind: "review", goals: [goal], context: transcriptOf(recent), ...ids });
     } catch (err) {
       status = "error";
-      rt.log.emit(EventType.TurnError, {
-        turn_id: turn.turnId,
-        error: { layer: "gateway", code: "review_unavailable", retryable: false, message: err instanceof Error ? err.message : String(err) },
-      }, ids);
+      const error: TurnErrorInfo = { layer: "gateway", code: "review_unavailable", retryable: false, message: err instanceof Error ? err.message : String(err) };
+      // Stored with the frame as an error message, so a reloaded transcript shows the card too.
+      const row = turnErrorMessageOp(rt.id, this.deps.ids.next("msg"), error, turn.turnId, turn.traceId, this.deps.clock.now());
+      rt.log.emit(EventType.TurnError, { turn_id: turn.turnId, error }, { ...ids, ops: [row] });
     }
     rt.log.emit<TurnCompletePayload>(EventType.TurnComplete, { turn_id: turn.turnId, status }, { ...ids, ops: [clear] });
     await rt.log.flushed().catch(() => undefined);

@@ -95,6 +95,27 @@ describe("delegate_task with the demo provider", () => {
     expect(runtimeOf(h, origin)!.history.at(-1)).toMatchObject({ role: "user", content: message!.content });
   });
 
+  it("/review that cannot start stores its review_unavailable error as an error message (none in the model's history)", async () => {
+    const h = await harness();
+    const viewer = new TestViewer("v");
+    const { session_id: origin } = await h.manager.create(ME, {}, viewer);
+    h.manager.delegations.stop();
+    const sub = await h.manager.submit(ME, origin, "/review now");
+    await until(h, () => viewer.frames.some((f) => f.type === "turn.complete" && f.turn_id === sub.turn_id));
+    const live = viewer.frames.find((f) => f.type === "turn.error")!;
+    expect(live.payload).toMatchObject({ error: { layer: "gateway", code: "review_unavailable", retryable: false } });
+
+    const rows = await h.store.loadMessages(origin);
+    expect(rows.map((r) => [r.role, r.status, r.content])).toEqual([
+      ["user", "complete", "/review now"],
+      ["assistant", "error", ""],
+    ]);
+    expect(rows[1]!.display_metadata).toEqual({ error: (live.payload as { error: unknown }).error, turn_id: sub.turn_id, trace_id: sub.trace_id });
+    // Ordered by the frame that carried it.
+    expect(rows[1]!.created_seq).toBe(live.seq);
+    expect(runtimeOf(h, origin)!.history).toEqual([{ role: "user", content: "/review now" }]);
+  });
+
   it("a delivery while a client turn runs waits for the turn, then lands", async () => {
     const h = await harness({ delay: 100 });
     const viewer = new TestViewer("v");

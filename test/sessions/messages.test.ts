@@ -1,7 +1,8 @@
 /** toWireMessage: what the store's row metadata becomes on the wire (`error`, `turn_id`, `trace_id`). */
 import { describe, expect, it } from "vitest";
-import { toWireMessage } from "../../src/sessions/messages.js";
-import { newMessageRow } from "../../src/agent/turn-frames.js";
+import { toChatHistory, toWireMessage } from "../../src/sessions/messages.js";
+import { newMessageRow, turnErrorMessageOp } from "../../src/agent/turn-frames.js";
+import { transcriptOf } from "../../src/agent/compression/index.js";
 import type { MessageRow } from "../../src/store/types.js";
 
 const ERROR = { layer: "provider", code: "rate_limited", retryable: true, message: "slow down" };
@@ -46,5 +47,29 @@ describe("toWireMessage", () => {
     expect(m).toEqual({ message_id: "msg_1", role: "user", content: "hi", status: "complete", created_at: 1_000 });
     const meta = { delegation_id: "dlg_1", kind: "review" };
     expect(toWireMessage(row({ role: "user", display_kind: "async_delegation_complete", display_metadata: meta })).display_metadata).toEqual(meta);
+  });
+});
+
+describe("a turn error stored without a failed model call (turnErrorMessageOp)", () => {
+  const op = turnErrorMessageOp("ses_1", "msg_9", { ...ERROR, layer: "gateway", code: "max_iterations", retryable: false }, "turn_1", TRACE, 2_000);
+  const stored = op.op === "message.insert" ? { ...op.row, created_seq: 5 } : undefined;
+  const user = { ...newMessageRow("ses_1", "msg_1", "user", "loop", "complete", 1_000), created_seq: 1 };
+
+  it("reads back as the error card's message: the error and the turn's ids, no text", () => {
+    expect(toWireMessage(stored!)).toEqual({
+      message_id: "msg_9",
+      role: "assistant",
+      content: "",
+      status: "error",
+      error: { ...ERROR, layer: "gateway", code: "max_iterations", retryable: false },
+      turn_id: "turn_1",
+      trace_id: TRACE,
+      created_at: 2_000,
+    });
+  });
+
+  it("adds nothing to what a model sees: the history after a reopen, or a summary's/review's excerpt", () => {
+    expect(toChatHistory([user, stored!])).toEqual([{ role: "user", content: "loop" }]);
+    expect(transcriptOf([user, stored!])).toBe("user: loop");
   });
 });

@@ -175,6 +175,36 @@ describe("web transcript model", () => {
     expect(m.blocks.filter((b) => b.kind === "error")).toHaveLength(1);
   });
 
+  it("a turn error without a failed message (iteration cap): one card live, the same from its stored error message", () => {
+    const error = { layer: "gateway" as const, code: "max_iterations", retryable: false, message: "stopped after 1 steps" };
+    const live = fromSnapshot(SNAP);
+    applyFrame(live, frame("turn.start", { turn_id: "turn_2", trace_id: "x", input: "todo: plan" }));
+    applyFrame(live, frame("turn.error", { turn_id: "turn_2", error }));
+    applyFrame(live, frame("turn.complete", { turn_id: "turn_2", status: "error" }));
+    const liveCards = live.blocks.filter((b) => b.kind === "error");
+    expect(liveCards).toHaveLength(1);
+
+    // After a reload: the stored row (empty content, the error and the turn's ids) rebuilds it.
+    const reloaded = fromSnapshot({
+      ...SNAP,
+      messages: [
+        ...SNAP.messages,
+        { message_id: "u9", role: "user", content: "todo: plan", status: "complete", created_at: 2 },
+        { message_id: "e9", role: "assistant", content: "", status: "error", error, turn_id: "turn_2", trace_id: "f".repeat(32), created_at: 2 },
+      ],
+    });
+    const cards = reloaded.blocks.filter((b) => b.kind === "error");
+    expect(cards).toHaveLength(1);
+    const { key: _k1, ...a } = liveCards[0]!;
+    const { key: _k2, ...b } = cards[0]!;
+    expect(b).toEqual(a);
+    expect(b).toMatchObject({ error, turnId: "turn_2", traceId: "f".repeat(32), input: "todo: plan" });
+    expect(reloaded.blocks.some((x) => x.key === "e9")).toBe(false);
+    // Its turn.error frame replayed over the Snapshot names the same card.
+    applyFrame(reloaded, frame("turn.error", { turn_id: "turn_2", error }));
+    expect(reloaded.blocks.filter((x) => x.kind === "error")).toHaveLength(1);
+  });
+
   it("keeps a queued prompt visible until its turn starts", () => {
     const m = fromSnapshot(SNAP);
     m.pending = [{ requestId: "r1", text: "next", status: "sending" }];

@@ -170,6 +170,45 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     await page.close();
   });
 
+  it("shows one error card for a turn that failed without a failed message (the iteration cap), and the same after a reload", async () => {
+    // A gateway of its own whose cap (1 model call) ends a tool-calling turn before its answer.
+    const capped = await startTestServer({ demoDelayMs: 5, config: { limits: { maxIterations: 1 } } });
+    try {
+      const page = await browser.page();
+      await openApp(page, capped.url);
+      const id = await newSession(page);
+      await send(page, "todo: plan");
+      const cards = page.locator('[data-kind="error"]');
+      await expect.poll(() => cards.getAttribute("data-code")).toBe("max_iterations");
+      // The turn is over (its tool ran): still one card, from the live turn.error.
+      await page.locator('[data-kind="tool"]').waitFor();
+      expect(await cards.count()).toBe(1);
+      const live = await errorCardView(cards.first());
+      expect(live).toMatchObject({
+        layer: "gateway",
+        code: "max_iterations",
+        retryable: "false",
+        message: "the model kept calling tools: stopped after 1 steps",
+        diag: expect.stringMatching(/^turn turn_\S+\s+trace [0-9a-f]{32}$/),
+      });
+
+      // Stored with the turn.error: the transcript has it, as an error message with the turn's ids.
+      const res = await fetch(`${capped.url}/api/sessions/${encodeURIComponent(id)}/messages`);
+      const { messages } = (await res.json()) as { messages: Message[] };
+      const failed = messages.filter((m) => m.status === "error");
+      expect(failed).toHaveLength(1);
+      expect(`turn ${failed[0]!.turn_id}\ntrace ${failed[0]!.trace_id}`.replace(/\s+/g, " ")).toBe(live.diag!.replace(/\s+/g, " "));
+
+      await reload(page);
+      await expect.poll(() => cards.count()).toBe(1);
+      expect(await errorCardView(cards.first())).toEqual(live);
+      expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["todo: plan"]);
+      await page.close();
+    } finally {
+      await capped.close();
+    }
+  });
+
   it("Copy diagnostics puts the turn, trace and error on the clipboard", async () => {
     const page = await browser.page();
     await openApp(page, srv.url);

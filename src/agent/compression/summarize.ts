@@ -29,6 +29,8 @@ export function transcriptOf(rows: readonly MessageRow[]): string {
     if (r.tool_calls && r.tool_calls.length > 0) {
       text += (text ? "\n" : "") + r.tool_calls.map((c) => `[calls ${c.name}(${c.arguments})]`).join("\n");
     }
+    // A row with nothing to say (an error message: its card is the client's, not the model's) is left out.
+    if (!text) continue;
     lines.push(`${r.role}: ${text}`);
   }
   let out = lines.join("\n");
