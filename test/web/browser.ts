@@ -72,3 +72,25 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path });
   return path;
 }
+
+/** Opens the page and waits until the client reports a connected gateway. */
+export async function openApp(page: Page, url: string): Promise<void> {
+  await page.goto(url);
+  await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
+}
+
+/** Clicks "+ New session" and returns the new session's id (from the URL hash). */
+export async function newSession(page: Page): Promise<string> {
+  const before = page.url();
+  await page.getByRole("button", { name: "+ New session" }).click();
+  await page.waitForFunction((prev) => location.href !== prev && location.hash.startsWith("#/s/"), before);
+  await page.getByLabel("Message").waitFor();
+  return decodeURIComponent(new URL(page.url()).hash.slice("#/s/".length));
+}
+
+/** Types `text` into the composer and sends it (Enter). */
+export async function send(page: Page, text: string): Promise<void> {
+  const box = page.getByLabel("Message");
+  await box.fill(text);
+  await box.press("Enter");
+}

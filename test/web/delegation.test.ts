@@ -9,28 +9,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../support/start-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, screenshot, type Browser } from "./browser.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, screenshot, send, type Browser } from "./browser.js";
 
 const GOALS = ["write a haiku", "check the spelling"];
 const PROMPT = `delegate: ${GOALS.join("; ")}`;
-
-async function openApp(page: Page, url: string): Promise<void> {
-  await page.goto(url);
-  await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
-}
-
-async function newSession(page: Page): Promise<void> {
-  const before = page.url();
-  await page.getByRole("button", { name: "+ New session" }).click();
-  await page.waitForFunction((prev) => location.href !== prev && location.hash.startsWith("#/s/"), before);
-  await page.getByLabel("Message").waitFor();
-}
-
-async function send(page: Page, text: string): Promise<void> {
-  const box = page.getByLabel("Message");
-  await box.fill(text);
-  await box.press("Enter");
-}
 
 /** The transcript's blocks, in order, by kind. */
 async function blockKinds(page: Page): Promise<string[]> {

@@ -10,26 +10,7 @@ import type { Locator, Page } from "playwright-core";
 import type { Message } from "../../src/protocol/index.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, type Browser } from "./browser.js";
-
-async function openApp(page: Page, url: string): Promise<void> {
-  await page.goto(url);
-  await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
-}
-
-async function newSession(page: Page): Promise<string> {
-  const before = page.url();
-  await page.getByRole("button", { name: "+ New session" }).click();
-  await page.waitForFunction((prev) => location.href !== prev && location.hash.startsWith("#/s/"), before);
-  await page.getByLabel("Message").waitFor();
-  return decodeURIComponent(new URL(page.url()).hash.slice("#/s/".length));
-}
-
-async function send(page: Page, text: string): Promise<void> {
-  const box = page.getByLabel("Message");
-  await box.fill(text);
-  await box.press("Enter");
-}
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, send, type Browser } from "./browser.js";
 
 /** Reloads and waits until the transcript is rebuilt from the Snapshot. */
 async function reload(page: Page): Promise<void> {
@@ -40,6 +21,18 @@ async function reload(page: Page): Promise<void> {
 
 function sidebarItem(page: Page, sessionId: string): Locator {
   return page.locator(`.session[data-session-id="${sessionId}"]`);
+}
+
+/**
+ * Runs `count to 3` as the session's first turn and returns its sidebar entry, once the session
+ * is named after that first prompt (an untitled session is).
+ */
+async function firstTurn(page: Page, sessionId: string): Promise<Locator> {
+  await send(page, "count to 3");
+  await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
+  const item = sidebarItem(page, sessionId);
+  await expect.poll(() => item.locator(".session-title").innerText()).toBe("count to 3");
+  return item;
 }
 
 /** Everything an error card shows about its error. */
@@ -241,11 +234,7 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     const page = await browser.page();
     await openApp(page, srv.url);
     const id = await newSession(page);
-    await send(page, "count to 3");
-    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
-    const item = sidebarItem(page, id);
-    // An untitled session is named after its first prompt.
-    await expect.poll(() => item.locator(".session-title").innerText()).toBe("count to 3");
+    const item = await firstTurn(page, id);
     const other = await browser.page();
     await openApp(other, `${srv.url}/#/s/${encodeURIComponent(id)}`);
     await other.getByLabel("Message").waitFor();
@@ -281,10 +270,7 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     const page = await browser.page();
     await openApp(page, srv.url);
     const id = await newSession(page);
-    await send(page, "count to 3");
-    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
-    const item = sidebarItem(page, id);
-    await expect.poll(() => item.locator(".session-title").innerText()).toBe("count to 3");
+    const item = await firstTurn(page, id);
 
     await item.getByRole("button", { name: "Close count to 3" }).click();
     // Asks first: Keep changes nothing.

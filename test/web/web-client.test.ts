@@ -7,31 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
 import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
 import { spawnGateway, type SpawnedGateway } from "../support/spawn-gateway.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, screenshot, type Browser } from "./browser.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, screenshot, send, type Browser } from "./browser.js";
 
 const PHONE = { width: 390, height: 844 };
 
 function countText(n: number): string {
   return Array.from({ length: n }, (_, i) => String(i + 1)).join(" ");
-}
-
-async function openApp(page: Page, url: string): Promise<void> {
-  await page.goto(url);
-  await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
-}
-
-async function newSession(page: Page): Promise<string> {
-  const before = page.url();
-  await page.getByRole("button", { name: "+ New session" }).click();
-  await page.waitForFunction((prev) => location.href !== prev && location.hash.startsWith("#/s/"), before);
-  await page.getByLabel("Message").waitFor();
-  return decodeURIComponent(new URL(page.url()).hash.slice("#/s/".length));
-}
-
-async function send(page: Page, text: string): Promise<void> {
-  const box = page.getByLabel("Message");
-  await box.fill(text);
-  await box.press("Enter");
 }
 
 /** The visible text of every assistant block, in order. */
