@@ -16,6 +16,7 @@ import type { AppEnv, HttpApi, HttpApiDeps } from "./context.js";
 import { corsGuard } from "./cors.js";
 import { errorType, HttpErrors, INTERNAL_ERROR, renderError } from "./errors.js";
 import { TurnLimiter } from "./limits.js";
+import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
 import type { Caller } from "../../sessions/index.js";
 import { mountModels } from "./models.js";
 import { mountChat } from "./openai-chat.js";
@@ -26,7 +27,11 @@ import { mountWebClient } from "./web-client.js";
 export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   const turnCount = (caller: Caller) =>
     deps.profiles ? deps.profiles.all().reduce((n, m) => n + m.turnCount(caller), 0) : deps.manager.turnCount(caller);
-  const api: HttpApi = { ...deps, limiter: new TurnLimiter(turnCount, deps.config.max_turns_per_principal) };
+  const api: HttpApi = {
+    ...deps,
+    limiter: new TurnLimiter(turnCount, deps.config.max_turns_per_principal),
+    flow: deps.flow ?? DEFAULT_FLOW_LIMITS,
+  };
   const app = new Hono<AppEnv>();
 
   app.onError((err, c) => {

@@ -47,6 +47,8 @@ export type AppContext = Context<AppEnv>;
 /** Deps plus the per-app state handlers share. */
 export interface HttpApi extends HttpApiDeps {
   limiter: TurnLimiter;
+  /** `deps.flow`, or DEFAULT_FLOW_LIMITS: every stream reads its limits here. */
+  flow: FlowLimits;
 }
 
 export function callerOf(c: AppContext): Caller {

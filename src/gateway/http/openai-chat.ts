@@ -22,7 +22,6 @@ import type { Caller, SessionManager } from "../../sessions/index.js";
 import { callerOf, clientGone, managerOf, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpError } from "./errors.js";
 import { boundToStream, FrameTap } from "./frame-tap.js";
-import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
 import { claimIdempotency, underClaim, type IdempotencyClaim } from "./idempotency.js";
 import { readJson } from "./json-body.js";
 import { resolveModel } from "./models.js";
@@ -156,7 +155,7 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
     async (sse) => {
       let content = "";
       let end: TurnEnd = { status: "gone" };
-      boundToStream(tap, sse, (api.flow ?? DEFAULT_FLOW_LIMITS).hardBytes, () =>
+      boundToStream(tap, sse, api.flow.hardBytes, () =>
         api.logger.warn({ session_id: sid, turn_id: turnId }, "slow chat-completion reader over the hard limit: ending the stream"),
       );
       try {

@@ -16,13 +16,12 @@
  */
 import type { Hono } from "hono";
 import { z } from "zod";
-import { EventType } from "../../protocol/index.js";
+import { EventType, type Snapshot } from "../../protocol/index.js";
 import { DEFAULT_PROFILE, type Caller, type SessionManager } from "../../sessions/index.js";
 import type { ResponseRow } from "../../sessions/http-support.js";
 import { callerOf, clientGone, managerOf, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpError, HttpErrors } from "./errors.js";
 import { boundToStream, FrameTap } from "./frame-tap.js";
-import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
 import { claimIdempotency, underClaim, type IdempotencyClaim } from "./idempotency.js";
 import { queryBool, queryInt, readJson } from "./json-body.js";
 import { resolveModel } from "./models.js";
@@ -168,13 +167,16 @@ export class ResponsesApi {
       },
       tap,
     );
-    let afterSeq = snap.latest_seq;
-    if (conv.seed.length > 0) afterSeq = (await sessions.appendHistory(caller, snap.session_id, conv.seed)).latest_seq;
-    return { sessionId: snap.session_id, afterSeq, model: snap.model };
+    return this.seeded({ caller, sessions }, snap, conv);
   }
 
   private async continueSession({ caller, sessions }: Scope, previous: ResponseRow, conv: Conversation, tap: FrameTap) {
     const snap = await sessions.resume(caller, previous.session_id, tap);
+    return this.seeded({ caller, sessions }, snap, conv);
+  }
+
+  /** Appends the request's earlier items to the session; the response's events start after them. */
+  private async seeded({ caller, sessions }: Pick<Scope, "caller" | "sessions">, snap: Snapshot, conv: Conversation) {
     let afterSeq = snap.latest_seq;
     if (conv.seed.length > 0) afterSeq = (await sessions.appendHistory(caller, snap.session_id, conv.seed)).latest_seq;
     return { sessionId: snap.session_id, afterSeq, model: snap.model };
@@ -287,7 +289,7 @@ export class ResponsesApi {
         onDisconnect: cancelOnDisconnect ? () => void this.stopTurn(scope, row) : undefined,
       },
       async (sse) => {
-        boundToStream(tap, sse, (api.flow ?? DEFAULT_FLOW_LIMITS).hardBytes, () =>
+        boundToStream(tap, sse, api.flow.hardBytes, () =>
           api.logger.warn({ session_id: row.session_id, response_id: row.id }, "slow Responses stream reader over the hard limit: ending the stream"),
         );
         try {

@@ -24,7 +24,6 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import { SessionCreateParams } from "../../protocol/method-params.js";
-import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
 import { callerOf, sessionsOf as profileSessions, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpErrors } from "./errors.js";
 import { claimIdempotency, underClaim } from "./idempotency.js";
@@ -119,7 +118,7 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
     const sessionId = id(c);
     const after = cursorOf(c);
     // Bounded: a client that stops reading lags (deltas skipped, then resync), then is ended.
-    const tap = new SseFlowTap(api.flow ?? DEFAULT_FLOW_LIMITS);
+    const tap = new SseFlowTap(api.flow);
     // Attach first, then catch up: frames delivered meanwhile are in the tap and deduplicated by seq.
     const snapshot = await (await sessionsOf(c)).resume(caller, sessionId, tap);
     const since = async (afterSeq: number, transient: boolean) =>
