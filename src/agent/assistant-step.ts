@@ -14,7 +14,7 @@ import {
 } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
 import { Checkpointer } from "./checkpointer.js";
-import { ProviderError, type ChatMessage } from "./provider.js";
+import { ProviderError, type ChatMessage, type ToolSpec } from "./provider.js";
 import { DEFAULT_CHECKPOINT_MS, type TurnContext } from "./turn-context.js";
 import { internalError } from "./turn-errors.js";
 import { newMessageRow, type TurnFrames } from "./turn-frames.js";
@@ -29,7 +29,12 @@ export interface AssistantStep {
   error?: TurnErrorInfo;
 }
 
-export async function streamAssistantMessage(ctx: TurnContext, frames: TurnFrames, logger: Logger): Promise<AssistantStep> {
+export async function streamAssistantMessage(
+  ctx: TurnContext,
+  frames: TurnFrames,
+  logger: Logger,
+  specs: ToolSpec[],
+): Promise<AssistantStep> {
   const messageId = ctx.ids.next("msg");
   frames.emit<MessageStartPayload>(EventType.MessageStart, { message_id: messageId, role: "assistant" }, [
     { op: "message.insert", row: newMessageRow(ctx.sessionId, messageId, "assistant", "", "streaming", ctx.clock.now()) },
@@ -43,7 +48,6 @@ export async function streamAssistantMessage(ctx: TurnContext, frames: TurnFrame
 
   const step: AssistantStep = { messageId, content: "", status: "complete", toolCalls: [] };
   try {
-    const specs = ctx.tools.specs();
     const stream = ctx.provider.stream({
       model: ctx.model,
       messages: requestMessages(ctx),

@@ -9,11 +9,14 @@
  *   fail: LAYER/CODE  fails with that TurnErrorInfo (unknown layer → "provider")
  *   summarize: TEXT   a short deterministic summary of TEXT (what compression sends)
  *   delegate: A; B    calls `delegate_task` with one task per goal, then confirms (results arrive later)
+ *   call: T {json}    calls tool T (of those the turn offers) with those arguments; `call: A {…}; B {…}`
+ *                     calls several in one step; then replies quoting each result (see demo-call-cue.ts)
  *   anything else     a short reply quoting the prompt, word by word
  */
 import { ERROR_LAYERS, type ErrorLayer, type ToolCall } from "../protocol/index.js";
 import type { Clock } from "../lib/clock.js";
 import { RETRYABLE_CODES } from "./error-classifier.js";
+import { describeResults, parseCallCue } from "./demo-call-cue.js";
 import { ProviderError, type ChatMessage, type Provider, type ProviderChunk, type StreamRequest } from "./provider.js";
 
 export interface DemoProviderOptions {
@@ -40,7 +43,10 @@ export class DemoProvider implements Provider {
   async *stream(req: StreamRequest): AsyncGenerator<ProviderChunk> {
     req.signal.throwIfAborted();
     const { prompt, toolResultSeen, userIndex } = lastUserTurn(req.messages);
-    const plan = planReply(prompt, toolResultSeen, userIndex);
+    const cue = /^call:\s*([\s\S]*)$/i.exec(prompt);
+    const plan = cue
+      ? planCalls(cue[1]!, req, toolResultSeen, userIndex)
+      : planReply(prompt, toolResultSeen, userIndex);
     if (plan.kind === "fail") throw new ProviderError(plan.info);
 
     let output = "";
@@ -139,6 +145,21 @@ function planReply(prompt: string, toolResultSeen: boolean, userIndex: number): 
       `You said: "${prompt}". This is Tether's built-in demo provider; configure TETHER_PROVIDER_URL to talk to a real model.`,
     ),
   };
+}
+
+/** The `call:` cue: the offered tools it names, in one step; then a sentence quoting each result. */
+function planCalls(body: string, req: StreamRequest, toolResultSeen: boolean, userIndex: number): Plan {
+  const cued = parseCallCue(body);
+  if (!cued) return { kind: "text", chunks: words(`I could not read that call: write "call: TOOL {json}" or "call: A {…}; B {…}".`) };
+  const offered = new Set((req.tools ?? []).map((t) => t.name));
+  const calls = cued
+    .map((c, i) => ({ id: `call_demo_${userIndex}_${i}`, name: c.name, arguments: c.arguments }))
+    .filter((c) => offered.has(c.name));
+  const missing = cued.filter((c) => !offered.has(c.name)).map((c) => c.name);
+  if (toolResultSeen || calls.length === 0) {
+    return { kind: "text", chunks: words(describeResults(toolResultSeen ? calls : [], req.messages.slice(userIndex + 1), missing)) };
+  }
+  return { kind: "tool", calls };
 }
 
 /** The last user message and whether a tool result follows it (the tool step already ran). */

@@ -1,69 +1,75 @@
 /**
- * Runs one tool call of the model: `tool.start`, the tool, `tool.complete` carrying the tool
- * message row. Anything that goes wrong (unknown tool, arguments that are not JSON, the tool
- * throwing) becomes the call's error result, which the model sees and can correct: a bad call
- * is the model's mistake to fix, not a failed turn.
+ * Runs one tool call of the model: `tool.start`, the tool (by its policy, with the call timeout),
+ * `tool.complete` carrying the tool message row. Anything that goes wrong (unknown tool, arguments
+ * that are not JSON, a refusal, a timeout, the tool failing) becomes the call's error result —
+ * `error` (text) and `error_info` (`{ layer: "tool", code, retryable, message }`) — which the model
+ * sees and can correct: a bad call is the model's mistake to fix, not a failed turn.
  */
 import { EventType, type ToolCall, type ToolCompletePayload, type ToolStartPayload } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
 import type { ChatMessage } from "./provider.js";
-import { ToolInputError } from "./tools/index.js";
+import { executeTool, refusedRun, ToolErrorCode, type ToolOffer, type ToolRun } from "./tools/index.js";
 import type { TurnContext } from "./turn-context.js";
 import { newMessageRow, type TurnFrames } from "./turn-frames.js";
+
+/** The call's arguments as JSON, or why they are not. Models send "" for a call without parameters. */
+export function parseToolArguments(call: ToolCall): { args: unknown; error?: string } {
+  try {
+    return { args: call.arguments.trim() === "" ? {} : JSON.parse(call.arguments) };
+  } catch {
+    return { args: call.arguments, error: `arguments of ${call.name} are not valid JSON` };
+  }
+}
 
 export async function runToolCall(
   ctx: TurnContext,
   frames: TurnFrames,
   logger: Logger,
   call: ToolCall,
+  offer: ToolOffer,
 ): Promise<ChatMessage> {
   const started = ctx.clock.monotonic();
-  let args: unknown = call.arguments;
-  let error: string | undefined;
-  try {
-    // Models send "" for a call without parameters.
-    args = call.arguments.trim() === "" ? {} : JSON.parse(call.arguments);
-  } catch {
-    error = `arguments of ${call.name} are not valid JSON`;
-  }
+  const { args, error: badJson } = parseToolArguments(call);
   frames.emit<ToolStartPayload>(EventType.ToolStart, { call_id: call.id, name: call.name, args });
+  const run = badJson !== undefined ? refusedRun(ToolErrorCode.InvalidArguments, badJson) : await decideAndRun(ctx, logger, call, args, offer);
+  return completeToolCall(ctx, frames, call, run, started);
+}
 
-  let result: unknown = null;
-  const tool = ctx.tools.get(call.name);
-  if (!tool) error = `unknown tool "${call.name}"`;
-  if (tool && error === undefined) {
-    try {
-      result = await tool.execute(args, {
-        sessionId: ctx.sessionId,
-        turnId: ctx.turnId,
-        traceId: ctx.traceId,
-        log: ctx.log,
-        todo: ctx.todo,
-        signal: ctx.signal,
-      });
-    } catch (err) {
-      error = err instanceof Error ? err.message : String(err);
-      result = null;
-      if (!(err instanceof ToolInputError)) logger.warn({ err, tool: call.name, call_id: call.id }, "tool failed");
-    }
+async function decideAndRun(ctx: TurnContext, logger: Logger, call: ToolCall, args: unknown, offer: ToolOffer): Promise<ToolRun> {
+  const offered = offer.get(call.name);
+  if (!offered) return refusedRun(ToolErrorCode.UnknownTool, `unknown tool "${call.name}"`);
+  if (offered.policy === "deny") return refusedRun(ToolErrorCode.Denied, `${call.name} is not allowed (tool policy: deny)`);
+  if (offered.policy === "ask") {
+    return refusedRun(ToolErrorCode.ApprovalRequired, `${call.name} needs a person's approval first, and this turn cannot ask for one`);
   }
+  return executeTool(
+    offered.tool,
+    args,
+    { sessionId: ctx.sessionId, turnId: ctx.turnId, traceId: ctx.traceId, log: ctx.log, todo: ctx.todo, signal: ctx.signal },
+    { timeoutMs: offer.timeoutMs, clock: ctx.clock, logger: logger.child({ tool: call.name, call_id: call.id }) },
+  );
+}
 
-  const content = error === undefined ? JSON.stringify(result ?? null) : JSON.stringify({ error });
+/** `tool.complete` with the tool message row, in one transaction; the message the model reads next. */
+export function completeToolCall(ctx: TurnContext, frames: TurnFrames, call: ToolCall, run: ToolRun, startedMono: number): ChatMessage {
   const payload: ToolCompletePayload = {
     call_id: call.id,
     name: call.name,
-    result,
-    duration_ms: Math.max(0, Math.round(ctx.clock.monotonic() - started)),
+    result: run.result,
+    duration_ms: Math.max(0, Math.round(ctx.clock.monotonic() - startedMono)),
   };
-  if (error !== undefined) payload.error = error;
+  if (run.error) {
+    payload.error = run.error.message;
+    payload.error_info = run.error;
+  }
   const messageId = ctx.ids.next("msg");
   frames.emit(EventType.ToolComplete, payload, [
     {
       op: "message.insert",
-      row: newMessageRow(ctx.sessionId, messageId, "tool", content, "complete", ctx.clock.now(), {
+      row: newMessageRow(ctx.sessionId, messageId, "tool", run.content, "complete", ctx.clock.now(), {
         tool_call_id: call.id,
       }),
     },
   ]);
-  return { role: "tool", content, tool_call_id: call.id };
+  return { role: "tool", content: run.content, tool_call_id: call.id };
 }

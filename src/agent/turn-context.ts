@@ -6,7 +6,7 @@ import type { Clock } from "../lib/clock.js";
 import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
 import type { ChatMessage, Provider } from "./provider.js";
-import type { TodoList, ToolRegistry } from "./tools/index.js";
+import type { TodoList, ToolSet } from "./tools/index.js";
 
 export interface TurnContext {
   sessionId: string;
@@ -21,7 +21,8 @@ export interface TurnContext {
   history: ChatMessage[];
   systemPrompt?: string;
   todo: TodoList;
-  tools: ToolRegistry;
+  /** Asked before every model call what it may offer (MCP servers come and go). */
+  tools: ToolSet;
   provider: Provider;
   model: string;
   /** Aborting it interrupts the turn: partial text is kept, the turn ends "interrupted". */

@@ -10,6 +10,7 @@
  */
 import {
   EventType,
+  type SessionNoticePayload,
   type TurnCompletePayload,
   type TurnErrorInfo,
   type TurnErrorPayload,
@@ -22,6 +23,7 @@ import type { Logger } from "../lib/logger.js";
 import { streamAssistantMessage } from "./assistant-step.js";
 import { addUsage, ZERO_USAGE, type ChatMessage } from "./provider.js";
 import { runToolCall } from "./tool-step.js";
+import type { ToolOffer } from "./tools/index.js";
 import { DEFAULT_MAX_ITERATIONS, type TurnContext, type TurnOutcome } from "./turn-context.js";
 import { internalError, maxIterationsError, storageWriteError } from "./turn-errors.js";
 import { emitUserMessage, TurnFrames, turnErrorMessageOp } from "./turn-frames.js";
@@ -92,11 +94,13 @@ async function agentLoop(
 ): Promise<LoopResult> {
   const max = ctx.maxIterations ?? DEFAULT_MAX_ITERATIONS;
   let retries = 0;
+  const noticed = new Set<string>();
   for (let iteration = 0; ; iteration++) {
     if (ctx.signal.aborted) return { status: "interrupted" };
     if (iteration >= max) return { status: "error", error: maxIterationsError(max) };
 
-    const step = await streamAssistantMessage(ctx, frames, logger);
+    const offer = await offerTools(ctx, frames, noticed);
+    const step = await streamAssistantMessage(ctx, frames, logger, offer.specs);
     // A retryable failure (the classifier decided) is tried again, with back-off, saying so.
     const retry = ctx.retry;
     if (step.status === "error" && step.error?.retryable && retry && retries < retry.maxRetries && !ctx.signal.aborted) {
@@ -131,7 +135,7 @@ async function agentLoop(
     const results: ChatMessage[] = [];
     for (const call of step.toolCalls) {
       if (ctx.signal.aborted) break;
-      results.push(await runToolCall(ctx, frames, logger, call));
+      results.push(await runToolCall(ctx, frames, logger, call, offer));
     }
     // Only answered calls go into the history: a call without a result is invalid input for
     // every OpenAI-compatible server (the stored transcript is filtered the same way on load).
@@ -142,6 +146,25 @@ async function agentLoop(
     if (step.content || calls.length > 0) ctx.history.push(assistant);
     ctx.history.push(...results);
   }
+}
+
+/**
+ * What this model call may offer. A tool source that is down (an MCP server) is left out, and the
+ * turn says so once per source with a durable `session.notice` — the turn itself goes on.
+ */
+async function offerTools(ctx: TurnContext, frames: TurnFrames, noticed: Set<string>): Promise<ToolOffer> {
+  const offer = await ctx.tools.offer({ sessionId: ctx.sessionId, signal: ctx.signal });
+  for (const u of offer.unavailable) {
+    if (noticed.has(u.server)) continue;
+    noticed.add(u.server);
+    frames.emit<SessionNoticePayload>(EventType.SessionNotice, {
+      level: "warning",
+      code: "mcp_unavailable",
+      server: u.server,
+      message: `MCP server "${u.server}" is unavailable (${u.reason}); its tools are left out of this turn`,
+    });
+  }
+  return offer;
 }
 
 /**

@@ -7,13 +7,14 @@ import { ErrorCode, TetherError } from "../protocol/index.js";
 import { systemClock, type Clock } from "../lib/clock.js";
 import { randomIds, type IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
-import { expandHome, isLoopbackHost, type TetherConfig } from "../config/index.js";
+import { expandHome, isLoopbackHost, toolsConfigFor, type TetherConfig } from "../config/index.js";
 import { openStore } from "../store/index.js";
 import { GroupCommitter, newEpoch, RingBudget } from "../events/index.js";
 import { openBus } from "../events/bus/index.js";
 import { bridgeGlobals } from "../sessions/bus-bridge.js";
 import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-catalog.js";
-import { createDefaultTools } from "../agent/tools/index.js";
+import { createDefaultTools, ToolRuntime } from "../agent/tools/index.js";
+import { McpPool } from "../agent/tools/mcp/index.js";
 import { DEFAULT_PROFILE, ProfileRegistry, SessionManager } from "../sessions/index.js";
 import { join } from "node:path";
 import type { Store } from "../store/types.js";
@@ -91,8 +92,20 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   // --ws-only keeps bare node:http (/ws, /healthz): no HTTP API, no /metrics.
   const metrics = config.wsOnly ? null : new PromMetrics();
   const ringBudget = new RingBudget(config.limits.processRingBytes);
-  const tools = createDefaultTools();
   let current = { config, catalog };
+  // One tool runtime per profile: its MCP servers (one shared connection each) and its policy.
+  const toolRuntimes = new Map<string, ToolRuntime>();
+  const toolsFor = (profile: string): ToolRuntime => {
+    let runtime = toolRuntimes.get(profile);
+    if (!runtime) {
+      const toolsConfig = toolsConfigFor(current.config, profile);
+      const toolLogger = logger.child({ profile });
+      const mcp = new McpPool({ clock, logger: toolLogger, env: process.env, config: toolsConfig });
+      runtime = new ToolRuntime({ builtin: createDefaultTools(), sources: [mcp], config: toolsConfig, logger: toolLogger });
+      toolRuntimes.set(profile, runtime);
+    }
+    return runtime;
+  };
   const makeManager = (profileStore: Store, profileCommitter: GroupCommitter, profile: string) =>
     new SessionManager({
       store: profileStore,
@@ -104,7 +117,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
       ringBudget,
       ringLimits: { maxFrames: current.config.limits.ringFrames, maxBytes: current.config.limits.ringBytes },
       providers: current.catalog,
-      tools,
+      tools: toolsFor(profile),
       busyPolicy: current.config.busyPolicy,
       maxIterations: current.config.limits.maxIterations,
       lifecycle: current.config.lifecycle,
@@ -208,11 +221,14 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
       const nextCatalog = buildProviderCatalog(next, clock);
       current = { config: next, catalog: nextCatalog };
       for (const m of profiles.all()) m.applyConfig(next, nextCatalog);
+      for (const [profile, runtime] of toolRuntimes) runtime.apply(toolsConfigFor(next, profile));
       logger.info({}, "config reloaded");
     },
     close() {
       closing ??= (async () => {
         await Promise.allSettled(profiles.all().map((m) => m.shutdown()));
+        // After the turns stopped: closing the MCP clients ends their stdio servers.
+        await Promise.allSettled([...toolRuntimes.values()].map((t) => t.close()));
         unbridge();
         await bus.close().catch(() => undefined);
         // Frames written during the stop are out; now the sockets can go.

@@ -4,6 +4,7 @@
  * process.env on its own.
  */
 import { z } from "zod";
+import { McpServersSchema, ProfileToolsSchema, ToolsSchema } from "./tools-config.js";
 
 const MiB = 1024 * 1024;
 
@@ -107,6 +108,10 @@ export const ProfileSchema = z.object({
   default_provider: z.string().optional(),
   default_model: z.string().optional(),
   system_prompt: z.string().optional(),
+  /** Replaces the top-level `mcp_servers` for this profile (`{}` = none). */
+  mcp_servers: McpServersSchema.optional(),
+  /** Overrides the top-level `tools` keys it sets; its `policy` entries win over the top level's. */
+  tools: ProfileToolsSchema.optional(),
 });
 
 export type ProfileConfig = z.infer<typeof ProfileSchema>;
@@ -177,6 +182,10 @@ export const ConfigSchema = z.object({
   default_provider: z.string().optional(),
   default_model: z.string().optional(),
   models: ModelsSchema.prefault({}),
+  /** MCP servers whose tools the agent may call, as `SERVER__TOOL` (every profile, unless it sets its own). */
+  mcp_servers: McpServersSchema.default({}),
+  /** The tool runtime: call timeout, MCP connect timeout, policy overrides. */
+  tools: ToolsSchema.prefault({}),
   /** Profiles besides `default`, each with its own store. */
   profiles: z.record(NAME, ProfileSchema).default({}),
   /** Where profile stores live by default (`<dir>/profiles/NAME/tether.db`); set from the config file's folder. */

@@ -3,3 +3,4 @@ export * from "./config.js";
 export * from "./config-file.js";
 export * from "./load.js";
 export * from "./show.js";
+export * from "./tools-config.js";

@@ -81,7 +81,24 @@ export function toSchemaKeys(
   return out;
 }
 
-/** The file spelling of an internal path. */
-export function toFileKeys(path: PropertyKey[]): string {
-  return path.map((p) => (p === "dbPath" ? "db" : camelToSnake(String(p)))).join(".");
+/**
+ * The file spelling of an internal path. Only schema keys are respelled: a record's keys are the
+ * user's own words (a server named `Files`, an env variable `LOG_LEVEL`, a header `Authorization`)
+ * and are shown as written.
+ */
+export function toFileKeys(path: PropertyKey[], schema?: z.ZodType): string {
+  let at: z.ZodType | undefined = schema;
+  return path
+    .map((p) => {
+      const key = String(p);
+      if (at && recordValueOf(at)) {
+        at = recordValueOf(at);
+        return key;
+      }
+      const shape = at ? shapeOf(at) : undefined;
+      at = shape?.[key];
+      if (schema && !shape) return key;
+      return key === "dbPath" ? "db" : camelToSnake(key);
+    })
+    .join(".");
 }

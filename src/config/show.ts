@@ -1,8 +1,9 @@
 /**
  * `tether config show`: the effective config, one key per line in file spelling, with where each
- * value came from. Secrets are masked: a key, a token or a password is shown as set or not.
+ * value came from. Secrets are masked: a key, a token or a password is shown as set or not, and so
+ * is every value of an MCP server's `env` and `headers`.
  */
-import type { TetherConfig } from "./config.js";
+import { ConfigSchema, type TetherConfig } from "./config.js";
 import type { LoadedConfig } from "./load.js";
 import { toFileKeys } from "./schema-keys.js";
 
@@ -21,7 +22,15 @@ function mask(path: string[], value: unknown): unknown {
   if (value === undefined) return value;
   // auth.keys maps secret keys to principals: hide the keys themselves.
   if (path[0] === "auth" && path[1] === "keys") return `•••• → ${String(value)}`;
+  // An MCP server's env and headers carry its credentials (literal or through ${VAR}): never shown.
+  if (isMcpSecret(path)) return "•••• (set)";
   return SECRET.test(path[path.length - 1] ?? "") ? "•••• (set)" : value;
+}
+
+function isMcpSecret(path: string[]): boolean {
+  const at = path.indexOf("mcp_servers");
+  const section = path[at + 2];
+  return at >= 0 && path.length === at + 4 && (section === "env" || section === "headers");
 }
 
 export function renderConfig(loaded: LoadedConfig): string {
@@ -29,7 +38,7 @@ export function renderConfig(loaded: LoadedConfig): string {
   const rows = flatten(config).map(([path, value]) => {
     const shownPath = path[0] === "auth" && path[1] === "keys" ? ["auth", "keys", "…"] : path;
     return {
-      key: toFileKeys(shownPath),
+      key: toFileKeys(shownPath, ConfigSchema),
       value: JSON.stringify(mask(path, value)) ?? "(unset)",
       source: loaded.sourceOf(path.join(".")),
     };

@@ -110,7 +110,10 @@ export interface ToolCompletePayload {
   call_id: string;
   name: string;
   result: unknown;
+  /** The failure as text, when the call failed (what the model was told). */
   error?: string;
+  /** The failure classified: `layer: "tool"` and a code (`timeout`, `tool_error`, `unavailable`, …). */
+  error_info?: TurnErrorInfo;
   duration_ms: number;
 }
 
@@ -198,6 +201,8 @@ export interface SessionNoticePayload {
   message: string;
   /** When the gateway tries again by itself, in seconds from now. */
   retry_in_s?: number;
+  /** `mcp_unavailable`: the MCP server whose tools this turn goes without. */
+  server?: string;
 }
 
 export interface SessionReclaimedPayload {

@@ -19,7 +19,7 @@ import type {
   RetryConfig,
 } from "../config/index.js";
 import type { ProviderCatalog } from "../agent/provider-catalog.js";
-import type { ToolRegistry } from "../agent/tools/index.js";
+import type { ToolSet } from "../agent/tools/index.js";
 import type { BusyPolicy } from "./session-runtime.js";
 
 export interface SessionManagerDeps {
@@ -32,7 +32,7 @@ export interface SessionManagerDeps {
   ringBudget: RingBudget;
   ringLimits: RingLimits;
   providers: ProviderCatalog;
-  tools: ToolRegistry;
+  tools: ToolSet;
   busyPolicy: BusyPolicy;
   maxIterations: number;
   lifecycle: LifecycleConfig;

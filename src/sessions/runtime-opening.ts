@@ -12,7 +12,7 @@ import type { Metrics } from "../lib/metrics.js";
 import { EventLog, type GroupCommitter, type RingBudget, type RingLimits } from "../events/index.js";
 import type { Bus } from "../events/bus/index.js";
 import { FenceError, type Store } from "../store/types.js";
-import type { ToolRegistry } from "../agent/tools/index.js";
+import type { ToolSet } from "../agent/tools/index.js";
 import { delegationOrigin } from "../agent/delegation/origin.js";
 import type { Compressor } from "./compression.js";
 import type { DelegationService } from "./delegations.js";
@@ -38,7 +38,7 @@ export interface RuntimeOpeningDeps {
   metrics: Metrics;
   ringBudget: RingBudget;
   ringLimits: RingLimits;
-  tools: ToolRegistry;
+  tools: ToolSet;
   bus?: Bus;
   registry: LiveRegistry;
   ownership: Ownership;

@@ -12,7 +12,7 @@ import type { ChatMessage, Provider } from "../agent/provider.js";
 import type { UsageMark } from "../agent/compression/index.js";
 import type { CompressionConfig, RetryConfig } from "../config/index.js";
 import { runTurn } from "../agent/turn-runner.js";
-import { createTodoList, type TodoList, type ToolRegistry } from "../agent/tools/index.js";
+import { createTodoList, type TodoList, type ToolSet } from "../agent/tools/index.js";
 import { turnLogOf, turnStartOps } from "./turn-bookkeeping.js";
 import { TurnQueue, type QueuedTurn } from "./turn-queue.js";
 import type { Viewer } from "./viewer.js";
@@ -36,7 +36,7 @@ export interface RuntimeDeps {
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
-  tools: ToolRegistry;
+  tools: ToolSet;
   provider: Provider;
   model: string;
   settings: LiveSettings;

@@ -16,6 +16,8 @@ const DelegateArgs = z.union([
 ]);
 
 export const delegateTool: Tool = {
+  // Every call starts sub-agents: never re-run blindly.
+  annotations: { idempotent: false, destructive: false },
   spec: {
     name: "delegate_task",
     description:

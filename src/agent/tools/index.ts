@@ -1,14 +1,29 @@
 /**
- * agent/tools — the tool registry and the built-in tools.
+ * agent/tools — the tool runtime and the built-in tools.
  *
- *   const tools = createDefaultTools();   // todo, delegate_task
- *   tools.register(myTool);
+ *   const builtin = createDefaultTools();            // todo, delegate_task (a ToolSet on its own)
+ *   const tools = new ToolRuntime({ builtin, sources: [new McpPool(…)], config, logger });
+ *   const offer = await tools.offer({ sessionId, signal });   // what one model call may use
+ *   const run = await executeTool(offer.get(name)!.tool, args, ctx, { timeoutMs, clock, logger });
  */
 import { todoTool } from "./todo-tool.js";
 import { delegateTool } from "./delegate-tool.js";
 import { ToolRegistry } from "./registry.js";
 
-export { ToolRegistry, ToolInputError, type Tool, type ToolContext } from "./registry.js";
+export { ToolRegistry, ToolInputError, ToolOutput, type Tool, type ToolAnnotations, type ToolContext } from "./registry.js";
+export {
+  DEFAULT_TOOL_TIMEOUT_MS,
+  type OfferedTool,
+  type OfferRequest,
+  type ToolOffer,
+  type ToolPolicy,
+  type ToolSet,
+  type UnavailableSource,
+} from "./tool-set.js";
+export { ToolRuntime, type SourceListing, type ToolRuntimeOptions, type ToolSource } from "./tool-runtime.js";
+export { defaultPolicy, globToRegExp, ToolPolicies, type PolicyRule } from "./policy.js";
+export { ToolErrorCode, ToolFailure, toolErrorInfo, type ToolErrorCodeName } from "./tool-errors.js";
+export { executeTool, refusedRun, type ToolRun } from "./execute.js";
 export { createTodoList, type TodoList } from "./todo-list.js";
 export { todoTool } from "./todo-tool.js";
 export { delegateTool } from "./delegate-tool.js";

@@ -2,10 +2,14 @@
  * Tools the model may call. A tool gets validated-by-itself args and a context with the session's
  * event log and todo list; a thrown error becomes the tool's error result (fed back to the model),
  * never a failed turn.
+ *
+ * `ToolRegistry` is the source of the built-in tools; on its own it is also a complete ToolSet
+ * (every tool `auto`), which is what unit tests and embedders without MCP use.
  */
 import type { SessionEventLog } from "../../events/types.js";
 import type { ToolSpec } from "../provider.js";
 import type { TodoList } from "./todo-list.js";
+import { DEFAULT_TOOL_TIMEOUT_MS, type OfferedTool, type ToolOffer, type ToolSet } from "./tool-set.js";
 
 export interface ToolContext {
   sessionId: string;
@@ -13,12 +17,39 @@ export interface ToolContext {
   traceId: string;
   log: SessionEventLog;
   todo: TodoList;
+  /** Aborted when the turn is interrupted or the call's timeout passes: stop, and say nothing more. */
   signal: AbortSignal;
+}
+
+/**
+ * What a tool says about itself, as MCP's tool annotations do (`readOnlyHint`, …). The policy and
+ * the crash recovery read them: a read-only tool runs without asking by default, and a call cut
+ * by a crash is run again only when the tool is read-only or idempotent.
+ */
+export interface ToolAnnotations {
+  readOnly?: boolean;
+  destructive?: boolean;
+  idempotent?: boolean;
+  openWorld?: boolean;
 }
 
 export interface Tool {
   spec: ToolSpec;
+  annotations?: ToolAnnotations;
   execute(args: unknown, ctx: ToolContext): Promise<unknown>;
+}
+
+/**
+ * A tool result whose text for the model is not its JSON: an MCP result is text (and images,
+ * resources described in text) for the model, with its structured form kept for clients.
+ */
+export class ToolOutput {
+  constructor(
+    /** What `tool.complete.result` carries. */
+    readonly result: unknown,
+    /** What the model reads as the tool message. */
+    readonly text: string,
+  ) {}
 }
 
 /** Thrown by a tool for input the model got wrong: reported to the model, logged quietly. */
@@ -29,7 +60,7 @@ export class ToolInputError extends Error {
   }
 }
 
-export class ToolRegistry {
+export class ToolRegistry implements ToolSet {
   private readonly tools = new Map<string, Tool>();
 
   register(tool: Tool): this {
@@ -43,11 +74,22 @@ export class ToolRegistry {
     return this.tools.get(name);
   }
 
+  list(): Tool[] {
+    return [...this.tools.values()];
+  }
+
   specs(): ToolSpec[] {
-    return [...this.tools.values()].map((t) => t.spec);
+    return this.list().map((t) => t.spec);
   }
 
   get size(): number {
     return this.tools.size;
+  }
+
+  /** Every registered tool, `auto`, with the default call timeout. */
+  async offer(): Promise<ToolOffer> {
+    const offered = new Map<string, OfferedTool>();
+    for (const tool of this.tools.values()) offered.set(tool.spec.name, { tool, policy: "auto", source: "builtin" });
+    return { specs: this.specs(), get: (name) => offered.get(name), unavailable: [], timeoutMs: DEFAULT_TOOL_TIMEOUT_MS };
   }
 }

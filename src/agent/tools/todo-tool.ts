@@ -19,6 +19,8 @@ const TodoArgs = z.object({
 });
 
 export const todoTool: Tool = {
+  // Sending the same list twice changes nothing: safe to run again after a crash.
+  annotations: { idempotent: true, destructive: false },
   spec: {
     name: "todo",
     description:

@@ -1,0 +1,83 @@
+/**
+ * Opens one MCP client session to a server through the official SDK: its `Client` over the stdio
+ * transport (a child process running as the gateway's user) or the streamable HTTP transport.
+ * No protocol code of our own: initialization, list_changed, cancellation and timeouts are the
+ * SDK's. What this adds: the server's stderr is drained (a full pipe would block the server) and its
+ * tail kept, redacted, for the error a failed start reports.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { ResolvedServer } from "./server-config.js";
+
+export interface McpLinkHandlers {
+  /** The server said its tool list changed (`notifications/tools/list_changed`). */
+  onToolsChanged: () => void;
+  /** The connection ended (the process exited, the HTTP session was dropped, or we closed it). */
+  onClose: () => void;
+  onError: (err: Error) => void;
+}
+
+export interface McpLink {
+  client: Client;
+  close(): Promise<void>;
+  /** The last lines the server wrote to stderr (stdio only), secrets masked by the caller. */
+  stderrTail(): string;
+}
+
+/** Opens a client session; `connect` resolves once `initialize` completed. */
+export type McpConnector = (server: ResolvedServer, handlers: McpLinkHandlers, signal: AbortSignal) => Promise<McpLink>;
+
+const STDERR_TAIL_BYTES = 2048;
+export const CLIENT_INFO = { name: "tether", version: "0.1.0" };
+
+export const connectMcp: McpConnector = async (server, handlers, signal) => {
+  let tail = "";
+  let transport: Transport;
+  if (server.transport.kind === "stdio") {
+    const t = server.transport;
+    const stdio = new StdioClientTransport({
+      command: t.command,
+      args: t.args,
+      env: t.env,
+      stderr: "pipe",
+      ...(t.cwd !== undefined ? { cwd: t.cwd } : {}),
+    });
+    stdio.stderr?.on("data", (chunk: Buffer) => {
+      tail = (tail + chunk.toString("utf8")).slice(-STDERR_TAIL_BYTES);
+    });
+    transport = stdio;
+  } else {
+    transport = new StreamableHTTPClientTransport(server.transport.url, {
+      requestInit: { headers: server.transport.headers },
+    });
+  }
+  const client = new Client(CLIENT_INFO, {
+    capabilities: {},
+    listChanged: { tools: { autoRefresh: false, debounceMs: 0, onChanged: () => handlers.onToolsChanged() } },
+  });
+  client.onclose = () => handlers.onClose();
+  client.onerror = (err) => handlers.onError(err);
+  const link: McpLink = {
+    client,
+    close: () => client.close().catch(() => undefined),
+    stderrTail: () => tail.trim(),
+  };
+  try {
+    await client.connect(transport, { signal });
+  } catch (err) {
+    await link.close();
+    const detail = tail.trim();
+    throw detail ? new Error(`${messageOf(err)} (stderr: ${lastLines(detail)})`, { cause: err }) : err;
+  }
+  return link;
+};
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function lastLines(text: string): string {
+  return text.split("\n").slice(-3).join(" | ").slice(-400);
+}

@@ -1,0 +1,294 @@
+/**
+ * The one connection of this process (and profile) to one MCP server, shared by every session.
+ * Its life is one state, changed only here (like ioredis' `status`):
+ *
+ *   idle ──first use──▶ connecting ──▶ ready ──closed/failed──▶ down ──retry timer──▶ connecting …
+ *                                 └──failed──▶ down           config_error (until a reload fixes it)
+ *   any ──close()──▶ closed
+ *
+ * - Lazy: nothing starts until a turn first needs the server.
+ * - No storm: there is at most one connect in flight; every caller awaits that same promise, and a
+ *   server that is down is retried by ONE timer with exponential backoff and jitter — callers
+ *   never trigger attempts of their own, however many sessions ask.
+ * - The tool list is cached and refreshed when the server sends `notifications/tools/list_changed`.
+ */
+import type { CallToolResult, Tool as McpToolDef } from "@modelcontextprotocol/sdk/types.js";
+import type { Clock, TimerHandle } from "../../../lib/clock.js";
+import type { Logger } from "../../../lib/logger.js";
+import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "./backoff.js";
+import type { McpConnector, McpLink } from "./connect.js";
+import { describeTransport, redact, type ResolvedServer } from "./server-config.js";
+
+export type McpServerState = "idle" | "connecting" | "ready" | "down" | "config_error" | "closed";
+
+export interface McpServerStatus {
+  name: string;
+  transport: string;
+  state: McpServerState;
+  /** Why it is down (redacted). */
+  error?: string;
+  /** Consecutive failed attempts. */
+  failures: number;
+  /** Epoch ms of the next attempt, while down. */
+  retry_at?: number;
+  tools: McpToolDef[];
+}
+
+export interface ConnectionOptions {
+  clock: Clock;
+  logger: Logger;
+  connector: McpConnector;
+  connectTimeoutMs: number;
+  backoff?: BackoffPolicy;
+  random?: () => number;
+  /** The tool list changed (after a refresh): the pool recomputes names. */
+  onToolsChanged?: () => void;
+}
+
+/** A configured server, or the reason it cannot be started as configured. */
+export type ServerOrError = ResolvedServer | { name: string; error: string };
+
+export function fingerprintOf(server: ServerOrError): string {
+  return "fingerprint" in server ? server.fingerprint : `error:${server.error}`;
+}
+
+export class McpServerConnection {
+  private state: McpServerState;
+  private link: McpLink | undefined;
+  private connecting: Promise<void> | undefined;
+  private retryTimer: TimerHandle | undefined;
+  private failures = 0;
+  private retryAt: number | undefined;
+  private lastError: string | undefined;
+  private tools: McpToolDef[] = [];
+  /** Bumped by every connect and close: events of an older link are ignored. */
+  private generation = 0;
+  /** Connect attempts made (what the no-storm test counts). */
+  attempts = 0;
+
+  constructor(
+    readonly server: ServerOrError,
+    private readonly opts: ConnectionOptions,
+  ) {
+    if ("error" in server) {
+      this.state = "config_error";
+      this.lastError = server.error;
+    } else {
+      this.state = "idle";
+    }
+  }
+
+  get name(): string {
+    return this.server.name;
+  }
+
+  get currentState(): McpServerState {
+    return this.state;
+  }
+
+  get fingerprint(): string {
+    return fingerprintOf(this.server);
+  }
+
+  private get secrets(): readonly string[] {
+    return "secrets" in this.server ? this.server.secrets : [];
+  }
+
+  status(): McpServerStatus {
+    const out: McpServerStatus = {
+      name: this.name,
+      transport: "transport" in this.server ? describeTransport(this.server.transport) : "(not configured)",
+      state: this.state,
+      failures: this.failures,
+      tools: this.tools,
+    };
+    if (this.lastError !== undefined && this.state !== "ready") out.error = this.lastError;
+    if (this.state === "down" && this.retryAt !== undefined) out.retry_at = this.retryAt;
+    return out;
+  }
+
+  /**
+   * Ready → its tools. Idle → connects first. Connecting → waits for that attempt. Down, config
+   * error, closed → null at once (the caller leaves its tools out; the retry timer is already set).
+   * `signal` stops the wait, not the attempt.
+   */
+  async ready(signal?: AbortSignal): Promise<McpToolDef[] | null> {
+    if (this.state === "idle") this.startConnect();
+    if (this.state === "connecting" && this.connecting) {
+      await waitOrAbort(this.connecting, signal);
+    }
+    return this.state === "ready" ? this.tools : null;
+  }
+
+  /** Why the server's tools are not offered (redacted), for the turn's notice. */
+  unavailableReason(): string {
+    switch (this.state) {
+      case "down":
+        return this.lastError ?? "not connected";
+      case "connecting":
+        return "still connecting";
+      case "config_error":
+        return this.lastError ?? "misconfigured";
+      case "closed":
+        return "closed";
+      default:
+        return "not connected";
+    }
+  }
+
+  async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<CallToolResult> {
+    const link = this.link;
+    if (this.state !== "ready" || !link) throw new NotConnected(this.unavailableReason());
+    // Our own timer (on the Clock) cancels the call through `signal`; the SDK's timeout is only
+    // a backstop a little later, so it never fires first.
+    return (await link.client.callTool({ name, arguments: args }, undefined, {
+      signal,
+      timeout: timeoutMs + 5000,
+    })) as CallToolResult;
+  }
+
+  async close(): Promise<void> {
+    this.state = "closed";
+    this.generation++;
+    this.retryTimer?.cancel();
+    this.retryTimer = undefined;
+    const link = this.link;
+    this.link = undefined;
+    await link?.close();
+  }
+
+  private startConnect(): void {
+    if (this.state === "closed" || this.state === "config_error" || this.connecting) return;
+    this.state = "connecting";
+    this.retryTimer = undefined;
+    this.connecting = this.connect().finally(() => (this.connecting = undefined));
+  }
+
+  private async connect(): Promise<void> {
+    const gen = ++this.generation;
+    this.attempts++;
+    const server = this.server as ResolvedServer;
+    const abort = new AbortController();
+    const deadline = this.opts.clock.setTimeout(
+      () => abort.abort(new Error(`no answer within ${this.opts.connectTimeoutMs / 1000} s`)),
+      this.opts.connectTimeoutMs,
+    );
+    let link: McpLink | undefined;
+    try {
+      const connecting = this.opts.connector(
+        server,
+        {
+          onToolsChanged: () => {
+            if (gen === this.generation) void this.refreshTools(gen);
+          },
+          onClose: () => this.lost(gen, "the connection closed"),
+          onError: (err) => this.opts.logger.debug({ mcp_server: this.name, err: this.redactError(err) }, "MCP transport error"),
+        },
+        abort.signal,
+      );
+      link = await waitOrAbort(connecting, abort.signal, () => void connecting.then((l) => l.close(), () => undefined));
+      const tools = await listAllTools(link, abort.signal);
+      if (gen !== this.generation) {
+        await link.close();
+        return;
+      }
+      this.link = link;
+      this.tools = tools;
+      this.state = "ready";
+      this.failures = 0;
+      this.retryAt = undefined;
+      this.lastError = undefined;
+      this.opts.logger.info({ mcp_server: this.name, tools: tools.length }, "MCP server connected");
+      this.opts.onToolsChanged?.();
+    } catch (err) {
+      await link?.close();
+      if (gen !== this.generation) return;
+      this.fail(err);
+    } finally {
+      deadline.cancel();
+    }
+  }
+
+  private async refreshTools(gen: number): Promise<void> {
+    const link = this.link;
+    if (!link || this.state !== "ready") return;
+    try {
+      const tools = await listAllTools(link);
+      if (gen !== this.generation) return;
+      this.tools = tools;
+      this.opts.logger.info({ mcp_server: this.name, tools: tools.length }, "MCP tool list refreshed");
+      this.opts.onToolsChanged?.();
+    } catch (err) {
+      this.opts.logger.warn({ mcp_server: this.name, err: this.redactError(err) }, "MCP tool list refresh failed");
+    }
+  }
+
+  /** The connection of generation `gen` ended without us closing it. */
+  private lost(gen: number, why: string): void {
+    if (gen !== this.generation || this.state !== "ready") return;
+    this.generation++;
+    this.link = undefined;
+    this.fail(new Error(why));
+  }
+
+  private fail(err: unknown): void {
+    this.failures++;
+    this.state = "down";
+    this.lastError = redact(err instanceof Error ? err.message : String(err), this.secrets);
+    const delay = backoffDelay(this.failures, this.opts.backoff ?? DEFAULT_BACKOFF, this.opts.random);
+    this.retryAt = this.opts.clock.now() + delay;
+    this.opts.logger.warn({ mcp_server: this.name, error: this.lastError, failures: this.failures, retry_in_ms: delay }, "MCP server unavailable");
+    this.retryTimer?.cancel();
+    this.retryTimer = this.opts.clock.setTimeout(() => {
+      this.retryTimer = undefined;
+      if (this.state === "down") this.startConnect();
+    }, delay);
+  }
+
+  private redactError(err: unknown): string {
+    return redact(err instanceof Error ? err.message : String(err), this.secrets);
+  }
+}
+
+/** Thrown by callTool while the server is not connected. */
+export class NotConnected extends Error {
+  override name = "NotConnected";
+}
+
+async function listAllTools(link: McpLink, signal?: AbortSignal): Promise<McpToolDef[]> {
+  if (!link.client.getServerCapabilities()?.tools) return [];
+  const all: McpToolDef[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await link.client.listTools(cursor ? { cursor } : undefined, signal ? { signal } : undefined);
+    all.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return all;
+}
+
+/** Awaits `p`, or rejects with the signal's reason first (`onAbandon` tidies what `p` brings later). */
+function waitOrAbort<T>(p: Promise<T>, signal?: AbortSignal, onAbandon?: () => void): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) {
+    onAbandon?.();
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      onAbandon?.();
+      reject(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}

@@ -1,0 +1,104 @@
+/**
+ * Config of the agent's tools: MCP servers (`mcp_servers`) and the tool runtime (`tools`). Both are
+ * set at the top level for every profile; a profile may set its own (`profiles.NAME.mcp_servers`
+ * replaces the top-level map; `profiles.NAME.tools` overrides the top-level keys it sets, and its
+ * `policy` entries override the top-level entries of the same pattern). `toolsConfigFor` resolves
+ * that once, so the tool runtime never looks at profiles itself.
+ */
+import { z } from "zod";
+
+/**
+ * A server name becomes the `SERVER` of `SERVER__TOOL`: letters, digits, `_` and `-` (what OpenAI
+ * function names allow), and no `__`, so the name a model sees splits back into one server and tool.
+ */
+export const McpServerNameSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,32}$/, "letters, digits, '_' or '-' (at most 32)")
+  .refine((n) => !n.includes("__"), "must not contain '__' (it separates server and tool in SERVER__TOOL)");
+
+/** YAML reads `PORT: 8080` as a number: env and header values are strings to the process anyway. */
+const StringValue = z.union([z.string(), z.number(), z.boolean()]).transform(String);
+
+/**
+ * One MCP server: a command run over stdio (`command`, `args`, `env`, `cwd`) or a streamable HTTP
+ * endpoint (`url`, `headers`). String values may name environment variables as `${VAR}`; the
+ * values of `env` and `headers` are secrets: never logged, stored or shown.
+ */
+export const McpServerSchema = z
+  .object({
+    command: z.string().min(1).optional(),
+    args: z.array(StringValue).optional(),
+    env: z.record(z.string().min(1), StringValue).optional(),
+    cwd: z.string().min(1).optional(),
+    url: z.string().min(1).optional(),
+    headers: z.record(z.string().min(1), StringValue).optional(),
+  })
+  .strict()
+  .superRefine((s, ctx) => {
+    if ((s.command === undefined) === (s.url === undefined)) {
+      ctx.addIssue({ code: "custom", message: "give exactly one of `command` (stdio) or `url` (streamable HTTP)" });
+      return;
+    }
+    const wrong = s.command !== undefined ? (["headers"] as const) : (["args", "env", "cwd"] as const);
+    for (const key of wrong) {
+      if (s[key] !== undefined) ctx.addIssue({ code: "custom", path: [key], message: `\`${key}\` does not apply to a ${s.command !== undefined ? "stdio" : "url"} server` });
+    }
+  });
+
+export type McpServerConfig = z.infer<typeof McpServerSchema>;
+
+export const McpServersSchema = z.record(McpServerNameSchema, McpServerSchema);
+
+export const ToolPolicySchema = z.enum(["auto", "ask", "deny"]);
+export type ToolPolicy = z.infer<typeof ToolPolicySchema>;
+
+/** Tool name or glob (`*`, `?`) → policy, e.g. `{ "files__read_*": auto, "files__write_file": ask }`. */
+const PolicyMapSchema = z.record(z.string().min(1), ToolPolicySchema);
+
+export const ToolsSchema = z.object({
+  /** Longest a tool call may run; then it is cancelled (MCP: `notifications/cancelled`) and reported as a tool error. */
+  timeout_s: z.number().positive().default(120),
+  /** Longest a turn waits for an MCP server to connect (first use, or a retry in flight); then its tools are left out. */
+  connect_timeout_s: z.number().positive().default(15),
+  /** Overrides of the default policy (built-in tools `auto`; MCP tools `auto` if `readOnlyHint`, else `ask`). */
+  policy: PolicyMapSchema.default({}),
+});
+
+export type ToolsConfig = z.infer<typeof ToolsSchema>;
+
+/** A profile's `tools`: only what it sets overrides the top level. */
+export const ProfileToolsSchema = z.object({
+  timeout_s: z.number().positive().optional(),
+  connect_timeout_s: z.number().positive().optional(),
+  policy: PolicyMapSchema.optional(),
+});
+
+export type ProfileToolsConfig = z.infer<typeof ProfileToolsSchema>;
+
+/** What the tool runtime of one profile runs with. */
+export interface ResolvedToolsConfig {
+  servers: Record<string, McpServerConfig>;
+  tools: ToolsConfig;
+  /** Policy patterns, highest precedence first among equally specific ones (the profile's before the top level's). */
+  policy: Array<{ pattern: string; policy: ToolPolicy }>;
+}
+
+interface ToolsConfigSource {
+  mcp_servers: Record<string, McpServerConfig>;
+  tools: ToolsConfig;
+  profiles: Record<string, { mcp_servers?: Record<string, McpServerConfig> | undefined; tools?: ProfileToolsConfig | undefined }>;
+}
+
+export function toolsConfigFor(config: ToolsConfigSource, profile: string): ResolvedToolsConfig {
+  const own = config.profiles[profile];
+  const tools: ToolsConfig = {
+    timeout_s: own?.tools?.timeout_s ?? config.tools.timeout_s,
+    connect_timeout_s: own?.tools?.connect_timeout_s ?? config.tools.connect_timeout_s,
+    policy: { ...config.tools.policy, ...(own?.tools?.policy ?? {}) },
+  };
+  const policy = [
+    ...Object.entries(own?.tools?.policy ?? {}),
+    ...Object.entries(config.tools.policy).filter(([p]) => !(own?.tools?.policy && p in own.tools.policy)),
+  ].map(([pattern, p]) => ({ pattern, policy: p }));
+  return { servers: own?.mcp_servers ?? config.mcp_servers, tools, policy };
+}
