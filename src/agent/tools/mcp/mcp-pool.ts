@@ -100,11 +100,13 @@ export class McpPool implements ToolSource {
 
   /** Every server's state and tools, connecting the idle ones (for `tether tools`). */
   async report(signal?: AbortSignal): Promise<McpServerReport[]> {
-    await Promise.all([...this.connections.values()].map((c) => c.ready(signal).catch(() => null)));
-    return [...this.connections.values()].map((c) => ({
-      ...c.status(),
-      refused: this.built.get(c.name)?.refused ?? [],
-    }));
+    const conns = [...this.connections.values()];
+    const lists = await Promise.all(conns.map((c) => c.ready(signal).catch(() => null)));
+    return conns.map((c, i) => {
+      const defs = lists[i];
+      if (defs) this.toolsOf(c, defs, new Set());
+      return { ...c.status(), refused: defs ? (this.built.get(c.name)?.refused ?? []) : [] };
+    });
   }
 
   connection(name: string): McpServerConnection | undefined {

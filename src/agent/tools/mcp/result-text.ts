@@ -13,7 +13,8 @@ const MAX_RESOURCE_TEXT = 20_000;
 
 export function resultText(result: CallToolResult): string {
   const parts = (result.content ?? []).map(describeBlock).filter((p) => p !== "");
-  if (result.structuredContent !== undefined && !parts.some((p) => p.trim().startsWith("{"))) {
+  // Servers are asked to repeat structured content as JSON text; when one did not, add it.
+  if (result.structuredContent !== undefined && !parts.some((p) => /^[[{]/.test(p.trim()))) {
     parts.push(JSON.stringify(result.structuredContent));
   }
   return parts.join("\n");

@@ -19,6 +19,9 @@ import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "./backoff.js"
 import type { McpConnector, McpLink } from "./connect.js";
 import { describeTransport, redact, type ResolvedServer } from "./server-config.js";
 
+/** How long the liveness ping after a transport error may take. */
+const PROBE_TIMEOUT_MS = 5000;
+
 export type McpServerState = "idle" | "connecting" | "ready" | "down" | "config_error" | "closed";
 
 export interface McpServerStatus {
@@ -65,6 +68,7 @@ export class McpServerConnection {
   private generation = 0;
   /** Connect attempts made (what the no-storm test counts). */
   attempts = 0;
+  private probing = false;
 
   constructor(
     readonly server: ServerOrError,
@@ -182,7 +186,7 @@ export class McpServerConnection {
             if (gen === this.generation) void this.refreshTools(gen);
           },
           onClose: () => this.lost(gen, "the connection closed"),
-          onError: (err) => this.opts.logger.debug({ mcp_server: this.name, err: this.redactError(err) }, "MCP transport error"),
+          onError: (err) => this.transportError(gen, err),
         },
         abort.signal,
       );
@@ -223,11 +227,33 @@ export class McpServerConnection {
     }
   }
 
+  /**
+   * A transport error may mean nothing (one stream hiccup) or a dead server: over HTTP a server
+   * that died mid-call only cuts that call's stream, and the call would wait for its timeout. So
+   * one ping settles it; no answer = the connection is lost (its calls fail at once as unavailable).
+   */
+  private transportError(gen: number, err: unknown): void {
+    this.opts.logger.debug({ mcp_server: this.name, err: this.redactError(err) }, "MCP transport error");
+    const link = this.link;
+    if (gen !== this.generation || this.state !== "ready" || !link || this.probing) return;
+    this.probing = true;
+    link.client
+      .ping({ timeout: PROBE_TIMEOUT_MS })
+      .then(
+        () => undefined,
+        () => this.lost(gen, `the server stopped answering (${this.redactError(err)})`),
+      )
+      .finally(() => (this.probing = false));
+  }
+
   /** The connection of generation `gen` ended without us closing it. */
   private lost(gen: number, why: string): void {
     if (gen !== this.generation || this.state !== "ready") return;
     this.generation++;
+    const link = this.link;
     this.link = undefined;
+    // Closing rejects the calls still waiting on it (the SDK answers them ConnectionClosed).
+    void link?.close();
     this.fail(new Error(why));
   }
 

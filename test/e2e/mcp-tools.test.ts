@@ -1,0 +1,132 @@
+/**
+ * MCP tools end to end in real turns: a real gateway (in-process, real sockets, real SQLite), the
+ * demo provider's `call:` cue as the model, the SDK-built test server over stdio and the
+ * published filesystem server as tool sources, and one server that cannot start.
+ */
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { resolveConfig } from "../../src/config/index.js";
+import { startTestServer, type TestServer } from "../support/start-server.js";
+import { RpcSocket } from "../support/rpc-socket.js";
+import { eventually, filesystemServer, readLog, stdioTestServer, tempLog } from "../support/mcp-fixture.js";
+
+const dir = mkdtempSync(join(tmpdir(), "tether-mcp-e2e-"));
+const log = tempLog();
+let srv: TestServer;
+let sock: RpcSocket;
+
+const baseConfig = {
+  mcp_servers: {
+    notes: stdioTestServer({ MCP_TEST_LOG: log }),
+    files: filesystemServer(dir),
+    broken: { command: "/nonexistent/mcp-server" },
+  },
+  tools: { policy: { "notes__write_note": "auto" as const, "notes__crash": "deny" as const } },
+  profiles: { quick: { db: join(dir, "quick.db"), tools: { timeout_s: 0.3 } } },
+};
+
+beforeAll(async () => {
+  writeFileSync(join(dir, "a.txt"), "contents of a");
+  srv = await startTestServer({ demoDelayMs: 0, config: baseConfig });
+  sock = await RpcSocket.open(srv.wsUrl);
+});
+afterAll(async () => {
+  sock?.close();
+  await srv?.close();
+});
+
+async function turn(text: string, profile?: string) {
+  const snap = await sock.call("session.create", profile ? { profile } : {});
+  const sub = await sock.call("prompt.submit", { session_id: snap.session_id, text, ...(profile ? { profile } : {}) });
+  const done = await sock.waitForEvent(snap.session_id, (f) => f.type === "turn.complete" && f.payload.turn_id === sub.turn_id, 20_000);
+  const frames = sock.sessionEvents(snap.session_id).filter((f) => f.turn_id === sub.turn_id);
+  const reply = frames.filter((f) => f.type === "message.complete" && f.payload.role === "assistant").at(-1)!.payload.content as string;
+  return { sessionId: snap.session_id as string, done, frames, reply, of: (type: string) => frames.filter((f) => f.type === type) };
+}
+
+describe("MCP tools in a real turn", () => {
+  it("calls an auto MCP tool, feeds its result back to the model, and notes the server that is down", async () => {
+    const t = await turn('call: notes__echo {"text":"hello mcp"}');
+    expect(t.done.payload.status).toBe("complete");
+    expect(t.of("tool.start")[0]!.payload).toMatchObject({ name: "notes__echo", args: { text: "hello mcp" } });
+    expect(t.of("tool.complete")[0]!.payload).toMatchObject({ name: "notes__echo", result: { content: "hello mcp" } });
+    expect(t.of("tool.complete")[0]!.payload.error).toBeUndefined();
+    expect(t.reply).toBe("notes__echo returned: hello mcp");
+    const notices = t.of("session.notice");
+    expect(notices.map((n) => [n.payload.code, n.payload.server])).toEqual([["mcp_unavailable", "broken"]]);
+    expect(notices[0]!.payload.message).toMatch(/MCP server "broken" is unavailable/);
+    // Durable: the notice is in the store, so a catch-up from 0 replays it.
+    const since = await sock.call("session.events.since", { session_id: t.sessionId, after_seq: 0, include_transient: false });
+    expect(since.events.filter((f: any) => f.type === "session.notice").map((f: any) => f.payload.server)).toEqual(["broken"]);
+  });
+
+  it("runs several calls of one step, across servers, with the published filesystem server", async () => {
+    const t = await turn(`call: files__read_text_file {"path": ${JSON.stringify(join(dir, "a.txt"))}}; notes__read_note {"key": "greeting"}`);
+    expect(t.of("tool.complete").map((f) => f.payload.name)).toEqual(["files__read_text_file", "notes__read_note"]);
+    expect(t.reply).toContain("files__read_text_file returned: contents of a");
+    expect(t.reply).toContain("notes__read_note returned: note greeting: hello");
+  });
+
+  it("an isError result is a tool error with a classified error_info, and the turn completes", async () => {
+    const t = await turn('call: notes__fail {"message": "no such note"}');
+    expect(t.of("tool.complete")[0]!.payload).toMatchObject({
+      error: "no such note",
+      error_info: { layer: "tool", code: "tool_error", retryable: false, message: "no such note" },
+    });
+    expect(t.done.payload.status).toBe("complete");
+    expect(t.reply).toBe('notes__fail returned: {"error":"no such note"}');
+  });
+
+  it("policy: a denied tool is not offered; an `ask` tool is not run without an approval", async () => {
+    const denied = await turn("call: notes__crash {}");
+    expect(denied.of("tool.start")).toHaveLength(0);
+    expect(denied.reply).toBe("Not available in this turn: notes__crash.");
+
+    const target = join(dir, "written.txt");
+    const asked = await turn(`call: files__write_file {"path": ${JSON.stringify(target)}, "content": "x"}`);
+    expect(asked.of("tool.complete")[0]!.payload.error_info).toMatchObject({ layer: "tool", code: "approval_required" });
+    expect(existsSync(target)).toBe(false);
+
+    // `notes__write_note` is made auto by config: it runs.
+    const auto = await turn('call: notes__write_note {"key": "k", "value": "v"}');
+    expect(auto.of("tool.complete")[0]!.payload.error).toBeUndefined();
+    expect(readLog(log).filter((e) => e.tool === "write_note")).toHaveLength(1);
+  });
+
+  it("session.interrupt during a call cancels it on the server and ends the turn interrupted", async () => {
+    const snap = await sock.call("session.create", {});
+    const sub = await sock.call("prompt.submit", { session_id: snap.session_id, text: 'call: notes__slow {"ms": 60000}' });
+    await sock.waitForEvent(snap.session_id, (f) => f.type === "tool.start" && f.turn_id === sub.turn_id);
+    await eventually(() => readLog(log).some((e) => e.tool === "slow" && e.event === "start"), 10_000, "the call to reach the server");
+    expect(await sock.call("session.interrupt", { session_id: snap.session_id })).toEqual({ status: "interrupted" });
+    const done = await sock.waitForEvent(snap.session_id, (f) => f.type === "turn.complete" && f.turn_id === sub.turn_id);
+    expect(done.payload.status).toBe("interrupted");
+    const complete = sock.sessionEvents(snap.session_id).find((f) => f.type === "tool.complete")!;
+    expect(complete.payload.error_info).toMatchObject({ code: "interrupted" });
+    await eventually(() => readLog(log).some((e) => e.tool === "slow" && e.event === "cancelled"), 10_000, "the server to see the cancellation");
+  });
+
+  it("tools.timeout_s of the profile cancels a call that runs too long: a retryable tool error, the turn goes on", async () => {
+    const t = await turn('call: notes__slow {"ms": 30000}', "quick");
+    expect(t.of("tool.complete")[0]!.payload.error_info).toMatchObject({ layer: "tool", code: "timeout", retryable: true });
+    expect(t.done.payload.status).toBe("complete");
+    expect(t.reply).toMatch(/notes__slow returned: \{"error":"the tool ran longer than 0.3 s/);
+  });
+
+  it("live reload: a server added to the config is offered at the next turn, a removed one is gone", async () => {
+    const next = resolveConfig({}, {
+      host: "127.0.0.1",
+      port: 0,
+      dbPath: srv.dbPath,
+      demo: { delayMs: 0 },
+      ...baseConfig,
+      mcp_servers: { notes2: stdioTestServer() },
+    });
+    srv.server.applyConfig(next);
+    const t = await turn('call: notes2__echo {"text": "new"}; notes__echo {"text": "old"}');
+    expect(t.reply).toBe("notes2__echo returned: new\nNot available in this turn: notes__echo.");
+    expect(t.of("session.notice")).toHaveLength(0);
+  });
+});
