@@ -4,6 +4,7 @@
  *   tether serve [--host H] [--port P] [--db FILE | --store postgres://…] [--bus redis://…] [--ws-only]
  *   tether chat [--url ws://127.0.0.1:8787/ws] [--token KEY] [--session ID]
  *   tether sessions list [--all]
+ *   tether tools [--profile NAME] [--json]
  */
 import { Command } from "commander";
 import { VERSION } from "./version.js";
@@ -68,6 +69,17 @@ program
   .action(async (opts: { config?: string }) => {
     const { runModels } = await import("./config-commands.js");
     runModels(opts.config);
+  });
+
+program
+  .command("tools")
+  .description("list the MCP servers of a profile, their state and their tools (each with its policy)")
+  .option("--config <path>", "config file (env TETHER_CONFIG; default ~/.tether/config.yaml)")
+  .option("--profile <name>", "the profile whose servers to list", "default")
+  .option("--json", "print JSON")
+  .action(async (opts: { config?: string; profile?: string; json?: boolean }) => {
+    const { runTools } = await import("./tools-command.js");
+    await runTools(opts);
   });
 
 await program.parseAsync(process.argv);

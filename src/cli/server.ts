@@ -39,6 +39,7 @@ export const GATEWAY_CAPABILITIES = [
   "review",
   "http.openai",
   "http.sessions",
+  "tools.mcp",
 ] as const;
 
 export interface RunningServer {

@@ -79,6 +79,24 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 #   max_concurrent: 4
 #   timeout_s: 600
 
+# MCP servers: their tools reach the model as SERVER__TOOL. A stdio server runs as the gateway's
+# user. \${VAR} is read from the environment; env and header values are never logged or shown.
+# mcp_servers:
+#   files:
+#     command: npx
+#     args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv/project"]
+#     env: { LOG_LEVEL: warn }
+#   search:
+#     url: https://mcp.example.com/mcp
+#     headers: { Authorization: "Bearer \${SEARCH_TOKEN}" }
+
+# tools:
+#   timeout_s: 120           # a call running longer is cancelled and reported to the model
+#   connect_timeout_s: 15    # longest a turn waits for an MCP server to connect
+#   policy:                  # auto | ask | deny, by name or glob; defaults: built-in auto,
+#     "files__read_*": auto  # MCP auto when the server marks the tool readOnlyHint, else ask
+#     "files__write_file": ask
+
 # retry:                     # retry model calls that failed with a retryable error
 #   max_retries: 0
 #   base_delay_ms: 1000

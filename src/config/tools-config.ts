@@ -11,10 +11,11 @@ import { z } from "zod";
  * A server name becomes the `SERVER` of `SERVER__TOOL`: letters, digits, `_` and `-` (what OpenAI
  * function names allow), and no `__`, so the name a model sees splits back into one server and tool.
  */
-export const McpServerNameSchema = z
-  .string()
-  .regex(/^[A-Za-z0-9_-]{1,32}$/, "letters, digits, '_' or '-' (at most 32)")
-  .refine((n) => !n.includes("__"), "must not contain '__' (it separates server and tool in SERVER__TOOL)");
+function serverNameProblem(name: string): string | undefined {
+  if (!/^[A-Za-z0-9_-]{1,32}$/.test(name)) return "a server name is letters, digits, '_' or '-' (at most 32)";
+  if (name.includes("__")) return "a server name must not contain '__' (it separates server and tool in SERVER__TOOL)";
+  return undefined;
+}
 
 /** YAML reads `PORT: 8080` as a number: env and header values are strings to the process anyway. */
 const StringValue = z.union([z.string(), z.number(), z.boolean()]).transform(String);
@@ -47,7 +48,13 @@ export const McpServerSchema = z
 
 export type McpServerConfig = z.infer<typeof McpServerSchema>;
 
-export const McpServersSchema = z.record(McpServerNameSchema, McpServerSchema);
+// Names are checked here rather than by the record's key schema, whose error would not say why.
+export const McpServersSchema = z.record(z.string(), McpServerSchema).superRefine((servers, ctx) => {
+  for (const name of Object.keys(servers)) {
+    const problem = serverNameProblem(name);
+    if (problem) ctx.addIssue({ code: "custom", path: [name], message: problem });
+  }
+});
 
 export const ToolPolicySchema = z.enum(["auto", "ask", "deny"]);
 export type ToolPolicy = z.infer<typeof ToolPolicySchema>;

@@ -127,3 +127,44 @@ describe("DemoProvider", () => {
     expect(texts(await collect(run(p, [user("What is Tether?")])))).toEqual(parts);
   });
 });
+
+describe("DemoProvider call: cue", () => {
+  const offered = ["notes__echo", "todo"].map((name) => ({ name, description: name, parameters: { type: "object" } }));
+  const stream = (p: DemoProvider, messages: ChatMessage[]) => p.stream({ model: "demo", messages, tools: offered, signal: new AbortController().signal });
+
+  it("calls the tools it names (several in one step), with their JSON arguments, strings with ; and } intact", async () => {
+    const p = new DemoProvider({ clock: new FakeClock(), delayMs: 0 });
+    const chunks = await collect(stream(p, [user('call: notes__echo {"text": "a; b } c"}; todo {"items": []}')]));
+    const calls = chunks.find((c) => c.type === "tool_calls");
+    expect(calls).toEqual({
+      type: "tool_calls",
+      calls: [
+        { id: "call_demo_0_0", name: "notes__echo", arguments: '{"text": "a; b } c"}' },
+        { id: "call_demo_0_1", name: "todo", arguments: '{"items": []}' },
+      ],
+    });
+    expect(chunks.at(-1)).toEqual({ type: "finish", reason: "tool_calls" });
+  });
+
+  it("after the results, replies quoting each one; names a tool the turn does not offer", async () => {
+    const p = new DemoProvider({ clock: new FakeClock(), delayMs: 0 });
+    const history: ChatMessage[] = [
+      user("call: notes__echo {\"text\":\"x\"}; files__gone; todo"),
+      { role: "assistant", content: null, tool_calls: [{ id: "call_demo_0_0", name: "notes__echo", arguments: "{}" }, { id: "call_demo_0_2", name: "todo", arguments: "{}" }] },
+      { role: "tool", tool_call_id: "call_demo_0_0", content: "x" },
+      // Ids follow the cue's positions: the missing tool keeps its index.
+      { role: "tool", tool_call_id: "call_demo_0_2", content: '{"revision":1}' },
+    ];
+    const text = texts(await collect(stream(p, history))).join("");
+    expect(text).toBe('notes__echo returned: x\ntodo returned: {"revision":1}\nNot available in this turn: files__gone.');
+  });
+
+  it("a call of nothing offered answers at once; an unreadable cue says how to write one", async () => {
+    const p = new DemoProvider({ clock: new FakeClock(), delayMs: 0 });
+    expect(texts(await collect(stream(p, [user("call: nope__x {}")]))).join("")).toBe("Not available in this turn: nope__x.");
+    expect(texts(await collect(stream(p, [user("call: {oops}")]))).join("")).toMatch(/call: TOOL \{json\}/);
+    // Arguments that are not JSON are passed on as they are: the gateway reports them as invalid.
+    const bad = await collect(stream(p, [user("call: notes__echo {not json}")]));
+    expect(bad.find((c) => c.type === "tool_calls")).toMatchObject({ calls: [{ arguments: "{not json}" }] });
+  });
+});

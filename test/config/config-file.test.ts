@@ -71,3 +71,57 @@ describe("config file", () => {
     expect(text).toMatch(/^ws_only\s+false\s+\(default\)$/m);
   });
 });
+
+describe("config of MCP servers and tools", () => {
+  it("reads mcp_servers and tools (top level and per profile) with env and header keys as written", () => {
+    const path = tempConfig(
+      [
+        "mcp_servers:",
+        "  files:",
+        "    command: npx",
+        '    args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv/project"]',
+        "    env: { LOG_LEVEL: warn, PORT: 8080 }",
+        "  search:",
+        "    url: https://mcp.example.com/mcp",
+        '    headers: { Authorization: "Bearer ${SEARCH_TOKEN}" }',
+        "tools:",
+        "  timeout_s: 60",
+        '  policy: { "files__read_*": auto, "files__write_file": ask }',
+        "profiles:",
+        "  work:",
+        "    mcp_servers: {}",
+        "    tools: { policy: { \"files__*\": deny } }",
+        "",
+      ].join("\n"),
+    );
+    const { config } = loadConfig({ env: {}, configPath: path });
+    expect(config.mcp_servers.files).toEqual({ command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv/project"], env: { LOG_LEVEL: "warn", PORT: "8080" } });
+    expect(config.mcp_servers.search).toEqual({ url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer ${SEARCH_TOKEN}" } });
+    expect(config.tools).toEqual({ timeout_s: 60, connect_timeout_s: 15, policy: { "files__read_*": "auto", "files__write_file": "ask" } });
+    expect(config.profiles.work).toEqual({ mcp_servers: {}, tools: { policy: { "files__*": "deny" } } });
+  });
+
+  it("refuses a bad server by file line: both or neither of command/url, a name with __, an unknown policy", () => {
+    const both = tempConfig("mcp_servers:\n  x:\n    command: a\n    url: http://b\n");
+    expect(() => loadConfig({ env: {}, configPath: both })).toThrow(new RegExp(`${both}:2 \\(key mcp_servers\\.x\\).*exactly one of`));
+    const dunder = tempConfig("mcp_servers:\n  my__srv:\n    command: a\n");
+    expect(() => loadConfig({ env: {}, configPath: dunder })).toThrow(/must not contain '__'/);
+    const wrongKey = tempConfig("mcp_servers:\n  x:\n    command: a\n    headers: { A: b }\n");
+    expect(() => loadConfig({ env: {}, configPath: wrongKey })).toThrow(/`headers` does not apply to a stdio server/);
+    const policy = tempConfig("tools:\n  policy:\n    a: maybe\n");
+    expect(() => loadConfig({ env: {}, configPath: policy })).toThrow(new RegExp(`${policy}:3 \\(key tools\\.policy\\.a\\)`));
+  });
+
+  it("config show masks every env and header value of an MCP server, and keeps their names as written", () => {
+    const path = tempConfig(
+      "mcp_servers:\n  files:\n    command: npx\n    env: { API_TOKEN: literal-s3cret }\n  search:\n    url: https://mcp.example.com/mcp\n    headers: { Authorization: \"Bearer ${SEARCH_TOKEN}\" }\nprofiles:\n  work:\n    mcp_servers:\n      w:\n        url: http://127.0.0.1:1/mcp\n        headers: { X-Key: other-s3cret }\n",
+    );
+    const text = renderConfig(loadConfig({ env: {}, configPath: path }));
+    expect(text).not.toMatch(/literal-s3cret|other-s3cret|SEARCH_TOKEN/);
+    expect(text).toMatch(/^mcp_servers\.files\.env\.API_TOKEN\s+"•••• \(set\)"\s+\(file\)$/m);
+    expect(text).toMatch(/^mcp_servers\.search\.headers\.Authorization\s+"•••• \(set\)"\s+\(file\)$/m);
+    expect(text).toMatch(/^profiles\.work\.mcp_servers\.w\.headers\.X-Key\s+"•••• \(set\)"\s+\(file\)$/m);
+    expect(text).toMatch(/^mcp_servers\.files\.command\s+"npx"\s+\(file\)$/m);
+    expect(text).toMatch(/^tools\.timeout_s\s+120\s+\(default\)$/m);
+  });
+});

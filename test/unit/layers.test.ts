@@ -56,4 +56,15 @@ describe("layer rules", () => {
     expect(violations).toEqual([]);
     expect(checked).toBeGreaterThan(50);
   });
+
+  it("the MCP SDK is used in agent/tools/mcp/ only: one place speaks MCP", () => {
+    const outside: string[] = [];
+    for (const file of files(SRC)) {
+      const rel = relative(SRC, file);
+      if (rel.startsWith("agent/tools/mcp/")) continue;
+      if (/from\s+["']@modelcontextprotocol\/sdk/.test(readFileSync(file, "utf8"))) outside.push(rel);
+    }
+    expect(outside).toEqual([]);
+    expect(files(join(SRC, "agent/tools/mcp")).some((f) => /from\s+["']@modelcontextprotocol\/sdk/.test(readFileSync(f, "utf8")))).toBe(true);
+  });
 });
