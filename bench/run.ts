@@ -5,7 +5,7 @@
  * bench/.last-results.json.
  *
  *   npm run bench                      # everything (~2 minutes on 2 cores)
- *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer, comma-separated
+ *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools, comma-separated
  *   npm run bench -- --quick           # smaller sizes, for working on the harness itself
  *   npm run bench -- --scale           # scale-out: PostgreSQL + Redis, 1 vs 2 nodes (bench/scale.ts)
  *
@@ -21,6 +21,7 @@ import type { FanoutRow, FanoutScenario } from "./fanout.js";
 import type { CatchupResult, CatchupVariant } from "./catchup.js";
 import type { IdleResult } from "./idle-sessions.js";
 import type { SlowViewerResult } from "./slow-viewer.js";
+import type { ToolRoundTripResult } from "./tool-roundtrip.js";
 import { fmtInt, fmtMs, fmtRatio, median, progress } from "./stats.js";
 
 const args = process.argv.slice(2);
@@ -48,6 +49,7 @@ const SIZES = quick
       catchup: { missedDurable: 1_000, iterations: 50, warmup: 10 },
       idle: { sessions: 2_000, warmup: 200 },
       slowviewer: { n: 100_000, fastViewers: 3, pairs: 3 },
+      tools: { calls: 50, rounds: 3 },
     }
   : {
       // 50k, not 100k: appends cost grows faster than linearly with the backlog (see the report),
@@ -68,6 +70,8 @@ const SIZES = quick
       // 100k deltas (~31 MiB per viewer): far past the 8 MiB soft limit plus the kernel's buffers,
       // so the paused viewer lags for most of each turn. ~1 s per turn on 2 cores.
       slowviewer: { n: 100_000, fastViewers: 3, pairs: 5 },
+      // 200 calls a round: long enough (~0.2 s) that one slow call cannot move the median.
+      tools: { calls: 200, rounds: 7 },
     };
 
 interface Row {
@@ -221,6 +225,26 @@ async function runSlowViewer(): Promise<void> {
   });
 }
 
+async function runTools(): Promise<void> {
+  const { benchToolRoundTrip } = await import("./tool-roundtrip.js");
+  const r: ToolRoundTripResult = await benchToolRoundTrip(SIZES.tools);
+  results.tools = r;
+  const addedMs = r.addedUs / 1000;
+  const ok = addedMs <= 1;
+  rows.push({
+    name: `MCP tool round trip per call (${r.callsPerRound} calls × ${r.rounds} rounds, filesystem server over stdio)`,
+    value: fmtMs(r.gatewayUs / 1000),
+    baseline: fmtMs(r.directUs / 1000),
+    ratio: `${fmtRatio(r.ratio)} (lower is better)`,
+    target: "added ≤ 1 ms",
+    ok: ok ? "yes" : "NO",
+    verdict:
+      `tools: a read_text_file call through the gateway (a real turn: tool runtime, MCP client, durable tool.start/tool.complete) takes ` +
+      `${fmtMs(r.gatewayUs / 1000)} vs ${fmtMs(r.directUs / 1000)} calling the same server directly with the SDK ` +
+      `(${fmtRatio(r.ratio)}×): the gateway adds ${fmtMs(addedMs)} per call — ${ok ? "meets" : "MISSES"} ≤ 1 ms.`,
+  });
+}
+
 function printTable(): void {
   const head: Row = { name: "benchmark", value: "value", baseline: "baseline", ratio: "ratio", target: "target", ok: "—", verdict: "" };
   const cols: Array<keyof Row> = ["name", "value", "baseline", "ratio", "target", "ok"];
@@ -278,6 +302,7 @@ const RUNNERS = [
   ["catchup", runCatchup],
   ["idle", runIdle],
   ["slowviewer", runSlowViewer],
+  ["tools", runTools],
 ] as const;
 
 const t0 = performance.now();

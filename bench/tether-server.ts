@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { resolveConfig } from "../src/config/index.js";
+import { resolveConfig, type ConfigInput } from "../src/config/index.js";
 import { silentLogger } from "../src/lib/logger.js";
 import { startServer, type RunningServer } from "../src/cli/server.js";
 
@@ -17,9 +17,10 @@ export interface BenchTether {
   close(): Promise<void>;
 }
 
-export async function startTether(): Promise<BenchTether> {
+/** `extra`: more config (the tool benchmark adds its MCP server). */
+export async function startTether(extra: ConfigInput = {}): Promise<BenchTether> {
   const dir = mkdtempSync(join(tmpdir(), "tether-bench-server-"));
-  const config = resolveConfig({}, { host: "127.0.0.1", port: 0, dbPath: join(dir, "tether.db"), demo: { delayMs: 0 } });
+  const config = resolveConfig({}, { host: "127.0.0.1", port: 0, dbPath: join(dir, "tether.db"), demo: { delayMs: 0 }, ...extra });
   let server: RunningServer;
   try {
     server = await startServer(config, { logger: silentLogger() });
