@@ -45,7 +45,15 @@ async function decideAndRun(ctx: TurnContext, logger: Logger, call: ToolCall, ar
   return executeTool(
     offered.tool,
     args,
-    { sessionId: ctx.sessionId, turnId: ctx.turnId, traceId: ctx.traceId, log: ctx.log, todo: ctx.todo, signal: ctx.signal },
+    {
+      sessionId: ctx.sessionId,
+      turnId: ctx.turnId,
+      traceId: ctx.traceId,
+      log: ctx.log,
+      todo: ctx.todo,
+      signal: ctx.signal,
+      ...(ctx.requestInput ? { requestInput: ctx.requestInput } : {}),
+    },
     { timeoutMs: offer.timeoutMs, clock: ctx.clock, logger: logger.child({ tool: call.name, call_id: call.id }) },
   );
 }

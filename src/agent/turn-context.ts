@@ -6,7 +6,7 @@ import type { Clock } from "../lib/clock.js";
 import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
 import type { ChatMessage, Provider } from "./provider.js";
-import type { TodoList, ToolSet } from "./tools/index.js";
+import type { ToolContext, TodoList, ToolSet } from "./tools/index.js";
 
 export interface TurnContext {
   sessionId: string;
@@ -41,6 +41,8 @@ export interface TurnContext {
    * `history.length` then is what the count covered, besides the answer): context counting.
    */
   onStepUsage?: (usage: Usage, historyLength: number) => void;
+  /** Asks the user for input during a tool call (MCP elicitation); absent = such requests are declined. */
+  requestInput?: ToolContext["requestInput"];
   /** Retries of a model call that failed with a retryable error. @default none */
   retry?: { maxRetries: number; baseDelayMs: number };
 }

@@ -28,6 +28,8 @@ export const EventType = {
   SessionClosed: "session.closed",
   SessionNotice: "session.notice",
   TurnRetry: "turn.retry",
+  RequestOpened: "request.opened",
+  RequestResolved: "request.resolved",
   // session, transient
   MessageDelta: "message.delta",
   ReasoningDelta: "reasoning.delta",

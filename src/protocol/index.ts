@@ -12,3 +12,4 @@ export * from "./types.js";
 export * from "./methods.js";
 export * from "./jsonrpc.js";
 export * from "./end-reasons.js";
+export * from "./requests.js";

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { resolveConfig, toolsConfigFor, type ConfigInput } from "../../src/config/index.js";
-import { createDefaultTools, createTodoList, executeTool, ToolRuntime, type ToolOffer } from "../../src/agent/tools/index.js";
+import { createDefaultTools, createTodoList, executeTool, ToolRuntime, type InputRequest, type ToolContext, type ToolOffer } from "../../src/agent/tools/index.js";
 import { McpPool } from "../../src/agent/tools/mcp/index.js";
 import { FakeClock, systemClock, type Clock } from "../../src/lib/clock.js";
 import { silentLogger } from "../../src/lib/logger.js";
@@ -28,14 +28,14 @@ function runtimeWith(input: ConfigInput, opts: { clock?: Clock; env?: NodeJS.Pro
   return { pool, runtime, config };
 }
 
-async function call(offer: ToolOffer, name: string, args: unknown, clock: Clock = systemClock, turnSignal = signal()) {
+async function call(offer: ToolOffer, name: string, args: unknown, clock: Clock = systemClock, turnSignal = signal(), extra: Partial<ToolContext> = {}) {
   const log = new RecordingEventLog();
   const offered = offer.get(name);
   if (!offered) throw new Error(`${name} not offered`);
   return executeTool(
     offered.tool,
     args,
-    { sessionId: log.sessionId, turnId: "t", traceId: "0".repeat(31) + "1", log, todo: createTodoList({ revision: 0, items: [] }), signal: turnSignal },
+    { sessionId: log.sessionId, turnId: "t", traceId: "0".repeat(31) + "1", log, todo: createTodoList({ revision: 0, items: [] }), signal: turnSignal, ...extra },
     { timeoutMs: offer.timeoutMs, clock, logger: silentLogger() },
   );
 }
@@ -123,6 +123,20 @@ describe("an MCP server over stdio (the SDK-built test server)", () => {
     abort.abort(new Error("interrupted"));
     expect((await running).error?.code).toBe("interrupted");
     await eventually(() => readLog(log).filter((e) => e.event === "cancelled").length > before, 10_000, "the cancellation");
+  });
+
+  it("an elicitation during a call goes to that call's requestInput; without one it is declined", async () => {
+    const asked: InputRequest[] = [];
+    const answered = await call(offer, "notes__ask_user", { question: "favourite colour?" }, clock, signal(), {
+      requestInput: async (req) => {
+        asked.push(req);
+        return { action: "accept", content: { answer: "blue" } };
+      },
+    });
+    expect(answered.content).toBe("the user answered: blue");
+    expect(asked.map((a) => [a.server, a.message])).toEqual([["notes", "favourite colour?"]]);
+    expect(asked[0]!.schema).toMatchObject({ type: "object", properties: { answer: { type: "string" } } });
+    expect((await call(offer, "notes__ask_user", { question: "again?" }, clock)).content).toBe("the user chose decline");
   });
 
   it("${VAR} in env is read from the environment, and the secret never comes back out", async () => {

@@ -10,7 +10,16 @@ import { todoTool } from "./todo-tool.js";
 import { delegateTool } from "./delegate-tool.js";
 import { ToolRegistry } from "./registry.js";
 
-export { ToolRegistry, ToolInputError, ToolOutput, type Tool, type ToolAnnotations, type ToolContext } from "./registry.js";
+export {
+  ToolRegistry,
+  ToolInputError,
+  ToolOutput,
+  type InputAnswer,
+  type InputRequest,
+  type Tool,
+  type ToolAnnotations,
+  type ToolContext,
+} from "./registry.js";
 export {
   DEFAULT_TOOL_TIMEOUT_MS,
   type OfferedTool,

@@ -19,6 +19,25 @@ export interface ToolContext {
   todo: TodoList;
   /** Aborted when the turn is interrupted or the call's timeout passes: stop, and say nothing more. */
   signal: AbortSignal;
+  /**
+   * Asks the session's user for input while the call runs (MCP elicitation): a durable request of
+   * kind `input`. Absent where nobody can be asked (the call's server then gets a decline).
+   */
+  requestInput?: (req: InputRequest) => Promise<InputAnswer>;
+}
+
+/** What a tool asks the user (MCP elicitation, form mode). */
+export interface InputRequest {
+  server: string;
+  message: string;
+  /** JSON schema of the answer (a flat object of primitive fields, as MCP allows). */
+  schema: Record<string, unknown>;
+  signal: AbortSignal;
+}
+
+export interface InputAnswer {
+  action: "accept" | "decline" | "cancel";
+  content?: Record<string, unknown>;
 }
 
 /**

@@ -9,6 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import type { ResolvedServer } from "./server-config.js";
 
 export interface McpLinkHandlers {
@@ -17,6 +18,8 @@ export interface McpLinkHandlers {
   /** The connection ended (the process exited, the HTTP session was dropped, or we closed it). */
   onClose: () => void;
   onError: (err: Error) => void;
+  /** The server asks the user for input (`elicitation/create`, form mode). */
+  onElicit: (params: { message: string; requestedSchema: Record<string, unknown> }, signal: AbortSignal) => Promise<ElicitResult>;
 }
 
 export interface McpLink {
@@ -54,8 +57,14 @@ export const connectMcp: McpConnector = async (server, handlers, signal) => {
     });
   }
   const client = new Client(CLIENT_INFO, {
-    capabilities: {},
+    // Form elicitation only: URL mode sends the user to a page, which a chat client cannot vouch for.
+    capabilities: { elicitation: { form: {} } },
     listChanged: { tools: { autoRefresh: false, debounceMs: 0, onChanged: () => handlers.onToolsChanged() } },
+  });
+  client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+    const params = request.params;
+    if (!("requestedSchema" in params)) return { action: "decline" };
+    return handlers.onElicit({ message: params.message, requestedSchema: params.requestedSchema as Record<string, unknown> }, extra.signal);
   });
   client.onclose = () => handlers.onClose();
   client.onerror = (err) => handlers.onError(err);

@@ -80,7 +80,7 @@ function mcpTool(connection: McpServerConnection, def: McpToolDef, name: string,
       }
       let result;
       try {
-        result = await connection.callTool(def.name, args as Record<string, unknown>, ctx.signal, timeoutOf());
+        result = await connection.callTool(def.name, args as Record<string, unknown>, ctx.signal, timeoutOf(), ctx.requestInput);
       } catch (err) {
         throw classifyMcpError(err, connection.name, secrets);
       }

@@ -12,7 +12,8 @@
  *   never trigger attempts of their own, however many sessions ask.
  * - The tool list is cached and refreshed when the server sends `notifications/tools/list_changed`.
  */
-import type { CallToolResult, Tool as McpToolDef } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, ElicitResult, Tool as McpToolDef } from "@modelcontextprotocol/sdk/types.js";
+import type { ToolContext } from "../registry.js";
 import type { Clock, TimerHandle } from "../../../lib/clock.js";
 import type { Logger } from "../../../lib/logger.js";
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "./backoff.js";
@@ -69,6 +70,8 @@ export class McpServerConnection {
   /** Connect attempts made (what the no-storm test counts). */
   attempts = 0;
   private probing = false;
+  /** Calls waiting for their result, with who can answer an elicitation for each. */
+  private readonly inFlight = new Set<{ requestInput: ToolContext["requestInput"] | undefined; signal: AbortSignal }>();
 
   constructor(
     readonly server: ServerOrError,
@@ -140,15 +143,45 @@ export class McpServerConnection {
     }
   }
 
-  async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal, timeoutMs: number): Promise<CallToolResult> {
+  async callTool(
+    name: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    timeoutMs: number,
+    requestInput?: ToolContext["requestInput"],
+  ): Promise<CallToolResult> {
     const link = this.link;
     if (this.state !== "ready" || !link) throw new NotConnected(this.unavailableReason());
-    // Our own timer (on the Clock) cancels the call through `signal`; the SDK's timeout is only
-    // a backstop a little later, so it never fires first.
-    return (await link.client.callTool({ name, arguments: args }, undefined, {
-      signal,
-      timeout: timeoutMs + 5000,
-    })) as CallToolResult;
+    const call = { requestInput, signal };
+    this.inFlight.add(call);
+    try {
+      // Our own timer (on the Clock) cancels the call through `signal`; the SDK's timeout is only
+      // a backstop a little later, so it never fires first.
+      return (await link.client.callTool({ name, arguments: args }, undefined, {
+        signal,
+        timeout: timeoutMs + 5000,
+      })) as CallToolResult;
+    } finally {
+      this.inFlight.delete(call);
+    }
+  }
+
+  /**
+   * An elicitation names no call: MCP does not say which of our requests asked. With one call of
+   * this server in flight it can only be that one's, and goes to its session as an `input`
+   * request; with several (other sessions share the connection) a wrong guess would show one
+   * user's question to another, so it is declined.
+   */
+  private async elicit(params: { message: string; requestedSchema: Record<string, unknown> }, signal: AbortSignal): Promise<ElicitResult> {
+    const calls = [...this.inFlight];
+    const only = calls.length === 1 ? calls[0] : undefined;
+    if (!only?.requestInput) {
+      this.opts.logger.warn({ mcp_server: this.name, in_flight: calls.length }, "MCP elicitation declined: no single call to attribute it to");
+      return { action: "decline" };
+    }
+    const both = AbortSignal.any([signal, only.signal]);
+    const answer = await only.requestInput({ server: this.name, message: params.message, schema: params.requestedSchema, signal: both });
+    return answer.action === "accept" ? { action: "accept", content: (answer.content ?? {}) as ElicitResult["content"] } : { action: answer.action };
   }
 
   async close(): Promise<void> {
@@ -187,6 +220,7 @@ export class McpServerConnection {
           },
           onClose: () => this.lost(gen, "the connection closed"),
           onError: (err) => this.transportError(gen, err),
+          onElicit: (params, signal) => this.elicit(params, signal),
         },
         abort.signal,
       );
