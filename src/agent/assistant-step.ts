@@ -15,6 +15,7 @@ import {
 import type { Logger } from "../lib/logger.js";
 import { Checkpointer } from "./checkpointer.js";
 import { ProviderError, type ChatMessage, type ToolSpec } from "./provider.js";
+import type { WriteOp } from "../store/types.js";
 import { DEFAULT_CHECKPOINT_MS, type TurnContext } from "./turn-context.js";
 import { internalError } from "./turn-errors.js";
 import { newMessageRow, type TurnFrames } from "./turn-frames.js";
@@ -34,6 +35,8 @@ export async function streamAssistantMessage(
   frames: TurnFrames,
   logger: Logger,
   specs: ToolSpec[],
+  /** More ops for the final `message.complete` of a message that calls tools (the approval requests of its calls). */
+  completeOps?: (toolCalls: ToolCall[]) => WriteOp[],
 ): Promise<AssistantStep> {
   const messageId = ctx.ids.next("msg");
   frames.emit<MessageStartPayload>(EventType.MessageStart, { message_id: messageId, role: "assistant" }, [
@@ -103,6 +106,7 @@ export async function streamAssistantMessage(
   if (step.usage) payload.usage = step.usage;
   if (step.error) payload.error = step.error;
   if (step.toolCalls.length > 0) payload.tool_calls = step.toolCalls;
+  const extra = step.toolCalls.length > 0 && completeOps ? completeOps(step.toolCalls) : [];
   frames.emit(EventType.MessageComplete, payload, [
     {
       op: "message.update",
@@ -116,6 +120,7 @@ export async function streamAssistantMessage(
         ...(step.error ? { display_metadata: { error: step.error, turn_id: ctx.turnId, trace_id: ctx.traceId } } : {}),
       },
     },
+    ...extra,
   ]);
   return step;
 }

@@ -27,19 +27,28 @@ export async function runToolCall(
   logger: Logger,
   call: ToolCall,
   offer: ToolOffer,
+  /** `approved`: an `ask` tool may run (its request was approved, or a `session`/`always` answer covers it). */
+  opts: { approved?: boolean } = {},
 ): Promise<ChatMessage> {
   const started = ctx.clock.monotonic();
   const { args, error: badJson } = parseToolArguments(call);
   frames.emit<ToolStartPayload>(EventType.ToolStart, { call_id: call.id, name: call.name, args });
-  const run = badJson !== undefined ? refusedRun(ToolErrorCode.InvalidArguments, badJson) : await decideAndRun(ctx, logger, call, args, offer);
+  const run =
+    badJson !== undefined
+      ? refusedRun(ToolErrorCode.InvalidArguments, badJson)
+      : await decideAndRun(ctx, logger, call, args, offer, opts.approved === true);
   return completeToolCall(ctx, frames, call, run, started);
 }
 
-async function decideAndRun(ctx: TurnContext, logger: Logger, call: ToolCall, args: unknown, offer: ToolOffer): Promise<ToolRun> {
+async function decideAndRun(ctx: TurnContext, logger: Logger, call: ToolCall, args: unknown, offer: ToolOffer, approved: boolean): Promise<ToolRun> {
   const offered = offer.get(call.name);
-  if (!offered) return refusedRun(ToolErrorCode.UnknownTool, `unknown tool "${call.name}"`);
+  if (!offered) {
+    // A call that was approved but whose tool is gone now (its MCP server went down meanwhile).
+    if (approved) return refusedRun(ToolErrorCode.Unavailable, `${call.name} is not available now`);
+    return refusedRun(ToolErrorCode.UnknownTool, `unknown tool "${call.name}"`);
+  }
   if (offered.policy === "deny") return refusedRun(ToolErrorCode.Denied, `${call.name} is not allowed (tool policy: deny)`);
-  if (offered.policy === "ask") {
+  if (offered.policy === "ask" && !approved) {
     return refusedRun(ToolErrorCode.ApprovalRequired, `${call.name} needs a person's approval first, and this turn cannot ask for one`);
   }
   return executeTool(

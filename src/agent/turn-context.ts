@@ -6,6 +6,7 @@ import type { Clock } from "../lib/clock.js";
 import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
 import type { ChatMessage, Provider } from "./provider.js";
+import type { TurnRequests } from "./turn-requests.js";
 import type { ToolContext, TodoList, ToolSet } from "./tools/index.js";
 
 export interface TurnContext {
@@ -41,14 +42,19 @@ export interface TurnContext {
    * `history.length` then is what the count covered, besides the answer): context counting.
    */
   onStepUsage?: (usage: Usage, historyLength: number) => void;
+  /** Durable requests for `ask` tools; absent = such calls are refused (`approval_required`). */
+  requests?: TurnRequests;
   /** Asks the user for input during a tool call (MCP elicitation); absent = such requests are declined. */
   requestInput?: ToolContext["requestInput"];
   /** Retries of a model call that failed with a retryable error. @default none */
   retry?: { maxRetries: number; baseDelayMs: number };
 }
 
+/** `awaiting`: the turn parked on open requests (no `turn.complete` yet); `continueTurn` resumes it. */
+export type TurnOutcomeStatus = TurnStatus | "awaiting";
+
 export interface TurnOutcome {
-  status: TurnStatus;
+  status: TurnOutcomeStatus;
   /** Summed over every provider call of the turn. */
   usage: Usage;
   error?: TurnErrorInfo;

@@ -3,47 +3,56 @@
  * tools, run them and call it again (up to `maxIterations` calls). Everything observable is a
  * frame through the session's event log, each carrying this turn's ids.
  *
- * `runTurn` never throws: a provider failure, an interrupt, a storage failure or a bug all end
- * with `turn.complete` (after `turn.error` for failures) and come back as the outcome.
+ * A step that calls a tool needing approval parks the turn (see turn-requests.ts): the runner
+ * returns `awaiting` with no `turn.complete`, holding nothing. `continueTurn` picks it up from the
+ * stored transcript once the requests are answered — in this process or another.
+ *
+ * `runTurn` and `continueTurn` never throw: a provider failure, an interrupt, a storage failure or
+ * a bug all end with `turn.complete` (after `turn.error` for failures) and come back as the outcome.
  *
  *   const outcome = await runTurn({ sessionId, turnId, traceId, input, log, history, … });
+ *   if (outcome.status === "awaiting") … later: await continueTurn(ctx, decisions);
  */
 import {
   EventType,
   type SessionNoticePayload,
+  type ToolCall,
   type TurnCompletePayload,
   type TurnErrorInfo,
   type TurnErrorPayload,
   type TurnStartPayload,
   type TurnRetryPayload,
-  type TurnStatus,
   type Usage,
 } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
 import { streamAssistantMessage } from "./assistant-step.js";
 import { addUsage, ZERO_USAGE, type ChatMessage } from "./provider.js";
-import { runToolCall } from "./tool-step.js";
-import type { ToolOffer } from "./tools/index.js";
-import { DEFAULT_MAX_ITERATIONS, type TurnContext, type TurnOutcome } from "./turn-context.js";
+import { completeToolCall, parseToolArguments, runToolCall } from "./tool-step.js";
+import { refusedRun, ToolErrorCode, type ToolOffer } from "./tools/index.js";
+import { DEFAULT_MAX_ITERATIONS, type TurnContext, type TurnOutcome, type TurnOutcomeStatus } from "./turn-context.js";
 import { internalError, maxIterationsError, storageWriteError } from "./turn-errors.js";
 import { emitUserMessage, TurnFrames, turnErrorMessageOp } from "./turn-frames.js";
+import type { PendingCall, PendingDecision } from "./turn-requests.js";
 
 export type { TurnContext, TurnOutcome } from "./turn-context.js";
 
 interface LoopResult {
-  status: TurnStatus;
+  status: TurnOutcomeStatus;
   error?: TurnErrorInfo;
   /** The error is already stored with the failed model call's message. */
   errorStored?: boolean;
 }
 
+interface Totals {
+  usage: Usage;
+}
+
 export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
-  const logger = ctx.logger.child({ session_id: ctx.sessionId, trace_id: ctx.traceId, turn_id: ctx.turnId });
+  const logger = turnLogger(ctx);
   const frames = new TurnFrames(ctx.log, ctx.turnId, ctx.traceId);
   const started = ctx.clock.monotonic();
-  const usage = { total: { ...ZERO_USAGE } as Usage };
+  const totals: Totals = { usage: { ...ZERO_USAGE } };
   let result: LoopResult;
-
   try {
     frames.emit<TurnStartPayload>(
       EventType.TurnStart,
@@ -51,12 +60,66 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
       ctx.startOps ?? [],
     );
     commitUserMessage(ctx, frames);
-    result = await agentLoop(ctx, frames, logger, (u) => (usage.total = addUsage(usage.total, u)));
+    result = await agentLoop(ctx, frames, logger, totals);
   } catch (err) {
     logger.error({ err }, "turn failed unexpectedly");
     result = { status: "error", error: internalError(err) };
   }
+  return settle(ctx, frames, logger, result, totals, started);
+}
 
+export interface ContinueOptions {
+  /** End the turn with this status once the decisions are written, instead of calling the model again. */
+  end?: "interrupted";
+}
+
+/**
+ * Continues a parked turn: one decision per call that waited (in call order) — run it, or write
+ * its refusal — then back into the agent loop with the transcript as it now stands (or, with
+ * `end`, straight to the turn's end: an interrupt cancelled what waited).
+ */
+export async function continueTurn(ctx: TurnContext, decisions: PendingDecision[], opts: ContinueOptions = {}): Promise<TurnOutcome> {
+  const logger = turnLogger(ctx);
+  const frames = new TurnFrames(ctx.log, ctx.turnId, ctx.traceId);
+  const started = ctx.clock.monotonic();
+  const totals: Totals = { usage: { ...ZERO_USAGE } };
+  let result: LoopResult;
+  try {
+    const needsOffer = decisions.some((d) => d.action === "run") && !opts.end;
+    const offer = needsOffer ? await offerTools(ctx, frames, new Set()) : undefined;
+    for (const d of decisions) {
+      const cancelled = opts.end !== undefined || ctx.signal.aborted;
+      if (d.action === "run" && !cancelled && offer) {
+        ctx.history.push(await runToolCall(ctx, frames, logger, d.call, offer, { approved: true }));
+        continue;
+      }
+      const refusal = d.action === "refuse" ? d : { code: ToolErrorCode.Interrupted, message: "the turn was interrupted before this call ran", started: false };
+      ctx.history.push(writeRefusal(ctx, frames, d.call, refusal.code, refusal.message, refusal.started === true));
+    }
+    if (opts.end) result = { status: opts.end };
+    else if (ctx.signal.aborted) result = { status: "interrupted" };
+    else result = await agentLoop(ctx, frames, logger, totals);
+  } catch (err) {
+    logger.error({ err }, "continuing the turn failed unexpectedly");
+    result = { status: "error", error: internalError(err) };
+  }
+  return settle(ctx, frames, logger, result, totals, started);
+}
+
+/** `tool.start` (unless the log has it) and `tool.complete` with a tool error, for a call that does not run. */
+function writeRefusal(ctx: TurnContext, frames: TurnFrames, call: ToolCall, code: string, message: string, started: boolean): ChatMessage {
+  const t = ctx.clock.monotonic();
+  if (!started) frames.emit(EventType.ToolStart, { call_id: call.id, name: call.name, args: parseToolArguments(call).args });
+  return completeToolCall(ctx, frames, call, refusedRun(code, message), t);
+}
+
+function turnLogger(ctx: TurnContext): Logger {
+  return ctx.logger.child({ session_id: ctx.sessionId, trace_id: ctx.traceId, turn_id: ctx.turnId });
+}
+
+/** Flushes, writes the end of the turn (unless it parked), and reports the outcome. */
+async function settle(ctx: TurnContext, frames: TurnFrames, logger: Logger, loop: LoopResult, totals: Totals, started: number): Promise<TurnOutcome> {
+  let result = loop;
   // A transcript write that failed during the turn must not end in a "complete" turn.
   try {
     await ctx.log.flushed();
@@ -64,18 +127,18 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
     logger.error({ err }, "storing the turn failed");
     if (result.status !== "error") result = { status: "error", error: storageWriteError(err) };
   }
-
-  finish(ctx, frames, logger, result, usage.total);
-  try {
-    await ctx.log.flushed();
-  } catch (err) {
-    logger.error({ err }, "storing the end of the turn failed");
-    if (result.status !== "error") result = { status: "error", error: storageWriteError(err) };
+  if (result.status !== "awaiting") {
+    finish(ctx, frames, logger, result, totals.usage);
+    try {
+      await ctx.log.flushed();
+    } catch (err) {
+      logger.error({ err }, "storing the end of the turn failed");
+      if (result.status !== "error") result = { status: "error", error: storageWriteError(err) };
+    }
   }
-
   const ms = Math.round(ctx.clock.monotonic() - started);
-  logger.info({ status: result.status, error: result.error, usage: usage.total, duration_ms: ms }, "turn finished");
-  const outcome: TurnOutcome = { status: result.status, usage: usage.total };
+  logger.info({ status: result.status, error: result.error, usage: totals.usage, duration_ms: ms }, result.status === "awaiting" ? "turn parked" : "turn finished");
+  const outcome: TurnOutcome = { status: result.status, usage: totals.usage };
   if (result.error) outcome.error = result.error;
   return outcome;
 }
@@ -86,12 +149,7 @@ function commitUserMessage(ctx: TurnContext, frames: TurnFrames): void {
   ctx.history.push({ role: "user", content: ctx.input });
 }
 
-async function agentLoop(
-  ctx: TurnContext,
-  frames: TurnFrames,
-  logger: Logger,
-  addToTotal: (u: Usage) => void,
-): Promise<LoopResult> {
+async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, totals: Totals): Promise<LoopResult> {
   const max = ctx.maxIterations ?? DEFAULT_MAX_ITERATIONS;
   let retries = 0;
   const noticed = new Set<string>();
@@ -100,7 +158,17 @@ async function agentLoop(
     if (iteration >= max) return { status: "error", error: maxIterationsError(max) };
 
     const offer = await offerTools(ctx, frames, noticed);
-    const step = await streamAssistantMessage(ctx, frames, logger, offer.specs);
+    let pending: PendingCall[] = [];
+    let announce: (() => void) | undefined;
+    const step = await streamAssistantMessage(ctx, frames, logger, offer.specs, (calls) => {
+      // Decided before the message is final, so the requests commit with it.
+      pending = callsToAsk(ctx, calls, offer);
+      if (pending.length === 0 || !ctx.requests) return [];
+      const opened = ctx.requests.open(pending, frames);
+      announce = opened.announce;
+      return opened.ops;
+    });
+    announce?.();
     // A retryable failure (the classifier decided) is tried again, with back-off, saying so.
     const retry = ctx.retry;
     if (step.status === "error" && step.error?.retryable && retry && retries < retry.maxRetries && !ctx.signal.aborted) {
@@ -123,7 +191,7 @@ async function agentLoop(
       continue;
     }
     if (step.usage) {
-      addToTotal(step.usage);
+      totals.usage = addUsage(totals.usage, step.usage);
       ctx.onStepUsage?.(step.usage, ctx.history.length);
     }
     if (step.status !== "complete" || step.toolCalls.length === 0) {
@@ -132,20 +200,38 @@ async function agentLoop(
       return step.error ? { status: step.status, error: step.error, errorStored: true } : { status: step.status };
     }
 
+    const waiting = ctx.requests ? new Set(pending.map((p) => p.call.id)) : new Set<string>();
     const results: ChatMessage[] = [];
     for (const call of step.toolCalls) {
       if (ctx.signal.aborted) break;
-      results.push(await runToolCall(ctx, frames, logger, call, offer));
+      if (waiting.has(call.id)) continue;
+      results.push(await runToolCall(ctx, frames, logger, call, offer, { approved: ctx.requests?.approved(call.name) === true }));
     }
-    // Only answered calls go into the history: a call without a result is invalid input for
-    // every OpenAI-compatible server (the stored transcript is filtered the same way on load).
+    // Only answered calls go into the history — a call without a result is invalid input for every
+    // OpenAI-compatible server (the stored transcript is filtered the same way on load) — and the
+    // calls that wait: their results come when the turn continues.
     const answered = new Set(results.map((r) => r.tool_call_id));
-    const calls = step.toolCalls.filter((c) => answered.has(c.id));
+    const calls = step.toolCalls.filter((c) => answered.has(c.id) || waiting.has(c.id));
     const assistant: ChatMessage = { role: "assistant", content: step.content || null };
     if (calls.length > 0) assistant.tool_calls = calls;
     if (step.content || calls.length > 0) ctx.history.push(assistant);
     ctx.history.push(...results);
+    if (waiting.size > 0 && !ctx.signal.aborted) return { status: "awaiting" };
+    if (waiting.size > 0) return { status: "interrupted" };
   }
+}
+
+/** The calls of a finished step that must wait for an answer: policy `ask`, not covered by an earlier one. */
+function callsToAsk(ctx: TurnContext, calls: ToolCall[], offer: ToolOffer): PendingCall[] {
+  const out: PendingCall[] = [];
+  for (const call of calls) {
+    const offered = offer.get(call.name);
+    if (!offered || offered.policy !== "ask" || ctx.requests?.approved(call.name)) continue;
+    const { args, error } = parseToolArguments(call);
+    // Arguments that are not JSON are refused at once; nobody needs to approve a broken call.
+    if (error === undefined) out.push({ call, args, offered });
+  }
+  return out;
 }
 
 /**
@@ -173,6 +259,7 @@ async function offerTools(ctx: TurnContext, frames: TurnFrames, noticed: Set<str
  */
 function finish(ctx: TurnContext, frames: TurnFrames, logger: Logger, result: LoopResult, usage: Usage): void {
   const turnId = ctx.turnId;
+  if (result.status === "awaiting") return;
   try {
     if (result.error) {
       const ops = result.errorStored
