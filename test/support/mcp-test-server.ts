@@ -8,7 +8,7 @@
  * or in-process over HTTP with `startTestMcpHttp()`.
  *
  * Tools (fixed): `echo` and `read_note` (readOnlyHint), `write_note` (destructiveHint), `slow`
- * (readOnly; sleeps, honours cancellation), `fail` (isError), `media` (image, resource and link
+ * (readOnly; sleeps, honours cancellation), `slow_write` (destructive, not idempotent, sleeps), `fail` (isError), `media` (image, resource and link
  * content), `ask_user` (elicitation), `add_tool` (registers a tool: list_changed), `show_token`
  * (echoes env MCP_TEST_TOKEN, to prove redaction), `crash` (the process exits mid-call).
  *
@@ -90,6 +90,18 @@ export function createTestMcpServer(): McpServer {
       }
       record({ tool: "slow", event: "done" });
       return { content: [{ type: "text", text: `slept ${ms} ms` }] };
+    },
+  );
+
+  server.registerTool(
+    "slow_write",
+    { description: "Writes a note slowly (changes state; not idempotent).", inputSchema: { key: z.string(), ms: z.number() }, annotations: { destructiveHint: true, idempotentHint: false } },
+    async ({ key, ms }, extra) => {
+      record({ tool: "slow_write", key, event: "start" });
+      await sleep(ms, extra.signal);
+      notes.set(key, "slow");
+      record({ tool: "slow_write", key, event: "done" });
+      return { content: [{ type: "text", text: `slowly wrote ${key}` }] };
     },
   );
 
