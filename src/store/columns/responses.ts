@@ -3,7 +3,10 @@
  * as booleans; both keep `metadata` as JSON text and timestamps as integers (PostgreSQL BIGINT
  * comes back as a string, hence Number()).
  */
-import type { ResponseRow } from "./types.js";
+import type { ResponsePatch, ResponseRow } from "../rows.js";
+
+/** How a backend stores a boolean: SQLite as 0/1, PostgreSQL as itself. */
+export type BooleanColumn = (value: boolean) => unknown;
 
 const flag = (v: unknown): boolean => v === true || v === 1;
 
@@ -26,4 +29,25 @@ export function responseFromColumns(r: Record<string, unknown>): ResponseRow {
     created_at: Number(r.created_at),
     completed_at: r.completed_at === null || r.completed_at === undefined ? null : Number(r.completed_at),
   };
+}
+
+/** The columns of a new `responses` row (`metadata` as JSON text). */
+export function responseToColumns(row: ResponseRow, bool: BooleanColumn): Record<string, unknown> {
+  return {
+    ...row,
+    background: bool(row.background),
+    stored: bool(row.stored),
+    cancel_requested: bool(row.cancel_requested),
+    metadata: row.metadata ? JSON.stringify(row.metadata) : null,
+  };
+}
+
+/** The columns a response patch sets, in a fixed order (undefined keys are left out). */
+export function responsePatchToColumns(patch: ResponsePatch, bool: BooleanColumn): Record<string, unknown> {
+  const cols: Record<string, unknown> = {};
+  if (patch.status !== undefined) cols.status = patch.status;
+  if (patch.cancel_requested !== undefined) cols.cancel_requested = bool(patch.cancel_requested);
+  if (patch.result !== undefined) cols.result = patch.result;
+  if (patch.completed_at !== undefined) cols.completed_at = patch.completed_at;
+  return cols;
 }

@@ -1,7 +1,17 @@
-/** Mapping between SQLite columns (JSON as text) and store rows. */
-import type { MessageRow, SessionPatch, SessionRow } from "../types.js";
+/**
+ * Sessions and messages as columns, the same for every store: JSON values are kept as text (so a
+ * stored payload comes back byte for byte), timestamps and seqs as integers (PostgreSQL BIGINT
+ * comes back as a string, hence Number()).
+ */
+import type { MessagePatch, MessageRow, SessionPatch, SessionRow } from "../rows.js";
 
 const JSON_SESSION_COLUMNS = new Set(["model_config", "flags", "todo", "active_turn"]);
+
+/** The columns a session patch may set: never its id, principal or seq reservation (seq.reserve does that). */
+const PATCHABLE_SESSION_COLUMNS = new Set([
+  "profile", "title", "parent_session_id", "model", "provider", "model_config", "flags", "todo",
+  "started_at", "last_activity_at", "ended_at", "end_reason", "active_turn",
+]);
 
 export function sessionToColumns(row: SessionRow): Record<string, unknown> {
   return {
@@ -13,10 +23,11 @@ export function sessionToColumns(row: SessionRow): Record<string, unknown> {
   };
 }
 
+/** The columns a session patch sets (undefined keys are left out; JSON values as text). */
 export function sessionPatchToColumns(patch: SessionPatch): Record<string, unknown> {
   const cols: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(patch)) {
-    if (value === undefined) continue;
+    if (value === undefined || !PATCHABLE_SESSION_COLUMNS.has(key)) continue;
     cols[key] = JSON_SESSION_COLUMNS.has(key) && value !== null ? JSON.stringify(value) : value;
   }
   return cols;
@@ -65,4 +76,14 @@ export function rowToMessage(r: Record<string, unknown>): MessageRow {
     created_at: Number(r.created_at),
     created_seq: Number(r.created_seq),
   };
+}
+
+/** The columns a message patch sets, in a fixed order (undefined keys are left out). */
+export function messagePatchToColumns(patch: MessagePatch): Record<string, unknown> {
+  const cols: Record<string, unknown> = {};
+  if (patch.content !== undefined) cols.content = patch.content;
+  if (patch.status !== undefined) cols.status = patch.status;
+  if (patch.tool_calls !== undefined) cols.tool_calls = patch.tool_calls ? JSON.stringify(patch.tool_calls) : null;
+  if (patch.display_metadata !== undefined) cols.display_metadata = patch.display_metadata ? JSON.stringify(patch.display_metadata) : null;
+  return cols;
 }

@@ -1,16 +1,10 @@
 /** SQLite statements and row mapping for `delegations` (background sub-agents, delivery claims). */
 import type Database from "better-sqlite3";
-import { delegationFromColumns } from "../delegation-columns.js";
-import {
-  AlreadyDeliveredError,
-  DelegationLostError,
-  type DelegationQuery,
-  type DelegationRow,
-  type DelegationStore,
-  type WriteOp,
-} from "../types.js";
-
-type DelegationOp = Extract<WriteOp, { op: "delegation.insert" | "delegation.update" | "delegation.deliver" }>;
+import { delegationFromColumns, delegationPatchToColumns, delegationToColumns } from "../columns/delegations.js";
+import { AlreadyDeliveredError, DelegationLostError } from "../errors.js";
+import type { DelegationRow } from "../rows.js";
+import type { DelegationQuery, DelegationStore } from "../store.js";
+import type { DelegationOp } from "../write-ops.js";
 
 export class DelegationTables implements DelegationStore {
   private readonly insert: Database.Statement;
@@ -46,19 +40,14 @@ export class DelegationTables implements DelegationStore {
     );
   }
 
-  static handles(op: WriteOp): op is DelegationOp {
-    return op.op === "delegation.insert" || op.op === "delegation.update" || op.op === "delegation.deliver";
-  }
-
   /** Runs inside the store's transaction. */
   apply(op: DelegationOp): void {
     switch (op.op) {
       case "delegation.insert":
-        this.insert.run({ ...op.row, tasks: JSON.stringify(op.row.tasks) });
+        this.insert.run(delegationToColumns(op.row));
         return;
       case "delegation.update": {
-        const cols: Record<string, unknown> = {};
-        for (const [k, v] of Object.entries(op.patch)) if (v !== undefined) cols[k] = k === "tasks" ? JSON.stringify(v) : v;
+        const cols = delegationPatchToColumns(op.patch);
         const keys = Object.keys(cols);
         if (keys.length === 0 && op.owner === undefined) return;
         // A fenced update with nothing to set still checks the owner (id = id is a no-op).

@@ -1,50 +1,34 @@
 /** PostgreSQL statements and row mapping for `delegations` (background sub-agents, delivery claims). */
 import type pg from "pg";
-import { delegationFromColumns } from "../delegation-columns.js";
-import {
-  AlreadyDeliveredError,
-  DelegationLostError,
-  type DelegationQuery,
-  type DelegationRow,
-  type DelegationStore,
-  type WriteOp,
-} from "../types.js";
+import { delegationFromColumns, delegationPatchToColumns, delegationToColumns } from "../columns/delegations.js";
+import { AlreadyDeliveredError, DelegationLostError } from "../errors.js";
+import type { DelegationRow } from "../rows.js";
+import type { DelegationQuery, DelegationStore } from "../store.js";
+import type { DelegationOp } from "../write-ops.js";
+import type { Queryable } from "./apply-ops.js";
 
-type Queryable = Pick<pg.PoolClient, "query">;
-export type DelegationOp = Extract<WriteOp, { op: "delegation.insert" | "delegation.update" | "delegation.deliver" }>;
-
-const PATCHABLE = new Set(["tasks", "status", "owner", "completed_at"]);
-
-export class PgDelegations implements DelegationStore {
+export class PgDelegationTables implements DelegationStore {
   constructor(private readonly pool: pg.Pool) {}
-
-  static handles(op: WriteOp): op is DelegationOp {
-    return op.op === "delegation.insert" || op.op === "delegation.update" || op.op === "delegation.deliver";
-  }
 
   /** Runs inside the store's transaction. */
   async apply(c: Queryable, op: DelegationOp): Promise<void> {
     switch (op.op) {
       case "delegation.insert": {
-        const r = op.row;
+        const r = delegationToColumns(op.row);
         await c.query(
           `INSERT INTO delegations (id, principal, origin_session_id, kind, tasks, status, owner, claimed_by, claim_expires_at,
              attempts, delivered_session_id, delivered_message_id, created_at, completed_at, delivered_at, context, resumes)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
-          [r.id, r.principal, r.origin_session_id, r.kind, JSON.stringify(r.tasks), r.status, r.owner, r.claimed_by,
+          [r.id, r.principal, r.origin_session_id, r.kind, r.tasks, r.status, r.owner, r.claimed_by,
             r.claim_expires_at, r.attempts, r.delivered_session_id, r.delivered_message_id, r.created_at, r.completed_at,
             r.delivered_at, r.context, r.resumes],
         );
         return;
       }
       case "delegation.update": {
-        const keys: string[] = [];
-        const values: unknown[] = [];
-        for (const [k, v] of Object.entries(op.patch)) {
-          if (v === undefined || !PATCHABLE.has(k)) continue;
-          keys.push(k);
-          values.push(k === "tasks" ? JSON.stringify(v) : v);
-        }
+        const cols = delegationPatchToColumns(op.patch);
+        const keys = Object.keys(cols);
+        const values = keys.map((k) => cols[k]);
         if (keys.length === 0 && op.owner === undefined) return;
         // A fenced update with nothing to set still checks the owner (id = id is a no-op).
         const sets = keys.length ? keys.map((k, i) => `${k} = $${i + 1}`).join(", ") : "id = id";

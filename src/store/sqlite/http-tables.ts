@@ -1,12 +1,11 @@
 /** SQLite statements and row mapping for the HTTP API tables (`responses`, `http_idempotency`). */
 import type Database from "better-sqlite3";
-import type { HttpIdempotencyRow, ResponsePatch, ResponseRow, WriteOp } from "../types.js";
-import { responseFromColumns } from "../response-columns.js";
+import { responseFromColumns, responsePatchToColumns, responseToColumns } from "../columns/responses.js";
+import type { HttpIdempotencyRow, ResponseRow } from "../rows.js";
+import type { HttpOp } from "../write-ops.js";
 
-type HttpOp = Extract<
-  WriteOp,
-  { op: "response.insert" | "response.update" | "http_idempotency.complete" | "http_idempotency.release" }
->;
+/** SQLite keeps booleans as 0/1. */
+const bit = (v: boolean): number => (v ? 1 : 0);
 
 export class HttpTables {
   private readonly insertResponse: Database.Statement;
@@ -41,22 +40,14 @@ export class HttpTables {
     );
   }
 
-  static handles(op: WriteOp): op is HttpOp {
-    return (
-      op.op === "response.insert" ||
-      op.op === "response.update" ||
-      op.op === "http_idempotency.complete" ||
-      op.op === "http_idempotency.release"
-    );
-  }
-
+  /** Runs inside the store's transaction. */
   apply(op: HttpOp): void {
     switch (op.op) {
       case "response.insert":
-        this.insertResponse.run(responseToColumns(op.row));
+        this.insertResponse.run(responseToColumns(op.row, bit));
         return;
       case "response.update": {
-        const cols = patchToColumns(op.patch);
+        const cols = responsePatchToColumns(op.patch, bit);
         const keys = Object.keys(cols);
         if (keys.length === 0) return;
         this.updateStatement(keys).run({ ...cols, __id: op.id });
@@ -102,23 +93,3 @@ export class HttpTables {
     return stmt;
   }
 }
-
-function responseToColumns(row: ResponseRow): Record<string, unknown> {
-  return {
-    ...row,
-    background: row.background ? 1 : 0,
-    stored: row.stored ? 1 : 0,
-    cancel_requested: row.cancel_requested ? 1 : 0,
-    metadata: row.metadata ? JSON.stringify(row.metadata) : null,
-  };
-}
-
-function patchToColumns(patch: ResponsePatch): Record<string, unknown> {
-  const cols: Record<string, unknown> = {};
-  if (patch.status !== undefined) cols.status = patch.status;
-  if (patch.cancel_requested !== undefined) cols.cancel_requested = patch.cancel_requested ? 1 : 0;
-  if (patch.result !== undefined) cols.result = patch.result;
-  if (patch.completed_at !== undefined) cols.completed_at = patch.completed_at;
-  return cols;
-}
-
