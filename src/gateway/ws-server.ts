@@ -35,8 +35,6 @@ export interface WsEndpointOptions {
   logger: Logger;
   identity: GatewayIdentity;
   maxFrameBytes: number;
-  /** @deprecated advertised only through `heartbeat`; kept so callers need not change. */
-  heartbeatMs?: number;
   now: () => number;
   /** Send-buffer limits per connection. @default 8 MiB soft, 64 MiB hard */
   flow?: FlowLimits;
