@@ -11,7 +11,7 @@ import { expandHome, isLoopbackHost, type TetherConfig } from "../config/index.j
 import { openStore } from "../store/index.js";
 import { GroupCommitter, newEpoch, RingBudget } from "../events/index.js";
 import { openBus } from "../events/bus/index.js";
-import { bridgeGlobals } from "../sessions/bus-bridge.js";
+import { bridgeGlobals } from "../sessions/cluster/bus-bridge.js";
 import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-catalog.js";
 import { createDefaultTools } from "../agent/tools/index.js";
 import { DEFAULT_PROFILE, ProfileRegistry, SessionManager } from "../sessions/index.js";

@@ -5,8 +5,8 @@
 import type { Clock } from "../lib/clock.js";
 import type { GroupCommitter } from "../events/index.js";
 import type { HttpIdempotencyRow, ResponsePatch, ResponseRow, Store } from "../store/types.js";
-import type { Caller } from "./manager-types.js";
-import { storage } from "./session-access.js";
+import type { Caller } from "./core/types.js";
+import { storage } from "./core/session-access.js";
 
 export class HttpRecords {
   constructor(private readonly deps: { store: Store; committer: GroupCommitter; epoch: string; clock: Clock }) {}

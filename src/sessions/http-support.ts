@@ -7,7 +7,7 @@ import { EventType, type MessageCompletePayload, type MessageStartPayload } from
 import type { Clock } from "../lib/clock.js";
 import type { IdGenerator } from "../lib/ids.js";
 import { newMessageRow } from "../agent/turn-frames.js";
-import type { SessionRuntime } from "./session-runtime.js";
+import type { SessionRuntime } from "./core/session-runtime.js";
 
 export interface SeedMessage {
   role: "user" | "assistant";

@@ -1,5 +1,5 @@
 /** sessions/ — live runtimes, viewers, turn admission. */
 export * from "./session-manager.js";
-export * from "./session-runtime.js";
-export type { Viewer } from "./viewer.js";
+export * from "./core/session-runtime.js";
+export type { Viewer } from "./core/viewer.js";
 export * from "./profiles.js";

@@ -10,7 +10,7 @@
 import { ErrorCode, TetherError, type StatsResult } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
 import type { GlobalListener, SessionManager } from "./session-manager.js";
-import type { Viewer } from "./viewer.js";
+import type { Viewer } from "./core/viewer.js";
 
 export const DEFAULT_PROFILE = "default";
 

@@ -8,7 +8,7 @@ import { resolveConfig, type ConfigInput } from "../../src/config/index.js";
 import { FakeClock } from "../../src/lib/clock.js";
 import { TetherError } from "../../src/protocol/index.js";
 import { buildProviderCatalog } from "../../src/agent/provider-catalog.js";
-import type { SessionRuntime } from "../../src/sessions/session-runtime.js";
+import type { SessionRuntime } from "../../src/sessions/core/session-runtime.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";

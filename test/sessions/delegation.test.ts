@@ -8,7 +8,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ConfigInput } from "../../src/config/index.js";
 import { FakeClock } from "../../src/lib/clock.js";
-import type { SessionRuntime } from "../../src/sessions/session-runtime.js";
+import type { SessionRuntime } from "../../src/sessions/core/session-runtime.js";
 import { MIGRATIONS } from "../../src/store/sqlite/migrations.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { resolveConfig } from "../../src/config/index.js";
 import { FakeClock } from "../../src/lib/clock.js";
-import { INTERRUPT_POLLS } from "../../src/sessions/lifecycle.js";
+import { INTERRUPT_POLLS } from "../../src/sessions/lifecycle/lifecycle.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
 

@@ -1,7 +1,7 @@
 /** Stale provider config never survives a resume: merge, heal, fall back, follow the profile. */
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/lib/clock.js";
-import { mergeModelConfig } from "../../src/sessions/model-identity.js";
+import { mergeModelConfig } from "../../src/sessions/models/model-identity.js";
 import type { ConfigInput } from "../../src/config/index.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";

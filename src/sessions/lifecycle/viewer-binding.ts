@@ -1,0 +1,75 @@
+/**
+ * Who is watching a live session, and what happens when nobody is. A session with no viewer is
+ * *parked*: its reap is armed (lifecycle.ts) and its lease says "detached", so a resume in another
+ * process may take it over. A resume counts the session as bound from its first instant, so a
+ * disconnect or a reap firing meanwhile can never park or reap it under the client.
+ */
+import { EndReason, ErrorCode, TetherError } from "../../protocol/index.js";
+import type { Logger } from "../../lib/logger.js";
+import type { Lifecycle } from "./lifecycle.js";
+import type { LiveRegistry } from "../core/live-registry.js";
+import type { Ownership } from "./ownership.js";
+import type { SessionRuntime } from "../core/session-runtime.js";
+import type { Viewer } from "../core/viewer.js";
+
+export interface ViewerBindingDeps {
+  registry: LiveRegistry;
+  lifecycle: Lifecycle;
+  ownership: Ownership;
+  logger: Logger;
+  /** Ends a session whose last viewer left and that asked to close on disconnect. */
+  end(runtime: SessionRuntime, endReason: string): Promise<void>;
+}
+
+export class ViewerBinding {
+  constructor(private readonly deps: ViewerBindingDeps) {}
+
+  /** Runs `fn` with the session counted as being bound; parks it after if nobody is viewing. */
+  async binding<T>(sessionId: string, fn: () => Promise<T>): Promise<T> {
+    const { registry } = this.deps;
+    registry.bind(sessionId);
+    try {
+      return await fn();
+    } finally {
+      const left = registry.unbind(sessionId);
+      const rt = registry.get(sessionId);
+      // A resume that failed (or attached nobody) must not leave an unwatched session unreaped.
+      if (rt && left === 0 && rt.viewers.size === 0 && !rt.ending) this.park(rt);
+    }
+  }
+
+  attach(runtime: SessionRuntime, viewer: Viewer): void {
+    if (runtime.ending) throw new TetherError(ErrorCode.NotLive, "Session is ending; resume it again", { method: "session.resume" });
+    const wasDetached = runtime.viewers.size === 0;
+    runtime.attach(viewer);
+    this.deps.lifecycle.rebound(runtime);
+    if (wasDetached) this.leaseDetached(runtime, false);
+  }
+
+  park(runtime: SessionRuntime): void {
+    this.deps.lifecycle.parked(runtime);
+    this.leaseDetached(runtime, !runtime.running);
+  }
+
+  leaseDetached(runtime: SessionRuntime, detached: boolean): void {
+    void this.deps.ownership
+      .setDetached(runtime.id, detached)
+      .catch((err: unknown) => this.deps.logger.warn({ err, session_id: runtime.id }, "could not mark the lease"));
+  }
+
+  /**
+   * The viewer leaves. Only if it was the last one, and no resume is binding the session right now
+   * (a rebind in between wins), is the session parked and its reap armed.
+   */
+  detachFrom(runtime: SessionRuntime, viewer: Viewer): void {
+    const wasLast = runtime.detach(viewer.id);
+    if (!wasLast || runtime.ending || this.deps.registry.isBinding(runtime.id)) return;
+    if (runtime.row.flags.close_on_disconnect) {
+      void this.deps.end(runtime, EndReason.ClientDisconnect).catch((err: unknown) =>
+        this.deps.logger.error({ err, session_id: runtime.id }, "close on disconnect failed"),
+      );
+      return;
+    }
+    this.park(runtime);
+  }
+}
