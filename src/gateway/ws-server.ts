@@ -207,6 +207,7 @@ function onConnection(ws: WebSocket, socket: Duplex, caller: Caller, ctx: Endpoi
   });
   if (watch) ws.on("pong", watch.seen);
   const handlers = connectionHandlers(opts.manager, viewer, caller, opts.identity, opts.now);
+  const scopeOf = (profile: string | undefined) => opts.manager.sessions(profile);
 
   const ready: Frame<GatewayReadyPayload> = {
     type: EventType.GatewayReady,
@@ -225,7 +226,7 @@ function onConnection(ws: WebSocket, socket: Duplex, caller: Caller, ctx: Endpoi
 
   ws.on("message", (data: RawData) => {
     watch?.seen();
-    void dispatch(rawToString(data), handlers, logger).then((answer) => {
+    void dispatch(rawToString(data), handlers, scopeOf, logger).then((answer) => {
       if (answer !== null) flow.answer(answer);
     });
   });

@@ -7,16 +7,18 @@
 import { ErrorCode, isRecoverableEnd, TetherError, type Snapshot, type SubmitResult } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
+import type { GroupCommitter } from "../../events/index.js";
 import { NodeUnreachable, type Bus, type BusRequest } from "../../events/bus/index.js";
-import type { SessionRow, Store } from "../../store/types.js";
+import type { Store } from "../../store/types.js";
 import type { LiveRegistry } from "../core/live-registry.js";
+import { requireRow, storage } from "../core/session-access.js";
 import type { Caller } from "../core/types.js";
-import type { ConfigSetResult } from "../models/model-switching.js";
-import type { Ownership } from "../lifecycle/ownership.js";
-import type { RemoteView } from "./remote-view.js";
-import { storage } from "../core/session-access.js";
-import type { SessionRuntime } from "../core/session-runtime.js";
 import type { Viewer } from "../core/viewer.js";
+import type { Ownership } from "../lifecycle/ownership.js";
+import { reopenStored } from "../lifecycle/reopening.js";
+import type { ViewerBinding } from "../lifecycle/viewer-binding.js";
+import type { ConfigSetResult } from "../models/model-switching.js";
+import type { RemoteView } from "./remote-view.js";
 
 /** Marks a call forwarded from another node: it runs here, never forwarded again. */
 const FORWARDED = Symbol("forwarded");
@@ -38,6 +40,7 @@ export interface NodeRoutingDeps {
   remote: RemoteView;
   bus: Bus;
   store: Store;
+  committer: GroupCommitter;
   clock: Clock;
   logger: Logger;
   processId: string;
@@ -45,10 +48,7 @@ export interface NodeRoutingDeps {
   service: string;
   registry: LiveRegistry;
   ownership: Ownership;
-  requireRow(caller: Caller, sessionId: string): Promise<SessionRow>;
-  binding<T>(sessionId: string, fn: () => Promise<T>): Promise<T>;
-  reopenIf(caller: Caller, sessionId: string, allowed: (endReason: string | null) => boolean): Promise<SessionRuntime>;
-  attach(runtime: SessionRuntime, viewer: Viewer): void;
+  binding: ViewerBinding;
 }
 
 export type Routed = { forwarded: true; result: unknown } | { forwarded: false };
@@ -89,7 +89,7 @@ export class NodeRouting {
   async forwardOrTakeOver(caller: ForwardedCaller, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
     const { registry, logger } = this.deps;
     if (registry.has(sessionId)) return { forwarded: false };
-    await this.deps.requireRow(caller, sessionId);
+    await requireRow(this.deps.store, caller, sessionId);
     if (!caller[FORWARDED]) {
       const lease = await storage(() => this.deps.store.getLease(sessionId));
       if (lease && lease.owner !== this.deps.processId && (await this.ownerAlive(lease.owner, lease.expires_at))) {
@@ -108,11 +108,12 @@ export class NodeRouting {
     }
     if (!registry.has(sessionId)) {
       // Throws Busy when the owner still holds the lease (alive after all): the honest answer.
-      await this.deps.binding(sessionId, async () => {
-        const runtime = await this.deps.reopenIf(caller, sessionId, isRecoverableEnd);
+      const { binding } = this.deps;
+      await binding.binding(sessionId, async () => {
+        const runtime = await reopenStored(this.deps, caller, sessionId, isRecoverableEnd);
         // This node's viewers of the session keep following it through the bus (which now carries
         // this node's frames, recovery included, in order); placeholders keep it from being parked.
-        for (const v of this.remote.followersOf(sessionId)) this.deps.attach(runtime, placeholderFor(v));
+        for (const v of this.remote.followersOf(sessionId)) binding.attach(runtime, placeholderFor(v));
         return runtime;
       });
     }
@@ -128,7 +129,7 @@ export class NodeRouting {
 
   /** A session owned by a live sibling node: its Snapshot, and `viewer` follows it through the bus. */
   async resumeRemote(caller: Caller, sessionId: string, viewer: Viewer | undefined, afterSeq?: number): Promise<Snapshot> {
-    const row = await this.deps.requireRow(caller, sessionId);
+    const row = await requireRow(this.deps.store, caller, sessionId);
     const snap = await storage(() => this.remote.snapshot(row, afterSeq));
     if (viewer) this.remote.follow(sessionId, snap.latest_seq, viewer);
     return snap;
@@ -137,7 +138,7 @@ export class NodeRouting {
   /** The remote view when `sessionId` is not live here but a sibling node holds its lease. */
   async remoteFor(caller: Caller, sessionId: string): Promise<RemoteView | null> {
     if (this.deps.registry.has(sessionId)) return null;
-    await this.deps.requireRow(caller, sessionId);
+    await requireRow(this.deps.store, caller, sessionId);
     const lease = await storage(() => this.deps.store.getLease(sessionId));
     return lease && lease.owner !== this.deps.processId ? this.remote : null;
   }

@@ -3,9 +3,12 @@
  * a missing one (4007): existence is not leaked. A store failure becomes 5xxx "Storage unavailable"
  * once, here, so every caller reports it the same way.
  */
-import { ErrorCode, TetherError } from "../../protocol/index.js";
+import { ErrorCode, isRecoverableEnd, TetherError } from "../../protocol/index.js";
+import type { Logger } from "../../lib/logger.js";
 import type { SessionRow, Store } from "../../store/types.js";
+import type { LiveRegistry } from "./live-registry.js";
 import { isContinuationEnd, resolveLiveTip } from "./live-tip.js";
+import type { SessionRuntime } from "./session-runtime.js";
 import type { Caller } from "./types.js";
 
 /** Runs a store call; anything but a TetherError it throws becomes StorageUnavailable. */
@@ -53,4 +56,26 @@ export async function closedErrorOf(store: Store, row: SessionRow, method: strin
     ...err.data,
     live_tip: tip.row.id,
   });
+}
+
+/**
+ * The caller's session, live in this process. Session-scoped calls need it live here: the client
+ * resumes first. A closed session answers 4010 (with `live_tip` when compression moved it on);
+ * one that could be resumed answers NotLive.
+ */
+export async function requireLive(
+  deps: { store: Store; registry: LiveRegistry; logger: Logger },
+  caller: Caller,
+  sessionId: string,
+  method: string,
+): Promise<SessionRuntime> {
+  const runtime = deps.registry.get(sessionId);
+  if (runtime) {
+    assertOwner(caller, runtime.row);
+    return runtime;
+  }
+  const row = await requireRow(deps.store, caller, sessionId);
+  if (row.ended_at !== null && !isRecoverableEnd(row.end_reason)) throw await closedErrorOf(deps.store, row, method);
+  deps.logger.warn({ session_id: sessionId, method }, "call on a session that is not live here");
+  throw new TetherError(ErrorCode.NotLive, `Session ${sessionId} is not live here; resume it first`, { method });
 }

@@ -1,6 +1,11 @@
 /**
  * A live session: its event log, conversation, todo list, viewers and turn queue. Exactly one
- * runtime per live session per process; the SessionManager owns the registry.
+ * runtime per live session per process; the live registry holds it (and its state).
+ *
+ * A runtime is built whole: what it is (row, log, history, lineage, model) and what it calls
+ * around its turns (the RuntimeHooks, one readonly object shared by every runtime of a manager)
+ * are given to the constructor. What changes while it lives — the model, a stashed model switch,
+ * the provider's last usage, the last sign of life — changes only through its own methods.
  */
 import { ErrorCode, TetherError, type SubmitResult } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
@@ -10,38 +15,55 @@ import type { EventLog } from "../../events/index.js";
 import type { SessionRow, WriteOp } from "../../store/types.js";
 import type { ChatMessage, Provider } from "../../agent/provider.js";
 import type { UsageMark } from "../../agent/compression/index.js";
-import type { CompressionConfig, RetryConfig } from "../../config/index.js";
 import { runTurn } from "../../agent/turn-runner.js";
 import { createTodoList, type TodoList, type ToolRegistry } from "../../agent/tools/index.js";
+import type { LiveSettings } from "./live-settings.js";
 import { turnLogOf, turnStartOps } from "./turn-bookkeeping.js";
 import { TurnQueue, type QueuedTurn } from "./turn-queue.js";
 import type { Viewer } from "./viewer.js";
 
-export type BusyPolicy = "queue" | "interrupt" | "reject";
-
-/** Settings shared by every runtime of a manager and changed in place on config reload. */
-export interface LiveSettings {
-  busyPolicy: BusyPolicy;
-  maxIterations: number;
-  /** Live-reloaded with the rest; the compressor reads it at every decision. */
-  compression?: CompressionConfig;
-  /** Retries of retryable model-call failures (config `retry`). */
-  retry?: RetryConfig;
+/**
+ * What a runtime calls around its turns. The assembler (sessions/runtime-assembly.ts) builds one
+ * object of them per manager from the rooms that own each concern; every hook gets the runtime.
+ */
+export interface RuntimeHooks {
+  /** Right before a turn starts: where a stashed model switch is applied. */
+  beforeTurn(rt: SessionRuntime): void;
+  /** A slash command (`/compress`, `/review`) handled instead of a model turn; false = not a command. */
+  command(rt: SessionRuntime, turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[]): Promise<boolean>;
+  /** In the turn slot right after every model turn (automatic compression). */
+  afterTurn(rt: SessionRuntime): Promise<void>;
+  /** Wraps a turn (the delegation origin is set in an AsyncLocalStorage around it). */
+  turnScope<T>(rt: SessionRuntime, fn: () => Promise<T>): Promise<T>;
+  /** Whenever a turn settles and no other follows (the lifecycle re-arms the grace of a detached session). */
+  turnSettled(rt: SessionRuntime): void;
+  /** Delegations started from this session's lineage still run: it must not be reaped. */
+  delegationsRunning(rt: SessionRuntime): boolean;
 }
 
-/** A slash command (`/compress`) handled instead of a model turn; false = not a command. */
-export type CommandHandler = (turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[]) => Promise<boolean>;
+/** What a runtime is made of, read by the assembler from the store. */
+export interface RuntimeInit {
+  row: SessionRow;
+  log: EventLog;
+  history: ChatMessage[];
+  /** This session and its continuation ancestors (nearest first): what delegations and request ids span. */
+  lineage: readonly string[];
+  provider: Provider;
+  model: string;
+  /** The system prompt as the session's own values render it. */
+  systemPrompt: string | undefined;
+  /** A request id stored with an earlier turn of the lineage, so a retry after a restart is still a duplicate. */
+  lookupRequest(requestId: string): Promise<SubmitRecord | null>;
+}
 
-export interface RuntimeDeps {
+/** What every runtime of a manager shares. */
+export interface RuntimeEnv {
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
   tools: ToolRegistry;
-  provider: Provider;
-  model: string;
+  /** Updated in place on config reload. */
   settings: LiveSettings;
-  /** The system prompt as the session's own values render it. */
-  systemPrompt?: string;
 }
 
 /** A model switch asked for while a turn ran: applied when the next turn starts. */
@@ -53,136 +75,112 @@ export interface PendingSwitch {
   confirmed: boolean;
 }
 
-interface SubmitRecord {
+export interface SubmitRecord {
   turn_id: string;
   trace_id: string;
 }
 
 export class SessionRuntime {
   readonly id: string;
+  /** The stored row as this process last wrote it (writers update it in place with their write). */
+  readonly row: SessionRow;
+  readonly log: EventLog;
+  readonly history: ChatMessage[];
+  readonly lineage: readonly string[];
   readonly viewers = new Map<string, () => void>();
+  /** The viewers themselves (by id), so a rotation can move them to the continuation. */
+  readonly viewerRefs = new Map<string, Viewer>();
   readonly turns = new TurnQueue();
   readonly todo: TodoList;
   /** request_id → its turn, so a repeated submit never starts a second turn. */
   private readonly requests = new Map<string, Promise<SubmitRecord | null>>();
+  /** Jobs queued and not run yet, by turn id: told when the queue is dropped. */
+  private readonly dropped = new Map<string, () => void>();
+  /** The turn slot takes nothing new (stopping, abandoned, handed over). */
   private closing = false;
   private readonly logger: Logger;
-  /** Monotonic ms of the last sign of life: a frame, a submit, an attach. Drives stale/idle reaping. */
-  lastActivity: number;
-  /** Set once an end (reap, close, shutdown) has begun: nobody may attach or submit any more. */
-  ending = false;
-  /** Called whenever a turn settles (the lifecycle re-arms the grace of a detached session). */
-  onTurnSettled: (() => void) | undefined;
-  /** Called right before a turn starts: where a stashed model switch is applied. */
-  beforeTurn: (() => void) | undefined;
-  provider: Provider;
-  model: string;
-  pendingSwitch: PendingSwitch | undefined;
-  /** The viewers themselves (by id), so a rotation can move them to the continuation. */
-  readonly viewerRefs = new Map<string, Viewer>();
-  /** Set once compression rotated this session: the continuation that took over. */
-  rotatedTo: string | undefined;
-  /** The provider's last token count and how much history it covered (context counting). */
-  usageMark: UsageMark | undefined;
-  /** Slash commands (`/compress`, `/review`): tried before a model turn. */
-  command: CommandHandler | undefined;
-  /** Runs in the turn slot right after every model turn (automatic compression). */
-  afterTurn: (() => Promise<void>) | undefined;
-  /** Delegations started from this session (or its lineage) still running: it must not be reaped. */
-  delegationsRunning: (() => boolean) | undefined;
-  /** This session and its continuation ancestors (nearest first): what delegations and request ids span. */
-  lineage: string[] | undefined;
-  /** Wraps a turn (the delegation origin is set in an AsyncLocalStorage around it). */
-  turnScope: (<T>(fn: () => Promise<T>) => Promise<T>) | undefined;
+  private currentProvider: Provider;
+  private currentModel: string;
+  private stashed: PendingSwitch | undefined;
+  private lastUsage: UsageMark | undefined;
+  private lastSignOfLife: number;
+  /** The system prompt this runtime sends (context counting includes it). */
+  readonly systemPrompt: string | undefined;
+  private readonly lookupRequest: (requestId: string) => Promise<SubmitRecord | null>;
 
   constructor(
-    public row: SessionRow,
-    readonly log: EventLog,
-    readonly history: ChatMessage[],
-    private readonly deps: RuntimeDeps,
-    private readonly lookupRequest: (requestId: string) => Promise<SubmitRecord | null>,
+    init: RuntimeInit,
+    private readonly env: RuntimeEnv,
+    private readonly hooks: RuntimeHooks,
   ) {
-    this.id = row.id;
-    this.provider = deps.provider;
-    this.model = deps.model;
-    this.todo = createTodoList(row.todo);
-    this.logger = deps.logger.child({ session_id: row.id });
-    this.lastActivity = deps.clock.monotonic();
-    log.subscribe(() => {
-      this.lastActivity = deps.clock.monotonic();
+    this.id = init.row.id;
+    this.row = init.row;
+    this.log = init.log;
+    this.history = init.history;
+    this.lineage = init.lineage;
+    this.currentProvider = init.provider;
+    this.currentModel = init.model;
+    this.systemPrompt = init.systemPrompt;
+    this.lookupRequest = init.lookupRequest;
+    this.todo = createTodoList(init.row.todo);
+    this.logger = env.logger.child({ session_id: init.row.id });
+    this.lastSignOfLife = env.clock.monotonic();
+    init.log.subscribe(() => {
+      this.lastSignOfLife = env.clock.monotonic();
     });
   }
 
+  /** Monotonic ms of the last sign of life: a frame, a submit, an attach. Drives stale/idle reaping. */
+  get lastActivity(): number {
+    return this.lastSignOfLife;
+  }
+
   touch(): void {
-    this.lastActivity = this.deps.clock.monotonic();
+    this.lastSignOfLife = this.env.clock.monotonic();
+  }
+
+  get provider(): Provider {
+    return this.currentProvider;
+  }
+
+  get providerName(): string {
+    return this.currentProvider.name;
+  }
+
+  get model(): string {
+    return this.currentModel;
+  }
+
+  /** The model the next turn uses (the row and its `model.switched` are the caller's to write). */
+  useModel(provider: Provider, model: string): void {
+    this.currentProvider = provider;
+    this.currentModel = model;
+  }
+
+  /** A switch asked for while a turn runs, applied when the next starts (undefined: none any more). */
+  stashSwitch(pending: PendingSwitch | undefined): void {
+    this.stashed = pending;
+  }
+
+  /** The stashed switch, taken: it applies once. */
+  takeStashedSwitch(): PendingSwitch | undefined {
+    const pending = this.stashed;
+    this.stashed = undefined;
+    return pending;
+  }
+
+  /** The provider's last token count and how much history it covered (context counting). */
+  get usageMark(): UsageMark | undefined {
+    return this.lastUsage;
   }
 
   /** A session that started delegations still running must never be reaped. */
   hasRunningDelegations(): boolean {
-    return this.delegationsRunning?.() ?? false;
-  }
-
-  /** The systemPrompt this runtime sends (context counting includes it). */
-  get systemPrompt(): string | undefined {
-    return this.deps.systemPrompt;
-  }
-
-  /**
-   * Queues internal work in the turn slot: it waits for the running turn (and turns queued
-   * before it) and no turn starts while it runs. Resolves when it ran; rejects if the session
-   * stopped first (the work never ran).
-   */
-  runJob(job: (signal: AbortSignal) => Promise<void>): Promise<void> {
-    if (this.closing) return Promise.reject(new TetherError(ErrorCode.Closed, "Session is closing"));
-    return new Promise<void>((resolve, reject) => {
-      const turn: QueuedTurn = {
-        turnId: this.deps.ids.next("job"),
-        traceId: this.deps.ids.traceId(),
-        text: "",
-        requestId: undefined,
-        job: async (signal) => {
-          try {
-            await job(signal);
-            resolve();
-          } catch (err) {
-            reject(err);
-          }
-        },
-      };
-      this.dropped.set(turn.turnId, () => reject(new TetherError(ErrorCode.Closed, "Session stopped before the work ran")));
-      if (!this.turns.busy) this.start(turn);
-      else this.turns.push(turn);
-    });
-  }
-
-  /** Turns moved here from a rotated parent: queued in order, the first starts if idle. */
-  adopt(turns: QueuedTurn[]): void {
-    for (const t of turns) this.turns.push(t);
-    if (!this.turns.busy && !this.closing) {
-      const next = this.turns.shift();
-      if (next) this.start(next);
-    }
-  }
-
-  /** Jobs queued and not run yet, by turn id: told when the queue is dropped. */
-  private readonly dropped = new Map<string, () => void>();
-
-  private dropQueue(): QueuedTurn[] {
-    const gone = this.turns.clear();
-    for (const t of gone) {
-      const tell = this.dropped.get(t.turnId);
-      this.dropped.delete(t.turnId);
-      tell?.();
-    }
-    return gone;
+    return this.hooks.delegationsRunning(this);
   }
 
   get running(): boolean {
     return this.turns.busy;
-  }
-
-  get providerName(): string {
-    return this.provider.name;
   }
 
   attach(viewer: Viewer): void {
@@ -223,14 +221,14 @@ export class SessionRuntime {
         return { ...stored, status: "duplicate" };
       }
     }
-    if (this.turns.busy && this.deps.settings.busyPolicy === "reject") {
+    if (this.turns.busy && this.env.settings.busyPolicy === "reject") {
       claim?.(null);
       if (requestId !== undefined) this.requests.delete(requestId);
       throw new TetherError(ErrorCode.Busy, "A turn is running and this session rejects prompts while busy");
     }
     const turn: QueuedTurn = {
-      turnId: this.deps.ids.next("turn"),
-      traceId: this.deps.ids.traceId(),
+      turnId: this.env.ids.next("turn"),
+      traceId: this.env.ids.traceId(),
       text,
       requestId,
     };
@@ -240,9 +238,46 @@ export class SessionRuntime {
       this.start(turn);
       return { ...result, status: "started" };
     }
-    if (this.deps.settings.busyPolicy === "interrupt") this.turns.running?.abort.abort(new Error("superseded by a new prompt"));
+    if (this.env.settings.busyPolicy === "interrupt") this.turns.running?.abort.abort(new Error("superseded by a new prompt"));
     this.turns.push(turn);
     return { ...result, status: "queued" };
+  }
+
+  /**
+   * Queues internal work in the turn slot: it waits for the running turn (and turns queued
+   * before it) and no turn starts while it runs. Resolves when it ran; rejects if the session
+   * stopped first (the work never ran).
+   */
+  runJob(job: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    if (this.closing) return Promise.reject(new TetherError(ErrorCode.Closed, "Session is closing"));
+    return new Promise<void>((resolve, reject) => {
+      const turn: QueuedTurn = {
+        turnId: this.env.ids.next("job"),
+        traceId: this.env.ids.traceId(),
+        text: "",
+        requestId: undefined,
+        job: async (signal) => {
+          try {
+            await job(signal);
+            resolve();
+          } catch (err) {
+            reject(err);
+          }
+        },
+      };
+      this.dropped.set(turn.turnId, () => reject(new TetherError(ErrorCode.Closed, "Session stopped before the work ran")));
+      if (!this.turns.busy) this.start(turn);
+      else this.turns.push(turn);
+    });
+  }
+
+  /** Turns moved here from a rotated parent: queued in order, the first starts if idle. */
+  adopt(turns: QueuedTurn[]): void {
+    for (const t of turns) this.turns.push(t);
+    if (!this.turns.busy && !this.closing) {
+      const next = this.turns.shift();
+      if (next) this.start(next);
+    }
   }
 
   interrupt(): "interrupted" | "idle" {
@@ -250,6 +285,18 @@ export class SessionRuntime {
     if (!running) return "idle";
     running.abort.abort(new Error("interrupted"));
     return "interrupted";
+  }
+
+  /** Interrupts `turnId` if it runs (and waits for it to settle), or drops it if it is queued. */
+  async cancelTurn(turnId: string): Promise<"interrupted" | "dequeued" | "idle"> {
+    const running = this.turns.running;
+    if (running?.turnId === turnId) {
+      running.abort.abort(new Error("cancelled"));
+      await running.done;
+      await this.log.settled();
+      return "interrupted";
+    }
+    return this.turns.remove(turnId) ? "dequeued" : "idle";
   }
 
   /** Stops taking turns, interrupts the running one and waits for it to settle. */
@@ -275,9 +322,33 @@ export class SessionRuntime {
     this.log.close();
   }
 
+  /**
+   * Stops taking turns because a continuation takes over. Returns the queued prompts (they move to
+   * the continuation); queued jobs are dropped (their owners retry on the tip).
+   */
+  handOver(): QueuedTurn[] {
+    this.closing = true;
+    const prompts: QueuedTurn[] = [];
+    for (const t of this.turns.clear()) {
+      if (!t.job) prompts.push(t);
+      else this.tellDropped(t);
+    }
+    return prompts;
+  }
+
+  private dropQueue(): void {
+    for (const t of this.turns.clear()) this.tellDropped(t);
+  }
+
+  private tellDropped(turn: QueuedTurn): void {
+    const tell = this.dropped.get(turn.turnId);
+    this.dropped.delete(turn.turnId);
+    tell?.();
+  }
+
   private start(turn: QueuedTurn): void {
     try {
-      this.beforeTurn?.();
+      this.hooks.beforeTurn(this);
     } catch (err) {
       this.logger.error({ err }, "before-turn hook failed");
     }
@@ -287,35 +358,9 @@ export class SessionRuntime {
       this.touch();
       const next = this.closing ? undefined : this.turns.shift();
       if (next) this.start(next);
-      else this.onTurnSettled?.();
+      else this.hooks.turnSettled(this);
     });
-    this.turns.running = { ...turn, abort, startedAt: this.deps.clock.monotonic(), done };
-  }
-
-  /**
-   * Marks the runtime as handing over to a continuation: it takes no new turns. Returns the queued
-   * prompts (they move to the continuation); queued jobs are dropped (their owners retry on the tip).
-   */
-  handOver(to: string): QueuedTurn[] {
-    this.rotatedTo = to;
-    this.closing = true;
-    const queued = this.dropQueueJobs();
-    return queued;
-  }
-
-  private dropQueueJobs(): QueuedTurn[] {
-    const all = this.turns.clear();
-    const prompts: QueuedTurn[] = [];
-    for (const t of all) {
-      if (!t.job) {
-        prompts.push(t);
-        continue;
-      }
-      const tell = this.dropped.get(t.turnId);
-      this.dropped.delete(t.turnId);
-      tell?.();
-    }
-    return prompts;
+    this.turns.running = { ...turn, abort, startedAt: this.env.clock.monotonic(), done };
   }
 
   private async runOne(turn: QueuedTurn, signal: AbortSignal): Promise<void> {
@@ -328,44 +373,48 @@ export class SessionRuntime {
       }
       return;
     }
-    const startOps = turnStartOps(this.id, turn, this.deps.clock.now());
+    const startOps = turnStartOps(this.id, turn, this.env.clock.now());
     try {
-      if (this.command && turn.text.startsWith("/") && (await this.command(turn, signal, startOps))) {
-        await this.afterTurn?.();
+      if (turn.text.startsWith("/") && (await this.hooks.command(this, turn, signal, startOps))) {
+        await this.hooks.afterTurn(this);
         return;
       }
-      const scope = this.turnScope ?? (<T>(fn: () => Promise<T>) => fn());
-      await scope(() => runTurn({
-        sessionId: this.id,
-        turnId: turn.turnId,
-        traceId: turn.traceId,
-        input: turn.text,
-        log: turnLogOf(this.log, this.id, this.deps.clock),
-        history: this.history,
-        systemPrompt: this.deps.systemPrompt,
-        todo: this.todo,
-        tools: this.deps.tools,
-        provider: this.provider,
-        model: this.model,
-        signal,
-        clock: this.deps.clock,
-        ids: this.deps.ids,
-        // The runner adds session_id, trace_id and turn_id to its own child logger.
-        logger: this.deps.logger,
-        maxIterations: this.deps.settings.maxIterations,
-        startOps,
-        ...(this.deps.settings.retry && this.deps.settings.retry.max_retries > 0
-          ? { retry: { maxRetries: this.deps.settings.retry.max_retries, baseDelayMs: this.deps.settings.retry.base_delay_ms } }
-          : {}),
-        onStepUsage: (usage, historyLength) => {
-          // The answer of this call joins the history next: the count covers it too.
-          this.usageMark = { tokens: usage.total_tokens, atLength: historyLength + 1 };
-        },
-      }));
-      await this.afterTurn?.();
+      await this.hooks.turnScope(this, () => this.runModelTurn(turn, signal, startOps));
+      await this.hooks.afterTurn(this);
     } catch (err) {
       // runTurn reports turn failures as events; reaching here is a bug worth a loud line.
       this.logger.error({ err, trace_id: turn.traceId, turn_id: turn.turnId }, "turn runner threw");
     }
+  }
+
+  private async runModelTurn(turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[]): Promise<void> {
+    const { clock, ids, settings } = this.env;
+    await runTurn({
+      sessionId: this.id,
+      turnId: turn.turnId,
+      traceId: turn.traceId,
+      input: turn.text,
+      log: turnLogOf(this.log, this.id, clock),
+      history: this.history,
+      systemPrompt: this.systemPrompt,
+      todo: this.todo,
+      tools: this.env.tools,
+      provider: this.currentProvider,
+      model: this.currentModel,
+      signal,
+      clock,
+      ids,
+      // The runner adds session_id, trace_id and turn_id to its own child logger.
+      logger: this.env.logger,
+      maxIterations: settings.maxIterations,
+      startOps,
+      ...(settings.retry && settings.retry.max_retries > 0
+        ? { retry: { maxRetries: settings.retry.max_retries, baseDelayMs: settings.retry.base_delay_ms } }
+        : {}),
+      onStepUsage: (usage, historyLength) => {
+        // The answer of this call joins the history next: the count covers it too.
+        this.lastUsage = { tokens: usage.total_tokens, atLength: historyLength + 1 };
+      },
+    });
   }
 }

@@ -43,4 +43,12 @@ export class TurnQueue {
   clear(): QueuedTurn[] {
     return this.waiting.splice(0, this.waiting.length);
   }
+
+  /** Drops one waiting turn; false when it is not waiting (running, done, or unknown). */
+  remove(turnId: string): boolean {
+    const i = this.waiting.findIndex((t) => t.turnId === turnId);
+    if (i < 0) return false;
+    this.waiting.splice(i, 1);
+    return true;
+  }
 }

@@ -20,7 +20,7 @@ import type {
 } from "../../config/index.js";
 import type { ProviderCatalog } from "../../agent/provider-catalog.js";
 import type { ToolRegistry } from "../../agent/tools/index.js";
-import type { BusyPolicy } from "./session-runtime.js";
+import type { BusyPolicy } from "./live-settings.js";
 
 export interface SessionManagerDeps {
   store: Store;

@@ -1,7 +1,8 @@
 /**
- * The manager's side of delegations (delegations.ts holds their lifecycle): running one task as a
- * hidden delegate child session, writing a finished delegation's delivery into the origin's live
- * tip, and transient progress frames.
+ * What delegations need from the sessions around them (delegation-service.ts holds their
+ * lifecycle): running one task as a hidden delegate child session, writing a finished
+ * delegation's delivery into the origin's live tip, transient progress frames, and whether an
+ * owner process is alive.
  */
 import { DisplayKind, EndReason, ErrorCode, EventType, TetherError } from "../../protocol/index.js";
 import type { DelegationDeliveredPayload, DelegationProgressPayload } from "../../protocol/index.js";
@@ -9,15 +10,17 @@ import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
 import { fromEventRow, type EventLog, type GroupCommitter } from "../../events/index.js";
-import type { DelegationConfig } from "../../config/index.js";
 import type { DelegationRow, Store } from "../../store/types.js";
 import { newMessageRow } from "../../agent/turn-frames.js";
-import type { DelegationHost, DeliveryMessage, TaskOutcome } from "./delegation-service.js";
 import type { LiveRegistry } from "../core/live-registry.js";
 import { resolveLiveTip } from "../core/live-tip.js";
-import type { Ownership } from "../lifecycle/ownership.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
+import type { Ownership } from "../lifecycle/ownership.js";
+import type { SessionEnding } from "../lifecycle/session-ending.js";
+import type { SessionLogs } from "../lifecycle/session-logs.js";
 import { delegateChildRow } from "../views/session-rows.js";
+import type { DelegationHost, TaskOutcome } from "./delegation-service.js";
+import type { DeliveryMessage } from "./shapes.js";
 
 export interface DelegationHostDeps {
   store: Store;
@@ -27,20 +30,17 @@ export interface DelegationHostDeps {
   logger: Logger;
   epoch: string;
   processId: string;
+  /** Opens the task's child session (through its one door) and tells a tip's state. */
   registry: LiveRegistry;
   ownership: Ownership;
-  config(): DelegationConfig;
-  openRuntime(sessionId: string): Promise<SessionRuntime>;
-  openLog(sessionId: string): Promise<EventLog>;
-  end(runtime: SessionRuntime, endReason: string): Promise<void>;
+  /** The log of a delivery to a session not live here. */
+  logs: SessionLogs;
+  /** Ends the task's child session. */
+  ending: SessionEnding;
 }
 
-export class ManagerDelegationHost implements DelegationHost {
+export class SessionsDelegationHost implements DelegationHost {
   constructor(private readonly deps: DelegationHostDeps) {}
-
-  config(): DelegationConfig {
-    return this.deps.config();
-  }
 
   async ownerDead(owner: string): Promise<boolean> {
     if (owner === this.deps.processId) return false;
@@ -57,7 +57,7 @@ export class ManagerDelegationHost implements DelegationHost {
     const row = delegateChildRow(origin, d, index, childId, this.deps.clock.now());
     await this.deps.committer.enqueue([{ op: "session.insert", row }, this.deps.ownership.insertOp(childId)]);
     onChild(childId);
-    const runtime = await this.deps.openRuntime(childId);
+    const runtime = await this.deps.registry.open(childId);
     const interrupt = () => runtime.interrupt();
     signal.addEventListener("abort", interrupt, { once: true });
     try {
@@ -74,7 +74,7 @@ export class ManagerDelegationHost implements DelegationHost {
       return { status: "failed", result, error };
     } finally {
       signal.removeEventListener("abort", interrupt);
-      await this.deps.end(runtime, EndReason.DelegationComplete).catch(() => undefined);
+      await this.deps.ending.end(runtime, EndReason.DelegationComplete).catch(() => undefined);
     }
   }
 
@@ -102,8 +102,8 @@ export class ManagerDelegationHost implements DelegationHost {
         { ops: [{ op: "message.insert", row }, { op: "delegation.deliver", id: d.id, session_id: tipId, message_id: messageId, at: now }] },
       );
     };
-    const live = registry.get(tipId) ?? (await registry.opening.get(tipId)?.catch(() => undefined));
-    if (live && !live.ending && live.rotatedTo === undefined) {
+    const live = registry.get(tipId) ?? (await registry.pendingOpen(tipId)?.catch(() => undefined));
+    if (live && registry.isServing(live)) {
       await live.runJob(async () => {
         write(live.log);
         await live.log.flushed();
@@ -117,14 +117,11 @@ export class ManagerDelegationHost implements DelegationHost {
       }
       return { session_id: tipId, message_id: messageId };
     }
-    if (registry.has(tipId) || registry.opening.has(tipId) || registry.endings.has(tipId)) {
-      throw new Error(`session ${tipId} is changing hands; retrying`);
-    }
     // Not live here: write to the store (seen on resume). An open of the session waits for this.
-    const writing = (async () => {
+    const writing = registry.borrow(tipId, async () => {
       const lease = await ownership.acquire(tipId, false);
       if (!lease.acquired) throw new TetherError(ErrorCode.Busy, `Session ${tipId} is live in another gateway process`);
-      const log = await this.deps.openLog(tipId);
+      const log = await this.deps.logs.open(tipId);
       try {
         write(log);
         await log.flushed();
@@ -133,9 +130,8 @@ export class ManagerDelegationHost implements DelegationHost {
         log.close();
         await ownership.release(tipId).catch(() => undefined);
       }
-    })();
-    const guard = writing.catch(() => undefined).finally(() => registry.endings.delete(tipId));
-    registry.endings.set(tipId, guard);
+    });
+    if (writing === false) throw new Error(`session ${tipId} is changing hands; retrying`);
     await writing;
     return { session_id: tipId, message_id: messageId };
   }
@@ -145,7 +141,7 @@ export class ManagerDelegationHost implements DelegationHost {
     void resolveLiveTip(this.deps.store, d.origin_session_id)
       .then((tip) => {
         const rt = tip && this.deps.registry.get(tip.row.id);
-        if (rt && !rt.ending && rt.rotatedTo === undefined) rt.log.emit(EventType.DelegationProgress, payload);
+        if (rt && this.deps.registry.isServing(rt)) rt.log.emit(EventType.DelegationProgress, payload);
       })
       .catch(() => undefined);
   }

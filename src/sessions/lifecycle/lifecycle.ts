@@ -9,37 +9,33 @@
  * - Heartbeats renew leases; a lease lost to another process drops the runtime quietly.
  * - The startup sweep (then a periodic check) ends sessions whose owning process is dead.
  *
- * Every parked runtime ends on one of these paths: nothing leaks.
+ * Every parked runtime ends on one of these paths: nothing leaks. The policy of *when* lives here;
+ * the *how* of every end is session-ending.ts, the object of this room it calls.
  */
 import { EndReason } from "../../protocol/index.js";
 import type { Clock, TimerHandle } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
 import type { LifecycleConfig } from "../../config/index.js";
 import type { Store } from "../../store/types.js";
-import type { Ownership } from "./ownership.js";
-import { ReapTimers } from "./reap-timers.js";
+import type { LiveRegistry } from "../core/live-registry.js";
+import type { LiveSettings } from "../core/live-settings.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
-
-export interface LifecycleHost {
-  live(): Iterable<SessionRuntime>;
-  isLive(runtime: SessionRuntime): boolean;
-  /** A resume or reopen of this session is in flight. */
-  isBinding(sessionId: string): boolean;
-  end(runtime: SessionRuntime, reason: string, opts: { broadcast: boolean }): Promise<void>;
-  /** Ends a runtime whose turn never settled, without waiting for it. */
-  forceReap(runtime: SessionRuntime, reason: string): Promise<void>;
-  /** Drops a runtime whose lease another process took: no writes, no broadcast. */
-  supersede(runtime: SessionRuntime): void;
-  /** Ends a session left open by a dead process. Returns false if it was not ours to end. */
-  endOrphan(sessionId: string): Promise<boolean>;
-}
+import type { Ownership } from "./ownership.js";
+import type { ReapTimers } from "./reap-timers.js";
+import type { SessionEnding } from "./session-ending.js";
 
 export interface LifecycleDeps {
   clock: Clock;
   logger: Logger;
-  config: LifecycleConfig;
+  /** `settings.lifecycle` is read at every decision (live reload). */
+  settings: LiveSettings;
   store: Store;
   ownership: Ownership;
+  registry: LiveRegistry;
+  /** At most one pending reap per session. */
+  timers: ReapTimers;
+  /** How each end is carried out. */
+  ending: SessionEnding;
 }
 
 /** An interrupt of a stale detached turn is polled this often, this many times, before force-reaping. */
@@ -50,30 +46,27 @@ const SWEEP_EVERY_BEATS = 3;
 const SWEEP_BATCH = 100;
 
 export class Lifecycle {
+  /** The pending reaps (shared with the ends, which cancel them). */
   readonly timers: ReapTimers;
   private beatTimer: TimerHandle | undefined;
   private sweepTimer: TimerHandle | undefined;
   private beats = 0;
   private sweptOnce = false;
+  private started = false;
   private stopped = false;
-  private host: LifecycleHost | undefined;
 
   constructor(private readonly deps: LifecycleDeps) {
-    this.timers = new ReapTimers(deps.clock);
-  }
-
-  private get cfg(): LifecycleConfig {
-    return this.deps.config;
+    this.timers = deps.timers;
   }
 
   /** Live reload of lifecycle settings applies to live sessions from the next decision on. */
-  set config(config: LifecycleConfig) {
-    this.deps.config = config;
+  private get cfg(): LifecycleConfig {
+    return this.deps.settings.lifecycle;
   }
 
   /** Registers this process (first beat) and starts the beat loop and the startup sweep. */
-  async start(host: LifecycleHost): Promise<void> {
-    this.host = host;
+  async start(): Promise<void> {
+    this.started = true;
     await this.deps.ownership.beat();
     this.scheduleBeat();
     if (this.cfg.startup_sweep) {
@@ -88,32 +81,48 @@ export class Lifecycle {
     this.sweepTimer?.cancel();
   }
 
-  /** The session's last viewer left. */
+  /** The session's last viewer left: it is parked, and its reap armed (re-armed when already). */
   parked(rt: SessionRuntime): void {
+    this.deps.registry.park(rt);
     if (this.stopped || this.cfg.orphan_grace_s <= 0) return;
     this.timers.schedule(rt.id, this.cfg.orphan_grace_s * 1000, () => void this.onGrace(rt));
   }
 
-  /** A viewer attached (resume, re-attach): nothing may reap it now. */
+  /** A viewer attached (resume, re-attach): it is live again, and nothing may reap it now. */
   rebound(rt: SessionRuntime): void {
+    this.deps.registry.unpark(rt);
     this.timers.cancel(rt.id);
   }
 
   /** A submit (or a turn settling) while detached restarts the grace: the client is around. */
   activity(rt: SessionRuntime): void {
-    if (rt.viewers.size === 0 && !this.host?.isBinding(rt.id)) this.parked(rt);
+    if (rt.viewers.size === 0 && !(this.started && this.deps.registry.isBinding(rt.id))) this.parked(rt);
+  }
+
+  /**
+   * Its turn keeps the reaper away: it runs, holding a provider stream. A turn awaiting an open
+   * request (state `awaiting`) holds none — it is never stale, and it is no reason to keep an
+   * unviewed session live: the next process to open it continues the turn from the store.
+   */
+  private working(rt: SessionRuntime): boolean {
+    return rt.running && this.deps.registry.stateOf(rt) !== "awaiting";
+  }
+
+  /** Somebody is here after all: a viewer, or a resume in flight. */
+  private attended(rt: SessionRuntime): boolean {
+    return rt.viewers.size > 0 || this.deps.registry.isBinding(rt.id);
   }
 
   private async onGrace(rt: SessionRuntime): Promise<void> {
-    const host = this.host;
-    if (!host || this.stopped || rt.ending || !host.isLive(rt)) return;
+    const { registry } = this.deps;
+    if (!this.started || this.stopped || !registry.isServing(rt)) return;
     // Re-check at fire time: a viewer or a resume in flight means somebody is here.
-    if (rt.viewers.size > 0 || host.isBinding(rt.id)) return;
+    if (this.attended(rt)) return;
     if (rt.hasRunningDelegations()) {
       this.parked(rt);
       return;
     }
-    if (rt.running) {
+    if (this.working(rt)) {
       const inactiveMs = this.deps.clock.monotonic() - rt.lastActivity;
       const staleMs = this.cfg.stale_turn_s * 1000;
       if (inactiveMs < staleMs) {
@@ -123,12 +132,12 @@ export class Lifecycle {
       await this.interruptStale(rt);
       return;
     }
-    await host.end(rt, EndReason.OrphanReap, { broadcast: true });
+    await this.deps.ending.end(rt, EndReason.OrphanReap, { broadcast: true });
   }
 
   /** Interrupts a stale detached turn exactly as session.interrupt would, then reaps. */
   private async interruptStale(rt: SessionRuntime): Promise<void> {
-    const host = this.host!;
+    const { registry, ending } = this.deps;
     this.deps.logger.warn(
       { session_id: rt.id, turn_id: rt.turns.running?.turnId, trace_id: rt.turns.running?.traceId },
       "interrupting a stale turn of a detached session",
@@ -136,10 +145,10 @@ export class Lifecycle {
     rt.interrupt();
     for (let i = 0; i < INTERRUPT_POLLS; i++) {
       await this.deps.clock.sleep(INTERRUPT_POLL_MS);
-      if (this.stopped || rt.ending || !host.isLive(rt)) return;
-      if (rt.viewers.size > 0 || host.isBinding(rt.id)) return; // somebody came back meanwhile
+      if (this.stopped || !registry.isServing(rt)) return;
+      if (this.attended(rt)) return; // somebody came back meanwhile
       if (!rt.running) {
-        await host.end(rt, EndReason.OrphanReap, { broadcast: true });
+        await ending.end(rt, EndReason.OrphanReap, { broadcast: true });
         return;
       }
     }
@@ -147,7 +156,7 @@ export class Lifecycle {
       { session_id: rt.id, turn_id: rt.turns.running?.turnId, trace_id: rt.turns.running?.traceId, polls: INTERRUPT_POLLS },
       "FORCE-REAPING a detached session: its turn ignored the interrupt",
     );
-    await host.forceReap(rt, EndReason.OrphanReap);
+    await ending.forceReap(rt, EndReason.OrphanReap);
   }
 
   private scheduleBeat(): void {
@@ -156,17 +165,14 @@ export class Lifecycle {
   }
 
   private async beatOnce(): Promise<void> {
-    const host = this.host;
-    if (!host || this.stopped) return;
+    if (!this.started || this.stopped) return;
+    const { registry, ownership, ending } = this.deps;
     try {
-      const lost = await this.deps.ownership.beat();
-      if (lost.length > 0) {
-        const byId = new Map([...host.live()].map((rt) => [rt.id, rt]));
-        for (const id of lost) {
-          const rt = byId.get(id);
-          if (rt) host.supersede(rt);
-          else this.deps.ownership.forget(id);
-        }
+      const lost = await ownership.beat();
+      for (const id of lost) {
+        const rt = registry.get(id);
+        if (rt) ending.supersede(rt);
+        else ownership.forget(id);
       }
       await this.reclaimIdle();
       this.beats++;
@@ -181,28 +187,29 @@ export class Lifecycle {
   /** Idle TTL: live sessions with no activity for session_ttl_s are reclaimed. */
   async reclaimIdle(): Promise<void> {
     const ttlMs = this.cfg.session_ttl_s * 1000;
-    if (ttlMs <= 0 || !this.host) return;
+    if (ttlMs <= 0 || !this.started) return;
+    const { registry, ending } = this.deps;
     const now = this.deps.clock.monotonic();
-    for (const rt of [...this.host.live()]) {
-      if (rt.running || rt.ending || this.host.isBinding(rt.id)) continue;
-      if (now - rt.lastActivity >= ttlMs) await this.host.end(rt, EndReason.IdleTtl, { broadcast: true });
+    for (const rt of [...registry.values()]) {
+      if (this.working(rt) || !registry.isServing(rt) || registry.isBinding(rt.id)) continue;
+      if (now - rt.lastActivity >= ttlMs) await ending.end(rt, EndReason.IdleTtl, { broadcast: true });
     }
   }
 
   /** LRU cap: while over max_live_sessions, reclaim the least recently active idle session. */
   async enforceCap(): Promise<void> {
     const max = this.cfg.max_live_sessions;
-    if (max <= 0 || !this.host) return;
-    const host = this.host;
+    if (max <= 0 || !this.started) return;
+    const { registry, ending } = this.deps;
     for (;;) {
-      const live = [...host.live()].filter((rt) => !rt.ending);
+      const live = [...registry.values()].filter((rt) => registry.isServing(rt));
       if (live.length <= max) return;
       const victims = live
-        .filter((rt) => !rt.running && !host.isBinding(rt.id))
+        .filter((rt) => !this.working(rt) && !registry.isBinding(rt.id))
         .sort((a, b) => Number(a.viewers.size > 0) - Number(b.viewers.size > 0) || a.lastActivity - b.lastActivity);
       const victim = victims[0];
       if (!victim) return; // everything is working: never evict a running turn
-      await host.end(victim, EndReason.LruEvicted, { broadcast: true });
+      await ending.end(victim, EndReason.LruEvicted, { broadcast: true });
     }
   }
 
@@ -213,17 +220,17 @@ export class Lifecycle {
 
   /** Ends sessions that dead processes left open. A live sibling's sessions are never touched. */
   async sweep(): Promise<number> {
-    const host = this.host;
-    if (!host || this.stopped) return 0;
+    if (!this.started || this.stopped) return 0;
+    const { registry, ending } = this.deps;
     let ended = 0;
     try {
       const now = this.deps.clock.now();
       const ids = await this.deps.store.findOrphanedSessions(now, this.deps.ownership.deadBefore(now), SWEEP_BATCH);
-      const mine = new Set([...host.live()].map((rt) => rt.id));
+      const mine = new Set([...registry.values()].map((rt) => rt.id));
       for (const id of ids) {
         if (mine.has(id)) continue;
         try {
-          if (await host.endOrphan(id)) ended++;
+          if (await ending.endOrphan(id)) ended++;
         } catch (err) {
           this.deps.logger.error({ err, session_id: id }, "startup sweep could not end a session");
         }

@@ -4,18 +4,21 @@
  * ignored its interrupt, the end of a session a dead process left open, and shutdown within a
  * budget. The policy of *when* lives in lifecycle.ts; this is the *how*.
  */
-import { EndReason, EventType } from "../../protocol/index.js";
+import { EndReason, EventType, isRecoverableEnd } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
-import type { EventLog, GroupCommitter } from "../../events/index.js";
+import type { GroupCommitter } from "../../events/index.js";
 import { FenceError, type Store } from "../../store/types.js";
 import type { GlobalFrames } from "../core/global-frames.js";
-import type { Lifecycle } from "./lifecycle.js";
 import type { LiveRegistry } from "../core/live-registry.js";
-import type { Ownership } from "./ownership.js";
 import { finishInterruptedTurn } from "../core/recovery.js";
+import { assertOwner, requireRow } from "../core/session-access.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
+import type { Caller } from "../core/types.js";
+import type { Ownership } from "./ownership.js";
+import type { ReapTimers } from "./reap-timers.js";
+import type { SessionLogs } from "./session-logs.js";
 
 export interface SessionEndingDeps {
   store: Store;
@@ -25,14 +28,34 @@ export interface SessionEndingDeps {
   metrics: Metrics;
   registry: LiveRegistry;
   ownership: Ownership;
-  lifecycle: Lifecycle;
+  /** The pending reaps: an end cancels the session's. */
+  timers: ReapTimers;
   globals: GlobalFrames;
   /** A log of its own for a session not live here (it writes under the session's lease). */
-  openLog(sessionId: string): Promise<EventLog>;
+  logs: SessionLogs;
 }
 
 export class SessionEnding {
   constructor(private readonly deps: SessionEndingDeps) {}
+
+  /**
+   * The user closes the caller's session (`session.close`): opened first if it is not live here
+   * (its end is written by its owner), already closed for good answers as it is.
+   */
+  async close(caller: Caller, sessionId: string): Promise<{ closed: true; end_reason: string }> {
+    const { registry, store } = this.deps;
+    let runtime = registry.get(sessionId);
+    if (!runtime) {
+      const row = await requireRow(store, caller, sessionId);
+      if (row.ended_at !== null && !isRecoverableEnd(row.end_reason)) {
+        return { closed: true, end_reason: row.end_reason ?? EndReason.UserClose };
+      }
+      runtime = await registry.open(sessionId);
+    }
+    assertOwner(caller, runtime.row);
+    await this.end(runtime, EndReason.UserClose, { broadcast: false });
+    return { closed: true, end_reason: EndReason.UserClose };
+  }
 
   /**
    * Ends a live runtime: interrupt and settle its turn, write `session.closed` with the end, drop
@@ -40,18 +63,16 @@ export class SessionEnding {
    * open for its owner and only the local runtime goes.
    */
   end(runtime: SessionRuntime, endReason: string, opts: { broadcast: boolean } = { broadcast: false }): Promise<void> {
-    const { endings } = this.deps.registry;
-    const pending = endings.get(runtime.id);
+    const { registry } = this.deps;
+    const pending = registry.pendingEnd(runtime.id);
     if (pending) return pending;
-    const ending = this.doEnd(runtime, endReason, opts).finally(() => endings.delete(runtime.id));
-    endings.set(runtime.id, ending);
-    return ending;
+    // The state says `ending` before the end's first step runs: nothing may attach or submit now.
+    return registry.beginEnd(runtime, () => this.doEnd(runtime, endReason, opts))!;
   }
 
   private async doEnd(runtime: SessionRuntime, endReason: string, opts: { broadcast: boolean }): Promise<void> {
     const { logger, ownership } = this.deps;
-    runtime.ending = true;
-    this.deps.lifecycle.timers.cancel(runtime.id);
+    this.deps.timers.cancel(runtime.id);
     await runtime.stop();
     const now = this.deps.clock.now();
     let fenced = false;
@@ -82,9 +103,8 @@ export class SessionEnding {
 
   /** Another process took this session's lease (a resume there): drop quietly, no broadcast. */
   supersede(runtime: SessionRuntime): void {
-    if (runtime.ending) return;
-    runtime.ending = true;
-    this.deps.lifecycle.timers.cancel(runtime.id);
+    if (!this.deps.registry.handOver(runtime)) return;
+    this.deps.timers.cancel(runtime.id);
     runtime.abandon();
     this.deps.registry.drop(runtime);
     this.deps.ownership.forget(runtime.id);
@@ -98,9 +118,9 @@ export class SessionEnding {
    * so far, and the turn's `turn.complete { interrupted }`.
    */
   async forceReap(runtime: SessionRuntime, endReason: string): Promise<void> {
-    if (runtime.ending) return;
-    runtime.ending = true;
-    this.deps.lifecycle.timers.cancel(runtime.id);
+    if (!this.deps.registry.isServing(runtime)) return;
+    this.deps.registry.beginEnd(runtime);
+    this.deps.timers.cancel(runtime.id);
     const partial = new Map(runtime.log.snapshots().map((snap) => [snap.message_id, snap.text]));
     runtime.abandon();
     this.deps.registry.drop(runtime);
@@ -113,7 +133,7 @@ export class SessionEnding {
   /** Ends a session a dead process left open. False when it is not ours to end (a live owner). */
   async endOrphan(sessionId: string): Promise<boolean> {
     const { registry, ownership } = this.deps;
-    if (registry.has(sessionId) || registry.opening.has(sessionId)) return false;
+    if (registry.has(sessionId) || registry.stateOfId(sessionId) === "opening") return false;
     const lease = await ownership.acquire(sessionId, false);
     if (!lease.acquired) return false;
     const ended = await this.writeTerminalState(sessionId, EndReason.StartupOrphanReap, new Map());
@@ -130,7 +150,7 @@ export class SessionEnding {
     const { store } = this.deps;
     const row = await store.getSession(sessionId);
     if (!row || row.ended_at !== null) return false;
-    const log = await this.deps.openLog(sessionId);
+    const log = await this.deps.logs.open(sessionId);
     try {
       const messages = await store.loadMessages(sessionId);
       for (const m of messages) {

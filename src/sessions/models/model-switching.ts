@@ -7,12 +7,13 @@
 import { ErrorCode, EventType, TetherError } from "../../protocol/index.js";
 import type { Logger } from "../../lib/logger.js";
 import type { EventLog } from "../../events/index.js";
-import type { ModelsConfig, ProfileConfig } from "../../config/index.js";
+import type { ModelsConfig } from "../../config/index.js";
 import type { ProviderCatalog } from "../../agent/provider-catalog.js";
 import type { Provider } from "../../agent/provider.js";
 import type { SessionRow } from "../../store/types.js";
-import { identityOf, mergeModelConfig } from "./model-identity.js";
+import type { LiveSettings } from "../core/live-settings.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
+import { identityOf, mergeModelConfig } from "./model-identity.js";
 
 export type ConfigSetResult = { status: "applied" | "pending" | "confirm_required"; confirm_message?: string };
 
@@ -22,21 +23,21 @@ export function defaultModelsConfig(): ModelsConfig {
 }
 
 export class ModelSwitching {
-  /** Replaced on live reload: providers apply at the next open, guards at the next decision. */
-  catalog: ProviderCatalog;
-  models: ModelsConfig;
-
   constructor(
     private readonly deps: {
-      catalog: ProviderCatalog;
-      models: ModelsConfig;
-      /** The manager's profile overlay as it is now (live reload replaces it). */
-      profile: () => ProfileConfig | undefined;
+      /** Providers, model guards and the profile overlay as they are now (live reload changes them). */
+      settings: LiveSettings;
       logger: Logger;
     },
-  ) {
-    this.catalog = deps.catalog;
-    this.models = deps.models;
+  ) {}
+
+  /** What is routable now: applies at the next open. */
+  get catalog(): ProviderCatalog {
+    return this.deps.settings.providers;
+  }
+
+  private get models(): ModelsConfig {
+    return this.deps.settings.models;
   }
 
   /**
@@ -57,23 +58,23 @@ export class ModelSwitching {
     runtime.touch();
     if (!runtime.running) {
       // A switch stashed during an earlier turn is superseded: the user's latest pick wins.
-      runtime.pendingSwitch = undefined;
+      runtime.stashSwitch(undefined);
       this.switchNow(runtime, provider, target.model, "user");
       return { status: "applied" };
     }
-    runtime.pendingSwitch = { provider, model: target.model, guarded, confirmed: confirm };
+    runtime.stashSwitch({ provider, model: target.model, guarded, confirmed: confirm });
     return { status: "pending" };
   }
 
   profileDefault(): { provider: string; model: string } {
-    const p = this.deps.profile();
+    const p = this.deps.settings.profile;
     return this.pickModel(p?.default_provider, p?.default_model);
   }
 
   /** A provider and model for a new session (or a fallback): checked as routable. */
   pickModel(providerName?: string, model?: string): { provider: string; model: string } {
     const catalog = this.catalog;
-    const p = this.deps.profile();
+    const p = this.deps.settings.profile;
     const wantProvider = providerName ?? (model ? undefined : p?.default_provider);
     const wantModel = model ?? (providerName ? undefined : p?.default_model);
     if (wantProvider) {
@@ -129,9 +130,8 @@ export class ModelSwitching {
 
   /** At turn start: apply a stashed switch — unless a guarded model arrives unconfirmed (backstop). */
   applyPending(runtime: SessionRuntime): void {
-    const pending = runtime.pendingSwitch;
+    const pending = runtime.takeStashedSwitch();
     if (!pending) return;
-    runtime.pendingSwitch = undefined;
     if (this.isGuarded(pending.provider.name, pending.model) && !pending.confirmed) {
       this.deps.logger.warn({ session_id: runtime.id, model: pending.model }, "dropped an unconfirmed switch to a guarded model");
       return;
@@ -142,8 +142,7 @@ export class ModelSwitching {
   private switchNow(runtime: SessionRuntime, provider: Provider, model: string, reason: string): void {
     if (runtime.provider === provider && runtime.model === model) return;
     this.recordSwitch(runtime.log, runtime.row, provider.name, model, reason);
-    runtime.provider = provider;
-    runtime.model = model;
+    runtime.useModel(provider, model);
   }
 
   /** Writes the switch into the row (merged identity) with its durable `model.switched` event. */

@@ -1,8 +1,8 @@
 /**
  * Compression of a live session: one code path for the automatic check after every model turn and
  * for `/compress`. It runs in the session's turn slot (no turn overlaps it), summarizes the middle
- * of the transcript with the session's provider, and hands the result to the manager's rotation
- * (one transaction: parent ends `compression`, the continuation starts).
+ * of the transcript with the session's provider, and hands the result to the rotation
+ * (rotation-handover.ts: one transaction, the parent ends `compression`, the continuation starts).
  *
  * A failed summary changes nothing: the session goes on as it was, a durable `session.notice`
  * (`compression_failed`, with `retry_in_s`) says so, and the automatic path backs off
@@ -29,8 +29,11 @@ import {
   SummaryError,
   type CompressionPlan,
 } from "../../agent/compression/index.js";
+import type { LiveRegistry } from "../core/live-registry.js";
+import type { LiveSettings } from "../core/live-settings.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
 import type { QueuedTurn } from "../core/turn-queue.js";
+import type { Rotation } from "./rotation-handover.js";
 
 /** Back-off after consecutive failed summaries, in seconds (the last repeats). */
 export const COMPRESSION_BACKOFF_S = [60, 300, 900] as const;
@@ -39,13 +42,14 @@ export const COMPRESS_COMMAND = "/compress";
 export const REASON_AUTO = "compression";
 export const REASON_MANUAL = "compression_manual";
 
-export interface CompressionHost {
-  config(): CompressionConfig;
-  /** The model's context length in tokens (provider `context_length`, else the configured default). */
-  contextLength(runtime: SessionRuntime): number;
-  isLive(runtime: SessionRuntime): boolean;
-  /** The rotation; returns the continuation's id. Throws when it could not be committed. */
-  rotate(runtime: SessionRuntime, plan: CompressionPlan, summary: string, reason: string): Promise<string>;
+export interface CompressorDeps {
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  /** `settings.compression` and the providers' context lengths are read at every decision (live reload). */
+  settings: LiveSettings;
+  registry: LiveRegistry;
+  rotation: Rotation;
 }
 
 export type CompressResult =
@@ -63,9 +67,16 @@ interface Backoff {
 export class Compressor {
   private readonly backoff = new WeakMap<SessionRuntime, Backoff>();
 
-  constructor(
-    private readonly deps: { store: Store; clock: Clock; logger: Logger; host: CompressionHost },
-  ) {}
+  constructor(private readonly deps: CompressorDeps) {}
+
+  private get config(): CompressionConfig {
+    return this.deps.settings.compression;
+  }
+
+  /** The model's context length in tokens (provider `context_length`, else the configured default). */
+  private contextLength(rt: SessionRuntime): number {
+    return this.deps.settings.providers.get(rt.providerName)?.contextLength ?? this.config.default_context_length;
+  }
 
   /** The session's context in tokens: provider usage when known, else chars / 4. */
   tokens(rt: SessionRuntime): number {
@@ -73,13 +84,13 @@ export class Compressor {
   }
 
   threshold(rt: SessionRuntime): number {
-    return compressionThreshold(this.deps.host.config(), this.deps.host.contextLength(rt));
+    return compressionThreshold(this.config, this.contextLength(rt));
   }
 
   /** Automatic compression is due: enabled, over the threshold, not backing off. */
   due(rt: SessionRuntime): boolean {
     // A sub-agent's session runs one task and ends: it is never rotated under its delegation.
-    if (!this.deps.host.config().enabled || rt.rotatedTo || rt.ending || rt.row.flags.delegate) return false;
+    if (!this.config.enabled || !this.deps.registry.isServing(rt) || rt.row.flags.delegate) return false;
     const b = this.backoff.get(rt);
     if (b && this.deps.clock.monotonic() < b.retryAt) return false;
     return this.tokens(rt) >= this.threshold(rt);
@@ -122,7 +133,7 @@ export class Compressor {
     signal: AbortSignal,
     opts: { manual?: boolean; beforeRotate?: () => void } = {},
   ): Promise<CompressResult> {
-    const cfg = this.deps.host.config();
+    const cfg = this.config;
     const logger = this.deps.logger.child({ session_id: rt.id });
     let plan: CompressionPlan;
     let summary: string;
@@ -140,7 +151,7 @@ export class Compressor {
     }
     try {
       opts.beforeRotate?.();
-      const to = await this.deps.host.rotate(rt, plan, summary, reason);
+      const to = await this.deps.rotation.rotate(rt, plan, summary, reason);
       const b = this.backoff.get(rt);
       b?.timer?.cancel();
       this.backoff.delete(rt);
@@ -161,7 +172,7 @@ export class Compressor {
     this.backoff.set(rt, b);
     const error = errorInfo(err);
     logger.warn({ err, failures: b.failures, retry_in_s: delayS }, "compression failed; the session is unchanged");
-    if (!rt.rotatedTo) {
+    if (this.deps.registry.stateOf(rt) !== "handed-over") {
       this.notice(rt, {
         level: "warning",
         code: "compression_failed",
@@ -179,7 +190,7 @@ export class Compressor {
   private retry(rt: SessionRuntime): void {
     const b = this.backoff.get(rt);
     if (b) b.timer = undefined;
-    if (!this.deps.host.isLive(rt) || !this.due(rt)) return;
+    if (!this.deps.registry.isCurrent(rt) || !this.due(rt)) return;
     rt.runJob((signal) => this.compress(rt, REASON_AUTO, signal).then(() => undefined)).catch(() => undefined);
   }
 

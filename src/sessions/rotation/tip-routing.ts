@@ -4,16 +4,15 @@
  * over), it is resolved and run once more.
  */
 import { ErrorCode, TetherError } from "../../protocol/index.js";
-import type { SessionRow, Store } from "../../store/types.js";
+import type { Store } from "../../store/types.js";
 import type { LiveRegistry } from "../core/live-registry.js";
 import { isContinuationEnd, resolveLiveTip } from "../core/live-tip.js";
 import type { Caller } from "../core/types.js";
-import { storage } from "../core/session-access.js";
+import { requireRow, storage } from "../core/session-access.js";
 
 export interface TipRoutingDeps {
   store: Store;
   registry: LiveRegistry;
-  requireRow(caller: Caller, sessionId: string): Promise<SessionRow>;
 }
 
 export interface Tip {
@@ -25,8 +24,8 @@ export interface Tip {
 /** The live tip of `sessionId`: the id itself unless compression rotated it. */
 export async function tipOf(deps: TipRoutingDeps, caller: Caller, sessionId: string): Promise<Tip> {
   const live = deps.registry.get(sessionId);
-  if (live && live.rotatedTo === undefined) return { id: sessionId };
-  const row = await deps.requireRow(caller, sessionId);
+  if (live && deps.registry.stateOf(live) !== "handed-over") return { id: sessionId };
+  const row = await requireRow(deps.store, caller, sessionId);
   if (!isContinuationEnd(row)) return { id: sessionId };
   const tip = await storage(() => resolveLiveTip(deps.store, sessionId, row));
   if (!tip || tip.row.principal !== caller.principal) throw new TetherError(ErrorCode.NotFound, `Session not found: ${sessionId}`);
@@ -46,7 +45,7 @@ export async function onLiveTip<T>(
       return await fn(tip.id, tip.resolvedFrom);
     } catch (err) {
       const rt = deps.registry.get(tip.id);
-      const rotated = rt?.rotatedTo !== undefined || (err instanceof TetherError && err.code === ErrorCode.Closed);
+      const rotated = (rt && deps.registry.stateOf(rt) === "handed-over") || (err instanceof TetherError && err.code === ErrorCode.Closed);
       if (attempt < 2 && rotated && (await tipOf(deps, caller, tip.id)).id !== tip.id) continue;
       throw err;
     }

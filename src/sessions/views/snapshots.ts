@@ -1,6 +1,6 @@
 /**
- * What a client is shown of a session: the Snapshot a resume answers with, the summary a list
- * shows, and the `session.info` payload.
+ * What a client is shown of a session: the Snapshot a resume answers with, and the summary a list
+ * shows.
  */
 import type { DelegationSummary, Message, SessionSummary, Snapshot } from "../../protocol/index.js";
 import type { LeaseView } from "../lifecycle/ownership.js";
@@ -106,9 +106,4 @@ function stateOf(row: SessionRow, live: SessionRuntime | undefined, lease: Lease
   if (row.ended_at !== null) return "ended";
   if (live) return live.viewers.size > 0 ? "live" : "detached";
   return lease?.held && !lease.detached ? "live" : "detached";
-}
-
-/** The `session.info` payload. */
-export function sessionInfo(row: SessionRow): Record<string, unknown> {
-  return { title: row.title, profile: row.profile, model: row.model, provider: row.provider };
 }
