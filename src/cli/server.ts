@@ -4,7 +4,6 @@
  */
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ErrorCode, TetherError } from "../protocol/index.js";
 import { systemClock, type Clock } from "../lib/clock.js";
 import { randomIds, type IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";

@@ -21,7 +21,6 @@ export interface ResumeDeps {
   store: Store;
   committer: GroupCommitter;
   parts: SessionParts;
-  snapshot(runtime: SessionRuntime, afterSeq?: number): Promise<Snapshot>;
 }
 
 export interface ResumeRequest {
@@ -66,5 +65,5 @@ async function attachTip(deps: ResumeDeps, req: ResumeRequest): Promise<Snapshot
   if (viewer && routing?.remote.isFollowing(sessionId, viewer)) binding.attach(runtime, placeholderFor(viewer));
   else if (viewer) binding.attach(runtime, viewer);
   else runtime.touch();
-  return deps.snapshot(runtime, req.afterSeq);
+  return deps.parts.views.snapshot(runtime, req.afterSeq);
 }

@@ -44,7 +44,7 @@ export class SessionManager implements ForwardedCalls {
   constructor(private readonly deps: SessionManagerDeps) {
     const parts = (this.parts = assembleSessions(deps));
     this.tips = { store: deps.store, registry: parts.registry };
-    this.resumes = { store: deps.store, committer: deps.committer, parts, snapshot: (rt, after) => parts.views.snapshot(rt, after) };
+    this.resumes = { store: deps.store, committer: deps.committer, parts };
     this.unserve = parts.routing?.serve(this) ?? null;
   }
 

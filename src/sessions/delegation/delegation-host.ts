@@ -14,7 +14,6 @@ import type { DelegationRow, Store } from "../../store/types.js";
 import { newMessageRow } from "../../agent/turn-frames.js";
 import type { LiveRegistry } from "../core/live-registry.js";
 import { resolveLiveTip } from "../core/live-tip.js";
-import type { SessionRuntime } from "../core/session-runtime.js";
 import type { Ownership } from "../lifecycle/ownership.js";
 import type { SessionEnding } from "../lifecycle/session-ending.js";
 import type { SessionLogs } from "../lifecycle/session-logs.js";

@@ -76,7 +76,7 @@ export class DelegationService implements DelegationRunner {
       clock: deps.clock,
       logger: deps.logger,
       processId: deps.processId,
-      write: (d, message) => deps.host.deliver(d, message),
+      host: deps.host,
     });
     this.recovery = deps.store
       ? new DelegationRecovery({
@@ -87,7 +87,7 @@ export class DelegationService implements DelegationRunner {
           processId: deps.processId,
           runner: this,
           deliveries: this.deliveries,
-          ownerDead: (owner) => deps.host.ownerDead(owner),
+          host: deps.host,
         })
       : undefined;
   }
@@ -313,7 +313,6 @@ export class DelegationService implements DelegationRunner {
 
   /** `/review [instructions]` (review-command.ts), started from the runtime's session. */
   reviewCommand(rt: SessionRuntime, turn: QueuedTurn, startOps: WriteOp[], rows: () => Promise<MessageRow[]>): Promise<boolean> {
-    const deps = { clock: this.deps.clock, ids: this.deps.ids, start: (r: SessionRuntime, req: DelegationStartRequest) => this.start(r.id, r.row.principal, r.log, req) };
-    return reviewCommand(deps, rt, turn, startOps, rows);
+    return reviewCommand({ clock: this.deps.clock, ids: this.deps.ids, delegations: this }, rt, turn, startOps, rows);
   }
 }

@@ -20,8 +20,8 @@ export interface DeliveriesDeps {
   clock: Clock;
   logger: Logger;
   processId: string;
-  /** Writes the delivery into the origin's live tip. Throws when it could not. */
-  write(d: DelegationRow, message: DeliveryMessage): Promise<{ session_id: string; message_id: string }>;
+  /** Writes the delivery into the origin's live tip (delegation-host.ts). */
+  host: { deliver(d: DelegationRow, message: DeliveryMessage): Promise<{ session_id: string; message_id: string }> };
 }
 
 export class Deliveries {
@@ -66,7 +66,7 @@ export class Deliveries {
   private async deliverClaimed(store: DelegationStore, id: string): Promise<void> {
     const row = (await store.getDelegation(id))!;
     try {
-      const where = await this.deps.write(row, deliveryMessage(row, this.deps.clock.now()));
+      const where = await this.deps.host.deliver(row, deliveryMessage(row, this.deps.clock.now()));
       this.retries.get(id)?.timer?.cancel();
       this.retries.delete(id);
       this.deps.logger.info({ delegation_id: id, ...where }, "delegation delivered");

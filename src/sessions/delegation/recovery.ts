@@ -39,8 +39,8 @@ export interface DelegationRecoveryDeps {
   processId: string;
   runner: DelegationRunner;
   deliveries: Deliveries;
-  /** The process is gone (no fresh heartbeat). */
-  ownerDead(owner: string): Promise<boolean>;
+  /** Whether a process is gone (no fresh heartbeat): delegation-host.ts. */
+  host: { ownerDead(owner: string): Promise<boolean> };
 }
 
 export class DelegationRecovery {
@@ -70,7 +70,7 @@ export class DelegationRecovery {
    */
   private async takeOver(row: DelegationRow): Promise<boolean> {
     const { store, runner, processId } = this.deps;
-    if (row.owner === processId || !(await this.deps.ownerDead(row.owner))) return false;
+    if (row.owner === processId || !(await this.deps.host.ownerDead(row.owner))) return false;
     // Exactly one process takes it over: both paths below are conditional on the dead owner.
     if (row.resumes < MAX_RESUMES) {
       if (!runner.stopped && (await store.takeOverDelegation(row.id, row.owner, processId))) {

@@ -12,6 +12,7 @@ import {
 } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
+import type { SessionEventLog } from "../../events/index.js";
 import type { MessageRow, WriteOp } from "../../store/types.js";
 import type { DelegationStartRequest, DelegationStarted } from "../../agent/delegation/origin.js";
 import { transcriptOf } from "../../agent/compression/index.js";
@@ -27,7 +28,7 @@ export interface ReviewDeps {
   clock: Clock;
   ids: IdGenerator;
   /** Starts a delegation from the session (delegation-service.ts). */
-  start(rt: SessionRuntime, req: DelegationStartRequest): Promise<DelegationStarted>;
+  delegations: { start(originId: string, principal: string, log: SessionEventLog, req: DelegationStartRequest): Promise<DelegationStarted> };
 }
 
 /** Runs `/review` as the turn; false when the turn's text is not the command. */
@@ -55,7 +56,7 @@ export async function reviewCommand(
     const goal =
       `Review the conversation excerpt below: point out mistakes, risks and what is missing, concisely.` +
       (instructions ? ` Focus: ${instructions}` : "");
-    await deps.start(rt, { kind: "review", goals: [goal], context: transcriptOf(recent), ...turnIds });
+    await deps.delegations.start(rt.id, rt.row.principal, rt.log, { kind: "review", goals: [goal], context: transcriptOf(recent), ...turnIds });
   } catch (err) {
     status = "error";
     const error: TurnErrorInfo = { layer: "gateway", code: "review_unavailable", retryable: false, message: err instanceof Error ? err.message : String(err) };
