@@ -49,25 +49,29 @@ export interface SessionParts {
   readonly routing: NodeRouting | null;
 }
 
-type LifecycleParts = Pick<SessionParts, "ownership" | "logs" | "ending" | "lifecycle" | "binding"> & { timers: ReapTimers };
+type LifecycleParts = Pick<SessionParts, "ownership" | "logs" | "ending" | "lifecycle" | "binding">;
 
 export function assembleSessions(deps: SessionManagerDeps): SessionParts {
-  const settings = settingsOf(deps);
-  const registry = new LiveRegistry();
-  const globals = new GlobalFrames({ epoch: deps.epoch, clock: deps.clock, logger: deps.logger });
-  const life = lifecycleRoom(deps, settings, registry, globals);
-  const switching = new ModelSwitching({ settings, logger: deps.logger });
   const { clock, ids, logger, store } = deps;
   const metrics = deps.metrics ?? noopMetrics;
-  const rotation = new Rotation({ clock, ids, logger, metrics, registry, ownership: life.ownership, timers: life.timers, binding: life.binding });
+  // core
+  const settings = settingsOf(deps);
+  const registry = new LiveRegistry();
+  const globals = new GlobalFrames({ epoch: deps.epoch, clock, logger });
+  // lifecycle
+  const { timers, ...lifecycle } = lifecycleRoom(deps, settings, registry, globals);
+  const { ownership, binding } = lifecycle;
+  // models
+  const switching = new ModelSwitching({ settings, logger });
+  // the wings
+  const rotation = new Rotation({ clock, ids, logger, metrics, registry, ownership, timers, binding });
   const compressor = new Compressor({ store, clock, logger, settings, registry, rotation });
-  const delegations = delegationWing(deps, settings, registry, life);
-  const routing = clusterWing(deps, registry, life);
-  const views = new SessionViews({ store, epoch: deps.epoch, clock, registry, ownership: life.ownership, delegations });
-  registry.useOpener(
-    new RuntimeAssembly({ store, clock, ids, logger, tools: deps.tools, settings, registry, switching, compressor, delegations, ...life }),
-  );
-  const { timers: _timers, ...lifecycle } = life;
+  const delegations = delegationWing(deps, settings, registry, lifecycle);
+  const routing = clusterWing(deps, registry, lifecycle);
+  // views (a Snapshot lists the session's delegations: the wing is handed down as a lister)
+  const views = new SessionViews({ store, epoch: deps.epoch, clock, registry, ownership, delegations });
+  // the top: the one assembler of a runtime, installed last in the registry's door
+  registry.useOpener(new RuntimeAssembly({ store, clock, ids, logger, tools: deps.tools, settings, registry, switching, compressor, delegations, ...lifecycle }));
   return { settings, registry, globals, switching, views, compressor, delegations, routing, ...lifecycle };
 }
 
@@ -102,7 +106,7 @@ function settingsOf(deps: SessionManagerDeps): LiveSettings {
 }
 
 /** Ownership, logs, ends, the reaping policy and viewer binding, in the order they need each other. */
-function lifecycleRoom(deps: SessionManagerDeps, settings: LiveSettings, registry: LiveRegistry, globals: GlobalFrames): LifecycleParts {
+function lifecycleRoom(deps: SessionManagerDeps, settings: LiveSettings, registry: LiveRegistry, globals: GlobalFrames): LifecycleParts & { timers: ReapTimers } {
   const { store, committer, clock, logger } = deps;
   const metrics = deps.metrics ?? noopMetrics;
   const ownership = new Ownership({
