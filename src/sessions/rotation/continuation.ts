@@ -1,7 +1,7 @@
 /**
  * Rotation: a compressed session continues in a child. Everything the child starts with — its
  * row, its messages (the protected head, the summary, the protected tail), its first events — is
- * built here as write ops, so the manager commits them in the SAME transaction as the parent's
+ * built here as write ops, so the rotation commits them in the SAME transaction as the parent's
  * end (`session.rotated` with `end_reason: compression`). Either both exist or neither does.
  *
  * The child's seqs start at 1: its messages take created_seq 1..m (transcript order), then come
