@@ -60,10 +60,6 @@ export class ProviderError extends Error {
   }
 }
 
-export function isProviderError(err: unknown): err is ProviderError {
-  return err instanceof ProviderError;
-}
-
 export const ZERO_USAGE: Readonly<Usage> = Object.freeze({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
 
 export function addUsage(a: Usage, b: Usage): Usage {

@@ -33,7 +33,7 @@ export interface TurnContext {
   logger: Logger;
   /** Provider calls per turn (the tool-call loop cap). @default 8 */
   maxIterations?: number;
-  /** Least time between checkpoints of the streaming text. @default 500 */
+  /** Least time between checkpoints of the streaming text. @default 250 (DEFAULT_CHECKPOINT_MS) */
   checkpointMs?: number;
   /** Extra ops committed with `turn.start` (e.g. the active-turn marker, an idempotency row). */
   startOps?: WriteOp[];

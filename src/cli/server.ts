@@ -2,20 +2,19 @@
  * The composition root: opens the store, builds the session manager and the agent's providers and
  * tools, and starts the transports. `tether serve` and the tests both start Tether through here.
  */
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ErrorCode, TetherError } from "../protocol/index.js";
 import { systemClock, type Clock } from "../lib/clock.js";
 import { randomIds, type IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
 import { expandHome, isLoopbackHost, toolsConfigFor, type TetherConfig } from "../config/index.js";
 import { openStore } from "../store/index.js";
 import { GroupCommitter, newEpoch, RingBudget } from "../events/index.js";
-import { openBus } from "../events/bus/index.js";
-import { bridgeGlobals } from "../sessions/bus-bridge.js";
+import { openBus, type Bus } from "../events/bus/index.js";
 import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-catalog.js";
 import { createDefaultTools, ToolRuntime } from "../agent/tools/index.js";
 import { McpPool } from "../agent/tools/mcp/index.js";
-import { DEFAULT_PROFILE, ProfileRegistry, SessionManager } from "../sessions/index.js";
+import { bridgeGlobals, DEFAULT_PROFILE, HttpRecords, ProfileRegistry, SessionManager, type Profile } from "../sessions/index.js";
 import { join } from "node:path";
 import type { Store } from "../store/types.js";
 import { createHttpServer } from "../gateway/http-server.js";
@@ -73,104 +72,180 @@ export function listModels(catalog: ProviderCatalog): ModelInfo[] {
   return models;
 }
 
+/** What every profile of this process shares, and the config as last (re)loaded. */
+interface ProcessParts {
+  logger: Logger;
+  clock: Clock;
+  ids: IdGenerator;
+  epoch: string;
+  /** Names this process in heartbeats and leases; the epoch is its public face. */
+  processId: string;
+  bus: Bus;
+  metrics: PromMetrics | null;
+  ringBudget: RingBudget;
+  /** One tool runtime per profile: its MCP servers (one shared connection each) and its policy. */
+  tools: Map<string, ToolRuntime>;
+  current: { config: TetherConfig; catalog: ProviderCatalog };
+}
+
+/** The tool runtime of `profile`, built on first use from the config as it is now. */
+function toolsFor(parts: ProcessParts, profile: string): ToolRuntime {
+  let runtime = parts.tools.get(profile);
+  if (!runtime) {
+    const config = toolsConfigFor(parts.current.config, profile);
+    const logger = parts.logger.child({ profile });
+    const mcp = new McpPool({ clock: parts.clock, logger, env: process.env, config });
+    runtime = new ToolRuntime({ builtin: createDefaultTools(), sources: [mcp], config, logger });
+    parts.tools.set(profile, runtime);
+  }
+  return runtime;
+}
+
 export async function startServer(config: TetherConfig, deps: ServerDeps): Promise<RunningServer> {
   const { logger } = deps;
   const clock = deps.clock ?? systemClock;
-  const ids = deps.ids ?? randomIds;
   const epoch = newEpoch(clock.now());
-  // The process id names this process in heartbeats and leases; the epoch is its public face.
   const processId = `proc-${epoch}`;
-  const catalog = buildProviderCatalog(config, clock);
   const storeLocation = config.store ?? config.dbPath;
   const store = await openStore(storeLocation);
-  const committer = new GroupCommitter(store);
-  // Scale-out: `--bus redis://…`; unset = in-process (one node, nothing published).
-  const bus = await openBus(config.bus, {
-    ringFrames: config.limits.ringFrames,
-    nodeId: processId,
-    onError: (err, context) => logger.warn({ err, context }, "bus error"),
-  });
-  // --ws-only keeps bare node:http (/ws, /healthz): no HTTP API, no /metrics.
-  const metrics = config.wsOnly ? null : new PromMetrics();
-  const ringBudget = new RingBudget(config.limits.processRingBytes);
-  let current = { config, catalog };
-  // One tool runtime per profile: its MCP servers (one shared connection each) and its policy.
-  const toolRuntimes = new Map<string, ToolRuntime>();
-  const toolsFor = (profile: string): ToolRuntime => {
-    let runtime = toolRuntimes.get(profile);
-    if (!runtime) {
-      const toolsConfig = toolsConfigFor(current.config, profile);
-      const toolLogger = logger.child({ profile });
-      const mcp = new McpPool({ clock, logger: toolLogger, env: process.env, config: toolsConfig });
-      runtime = new ToolRuntime({ builtin: createDefaultTools(), sources: [mcp], config: toolsConfig, logger: toolLogger });
-      toolRuntimes.set(profile, runtime);
-    }
-    return runtime;
+  const parts: ProcessParts = {
+    logger,
+    clock,
+    ids: deps.ids ?? randomIds,
+    epoch,
+    processId,
+    // Scale-out: `--bus redis://…`; unset = in-process (one node, nothing published).
+    bus: await openBus(config.bus, {
+      ringFrames: config.limits.ringFrames,
+      nodeId: processId,
+      onError: (err, context) => logger.warn({ err, context }, "bus error"),
+    }),
+    // --ws-only keeps bare node:http (/ws, /healthz): no HTTP API, no /metrics.
+    metrics: config.wsOnly ? null : new PromMetrics(),
+    ringBudget: new RingBudget(config.limits.processRingBytes),
+    tools: new Map(),
+    current: { config, catalog: buildProviderCatalog(config, clock) },
   };
-  const makeManager = (profileStore: Store, profileCommitter: GroupCommitter, profile: string) =>
-    new SessionManager({
-      store: profileStore,
-      committer: profileCommitter,
-      epoch,
-      clock,
-      ids,
-      logger: profile === DEFAULT_PROFILE ? logger : logger.child({ profile }),
-      ringBudget,
-      ringLimits: { maxFrames: current.config.limits.ringFrames, maxBytes: current.config.limits.ringBytes },
-      providers: current.catalog,
-      tools: toolsFor(profile),
-      busyPolicy: current.config.busyPolicy,
-      maxIterations: current.config.limits.maxIterations,
-      lifecycle: current.config.lifecycle,
-      compression: current.config.compression,
-      delegation: current.config.delegation,
-      retry: current.config.retry,
-      models: current.config.models,
-      profile: { name: profile, ...(current.config.profiles[profile] ?? {}) },
-      processId,
-      bus,
-      ...(metrics ? { metrics } : {}),
-    });
-  const manager = makeManager(store, committer, DEFAULT_PROFILE);
-  const unbridge = bridgeGlobals(manager, bus);
-  await manager.start();
+  const defaultProfile = makeProfile(parts, store, DEFAULT_PROFILE);
+  const unbridge = bridgeGlobals(defaultProfile.sessions, parts.bus);
+  await defaultProfile.sessions.start();
+  const { profiles, profileStores } = profileRegistry(parts, defaultProfile);
+  const { server, ws } = transports(parts, profiles, () => store.ping());
+  const manager = defaultProfile.sessions;
+  parts.metrics?.bind({
+    sessions: () => manager.viewerCounts(),
+    activeTurns: () => manager.stats().active_turns.length,
+    ringBytes: () => manager.stats().ring_bytes,
+    wsConnections: () => ws.connections,
+  });
+  const port = await listen(server, config);
+  const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const url = `http://${hostForUrl}:${port}`;
+  logger.info(
+    { url, epoch, store: redactUrl(storeLocation), bus: config.bus ? redactUrl(config.bus) : "local", ws_only: config.wsOnly, provider: config.provider.url ? "openai" : "demo" },
+    "gateway started",
+  );
+  let closing: Promise<void> | null = null;
+  return {
+    url,
+    host: config.host,
+    port,
+    epoch,
+    manager,
+    profiles,
+    ws,
+    applyConfig(next: TetherConfig) {
+      const nextCatalog = buildProviderCatalog(next, clock);
+      parts.current = { config: next, catalog: nextCatalog };
+      for (const p of profiles.all()) p.sessions.applyConfig(next, nextCatalog);
+      for (const [profile, runtime] of parts.tools) runtime.apply(toolsConfigFor(next, profile));
+      logger.info({}, "config reloaded");
+    },
+    close() {
+      closing ??= (async () => {
+        await Promise.allSettled(profiles.all().map((p) => p.sessions.shutdown()));
+        // After the turns stopped: closing the MCP clients ends their stdio servers.
+        await Promise.allSettled([...parts.tools.values()].map((t) => t.close()));
+        unbridge();
+        await parts.bus.close().catch(() => undefined);
+        // Frames written during the stop are out; now the sockets can go.
+        await ws.close();
+        // close() waits for every connection to end: open SSE streams and keep-alive sockets would
+        // hold it forever, so they are cut right after it stops accepting.
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeAllConnections();
+        await closed;
+        await store.close();
+        for (const ps of profileStores) await ps.close().catch(() => undefined);
+        logger.info({ epoch }, "gateway stopped");
+      })();
+      return closing;
+    },
+  };
+}
 
-  // Other profiles open their own store on first use; the default's is the process's own.
+/** One profile on its own store: its sessions (with the config as it is now) and its HTTP records. */
+function makeProfile(parts: ProcessParts, store: Store, name: string): Profile {
+  const { config, catalog } = parts.current;
+  const { clock, ids, epoch, metrics } = parts;
+  const committer = new GroupCommitter(store);
+  const sessions = new SessionManager({
+    store,
+    committer,
+    epoch,
+    clock,
+    ids,
+    logger: name === DEFAULT_PROFILE ? parts.logger : parts.logger.child({ profile: name }),
+    ringBudget: parts.ringBudget,
+    ringLimits: { maxFrames: config.limits.ringFrames, maxBytes: config.limits.ringBytes },
+    providers: catalog,
+    tools: toolsFor(parts, name),
+    busyPolicy: config.busyPolicy,
+    maxIterations: config.limits.maxIterations,
+    lifecycle: config.lifecycle,
+    compression: config.compression,
+    delegation: config.delegation,
+    retry: config.retry,
+    models: config.models,
+    profile: { name, ...(config.profiles[name] ?? {}) },
+    processId: parts.processId,
+    bus: parts.bus,
+    ...(metrics ? { metrics } : {}),
+  });
+  return { name, sessions, records: new HttpRecords({ store, committer, epoch, clock, ids }) };
+}
+
+/** Every profile: the default one (the process's own store), others opened on first use. */
+function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profiles: ProfileRegistry; profileStores: Store[] } {
   const profileStores: Store[] = [];
   const profiles = new ProfileRegistry({
-    defaultManager: manager,
-    profileNames: () => Object.keys(current.config.profiles).filter((n) => n !== DEFAULT_PROFILE),
-    logger,
+    defaultProfile,
+    profileNames: () => Object.keys(parts.current.config.profiles).filter((n) => n !== DEFAULT_PROFILE),
+    logger: parts.logger,
     open: async (name) => {
-      const path = expandHome(current.config.profiles[name]?.db ?? join(expandHome(current.config.home), "profiles", name, "tether.db"));
+      const { config } = parts.current;
+      const path = expandHome(config.profiles[name]?.db ?? join(expandHome(config.home), "profiles", name, "tether.db"));
       const profileStore = await openStore(path);
       profileStores.push(profileStore);
-      const m = makeManager(profileStore, new GroupCommitter(profileStore), name);
-      await m.start();
-      logger.info({ profile: name, store: path }, "profile opened");
-      return m;
+      const profile = makeProfile(parts, profileStore, name);
+      await profile.sessions.start();
+      parts.logger.info({ profile: name, store: path }, "profile opened");
+      return profile;
     },
   });
+  return { profiles, profileStores };
+}
 
+/** The HTTP API (or the bare server with --ws-only) and the WebSocket endpoint on it. */
+function transports(parts: ProcessParts, profiles: ProfileRegistry, ready: () => Promise<boolean>): { server: Server; ws: WsEndpoint } {
+  const { config, catalog } = parts.current;
+  const { logger, clock } = parts;
   const auth = createAuthenticator(config.apiKey, config.auth.keys);
   // One pair of send-buffer limits for every viewer transport: WebSocket and SSE.
   const flow = { softBytes: config.limits.sendBufferSoftBytes, hardBytes: config.limits.sendBufferHardBytes };
-  const ready = () => store.ping();
   const server = config.wsOnly
     ? createHttpServer({ ready, wsOnly: true })
-    : createGatewayHttpServer({
-        manager,
-        profiles,
-        auth,
-        logger,
-        clock,
-        ids,
-        config: config.http,
-        models: listModels(catalog),
-        metrics,
-        flow,
-        ready,
-      });
+    : createGatewayHttpServer({ profiles, auth, logger, clock, ids: parts.ids, config: config.http, models: listModels(catalog), metrics: parts.metrics, flow, ready });
   const ws = attachWsEndpoint(server, {
     manager: profiles,
     auth,
@@ -186,14 +261,11 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
         ? { intervalMs: config.heartbeatMs, timeoutMs: config.heartbeatTimeoutMs }
         : null,
   });
+  return { server, ws };
+}
 
-  metrics?.bind({
-    sessions: () => manager.viewerCounts(),
-    activeTurns: () => manager.stats().active_turns.length,
-    ringBytes: () => manager.stats().ring_bytes,
-    wsConnections: () => ws.connections,
-  });
-
+/** Listens on the configured host and port; resolves the port (0 = any). */
+async function listen(server: Server, config: TetherConfig): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.port, config.host, () => {
@@ -201,51 +273,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
       resolve();
     });
   });
-  const port = (server.address() as AddressInfo).port;
-  const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
-  const url = `http://${hostForUrl}:${port}`;
-  logger.info(
-    { url, epoch, store: redactUrl(storeLocation), bus: config.bus ? redactUrl(config.bus) : "local", ws_only: config.wsOnly, provider: config.provider.url ? "openai" : "demo" },
-    "gateway started",
-  );
-
-  let closing: Promise<void> | null = null;
-  return {
-    url,
-    host: config.host,
-    port,
-    epoch,
-    manager,
-    profiles,
-    ws,
-    applyConfig(next: TetherConfig) {
-      const nextCatalog = buildProviderCatalog(next, clock);
-      current = { config: next, catalog: nextCatalog };
-      for (const m of profiles.all()) m.applyConfig(next, nextCatalog);
-      for (const [profile, runtime] of toolRuntimes) runtime.apply(toolsConfigFor(next, profile));
-      logger.info({}, "config reloaded");
-    },
-    close() {
-      closing ??= (async () => {
-        await Promise.allSettled(profiles.all().map((m) => m.shutdown()));
-        // After the turns stopped: closing the MCP clients ends their stdio servers.
-        await Promise.allSettled([...toolRuntimes.values()].map((t) => t.close()));
-        unbridge();
-        await bus.close().catch(() => undefined);
-        // Frames written during the stop are out; now the sockets can go.
-        await ws.close();
-        // close() waits for every connection to end: open SSE streams and keep-alive sockets would
-        // hold it forever, so they are cut right after it stops accepting.
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeAllConnections();
-        await closed;
-        await store.close();
-        for (const ps of profileStores) await ps.close().catch(() => undefined);
-        logger.info({ epoch }, "gateway stopped");
-      })();
-      return closing;
-    },
-  };
+  return (server.address() as AddressInfo).port;
 }
 
 /** A store or bus location for logs: a URL's password is never printed. */

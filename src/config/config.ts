@@ -99,8 +99,6 @@ export const ProviderSchema = z.object({
   context_length: z.number().int().positive().optional(),
 });
 
-export type ProviderConfig = z.infer<typeof ProviderSchema>;
-
 /** A profile: its own store, and an overlay on the defaults for its sessions. */
 export const ProfileSchema = z.object({
   /** SQLite file of this profile's store; default `<config dir>/profiles/NAME/tether.db`. */

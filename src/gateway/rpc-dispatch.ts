@@ -1,5 +1,6 @@
 /**
- * JSON-RPC dispatch: validates params against the protocol schema of the method, runs the handler
+ * JSON-RPC dispatch: validates params against the protocol schema of the method, resolves the
+ * profile the params name (once, here: the handler gets that profile's sessions), runs the handler
  * and maps whatever it throws to a JSON-RPC error. Handlers throw `TetherError`; anything else is
  * an internal error, logged with its stack and answered as -32603.
  */
@@ -18,11 +19,16 @@ import { METHOD_PARAMS } from "../protocol/method-params.js";
 import type { Logger } from "../lib/logger.js";
 import { encodeAnswer, type WireText } from "./wire-text.js";
 
-export type Handler<M extends MethodName> = (
+/** A method's handler: its validated params, and the scope (a profile's sessions) they name. */
+export type Handler<M extends MethodName, S> = (
   params: z.output<(typeof METHOD_PARAMS)[M]>,
+  scope: S,
 ) => Promise<MethodMap[M]["result"]> | MethodMap[M]["result"];
 
-export type HandlerTable = { [M in MethodName]?: Handler<M> };
+export type HandlerTable<S> = { [M in MethodName]?: Handler<M, S> };
+
+/** Resolves the scope a request's `profile` param names (absent: the default); throws for an unknown one. */
+export type ScopeOf<S> = (profile: string | undefined) => Promise<S> | S;
 
 /** `data.issues` names each bad field, e.g. `{ path: "session_id", message: "Required" }`. */
 export function invalidParams(error: z.ZodError): TetherError {
@@ -35,7 +41,7 @@ export function invalidParams(error: z.ZodError): TetherError {
  * Handles one incoming text frame. Returns the answer to send, or null for a notification (a
  * request without an id gets no answer, per JSON-RPC 2.0).
  */
-export async function dispatch(text: string, handlers: HandlerTable, logger: Logger): Promise<WireText | null> {
+export async function dispatch<S>(text: string, handlers: HandlerTable<S>, scopeOf: ScopeOf<S>, logger: Logger): Promise<WireText | null> {
   let id: RpcId = null;
   let notification = false;
   try {
@@ -45,7 +51,7 @@ export async function dispatch(text: string, handlers: HandlerTable, logger: Log
     if (!isKnownMethod(req.method)) {
       throw new TetherError(ErrorCode.MethodNotFound, `Method not found: ${req.method}`, { method: req.method });
     }
-    const handler = handlers[req.method] as Handler<MethodName> | undefined;
+    const handler = handlers[req.method] as Handler<MethodName, S> | undefined;
     if (!handler) {
       throw new TetherError(ErrorCode.MethodNotFound, `Method not available here: ${req.method}`, {
         method: req.method,
@@ -53,7 +59,8 @@ export async function dispatch(text: string, handlers: HandlerTable, logger: Log
     }
     const parsed = METHOD_PARAMS[req.method].safeParse(req.params);
     if (!parsed.success) throw invalidParams(parsed.error);
-    const result = await handler(parsed.data as never);
+    const scope = await scopeOf((parsed.data as { profile?: string } | undefined)?.profile);
+    const result = await handler(parsed.data as never, scope);
     return notification ? null : encodeAnswer(id, result);
   } catch (err) {
     if (notification) return null;

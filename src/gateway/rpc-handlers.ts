@@ -1,6 +1,9 @@
-/** The JSON-RPC methods of one WebSocket connection, as calls into the SessionManager. */
+/**
+ * The JSON-RPC methods of one WebSocket connection, as calls into the sessions layer. The
+ * dispatcher resolves the profile a call names and hands each handler that profile's sessions.
+ */
 import { Method, PROTOCOL_VERSION, type SinceResult } from "../protocol/index.js";
-import type { Caller, ProfileRegistry, Viewer } from "../sessions/index.js";
+import type { Caller, ProfileRegistry, SessionManager, Viewer } from "../sessions/index.js";
 import type { HandlerTable } from "./rpc-dispatch.js";
 
 export interface GatewayIdentity {
@@ -15,7 +18,7 @@ export function connectionHandlers(
   caller: Caller,
   identity: GatewayIdentity,
   now: () => number,
-): HandlerTable {
+): HandlerTable<SessionManager> {
   return {
     [Method.Ping]: () => ({ pong: true, epoch: profiles.epoch, server_time: now() }),
     [Method.GatewayInfo]: () => ({
@@ -25,24 +28,23 @@ export function connectionHandlers(
       epoch: profiles.epoch,
       capabilities: identity.capabilities,
     }),
-    [Method.SessionCreate]: async (p) => (await profiles.manager(p?.profile)).create(caller, p ?? {}, viewer),
-    [Method.SessionResume]: async (p) => (await profiles.manager(p?.profile)).resume(caller, p.session_id, viewer, { afterSeq: p.after_seq }),
-    [Method.SessionReopen]: async (p) => (await profiles.manager(p?.profile)).reopen(caller, p.session_id, viewer),
-    [Method.SessionDetach]: async (p) => (await profiles.manager(p?.profile)).detach(caller, p.session_id, viewer),
-    [Method.SessionUpdate]: async (p) => (await profiles.manager(p?.profile)).update(caller, p.session_id, { title: p.title }),
-    [Method.SessionList]: async (p) => (await profiles.manager(p?.profile)).list(caller, p ?? {}),
-    [Method.SessionMessages]: async (p) => (await profiles.manager(p?.profile)).messages(caller, p.session_id, p.after_message_id, p.limit),
-    [Method.SessionClose]: async (p) => (await profiles.manager(p?.profile)).close(caller, p.session_id),
-    [Method.SessionInterrupt]: async (p) => (await profiles.manager(p?.profile)).interrupt(caller, p.session_id),
-    [Method.PromptSubmit]: async (p) => (await profiles.manager(p?.profile)).submit(caller, p.session_id, p.text, p.request_id),
+    [Method.SessionCreate]: (p, sessions) => sessions.create(caller, p ?? {}, viewer),
+    [Method.SessionResume]: (p, sessions) => sessions.resume(caller, p.session_id, viewer, { afterSeq: p.after_seq }),
+    [Method.SessionReopen]: (p, sessions) => sessions.reopen(caller, p.session_id, viewer),
+    [Method.SessionDetach]: (p, sessions) => sessions.detach(caller, p.session_id, viewer),
+    [Method.SessionUpdate]: (p, sessions) => sessions.update(caller, p.session_id, { title: p.title }),
+    [Method.SessionList]: (p, sessions) => sessions.list(caller, p ?? {}),
+    [Method.SessionMessages]: (p, sessions) => sessions.messages(caller, p.session_id, p.after_message_id, p.limit),
+    [Method.SessionClose]: (p, sessions) => sessions.close(caller, p.session_id),
+    [Method.SessionInterrupt]: (p, sessions) => sessions.interrupt(caller, p.session_id),
+    [Method.PromptSubmit]: async (p, sessions) =>
+      (await sessions.startTurn({ caller, session: { id: p.session_id }, text: p.text, requestId: p.request_id })).result,
     // The catch-up answer is assembled as JSON text (stored payloads spliced in, never re-parsed).
-    [Method.EventsSince]: async (p) =>
-      (await (await profiles.manager(p.profile)).sinceJson(caller, p.session_id, p.after_seq, {
-        transient: p.include_transient ?? true,
-      })) as unknown as SinceResult,
+    [Method.EventsSince]: async (p, sessions) =>
+      (await sessions.sinceJson(caller, p.session_id, p.after_seq, { transient: p.include_transient ?? true })) as unknown as SinceResult,
     [Method.EventsStats]: () => profiles.stats(),
-    [Method.TodoGet]: async (p) => (await profiles.manager(p?.profile)).todo(caller, p.session_id),
-    [Method.DelegationList]: async (p) => (await profiles.manager(p?.profile)).delegationList(caller, p.session_id),
-    [Method.ConfigSet]: async (p) => (await profiles.manager(p?.profile)).configSet(caller, p.session_id, p.key, p.value, p.confirm ?? false),
+    [Method.TodoGet]: (p, sessions) => sessions.todo(caller, p.session_id),
+    [Method.DelegationList]: (p, sessions) => sessions.delegationList(caller, p.session_id),
+    [Method.ConfigSet]: (p, sessions) => sessions.configSet(caller, p.session_id, p.key, p.value, p.confirm ?? false),
   };
 }

@@ -35,8 +35,6 @@ export interface WsEndpointOptions {
   logger: Logger;
   identity: GatewayIdentity;
   maxFrameBytes: number;
-  /** @deprecated advertised only through `heartbeat`; kept so callers need not change. */
-  heartbeatMs?: number;
   now: () => number;
   /** Send-buffer limits per connection. @default 8 MiB soft, 64 MiB hard */
   flow?: FlowLimits;
@@ -209,6 +207,7 @@ function onConnection(ws: WebSocket, socket: Duplex, caller: Caller, ctx: Endpoi
   });
   if (watch) ws.on("pong", watch.seen);
   const handlers = connectionHandlers(opts.manager, viewer, caller, opts.identity, opts.now);
+  const scopeOf = (profile: string | undefined) => opts.manager.sessions(profile);
 
   const ready: Frame<GatewayReadyPayload> = {
     type: EventType.GatewayReady,
@@ -227,7 +226,7 @@ function onConnection(ws: WebSocket, socket: Duplex, caller: Caller, ctx: Endpoi
 
   ws.on("message", (data: RawData) => {
     watch?.seen();
-    void dispatch(rawToString(data), handlers, logger).then((answer) => {
+    void dispatch(rawToString(data), handlers, scopeOf, logger).then((answer) => {
       if (answer !== null) flow.answer(answer);
     });
   });

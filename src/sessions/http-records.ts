@@ -1,27 +1,89 @@
 /**
- * What the HTTP API keeps beside the event log: Responses API rows (a response names its session,
- * turn and starting seq; everything else is rebuilt from the log) and `Idempotency-Key` claims.
+ * What the HTTP API keeps beside the event log, per profile (each profile's own store): Responses
+ * API records — a response names its session, turn and starting seq; everything else is rebuilt
+ * from the log — and `Idempotency-Key` claims. The gateway sees these records, never a store row.
  */
 import type { Clock } from "../lib/clock.js";
+import type { IdGenerator } from "../lib/ids.js";
 import type { GroupCommitter } from "../events/index.js";
-import type { HttpIdempotencyRow, ResponsePatch, ResponseRow, Store } from "../store/types.js";
-import type { Caller } from "./manager-types.js";
-import { storage } from "./session-access.js";
+import type { HttpIdempotencyRow, Store } from "../store/types.js";
+import { storage } from "./core/session-access.js";
+import type { Caller } from "./core/types.js";
+
+/** One OpenAI Responses API response (`resp_…`): which session and turn produce it. */
+export interface ResponseRecord {
+  id: string;
+  principal: string;
+  session_id: string;
+  turn_id: string;
+  /** The session's latest seq before the turn was submitted: the turn's frames all come after. */
+  after_seq: number;
+  model: string;
+  /** queued | in_progress | completed | failed | incomplete | cancelled */
+  status: string;
+  background: boolean;
+  /** `store: false` responses cannot be retrieved or continued once finished. */
+  stored: boolean;
+  previous_response_id: string | null;
+  instructions: string | null;
+  metadata: Record<string, unknown> | null;
+  cancel_requested: boolean;
+  /** JSON of the final response object, once terminal. */
+  result: string | null;
+  created_at: number;
+  completed_at: number | null;
+}
+
+/** What a new response names; its id, time and empty outcome are the records' to set. */
+export type NewResponse = Pick<
+  ResponseRecord,
+  "session_id" | "turn_id" | "after_seq" | "model" | "background" | "stored" | "previous_response_id" | "instructions" | "metadata"
+> & { status: "queued" | "in_progress" };
+
+export type ResponseRecordPatch = Partial<Pick<ResponseRecord, "status" | "cancel_requested" | "result" | "completed_at">>;
+
+/** An `Idempotency-Key` as a request sees it: whose request it fingerprints, and its answer once recorded. */
+export interface IdempotencyRecord {
+  fingerprint: string;
+  /** Null while the first request with the key still runs. */
+  status: number | null;
+  body: string | null;
+}
+
+export interface HttpRecordsDeps {
+  store: Store;
+  committer: GroupCommitter;
+  /** The owner of this process's idempotency claims: a claim of another epoch is a dead process's. */
+  epoch: string;
+  clock: Clock;
+  ids: IdGenerator;
+}
 
 export class HttpRecords {
-  constructor(private readonly deps: { store: Store; committer: GroupCommitter; epoch: string; clock: Clock }) {}
+  constructor(private readonly deps: HttpRecordsDeps) {}
 
-  /** A stored Responses API response; another principal's answers null (as a missing one). */
-  async getResponse(caller: Caller, id: string): Promise<ResponseRow | null> {
+  /** The caller's stored response; another principal's answers null (as a missing one). */
+  async response(caller: Caller, id: string): Promise<ResponseRecord | null> {
     const row = await storage(() => this.deps.store.getResponse(id));
     return row && row.principal === caller.principal ? row : null;
   }
 
-  async saveResponse(row: ResponseRow): Promise<void> {
-    await storage(() => this.deps.committer.enqueue([{ op: "response.insert", row }]));
+  /** Records a new response of the caller's, in progress (or queued) and not yet cancelled. */
+  async createResponse(caller: Caller, r: NewResponse): Promise<ResponseRecord> {
+    const record: ResponseRecord = {
+      ...r,
+      id: this.deps.ids.next("resp"),
+      principal: caller.principal,
+      cancel_requested: false,
+      result: null,
+      created_at: this.deps.clock.now(),
+      completed_at: null,
+    };
+    await storage(() => this.deps.committer.enqueue([{ op: "response.insert", row: record }]));
+    return record;
   }
 
-  async patchResponse(id: string, patch: ResponsePatch): Promise<void> {
+  async patchResponse(id: string, patch: ResponseRecordPatch): Promise<void> {
     await storage(() => this.deps.committer.enqueue([{ op: "response.update", id, patch }]));
   }
 
@@ -29,7 +91,7 @@ export class HttpRecords {
    * Claims an HTTP `Idempotency-Key` for this process. A claim left unfinished by a previous
    * process (another epoch) is taken over, so a crash never wedges a key.
    */
-  async claimIdempotencyKey(caller: Caller, key: string, fingerprint: string): Promise<{ claimed: boolean; row: HttpIdempotencyRow }> {
+  async claimKey(caller: Caller, key: string, fingerprint: string): Promise<{ claimed: boolean; record: IdempotencyRecord }> {
     const epoch = this.deps.epoch;
     const row: HttpIdempotencyRow = {
       principal: caller.principal,
@@ -40,20 +102,19 @@ export class HttpRecords {
       body: null,
       created_at: this.deps.clock.now(),
     };
-    return storage(() => this.deps.store.claimHttpIdempotency(row, (owner) => owner !== epoch));
+    const { claimed, row: stored } = await storage(() => this.deps.store.claimHttpIdempotency(row, (owner) => owner !== epoch));
+    return { claimed, record: { fingerprint: stored.fingerprint, status: stored.status, body: stored.body } };
   }
 
-  async completeIdempotencyKey(caller: Caller, key: string, status: number, body: string): Promise<void> {
+  async completeKey(caller: Caller, key: string, status: number, body: string): Promise<void> {
     await storage(() =>
       this.deps.committer.enqueue([{ op: "http_idempotency.complete", principal: caller.principal, key, status, body }]),
     );
   }
 
-  async releaseIdempotencyKey(caller: Caller, key: string): Promise<void> {
+  async releaseKey(caller: Caller, key: string): Promise<void> {
     await storage(() =>
-      this.deps.committer.enqueue([
-        { op: "http_idempotency.release", principal: caller.principal, key, owner: this.deps.epoch },
-      ]),
+      this.deps.committer.enqueue([{ op: "http_idempotency.release", principal: caller.principal, key, owner: this.deps.epoch }]),
     );
   }
 }

@@ -1,5 +1,11 @@
-/** sessions/ — live runtimes, viewers, turn admission. */
+/** sessions/ — live runtimes, viewers, turn admission, profiles: what the transports call. */
 export * from "./session-manager.js";
-export * from "./session-runtime.js";
-export type { Viewer } from "./viewer.js";
+export type { SessionParts } from "./assembly.js";
+export type { SessionRuntime } from "./core/session-runtime.js";
+export type { BusyPolicy } from "./core/live-settings.js";
+export type { SeedMessage } from "./core/seed-history.js";
+export type { Viewer } from "./core/viewer.js";
 export * from "./profiles.js";
+export { HttpRecords, type IdempotencyRecord, type NewResponse, type ResponseRecord, type ResponseRecordPatch } from "./http-records.js";
+export type { Admission, StartedTurn, TurnRequest } from "./turn-entry.js";
+export { bridgeGlobals } from "./cluster/bus-bridge.js";

@@ -1,71 +1,88 @@
 /**
- * Profiles: each has its own store and its own SessionManager (work, personal, a bot). The
- * default profile's manager and store are opened at start and owned by the process; others open
+ * Profiles: each has its own store, its own SessionManager and its own HTTP records (work,
+ * personal, a bot). The default profile is opened at start and owned by the process; others open
  * on first use. A profile whose store cannot be opened fails that call with 5070 — it never falls
  * back to another profile's store, so one profile's turns can never land in another's database.
  *
- * To transports the registry looks like one manager: one epoch, global frames from every profile,
- * and a disconnect detaches the viewer everywhere.
+ * Transports see only this registry. The RPC dispatcher and the HTTP API resolve a request's
+ * profile here once and hand the handler that profile; to the WebSocket endpoint the registry
+ * also looks like one manager: one epoch, global frames from every profile, and a disconnect
+ * detaches the viewer everywhere.
  */
 import { ErrorCode, TetherError, type StatsResult } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
-import type { GlobalListener, SessionManager } from "./session-manager.js";
-import type { Viewer } from "./viewer.js";
+import type { GlobalListener } from "./core/types.js";
+import type { Viewer } from "./core/viewer.js";
+import type { HttpRecords } from "./http-records.js";
+import type { SessionManager } from "./session-manager.js";
 
 export const DEFAULT_PROFILE = "default";
 
+/** One profile: its sessions and the HTTP API's records, both in the profile's own store. */
+export interface Profile {
+  readonly name: string;
+  readonly sessions: SessionManager;
+  readonly records: HttpRecords;
+}
+
 export interface ProfileRegistryDeps {
-  defaultManager: SessionManager;
+  defaultProfile: Profile;
   /** Names of the configured profiles besides `default` (read at each call: config reloads). */
   profileNames: () => string[];
   /** Opens a profile's store and starts its manager; throws when the store cannot be opened. */
-  open: (name: string) => Promise<SessionManager>;
+  open: (name: string) => Promise<Profile>;
   logger: Logger;
 }
 
 export class ProfileRegistry {
-  private readonly managers = new Map<string, SessionManager>();
-  private readonly opening = new Map<string, Promise<SessionManager>>();
+  private readonly profiles = new Map<string, Profile>();
+  private readonly opening = new Map<string, Promise<Profile>>();
   private readonly globalListeners = new Set<GlobalListener>();
 
   constructor(private readonly deps: ProfileRegistryDeps) {
-    this.adopt(DEFAULT_PROFILE, deps.defaultManager);
+    this.adopt(deps.defaultProfile);
   }
 
   get epoch(): string {
-    return this.deps.defaultManager.epoch;
+    return this.deps.defaultProfile.sessions.epoch;
   }
 
-  get defaultManager(): SessionManager {
-    return this.deps.defaultManager;
+  get defaultProfile(): Profile {
+    return this.deps.defaultProfile;
   }
 
-  /** The manager of `profile` (default when absent), opening its store on first use. */
-  async manager(profile: string | undefined): Promise<SessionManager> {
-    const name = profile ?? DEFAULT_PROFILE;
-    const open = this.managers.get(name);
+  /** The profile named `name` (default when absent), opening its store on first use. */
+  async profile(name: string | undefined): Promise<Profile> {
+    const wanted = name ?? DEFAULT_PROFILE;
+    const open = this.profiles.get(wanted);
     if (open) return open;
-    if (!this.deps.profileNames().includes(name)) {
-      throw new TetherError(ErrorCode.InvalidParams, `Invalid params: unknown profile "${name}"`, {
+    if (!this.deps.profileNames().includes(wanted)) {
+      throw new TetherError(ErrorCode.InvalidParams, `Invalid params: unknown profile "${wanted}"`, {
         issues: [{ path: "profile", message: `not one of: ${[DEFAULT_PROFILE, ...this.deps.profileNames()].join(", ")}` }],
       });
     }
-    const pending = this.opening.get(name);
+    const pending = this.opening.get(wanted);
     if (pending) return pending;
     const opening = this.deps
-      .open(name)
-      .then((m) => this.adopt(name, m))
+      .open(wanted)
+      .then((p) => this.adopt(p))
       .catch((err: unknown) => {
-        this.deps.logger.error({ err, profile: name }, "profile store unavailable");
-        throw new TetherError(ErrorCode.StorageUnavailable, `profile store unavailable: ${name}`, { profile: name }, { cause: err });
+        this.deps.logger.error({ err, profile: wanted }, "profile store unavailable");
+        throw new TetherError(ErrorCode.StorageUnavailable, `profile store unavailable: ${wanted}`, { profile: wanted }, { cause: err });
       })
-      .finally(() => this.opening.delete(name));
-    this.opening.set(name, opening);
+      .finally(() => this.opening.delete(wanted));
+    this.opening.set(wanted, opening);
     return opening;
   }
 
-  all(): SessionManager[] {
-    return [...this.managers.values()];
+  /** The sessions of the profile named `name` (see `profile`). */
+  async sessions(name: string | undefined): Promise<SessionManager> {
+    return (await this.profile(name)).sessions;
+  }
+
+  /** Every profile opened so far. */
+  all(): Profile[] {
+    return [...this.profiles.values()];
   }
 
   onGlobal(listener: GlobalListener): () => void {
@@ -74,13 +91,13 @@ export class ProfileRegistry {
   }
 
   detachViewer(viewer: Viewer): void {
-    for (const m of this.managers.values()) m.detachViewer(viewer);
+    for (const p of this.profiles.values()) p.sessions.detachViewer(viewer);
   }
 
   stats(): StatsResult {
     const out: StatsResult = { sessions: 0, ring_frames: 0, ring_bytes: 0, active_turns: [] };
-    for (const m of this.managers.values()) {
-      const s = m.stats();
+    for (const p of this.profiles.values()) {
+      const s = p.sessions.stats();
       out.sessions += s.sessions;
       out.ring_frames += s.ring_frames;
       out.ring_bytes += s.ring_bytes;
@@ -89,11 +106,11 @@ export class ProfileRegistry {
     return out;
   }
 
-  private adopt(name: string, manager: SessionManager): SessionManager {
-    this.managers.set(name, manager);
-    manager.onGlobal((frame, wire) => {
+  private adopt(profile: Profile): Profile {
+    this.profiles.set(profile.name, profile);
+    profile.sessions.onGlobal((frame, wire) => {
       for (const l of this.globalListeners) l(frame, wire);
     });
-    return manager;
+    return profile;
   }
 }

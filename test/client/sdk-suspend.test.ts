@@ -123,13 +123,13 @@ describe("SDK 4001 suspension, end to end", () => {
     await driver.connect();
     await driver.call(Method.PromptSubmit, { session_id: s1, text: "count to 600" });
     await driver.close();
-    const rt1 = [...srv.server.manager.live()].find((rt) => rt.id === s1)!;
+    const rt1 = [...srv.server.manager.parts.registry.values()].find((rt) => rt.id === s1)!;
     await waitFor(() => !rt1.running, 10_000, "S1's turn to end on the server");
     expect(srv.server.ws.flowStats().skippedFrames).toBeGreaterThan(0);
 
     // The gateway reclaims S1 while the app still is not reading; then the app reads again.
-    await srv.server.manager.end(rt1, EndReason.IdleTtl, { broadcast: true });
-    expect([...srv.server.manager.live()].some((rt) => rt.id === s1)).toBe(false);
+    await srv.server.manager.parts.ending.end(rt1, EndReason.IdleTtl, { broadcast: true });
+    expect([...srv.server.manager.parts.registry.values()].some((rt) => rt.id === s1)).toBe(false);
     rec.rawSocket(0).resume();
 
     // (a)+(b) The resync-driven catch-up of S1 got a real 4001: S1 alone is suspended, once.

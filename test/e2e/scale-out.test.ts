@@ -125,7 +125,7 @@ describe.skipIf(!pgAvailable || !redisAvailable)("scale-out: PostgreSQL store + 
     await onB.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === viaB.turn_id);
     await onA.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === viaB.turn_id);
     expect(onA.sessionEvents(sid).filter((f) => f.type === "turn.start").length).toBe(1);
-    expect(b!.server.manager.liveCount).toBe(0); // B never opened it: A ran the turn
+    expect(b!.server.manager.parts.registry.size).toBe(0); // B never opened it: A ran the turn
 
     const long = await onB.call("prompt.submit", { session_id: sid, text: "count to 5000" });
     await onB.waitFor(() => onB.sessionEvents(sid).filter((f) => f.type === "message.delta" && f.turn_id === long.turn_id).length >= 5);
@@ -137,7 +137,7 @@ describe.skipIf(!pgAvailable || !redisAvailable)("scale-out: PostgreSQL store + 
     const bad = await onB.request("config.set", { session_id: sid, key: "nope", value: 1 });
     const local = await onA.request("config.set", { session_id: sid, key: "nope", value: 1 });
     expect(bad.error).toEqual(local.error);
-    expect(b!.server.manager.liveCount).toBe(0);
+    expect(b!.server.manager.parts.registry.size).toBe(0);
   });
 
   it("when node B takes over a session its client was following remotely, that client keeps one ordered stream and the session is not parked", async () => {
@@ -157,7 +157,7 @@ describe.skipIf(!pgAvailable || !redisAvailable)("scale-out: PostgreSQL store + 
     expect([...seqs].sort((x, y) => x - y)).toEqual(seqs);
     const reply = onB.sessionEvents(sid).find((f) => f.type === "message.complete" && f.turn_id === turn.turn_id && f.payload.role === "assistant");
     expect(reply!.payload.content).toContain(Array.from({ length: 20 }, (_, i) => i + 1).join(" "));
-    expect(b!.server.manager.liveCount).toBe(1);
-    expect(b!.server.manager.lifecycle.timers.has(sid)).toBe(false); // watched, so not parked
+    expect(b!.server.manager.parts.registry.size).toBe(1);
+    expect(b!.server.manager.parts.lifecycle.timers.has(sid)).toBe(false); // watched, so not parked
   });
 });

@@ -16,7 +16,7 @@ import { ME, settle, startHarness, TestViewer, type Harness } from "../support/m
 const harnesses: Harness[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.lifecycle.stop();
+    h.manager.parts.lifecycle.stop();
     await h.store.close().catch(() => undefined);
   }
 });
@@ -60,7 +60,7 @@ async function eventuallyState(h: Harness, sessionId: string, want: string): Pro
     if (got === want) return;
     await new Promise((r) => setTimeout(r, 20));
   }
-  expect(got, `state of ${sessionId} on ${h.manager.ownership.processId}`).toBe(want);
+  expect(got, `state of ${sessionId} on ${h.manager.parts.ownership.processId}`).toBe(want);
 }
 
 const backends: Array<[string, () => OpenStore, boolean]> = [
@@ -128,7 +128,7 @@ for (const [name, stores, available] of backends) {
       await eventuallyState(b, sid, "live");
 
       // A dies with its viewer attached: no more beats, nothing released, the lease still says attached.
-      a.manager.lifecycle.stop();
+      a.manager.parts.lifecycle.stop();
       await clock.advance(25_000); // 2 beats missed: A still counts as alive
       await settle();
       expect(await stateOn(b, sid)).toBe("live");

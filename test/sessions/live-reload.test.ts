@@ -9,12 +9,12 @@ import { ME, settle, startHarness, TestViewer, type Harness } from "../support/m
 const harnesses: Harness[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.lifecycle.stop();
+    h.manager.parts.lifecycle.stop();
     await h.store.close();
   }
 });
 
-const isLive = (h: Harness, id: string) => [...h.manager.live()].some((rt) => rt.id === id);
+const isLive = (h: Harness, id: string) => [...h.manager.parts.registry.values()].some((rt) => rt.id === id);
 
 describe("live reload", () => {
   it("applies lifecycle settings to live sessions, and a removed key returns to its default", async () => {

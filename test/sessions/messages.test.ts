@@ -1,6 +1,6 @@
 /** toWireMessage: what the store's row metadata becomes on the wire (`error`, `turn_id`, `trace_id`). */
 import { describe, expect, it } from "vitest";
-import { toChatHistory, toWireMessage } from "../../src/sessions/messages.js";
+import { toChatHistory, toWireMessage } from "../../src/sessions/core/messages.js";
 import { newMessageRow, turnErrorMessageOp } from "../../src/agent/turn-frames.js";
 import { transcriptOf } from "../../src/agent/compression/index.js";
 import type { MessageRow } from "../../src/store/types.js";

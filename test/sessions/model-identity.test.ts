@@ -1,7 +1,7 @@
 /** Stale provider config never survives a resume: merge, heal, fall back, follow the profile. */
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/lib/clock.js";
-import { mergeModelConfig } from "../../src/sessions/model-identity.js";
+import { mergeModelConfig } from "../../src/sessions/models/model-identity.js";
 import type { ConfigInput } from "../../src/config/index.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
@@ -9,7 +9,7 @@ import { ME, settle, startHarness, TestViewer, type Harness } from "../support/m
 const harnesses: Harness[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.lifecycle.stop();
+    h.manager.parts.lifecycle.stop();
     await h.store.close().catch(() => undefined);
   }
 });
@@ -107,8 +107,8 @@ describe("model identity", () => {
       { profile: "work", cwd: "/srv/app", system_prompt: "cwd={cwd} date={date} profile={profile}" },
       new TestViewer("v"),
     );
-    const rt = [...h.manager.live()].find((r) => r.id === snap.session_id)!;
-    expect((rt as unknown as { deps: { systemPrompt: string } }).deps.systemPrompt).toBe(
+    const rt = [...h.manager.parts.registry.values()].find((r) => r.id === snap.session_id)!;
+    expect(rt.systemPrompt).toBe(
       "cwd=/srv/app date=2026-11-29 profile=work",
     );
     await settle();

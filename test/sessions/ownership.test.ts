@@ -12,7 +12,7 @@ import { ME, settle, startHarness, TestViewer, type Harness } from "../support/m
 const harnesses: Harness[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.lifecycle.stop();
+    h.manager.parts.lifecycle.stop();
     await h.store.close().catch(() => undefined);
   }
 });
@@ -23,7 +23,7 @@ async function proc(dbPath: string, clock: FakeClock, processId: string, lifecyc
   return h;
 }
 
-const isLive = (h: Harness, id: string) => [...h.manager.live()].some((rt) => rt.id === id);
+const isLive = (h: Harness, id: string) => [...h.manager.parts.registry.values()].some((rt) => rt.id === id);
 
 describe("ownership across processes", () => {
   it("refuses to open a session a live sibling holds attached (4009)", async () => {
@@ -47,7 +47,7 @@ describe("ownership across processes", () => {
     const va = new TestViewer("va");
     const snap = await a.manager.create(ME, {}, va);
     const sid = snap.session_id;
-    const rtA = [...a.manager.live()][0]!;
+    const rtA = [...a.manager.parts.registry.values()][0]!;
     a.manager.detachViewer(va); // parked detached: the lease says so
     await settle();
     const back = await b.manager.resume(ME, sid, new TestViewer("vb"));
@@ -97,7 +97,7 @@ describe("ownership across processes", () => {
     await clock.advance(1_000);
     const theirs = await sibling.manager.create(ME, {}, new TestViewer("v2"));
     // DEAD dies: no more beats, no cleanup.
-    dead.manager.lifecycle.stop();
+    dead.manager.parts.lifecycle.stop();
     await settle();
     await clock.advance(40_000); // DEAD's heartbeat is now > 3 beats old; SIBLING kept beating
 

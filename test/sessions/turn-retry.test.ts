@@ -8,7 +8,7 @@ import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-
 let h: Harness;
 let ai: FakeOpenAI;
 afterEach(async () => {
-  h.manager.lifecycle.stop();
+  h.manager.parts.lifecycle.stop();
   await h.store.close();
   await ai.close();
 });

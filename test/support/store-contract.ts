@@ -11,6 +11,7 @@ import {
   type MessageRow,
   type SessionRow,
   type Store,
+  type WriteOp,
 } from "../../src/store/types.js";
 
 export function sessionRow(id: string, over: Partial<SessionRow> = {}): SessionRow {
@@ -87,6 +88,19 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
           { op: "session.insert", row: sessionRow("s1") }, // duplicate key
         ]),
       ).rejects.toBeDefined();
+      expect(await store.readEvents("s1", 0, 10)).toEqual([]);
+    });
+
+    it("refuses a write op it does not know, and the whole batch with it (never drops it silently)", async () => {
+      const store = await fresh();
+      await store.commit([{ op: "session.insert", row: sessionRow("s1") }]);
+      const unknown = { op: "session.teleport", id: "s1" } as unknown as WriteOp;
+      await expect(
+        store.commit([
+          { op: "event.append", row: { session_id: "s1", seq: 1, type: "x", payload: "{}", turn_id: null, trace_id: null, created_at: 1 } },
+          unknown,
+        ]),
+      ).rejects.toThrow(/unsupported write op session\.teleport/);
       expect(await store.readEvents("s1", 0, 10)).toEqual([]);
     });
 

@@ -1,6 +1,7 @@
 /**
  * The layer rules of docs/architecture.md, checked rather than hoped for: imports point down,
- * protocol/ is a leaf, client/ sees only protocol/, the gateway never touches the store.
+ * protocol/ is a leaf, client/ sees only protocol/, the gateway never touches the store — and
+ * inside sessions/, each sub-room imports only the sub-rooms ranked below it.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
@@ -22,6 +23,25 @@ const ALLOWED: Record<string, string[]> = {
   cli: ["protocol", "lib", "config", "store", "events", "agent", "sessions", "gateway", "client"],
 };
 
+/**
+ * The sub-rooms of sessions/ by rank: a sub-room may import its own files and those of LOWER ranks
+ * only — never a sibling of its rank, never one above. `top` is the files directly in sessions/.
+ * `requests` (open requests) and `messaging` (bots, rooms, the agent outbox) have no files yet:
+ * they are ranked already, so the first file added there is checked.
+ */
+const SESSION_ROOMS: Record<string, number> = {
+  core: 0,
+  lifecycle: 1,
+  models: 2,
+  views: 2,
+  requests: 2,
+  rotation: 3,
+  delegation: 3,
+  cluster: 3,
+  messaging: 3,
+  top: 4,
+};
+
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const p = join(dir, name);
@@ -31,6 +51,17 @@ function files(dir: string): string[] {
 
 function layerOf(path: string): string {
   return relative(SRC, path).split("/")[0]!;
+}
+
+/** The sub-room of a file in sessions/: its folder, or `top` for a file directly in sessions/. */
+function sessionRoomOf(path: string): string {
+  const parts = relative(join(SRC, "sessions"), path).split("/");
+  return parts.length > 1 ? parts[0]! : "top";
+}
+
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  return [...text.matchAll(/(?:from|import)\s*\(?\s*["'](\.[^"']+)["']/g)].map((m) => m[1]!);
 }
 
 describe("layer rules", () => {
@@ -44,12 +75,35 @@ describe("layer rules", () => {
         violations.push(`${relative(SRC, file)}: layer "${from}" is not in the table`);
         continue;
       }
-      const text = readFileSync(file, "utf8");
-      for (const m of text.matchAll(/(?:from|import)\s*\(?\s*["'](\.[^"']+)["']/g)) {
+      for (const spec of importsOf(file)) {
         checked++;
-        const target = layerOf(join(file, "..", m[1]!));
+        const target = layerOf(join(file, "..", spec));
         if (target !== from && !allowed.includes(target)) {
-          violations.push(`${relative(SRC, file)} imports ${m[1]} (${from} → ${target})`);
+          violations.push(`${relative(SRC, file)} imports ${spec} (${from} → ${target})`);
+        }
+      }
+    }
+    expect(violations).toEqual([]);
+    expect(checked).toBeGreaterThan(50);
+  });
+
+  it("inside sessions/, every import points to a sub-room ranked below (or the file's own)", () => {
+    const violations: string[] = [];
+    let checked = 0;
+    for (const file of files(join(SRC, "sessions"))) {
+      const from = sessionRoomOf(file);
+      const rank = SESSION_ROOMS[from];
+      if (rank === undefined) {
+        violations.push(`${relative(SRC, file)}: sub-room "${from}" of sessions/ has no rank in SESSION_ROOMS`);
+        continue;
+      }
+      for (const spec of importsOf(file)) {
+        const target = join(file, "..", spec);
+        if (layerOf(target) !== "sessions") continue;
+        checked++;
+        const to = sessionRoomOf(target);
+        if (to !== from && !((SESSION_ROOMS[to] ?? Infinity) < rank)) {
+          violations.push(`${relative(SRC, file)} imports ${spec} (sessions/${from} → sessions/${to})`);
         }
       }
     }

@@ -13,7 +13,7 @@ import {
   type DelegationResultMetadata,
 } from "../../src/protocol/index.js";
 import { METHOD_PARAMS } from "../../src/protocol/method-params.js";
-import { deliveryMessage } from "../../src/sessions/delegations.js";
+import { deliveryMessage } from "../../src/sessions/delegation/shapes.js";
 import type { DelegationRow } from "../../src/store/types.js";
 
 describe("protocol constants", () => {

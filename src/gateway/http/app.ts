@@ -12,7 +12,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { routePath } from "hono/route";
-import type { AppEnv, HttpApi, HttpApiDeps } from "./context.js";
+import { resolveProfile, type AppEnv, type HttpApi, type HttpApiDeps } from "./context.js";
 import { corsGuard } from "./cors.js";
 import { errorType, HttpErrors, INTERNAL_ERROR, renderError } from "./errors.js";
 import { TurnLimiter } from "./limits.js";
@@ -25,8 +25,8 @@ import { mountSessions } from "./sessions-api.js";
 import { mountWebClient } from "./web-client.js";
 
 export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
-  const turnCount = (caller: Caller) =>
-    deps.profiles ? deps.profiles.all().reduce((n, m) => n + m.turnCount(caller), 0) : deps.manager.turnCount(caller);
+  // A key is one principal whichever profile it addresses: its turns count in every profile.
+  const turnCount = (caller: Caller) => deps.profiles.all().reduce((n, p) => n + p.sessions.turnCount(caller), 0);
   const api: HttpApi = {
     ...deps,
     limiter: new TurnLimiter(turnCount, deps.config.max_turns_per_principal),
@@ -88,6 +88,10 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
       },
     }),
   );
+
+  // The OpenAI-compatible endpoints and the sessions API address a profile.
+  app.use("/v1/*", resolveProfile(deps.profiles));
+  app.use("/api/*", resolveProfile(deps.profiles));
 
   if (deps.metrics) {
     const metrics = deps.metrics;

@@ -1,12 +1,14 @@
-/** What every HTTP handler gets: the node bindings, the authenticated caller, and shared deps. */
+/**
+ * What every HTTP handler gets: the node bindings, the authenticated caller, the profile the
+ * request addresses (resolved once per request, by `resolveProfile`), and shared deps.
+ */
 import type { HttpBindings } from "@hono/node-server";
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
 import type { HttpConfig } from "../../config/index.js";
-import { ErrorCode, TetherError } from "../../protocol/index.js";
-import { DEFAULT_PROFILE, type Caller, type ProfileRegistry, type SessionManager } from "../../sessions/index.js";
+import { DEFAULT_PROFILE, type Caller, type HttpRecords, type Profile, type ProfileRegistry } from "../../sessions/index.js";
 import type { Authenticator } from "../auth.js";
 import type { FlowLimits } from "../viewer-flow.js";
 import type { PromMetrics } from "./metrics.js";
@@ -20,10 +22,8 @@ export interface ModelInfo {
 }
 
 export interface HttpApiDeps {
-  /** The default profile's sessions (and the idempotency records of every profile). */
-  manager: SessionManager;
-  /** Every profile's sessions, for routes that may name a profile. */
-  profiles?: ProfileRegistry;
+  /** Every profile's sessions and HTTP records: the only way the HTTP API reaches them. */
+  profiles: ProfileRegistry;
   auth: Authenticator;
   logger: Logger;
   clock: Clock;
@@ -37,9 +37,15 @@ export interface HttpApiDeps {
   ready: () => Promise<boolean>;
 }
 
+/**
+ * The profile a request addresses: `X-Tether-Profile`, else `?profile=`, else `fallback` (the
+ * body's, on create), else `default`. Resolved on first use and kept for the rest of the request.
+ */
+export type ProfileOfRequest = (fallback?: string) => Promise<Profile>;
+
 export interface AppEnv {
   Bindings: HttpBindings;
-  Variables: { caller: Caller };
+  Variables: { caller: Caller; profile: ProfileOfRequest };
 }
 
 export type AppContext = Context<AppEnv>;
@@ -58,29 +64,37 @@ export function callerOf(c: AppContext): Caller {
 /** The header naming the profile a request addresses (the sessions API and the OpenAI endpoints). */
 export const PROFILE_HEADER = "x-tether-profile";
 
-/** The profile a request names: `X-Tether-Profile`, else `?profile=`, else `fallback` (a body's); default `default`. */
-export function profileOf(c: AppContext, fallback?: string): string {
-  return c.req.header(PROFILE_HEADER) || c.req.query("profile") || fallback || DEFAULT_PROFILE;
+/**
+ * The middleware that resolves a request's profile once: the handler asks `profileOf(c)` where it
+ * needs the profile (so an invalid body still answers before an unknown profile does), and every
+ * later ask gets the same one. An unknown profile is 400 `invalid_params` (`param: "profile"`), a
+ * store that cannot be opened 503 `storage_unavailable`: never another profile.
+ */
+export function resolveProfile(profiles: ProfileRegistry): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const named = c.req.header(PROFILE_HEADER) || c.req.query("profile") || undefined;
+    let resolved: { name: string; profile: Promise<Profile> } | undefined;
+    c.set("profile", (fallback) => {
+      const name = named ?? fallback ?? DEFAULT_PROFILE;
+      if (resolved?.name !== name) resolved = { name, profile: profiles.profile(name) };
+      return resolved.profile;
+    });
+    await next();
+  };
+}
+
+/** The profile the request addresses (see `resolveProfile`). */
+export function profileOf(c: AppContext, fallback?: string): Promise<Profile> {
+  return c.get("profile")(fallback);
 }
 
 /**
- * The SessionManager of a profile (each has its own store), opening it on first use. An unknown
- * profile throws 400 `invalid_params` (`param: "profile"`), a store that cannot be opened 503
- * `storage_unavailable`: never another profile's manager.
+ * Where `Idempotency-Key` records live: a key belongs to the principal whichever profile the
+ * request addresses (as the turn limit counts every profile), so its records are the default
+ * profile's. (A replay then answers from the profile the first request was made in.)
  */
-export function managerOf(api: HttpApiDeps, profile: string): Promise<SessionManager> {
-  if (api.profiles) return api.profiles.manager(profile);
-  if (profile === DEFAULT_PROFILE) return Promise.resolve(api.manager);
-  return Promise.reject(
-    new TetherError(ErrorCode.InvalidParams, `Invalid params: unknown profile "${profile}"`, {
-      issues: [{ path: "profile", message: `not one of: ${DEFAULT_PROFILE}` }],
-    }),
-  );
-}
-
-/** The SessionManager of the profile the request names (see `profileOf`, `managerOf`). */
-export function sessionsOf(c: AppContext, api: HttpApiDeps, fallback?: string): Promise<SessionManager> {
-  return managerOf(api, profileOf(c, fallback));
+export function idempotencyRecords(api: HttpApiDeps): HttpRecords {
+  return api.profiles.defaultProfile.records;
 }
 
 /**

@@ -7,7 +7,7 @@
  * retry runs for real.
  */
 import { createHash } from "node:crypto";
-import type { Caller, SessionManager } from "../../sessions/index.js";
+import type { Caller, HttpRecords } from "../../sessions/index.js";
 import { HttpErrors, HttpError } from "./errors.js";
 import type { AppContext } from "./context.js";
 
@@ -18,7 +18,8 @@ export type IdempotencyClaim =
   | { kind: "fresh"; key: string; record(status: number, body: unknown): Promise<void>; release(): Promise<void> }
   | { kind: "replay"; key: string; status: number; body: unknown };
 
-export async function claimIdempotency(c: AppContext, manager: SessionManager, caller: Caller): Promise<IdempotencyClaim> {
+/** Claims the request's `Idempotency-Key` (if it has one) in `records` (see `idempotencyRecords`). */
+export async function claimIdempotency(c: AppContext, records: HttpRecords, caller: Caller): Promise<IdempotencyClaim> {
   const key = c.req.header(IDEMPOTENCY_HEADER);
   if (key === undefined) return { kind: "none" };
   if (key.length === 0 || key.length > 255) {
@@ -26,7 +27,7 @@ export async function claimIdempotency(c: AppContext, manager: SessionManager, c
   }
   const body = await c.req.text();
   const fingerprint = createHash("sha256").update(`${c.req.method} ${c.req.path}\n`).update(body).digest("hex");
-  const { claimed, row } = await manager.claimIdempotencyKey(caller, key, fingerprint);
+  const { claimed, record } = await records.claimKey(caller, key, fingerprint);
   if (claimed) {
     let settled = false;
     return {
@@ -35,18 +36,18 @@ export async function claimIdempotency(c: AppContext, manager: SessionManager, c
       async record(status, value) {
         if (settled) return;
         settled = true;
-        await manager.completeIdempotencyKey(caller, key, status, JSON.stringify(value));
+        await records.completeKey(caller, key, status, JSON.stringify(value));
       },
       async release() {
         if (settled) return;
         settled = true;
-        await manager.releaseIdempotencyKey(caller, key);
+        await records.releaseKey(caller, key);
       },
     };
   }
-  if (row.fingerprint !== fingerprint) throw HttpErrors.idempotencyMismatch();
-  if (row.status === null || row.body === null) throw HttpErrors.idempotencyInProgress();
-  return { kind: "replay", key, status: row.status, body: JSON.parse(row.body) };
+  if (record.fingerprint !== fingerprint) throw HttpErrors.idempotencyMismatch();
+  if (record.status === null || record.body === null) throw HttpErrors.idempotencyInProgress();
+  return { kind: "replay", key, status: record.status, body: JSON.parse(record.body) };
 }
 
 /** Runs `fn` under a fresh claim: releases the key if it throws. */

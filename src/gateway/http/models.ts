@@ -7,7 +7,7 @@
  * is still checked, so an unknown one fails here as on every other route.
  */
 import type { Hono } from "hono";
-import { sessionsOf, type AppEnv, type HttpApi, type ModelInfo } from "./context.js";
+import { profileOf, type AppEnv, type HttpApi, type ModelInfo } from "./context.js";
 import { HttpErrors } from "./errors.js";
 
 export function resolveModel(api: HttpApi, model: string): ModelInfo {
@@ -22,11 +22,11 @@ function modelObject(m: ModelInfo) {
 
 export function mountModels(app: Hono<AppEnv>, api: HttpApi): void {
   app.get("/v1/models", async (c) => {
-    await sessionsOf(c, api);
+    await profileOf(c);
     return c.json({ object: "list", data: api.models.map(modelObject) });
   });
   app.get("/v1/models/:id{.+}", async (c) => {
-    await sessionsOf(c, api);
+    await profileOf(c);
     return c.json(modelObject(resolveModel(api, c.req.param("id"))));
   });
 }

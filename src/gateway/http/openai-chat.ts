@@ -10,7 +10,8 @@
  * The session lives in the profile the request names (`X-Tether-Profile` or `?profile=`, default
  * `default`), run with that profile's config (system prompt, tools…). A continued session is looked
  * up in that profile's store only: a session of another profile is 404 `session_not_found`, as on
- * the sessions API. Idempotency records stay in the default profile's store.
+ * the sessions API. Idempotency records stay in the default profile's store (a key is the
+ * principal's, whichever profile it addresses).
  *
  * A client that disconnects before the turn ended interrupts it; the partial assistant message is
  * stored with status `interrupted`.
@@ -18,14 +19,14 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import { ErrorCode, EventType, TetherError, type Frame, type MessageDeltaPayload, type Usage } from "../../protocol/index.js";
-import type { Caller, SessionManager } from "../../sessions/index.js";
-import { callerOf, clientGone, managerOf, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
+import type { Caller, Profile, StartedTurn } from "../../sessions/index.js";
+import { callerOf, clientGone, idempotencyRecords, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpError } from "./errors.js";
 import { boundToStream, FrameTap } from "./frame-tap.js";
 import { claimIdempotency, underClaim, type IdempotencyClaim } from "./idempotency.js";
 import { readJson } from "./json-body.js";
 import { resolveModel } from "./models.js";
-import { ChatMessage, toConversation } from "./openai-input.js";
+import { ChatMessage, toConversation, type Conversation } from "./openai-input.js";
 import { sseResponse, type SseWriter } from "./sse.js";
 import { followTurn, turnFailure, type TurnEnd } from "./turn-follow.js";
 
@@ -61,137 +62,170 @@ export function mountChat(app: Hono<AppEnv>, api: HttpApi): void {
   app.post("/v1/chat/completions", async (c) => {
     const caller = callerOf(c);
     const body = await readJson(c, ChatBody);
-    const claim = await claimIdempotency(c, api.manager, caller);
+    const claim = await claimIdempotency(c, idempotencyRecords(api), caller);
     if (claim.kind === "replay") return replay(c, api, body, claim.body as StoredChat);
     return underClaim(claim, () => startChat(c, api, caller, body, claim));
   });
 }
 
+/** What a started chat completion streams or answers: its session, turn and identity. */
+interface ChatTurn {
+  sid: string;
+  turnId: string;
+  id: string;
+  created: number;
+  model: string;
+}
+
 async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: ChatBody, claim: IdempotencyClaim): Promise<Response> {
   const model = resolveModel(api, body.model);
   const conversation = toConversation(body.messages, "messages");
-  const continued = c.req.header(SESSION_HEADER);
-  const profile = profileOf(c);
-  const sessions = await managerOf(api, profile);
+  const profile = await profileOf(c);
   const tap = new FrameTap();
-  let sessionId: string | undefined;
-  let modelName = model.id;
-  const requestId = claim.kind === "fresh" ? `http:${claim.key}` : undefined;
-  let turnId: string;
-  try {
-    turnId = await api.limiter.admit(caller, async () => {
-      if (continued) {
-        const snap = await resumeIn(sessions, profile, caller, continued, tap);
-        sessionId = snap.session_id;
-        modelName = snap.model;
-      } else {
-        const snap = await sessions.create(
-          caller,
-          {
-            provider: model.provider,
-            model: model.id,
-            hidden: true,
-            close_on_disconnect: true,
-            title: "chat.completions",
-            ...(conversation.system !== undefined ? { system_prompt: conversation.system } : {}),
-          },
-          tap,
-        );
-        sessionId = snap.session_id;
-        if (conversation.seed.length > 0) await sessions.appendHistory(caller, sessionId, conversation.seed);
-      }
-      return (await sessions.submit(caller, sessionId, conversation.prompt, requestId)).turn_id;
-    });
-  } catch (err) {
+  const started = await enterTurn(c, api, caller, profile, model, conversation, tap, claim).catch((err: unknown) => {
     tap.close();
-    if (sessionId) await sessions.detach(caller, sessionId, tap).catch(() => undefined);
     throw err;
-  }
-  const sid = sessionId!;
-  const created = Math.floor(api.clock.now() / 1000);
-  const id = `chatcmpl-${turnId}`;
+  });
+  const { sessions } = profile;
+  const turn: ChatTurn = {
+    sid: started.sessionId,
+    turnId: started.result.turn_id,
+    id: `chatcmpl-${started.result.turn_id}`,
+    created: Math.floor(api.clock.now() / 1000),
+    // A continued session answers with the model it really uses.
+    model: c.req.header(SESSION_HEADER) ? started.opened!.model : model.id,
+  };
   const stop = async (cancel: boolean) => {
     tap.close();
-    if (cancel) await sessions.cancelTurn(caller, sid, turnId).catch(() => undefined);
-    await sessions.detach(caller, sid, tap).catch(() => undefined);
+    if (cancel) await sessions.cancelTurn(caller, turn.sid, turn.turnId).catch(() => undefined);
+    await sessions.detach(caller, turn.sid, tap).catch(() => undefined);
   };
-  const completion = (content: string, end: TurnEnd): ChatCompletion => ({
-    id,
-    object: "chat.completion",
-    created,
-    model: modelName,
-    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop", logprobs: null }],
-    usage: end.usage ?? ZERO,
-  });
-
-  if (!body.stream) {
-    const gone = clientGone(c);
-    let content = "";
-    const end = await followTurn(tap, turnId, gone.signal, (f) => {
-      if (f.type === EventType.MessageDelta) content += (f.payload as MessageDeltaPayload).text;
-    });
-    gone.finish();
-    await stop(end.status === "gone");
-    if (end.status === "error") throw turnFailure(end.error);
-    const result = completion(content, end);
-    if (claim.kind === "fresh") await claim.record(200, { session_id: sid, completion: result } satisfies StoredChat);
-    return c.json(result, 200, { [SESSION_HEADER]: sid });
-  }
-
-  c.header(SESSION_HEADER, sid);
-  const includeUsage = body.stream_options?.include_usage === true;
-  const chunk = (delta: Record<string, unknown>, finish: string | null) =>
-    JSON.stringify({
-      id,
-      object: "chat.completion.chunk",
-      created,
-      model: modelName,
-      choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
-      ...(includeUsage ? { usage: null } : {}),
-    });
-  return sseResponse(
-    c,
-    { clock: api.clock, keepAliveMs: api.config.sse_keepalive_ms, metrics: api.metrics },
-    async (sse) => {
-      let content = "";
-      let end: TurnEnd = { status: "gone" };
-      boundToStream(tap, sse, api.flow.hardBytes, () =>
-        api.logger.warn({ session_id: sid, turn_id: turnId }, "slow chat-completion reader over the hard limit: ending the stream"),
-      );
-      try {
-        await sse.send(chunk({ role: "assistant", content: "" }, null));
-        end = await followTurn(tap, turnId, sse.signal, async (f: Frame) => {
-          if (f.type !== EventType.MessageDelta) return;
-          const text = (f.payload as MessageDeltaPayload).text;
-          content += text;
-          await sse.send(chunk({ content: text }, null));
-        });
-        if (end.status === "gone" || end.status === "closed") return;
-        if (end.status === "error") {
-          const e = turnFailure(end.error);
-          await sse.send(JSON.stringify({ error: { message: e.message, type: "server_error", param: null, code: e.code } }));
-          return;
-        }
-        await finishStream(sse, chunk, includeUsage, completion(content, end));
-        if (claim.kind === "fresh") await claim.record(200, { session_id: sid, completion: completion(content, end) } satisfies StoredChat);
-      } finally {
-        if (claim.kind === "fresh") await claim.release().catch(() => undefined);
-        await stop(end.status === "gone");
-      }
-    },
-  );
+  if (!body.stream) return answerChat(c, turn, tap, stop, claim);
+  return streamChat(c, api, body, turn, tap, stop, claim);
 }
 
-/** Resumes `X-Session-Id` in the profile's store; unknown there (another profile's, another principal's) → 404. */
-async function resumeIn(sessions: SessionManager, profile: string, caller: Caller, sessionId: string, tap: FrameTap) {
+/**
+ * The one way into a turn, for a chat completion: without `X-Session-Id` a hidden one-shot session
+ * seeded with the request's earlier messages; with it, that session of the profile resumed
+ * (unknown there — another profile's, another principal's — is 404).
+ */
+async function enterTurn(
+  c: AppContext,
+  api: HttpApi,
+  caller: Caller,
+  profile: Profile,
+  model: { id: string; provider: string },
+  conversation: Conversation,
+  tap: FrameTap,
+  claim: IdempotencyClaim,
+): Promise<StartedTurn> {
+  const continued = c.req.header(SESSION_HEADER);
+  const create = {
+    provider: model.provider,
+    model: model.id,
+    hidden: true,
+    close_on_disconnect: true,
+    title: "chat.completions",
+    ...(conversation.system !== undefined ? { system_prompt: conversation.system } : {}),
+  };
   try {
-    return await sessions.resume(caller, sessionId, tap);
+    return await profile.sessions.startTurn({
+      caller,
+      session: continued ? { id: continued, resume: true } : { create },
+      ...(continued ? {} : { history: conversation.seed }),
+      text: conversation.prompt,
+      ...(claim.kind === "fresh" ? { requestId: `http:${claim.key}` } : {}),
+      viewer: tap,
+      admit: (who, run) => api.limiter.admit(who, run),
+    });
   } catch (err) {
-    if (err instanceof TetherError && err.code === ErrorCode.NotFound) {
-      throw new HttpError(404, "session_not_found", `Session not found in profile "${profile}": ${sessionId}`, "X-Session-Id");
+    if (continued && err instanceof TetherError && err.code === ErrorCode.NotFound) {
+      throw new HttpError(404, "session_not_found", `Session not found in profile "${profile.name}": ${continued}`, "X-Session-Id");
     }
     throw err;
   }
+}
+
+function completionOf(turn: ChatTurn, content: string, end: TurnEnd): ChatCompletion {
+  return {
+    id: turn.id,
+    object: "chat.completion",
+    created: turn.created,
+    model: turn.model,
+    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop", logprobs: null }],
+    usage: end.usage ?? ZERO,
+  };
+}
+
+/** Not streamed: follows the turn to its end, then answers the whole completion. */
+async function answerChat(c: AppContext, turn: ChatTurn, tap: FrameTap, stop: (cancel: boolean) => Promise<void>, claim: IdempotencyClaim): Promise<Response> {
+  const gone = clientGone(c);
+  let content = "";
+  const end = await followTurn(tap, turn.turnId, gone.signal, (f) => {
+    if (f.type === EventType.MessageDelta) content += (f.payload as MessageDeltaPayload).text;
+  });
+  gone.finish();
+  await stop(end.status === "gone");
+  if (end.status === "error") throw turnFailure(end.error);
+  const result = completionOf(turn, content, end);
+  if (claim.kind === "fresh") await claim.record(200, { session_id: turn.sid, completion: result } satisfies StoredChat);
+  return c.json(result, 200, { [SESSION_HEADER]: turn.sid });
+}
+
+/** Streamed: one chunk per delta, then the finish chunk (and usage when asked), then `[DONE]`. */
+function streamChat(
+  c: AppContext,
+  api: HttpApi,
+  body: ChatBody,
+  turn: ChatTurn,
+  tap: FrameTap,
+  stop: (cancel: boolean) => Promise<void>,
+  claim: IdempotencyClaim,
+): Response {
+  c.header(SESSION_HEADER, turn.sid);
+  const includeUsage = body.stream_options?.include_usage === true;
+  const chunk = chunkOf(turn, includeUsage);
+  return sseResponse(c, { clock: api.clock, keepAliveMs: api.config.sse_keepalive_ms, metrics: api.metrics }, async (sse) => {
+    let content = "";
+    let end: TurnEnd = { status: "gone" };
+    boundToStream(tap, sse, api.flow.hardBytes, () =>
+      api.logger.warn({ session_id: turn.sid, turn_id: turn.turnId }, "slow chat-completion reader over the hard limit: ending the stream"),
+    );
+    try {
+      await sse.send(chunk({ role: "assistant", content: "" }, null));
+      end = await followTurn(tap, turn.turnId, sse.signal, async (f: Frame) => {
+        if (f.type !== EventType.MessageDelta) return;
+        const text = (f.payload as MessageDeltaPayload).text;
+        content += text;
+        await sse.send(chunk({ content: text }, null));
+      });
+      if (end.status === "gone" || end.status === "closed") return;
+      if (end.status === "error") {
+        const e = turnFailure(end.error);
+        await sse.send(JSON.stringify({ error: { message: e.message, type: "server_error", param: null, code: e.code } }));
+        return;
+      }
+      const result = completionOf(turn, content, end);
+      await finishStream(sse, chunk, includeUsage, result);
+      if (claim.kind === "fresh") await claim.record(200, { session_id: turn.sid, completion: result } satisfies StoredChat);
+    } finally {
+      if (claim.kind === "fresh") await claim.release().catch(() => undefined);
+      await stop(end.status === "gone");
+    }
+  });
+}
+
+/** One `chat.completion.chunk` of this turn. */
+function chunkOf(turn: Pick<ChatTurn, "id" | "created" | "model">, includeUsage: boolean) {
+  return (delta: Record<string, unknown>, finish: string | null) =>
+    JSON.stringify({
+      id: turn.id,
+      object: "chat.completion.chunk",
+      created: turn.created,
+      model: turn.model,
+      choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+      ...(includeUsage ? { usage: null } : {}),
+    });
 }
 
 async function finishStream(
@@ -214,15 +248,7 @@ function replay(c: AppContext, api: HttpApi, body: ChatBody, stored: StoredChat)
   if (!body.stream) return c.json(result, 200, { [SESSION_HEADER]: stored.session_id });
   c.header(SESSION_HEADER, stored.session_id);
   const includeUsage = body.stream_options?.include_usage === true;
-  const chunk = (delta: Record<string, unknown>, finish: string | null) =>
-    JSON.stringify({
-      id: result.id,
-      object: "chat.completion.chunk",
-      created: result.created,
-      model: result.model,
-      choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
-      ...(includeUsage ? { usage: null } : {}),
-    });
+  const chunk = chunkOf(result, includeUsage);
   return sseResponse(c, { clock: api.clock, keepAliveMs: api.config.sse_keepalive_ms, metrics: api.metrics }, async (sse) => {
     await sse.send(chunk({ role: "assistant", content: result.choices[0]!.message.content }, null));
     await finishStream(sse, chunk, includeUsage, result);

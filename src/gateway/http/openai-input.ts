@@ -4,7 +4,7 @@
  * Shared by /v1/chat/completions (`messages`) and /v1/responses (`input`).
  */
 import { z } from "zod";
-import type { SeedMessage } from "../../sessions/http-support.js";
+import type { SeedMessage } from "../../sessions/index.js";
 import { HttpErrors } from "./errors.js";
 
 const TextPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();

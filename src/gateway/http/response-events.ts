@@ -33,7 +33,7 @@ import {
   type TurnErrorInfo,
   type Usage,
 } from "../../protocol/index.js";
-import type { ResponseRow } from "../../sessions/http-support.js";
+import type { ResponseRecord } from "../../sessions/index.js";
 
 export const SEQ_STRIDE = 8;
 
@@ -95,9 +95,11 @@ export class ResponseBuilder {
   private lastSeq: number | null = null;
   private turnError: TurnErrorInfo | undefined;
   private finished = false;
+  /** The turn ended interrupted, and the response reads `incomplete` because no cancel was asked for. */
+  private interruptedUncancelled = false;
 
   constructor(
-    private readonly row: ResponseRow,
+    private readonly row: ResponseRecord,
     /** Events numbered at or below this are not returned (the client has them). */
     private readonly startingAfter = -1,
   ) {
@@ -233,6 +235,17 @@ export class ResponseBuilder {
     if (status === "incomplete") this.response.incomplete_details = { reason: "interrupted" };
   }
 
+  /**
+   * A cancel was asked for after this builder read its row (by another request or process): an
+   * interrupted end then reads as `cancelled`, exactly as if the row had said so at the end.
+   */
+  cancelRequested(): void {
+    if (!this.interruptedUncancelled) return;
+    this.interruptedUncancelled = false;
+    this.response.status = "cancelled";
+    this.response.incomplete_details = null;
+  }
+
   snapshot(): ResponseObject {
     return structuredClone(this.response);
   }
@@ -248,6 +261,7 @@ export class ResponseBuilder {
     else {
       this.response.status = "incomplete";
       this.response.incomplete_details = { reason: "interrupted" };
+      this.interruptedUncancelled = true;
     }
     if (usage) {
       this.response.usage = {

@@ -24,7 +24,8 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import { SessionCreateParams } from "../../protocol/method-params.js";
-import { callerOf, sessionsOf as profileSessions, type AppContext, type AppEnv, type HttpApi } from "./context.js";
+import type { SessionManager } from "../../sessions/index.js";
+import { callerOf, idempotencyRecords, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpErrors } from "./errors.js";
 import { claimIdempotency, underClaim } from "./idempotency.js";
 import { queryBool, queryInt, readJson } from "./json-body.js";
@@ -41,13 +42,21 @@ function id(c: AppContext): string {
   return c.req.param("id") ?? "";
 }
 
-export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
-  // Idempotency records live in the default profile's store; sessions in the profile's own.
-  const { manager } = api;
-  const sessionsOf = (c: AppContext, bodyProfile?: string) => profileSessions(c, api, bodyProfile);
+/** The sessions of the profile the request addresses (the create body's `profile` is its fallback). */
+async function sessionsOf(c: AppContext, bodyProfile?: string): Promise<SessionManager> {
+  return (await profileOf(c, bodyProfile)).sessions;
+}
 
+export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
+  mountReads(app);
+  mountWrites(app, api);
+  app.get("/api/sessions/:id/events", (c) => sessionEvents(c, api));
+}
+
+/** The list, one session, its messages. */
+function mountReads(app: Hono<AppEnv>): void {
   app.get("/api/sessions", async (c) => {
-    const params: Parameters<typeof manager.list>[1] = {};
+    const params: Parameters<SessionManager["list"]>[1] = {};
     const profile = c.req.query("profile");
     if (profile) params.profile = profile;
     const limit = queryInt(c, "limit", 500);
@@ -61,11 +70,24 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
     return c.json(await (await sessionsOf(c)).list(callerOf(c), params));
   });
 
+  app.get("/api/sessions/:id", async (c) => c.json(await (await sessionsOf(c)).get(callerOf(c), id(c))));
+
+  app.get("/api/sessions/:id/messages", async (c) => {
+    const after = c.req.query("after") || c.req.query("after_message_id") || undefined;
+    const limit = queryInt(c, "limit", 1000);
+    return c.json(await (await sessionsOf(c)).messages(callerOf(c), id(c), after, limit === undefined ? undefined : Math.max(1, limit)));
+  });
+}
+
+/** Create, rename, close, prompt, interrupt. Idempotency records live in the default profile's store. */
+function mountWrites(app: Hono<AppEnv>, api: HttpApi): void {
+  const records = idempotencyRecords(api);
+
   app.post("/api/sessions", async (c) => {
     const caller = callerOf(c);
     const text = (await c.req.text()).trim();
     const body = text === "" ? {} : await readJson(c, SessionCreateParams);
-    const claim = await claimIdempotency(c, manager, caller);
+    const claim = await claimIdempotency(c, records, caller);
     if (claim.kind === "replay") return c.json(claim.body as object, claim.status as 201);
     return underClaim(claim, async () => {
       const snap = await (await sessionsOf(c, body?.profile)).create(caller, body);
@@ -74,8 +96,6 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
     });
   });
 
-  app.get("/api/sessions/:id", async (c) => c.json(await (await sessionsOf(c)).get(callerOf(c), id(c))));
-
   app.patch("/api/sessions/:id", async (c) => {
     const body = await readJson(c, PatchBody);
     return c.json(await (await sessionsOf(c)).update(callerOf(c), id(c), body.title !== undefined ? { title: body.title } : {}));
@@ -83,24 +103,22 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
 
   app.delete("/api/sessions/:id", async (c) => c.json(await (await sessionsOf(c)).close(callerOf(c), id(c))));
 
-  app.get("/api/sessions/:id/messages", async (c) => {
-    const after = c.req.query("after") || c.req.query("after_message_id") || undefined;
-    const limit = queryInt(c, "limit", 1000);
-    return c.json(await (await sessionsOf(c)).messages(callerOf(c), id(c), after, limit === undefined ? undefined : Math.max(1, limit)));
-  });
-
   app.post("/api/sessions/:id/prompt", async (c) => {
     const caller = callerOf(c);
     const body = await readJson(c, PromptBody);
-    const claim = await claimIdempotency(c, manager, caller);
+    const claim = await claimIdempotency(c, records, caller);
     if (claim.kind === "replay") return c.json(claim.body as object, claim.status as 202);
     return underClaim(claim, async () => {
       // The key doubles as the turn's request_id: even a retry that lost its key record (another
       // node, a crash before recording) never starts a second turn.
       const requestId = body.request_id ?? (claim.kind === "fresh" ? `http:${claim.key}` : undefined);
-      const result = await api.limiter.admit(caller, async () => {
-        await (await sessionsOf(c)).resume(caller, id(c));
-        return (await sessionsOf(c)).submit(caller, id(c), body.text, requestId);
+      const sessions = await sessionsOf(c);
+      const { result } = await sessions.startTurn({
+        caller,
+        session: { id: id(c), resume: true },
+        text: body.text,
+        ...(requestId !== undefined ? { requestId } : {}),
+        admit: (who, run) => api.limiter.admit(who, run),
       });
       if (claim.kind === "fresh") await claim.record(202, result);
       return c.json(result, 202);
@@ -109,30 +127,30 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
 
   app.post("/api/sessions/:id/interrupt", async (c) => {
     const caller = callerOf(c);
-    await (await sessionsOf(c)).resume(caller, id(c));
-    return c.json(await (await sessionsOf(c)).interrupt(caller, id(c)));
+    const sessions = await sessionsOf(c);
+    await sessions.resume(caller, id(c));
+    return c.json(await sessions.interrupt(caller, id(c)));
   });
+}
 
-  app.get("/api/sessions/:id/events", async (c) => {
-    const caller = callerOf(c);
-    const sessionId = id(c);
-    const after = cursorOf(c);
-    // Bounded: a client that stops reading lags (deltas skipped, then resync), then is ended.
-    const tap = new SseFlowTap(api.flow);
-    // Attach first, then catch up: frames delivered meanwhile are in the tap and deduplicated by seq.
-    const snapshot = await (await sessionsOf(c)).resume(caller, sessionId, tap);
-    const since = async (afterSeq: number, transient: boolean) =>
-      (await sessionsOf(c)).since(caller, sessionId, afterSeq, { transient });
-    return sseResponse(c, { clock: api.clock, keepAliveMs: api.config.sse_keepalive_ms, metrics: api.metrics }, async (sse) => {
-      try {
-        await streamSessionEvents(sse, { sessionId, tap, after, snapshot, since, logger: api.logger });
-      } finally {
-        tap.close();
-        await sessionsOf(c)
-          .then((m) => m.detach(caller, sessionId, tap))
-          .catch(() => undefined);
-      }
-    });
+/** `GET /api/sessions/{id}/events`: the session's frames as SSE (session-events.ts). */
+async function sessionEvents(c: AppContext, api: HttpApi): Promise<Response> {
+  const caller = callerOf(c);
+  const sessionId = id(c);
+  const after = cursorOf(c);
+  const sessions = await sessionsOf(c);
+  // Bounded: a client that stops reading lags (deltas skipped, then resync), then is ended.
+  const tap = new SseFlowTap(api.flow);
+  // Attach first, then catch up: frames delivered meanwhile are in the tap and deduplicated by seq.
+  const snapshot = await sessions.resume(caller, sessionId, tap);
+  const since = (afterSeq: number, transient: boolean) => sessions.since(caller, sessionId, afterSeq, { transient });
+  return sseResponse(c, { clock: api.clock, keepAliveMs: api.config.sse_keepalive_ms, metrics: api.metrics }, async (sse) => {
+    try {
+      await streamSessionEvents(sse, { sessionId, tap, after, snapshot, since, logger: api.logger });
+    } finally {
+      tap.close();
+      await sessions.detach(caller, sessionId, tap).catch(() => undefined);
+    }
   });
 }
 

@@ -6,33 +6,30 @@
  * write after it fails with FenceError — two owners can never interleave in one transcript.
  */
 import pg from "pg";
+import { rowToMessage, rowToSession } from "../columns/sessions.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
-import { messageToColumns, rowToMessage, rowToSession, sessionPatchToColumns, sessionToColumns } from "../sqlite/rows.js";
-import {
-  FenceError,
-  type EventRow,
-  type HeartbeatRow,
-  type HttpIdempotencyRow,
-  type IdempotencyRow,
-  type LeaseRequest,
-  type LeaseResult,
-  type LeaseRow,
-  type LeaseState,
-  type MessageRow,
-  type Page,
-  type ResponsePatch,
-  type ResponseRow,
-  type SessionListItem,
-  type SessionListQuery,
-  type SessionRow,
-  type Store,
-  type WriteOp,
-} from "../types.js";
+import type {
+  EventRow,
+  HeartbeatRow,
+  HttpIdempotencyRow,
+  IdempotencyRow,
+  LeaseRequest,
+  LeaseResult,
+  LeaseRow,
+  LeaseState,
+  MessageRow,
+  Page,
+  ResponseRow,
+  SessionListItem,
+  SessionListQuery,
+  SessionRow,
+} from "../rows.js";
+import type { Store } from "../store.js";
+import type { WriteOp } from "../write-ops.js";
+import { PgWrites } from "./apply-ops.js";
+import { PgDelegationTables } from "./delegation-tables.js";
+import { PgHttpTables } from "./http-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
-import { PgDelegations } from "./delegations.js";
-import { responseFromColumns } from "../response-columns.js";
-
-type Queryable = Pick<pg.PoolClient, "query">;
 
 export interface PostgresStoreOptions {
   /** `postgres://user@host:port/db`; a `schema` query parameter selects (and creates) a schema. */
@@ -65,11 +62,6 @@ const numericTypes = {
     oid === INT8_OID ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
-const SESSION_COLUMNS = new Set([
-  "profile", "title", "parent_session_id", "model", "provider", "model_config", "flags", "todo",
-  "started_at", "last_activity_at", "ended_at", "end_reason", "active_turn",
-]);
-
 /** Lock waits and deadlocks that a plain retry of the whole transaction resolves. */
 const RETRYABLE = new Set(["40P01", "40001"]);
 
@@ -78,13 +70,18 @@ export class PostgresStore implements Store {
   readonly schema: string | undefined;
   private readonly pool: pg.Pool;
   /** Background sub-agents (`delegations`). */
-  readonly delegations: PgDelegations;
+  readonly delegations: PgDelegationTables;
+  /** The HTTP API's tables (responses, idempotency keys). */
+  private readonly http: PgHttpTables;
+  private readonly writes: PgWrites;
   private closed = false;
 
   private constructor(pool: pg.Pool, schema: string | undefined) {
     this.pool = pool;
     this.schema = schema;
-    this.delegations = new PgDelegations(pool);
+    this.delegations = new PgDelegationTables(pool);
+    this.http = new PgHttpTables(pool, (fn) => this.tx(fn));
+    this.writes = new PgWrites(this.http, this.delegations);
   }
 
   /** Connects, creates the schema if named, and applies pending migrations (serialized across nodes). */
@@ -161,124 +158,8 @@ export class PostgresStore implements Store {
       if (fenced.length > 0) {
         await c.query(`SELECT session_id FROM leases WHERE session_id = ANY($1) ORDER BY session_id FOR SHARE`, [fenced]);
       }
-      for (const op of ops) await this.applyOne(c, op);
+      for (const op of ops) await this.writes.apply(c, op);
     });
-  }
-
-  private async applyOne(c: Queryable, op: WriteOp): Promise<void> {
-    if (PgDelegations.handles(op)) return this.delegations.apply(c, op);
-    switch (op.op) {
-      case "session.insert": {
-        const r = sessionToColumns(op.row);
-        await c.query(
-          `INSERT INTO sessions (id, principal, profile, title, parent_session_id, model, provider, model_config, flags, todo,
-             started_at, last_activity_at, ended_at, end_reason, seq_reserved, active_turn)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
-          [r.id, r.principal, r.profile, r.title, r.parent_session_id, r.model, r.provider, r.model_config, r.flags, r.todo,
-            r.started_at, r.last_activity_at, r.ended_at, r.end_reason, r.seq_reserved, r.active_turn],
-        );
-        return;
-      }
-      case "session.update": {
-        const cols = sessionPatchToColumns(op.patch);
-        const keys = Object.keys(cols).filter((k) => SESSION_COLUMNS.has(k));
-        if (keys.length === 0) return;
-        await update(c, "sessions", keys, keys.map((k) => cols[k]), op.id);
-        return;
-      }
-      case "seq.reserve":
-        await c.query(`UPDATE sessions SET seq_reserved = GREATEST(seq_reserved, $1) WHERE id = $2`, [op.upTo, op.session_id]);
-        return;
-      case "message.insert": {
-        const r = messageToColumns(op.row);
-        await c.query(
-          `INSERT INTO messages (id, session_id, role, content, tool_calls, tool_call_id, display_kind, display_metadata,
-             status, created_at, created_seq)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-          [r.id, r.session_id, r.role, r.content, r.tool_calls, r.tool_call_id, r.display_kind, r.display_metadata,
-            r.status, r.created_at, r.created_seq],
-        );
-        return;
-      }
-      case "message.update": {
-        const keys: string[] = [];
-        const values: unknown[] = [];
-        const p = op.patch;
-        if (p.content !== undefined) keys.push("content"), values.push(p.content);
-        if (p.status !== undefined) keys.push("status"), values.push(p.status);
-        if (p.tool_calls !== undefined) keys.push("tool_calls"), values.push(p.tool_calls ? JSON.stringify(p.tool_calls) : null);
-        if (p.display_metadata !== undefined)
-          keys.push("display_metadata"), values.push(p.display_metadata ? JSON.stringify(p.display_metadata) : null);
-        if (keys.length === 0) return;
-        await update(c, "messages", keys, values, op.id);
-        return;
-      }
-      case "event.append": {
-        const r = op.row;
-        await c.query(
-          `INSERT INTO events (session_id, seq, type, payload, turn_id, trace_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-          [r.session_id, r.seq, r.type, r.payload, r.turn_id, r.trace_id, r.created_at],
-        );
-        return;
-      }
-      case "idempotency.put": {
-        const r = op.row;
-        await c.query(
-          `INSERT INTO idempotency (session_id, request_id, turn_id, trace_id, created_at) VALUES ($1, $2, $3, $4, $5)
-           ON CONFLICT DO NOTHING`,
-          [r.session_id, r.request_id, r.turn_id, r.trace_id, r.created_at],
-        );
-        return;
-      }
-      case "response.insert": {
-        const r = op.row;
-        await c.query(
-          `INSERT INTO responses (id, principal, session_id, turn_id, after_seq, model, status, background, stored,
-             previous_response_id, instructions, metadata, cancel_requested, result, created_at, completed_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
-          [r.id, r.principal, r.session_id, r.turn_id, r.after_seq, r.model, r.status, r.background, r.stored,
-            r.previous_response_id, r.instructions, r.metadata ? JSON.stringify(r.metadata) : null, r.cancel_requested,
-            r.result, r.created_at, r.completed_at],
-        );
-        return;
-      }
-      case "response.update": {
-        const [keys, values] = responsePatchColumns(op.patch);
-        if (keys.length === 0) return;
-        await update(c, "responses", keys, values, op.id);
-        return;
-      }
-      case "http_idempotency.complete":
-        await c.query(`UPDATE http_idempotency SET status = $1, body = $2 WHERE principal = $3 AND key = $4`, [
-          op.status, op.body, op.principal, op.key,
-        ]);
-        return;
-      case "http_idempotency.release":
-        await c.query(`DELETE FROM http_idempotency WHERE principal = $1 AND key = $2 AND owner = $3 AND status IS NULL`, [
-          op.principal, op.key, op.owner,
-        ]);
-        return;
-      case "lease.fence": {
-        // The row is share-locked by commit(): nobody can change it before this transaction ends.
-        const held = (await c.query<{ owner: string; token: number }>(`SELECT owner, token FROM leases WHERE session_id = $1`, [
-          op.session_id,
-        ])).rows[0];
-        if (!held || held.owner !== op.owner || held.token !== op.token) throw new FenceError(op.session_id, op.token);
-        return;
-      }
-      case "lease.insert": {
-        const r = op.row;
-        await c.query(`INSERT INTO leases (session_id, owner, token, expires_at, detached) VALUES ($1, $2, $3, $4, $5)`, [
-          r.session_id, r.owner, r.token, r.expires_at, r.detached,
-        ]);
-        return;
-      }
-      default: {
-        // A new kind of write must fail loudly here, never be dropped silently.
-        const unknown: never = op;
-        throw new Error(`PostgresStore: unsupported write op ${(unknown as { op: string }).op}`);
-      }
-    }
   }
 
   private async q<R extends pg.QueryResultRow = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<R[]> {
@@ -372,36 +253,14 @@ export class PostgresStore implements Store {
   }
 
   async getResponse(id: string): Promise<ResponseRow | null> {
-    const r = (await this.q(`SELECT * FROM responses WHERE id = $1`, [id]))[0];
-    return r ? responseFromColumns(r) : null;
+    return this.http.getResponse(id);
   }
 
   async claimHttpIdempotency(
     row: HttpIdempotencyRow,
     takeOverFrom?: (owner: string) => boolean,
   ): Promise<{ claimed: boolean; row: HttpIdempotencyRow }> {
-    return this.tx(async (c) => {
-      const inserted = await c.query(
-        `INSERT INTO http_idempotency (principal, key, fingerprint, owner, status, body, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-        [row.principal, row.key, row.fingerprint, row.owner, row.status, row.body, row.created_at],
-      );
-      if (inserted.rowCount === 1) return { claimed: true, row };
-      const existing = (await c.query<HttpIdempotencyRow>(
-        `SELECT principal, key, fingerprint, owner, status, body, created_at FROM http_idempotency
-         WHERE principal = $1 AND key = $2 FOR UPDATE`,
-        [row.principal, row.key],
-      )).rows[0];
-      if (!existing) throw Object.assign(new Error("idempotency key vanished while claiming"), { code: "40001" });
-      if (existing.status === null && existing.fingerprint === row.fingerprint && takeOverFrom?.(existing.owner)) {
-        await c.query(
-          `UPDATE http_idempotency SET owner = $1, fingerprint = $2, created_at = $3 WHERE principal = $4 AND key = $5 AND status IS NULL`,
-          [row.owner, row.fingerprint, row.created_at, row.principal, row.key],
-        );
-        return { claimed: true, row };
-      }
-      return { claimed: false, row: existing };
-    });
+    return this.http.claimKey(row, takeOverFrom);
   }
 
   async beat(row: HeartbeatRow, leaseExpiresAt: number): Promise<void> {
@@ -511,19 +370,3 @@ export class PostgresStore implements Store {
     await this.pool.end();
   }
 }
-
-async function update(c: Queryable, table: "sessions" | "messages" | "responses", keys: string[], values: unknown[], id: string) {
-  const sets = keys.map((k, i) => `${k} = $${i + 1}`).join(", ");
-  await c.query(`UPDATE ${table} SET ${sets} WHERE id = $${keys.length + 1}`, [...values, id]);
-}
-
-function responsePatchColumns(patch: ResponsePatch): [string[], unknown[]] {
-  const keys: string[] = [];
-  const values: unknown[] = [];
-  if (patch.status !== undefined) keys.push("status"), values.push(patch.status);
-  if (patch.cancel_requested !== undefined) keys.push("cancel_requested"), values.push(patch.cancel_requested);
-  if (patch.result !== undefined) keys.push("result"), values.push(patch.result);
-  if (patch.completed_at !== undefined) keys.push("completed_at"), values.push(patch.completed_at);
-  return [keys, values];
-}
-

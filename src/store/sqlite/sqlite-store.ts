@@ -6,32 +6,30 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import {
-  FenceError,
-  type HeartbeatRow,
-  type LeaseRequest,
-  type LeaseResult,
-  type LeaseRow,
-  type LeaseState,
-} from "../types.js";
+import { rowToMessage, rowToSession } from "../columns/sessions.js";
+import { decodeCursor, encodeCursor } from "../cursor.js";
 import type {
   EventRow,
+  HeartbeatRow,
   HttpIdempotencyRow,
   IdempotencyRow,
-  ResponseRow,
+  LeaseRequest,
+  LeaseResult,
+  LeaseRow,
+  LeaseState,
   MessageRow,
   Page,
+  ResponseRow,
   SessionListItem,
   SessionListQuery,
   SessionRow,
-  Store,
-  WriteOp,
-} from "../types.js";
+} from "../rows.js";
+import type { Store } from "../store.js";
+import type { WriteOp } from "../write-ops.js";
+import { SqliteWrites } from "./apply-ops.js";
+import { DelegationTables } from "./delegation-tables.js";
+import { HttpTables } from "./http-tables.js";
 import { MIGRATIONS } from "./migrations.js";
-import { HttpTables } from "./http-rows.js";
-import { DelegationTables } from "./delegation-rows.js";
-import { decodeCursor, encodeCursor } from "../cursor.js";
-import { messageToColumns, rowToMessage, rowToSession, sessionPatchToColumns, sessionToColumns } from "./rows.js";
 
 type Statement = Database.Statement;
 
@@ -63,27 +61,6 @@ export class SqliteStore implements Store {
     migrate(this.db);
     const db = this.db;
     this.stmts = {
-      insertSession: db.prepare(
-        `INSERT INTO sessions (id, principal, profile, title, parent_session_id, model, provider, model_config, flags, todo,
-           started_at, last_activity_at, ended_at, end_reason, seq_reserved, active_turn)
-         VALUES (@id, @principal, @profile, @title, @parent_session_id, @model, @provider, @model_config, @flags, @todo,
-           @started_at, @last_activity_at, @ended_at, @end_reason, @seq_reserved, @active_turn)`,
-      ),
-      reserveSeq: db.prepare(`UPDATE sessions SET seq_reserved = MAX(seq_reserved, ?) WHERE id = ?`),
-      insertMessage: db.prepare(
-        `INSERT INTO messages (id, session_id, role, content, tool_calls, tool_call_id, display_kind,
-           display_metadata, status, created_at, created_seq)
-         VALUES (@id, @session_id, @role, @content, @tool_calls, @tool_call_id, @display_kind,
-           @display_metadata, @status, @created_at, @created_seq)`,
-      ),
-      insertEvent: db.prepare(
-        `INSERT INTO events (session_id, seq, type, payload, turn_id, trace_id, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      insertIdempotency: db.prepare(
-        `INSERT OR IGNORE INTO idempotency (session_id, request_id, turn_id, trace_id, created_at)
-         VALUES (?, ?, ?, ?, ?)`,
-      ),
       getSession: db.prepare(`SELECT * FROM sessions WHERE id = ?`),
       openSessions: db.prepare(`SELECT * FROM sessions WHERE ended_at IS NULL`),
       loadMessages: db.prepare(`SELECT * FROM messages WHERE session_id = ? ORDER BY created_seq, id`),
@@ -98,10 +75,6 @@ export class SqliteStore implements Store {
       latestSeq: db.prepare(`SELECT MAX(seq) AS seq FROM events WHERE session_id = ?`),
       earliestSeq: db.prepare(`SELECT MIN(seq) AS seq FROM events WHERE session_id = ?`),
       getIdempotency: db.prepare(`SELECT * FROM idempotency WHERE session_id = ? AND request_id = ?`),
-      fence: db.prepare(`SELECT owner, token FROM leases WHERE session_id = ?`),
-      insertLease: db.prepare(
-        `INSERT INTO leases (session_id, owner, token, expires_at, detached) VALUES (?, ?, ?, ?, ?)`,
-      ),
       upsertBeat: db.prepare(
         `INSERT INTO heartbeats (id, pid, host, started_at, last_beat) VALUES (@id, @pid, @host, @started_at, @last_beat)
          ON CONFLICT (id) DO UPDATE SET last_beat = excluded.last_beat`,
@@ -137,79 +110,10 @@ export class SqliteStore implements Store {
     };
     this.http = new HttpTables(db);
     this.delegations = new DelegationTables(db);
+    const writes = new SqliteWrites(db, this.http, this.delegations);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
-      for (const op of ops) this.applyOne(op);
+      for (const op of ops) writes.apply(op);
     });
-  }
-
-  private applyOne(op: WriteOp): void {
-    const s = this.stmts;
-    if (op.op === "event.append") {
-      // First: one per durable frame, by far the most common op.
-      const r = op.row;
-      s.insertEvent!.run(r.session_id, r.seq, r.type, r.payload, r.turn_id, r.trace_id, r.created_at);
-      return;
-    }
-    if (HttpTables.handles(op)) return this.http.apply(op);
-    if (DelegationTables.handles(op)) return this.delegations.apply(op);
-    switch (op.op) {
-      case "session.insert":
-        s.insertSession!.run(sessionToColumns(op.row));
-        return;
-      case "session.update": {
-        const cols = sessionPatchToColumns(op.patch);
-        const keys = Object.keys(cols);
-        if (keys.length === 0) return;
-        // Patches name a handful of known columns; the statement is cached per column set.
-        this.updateStatement("sessions", keys).run({ ...cols, __id: op.id });
-        return;
-      }
-      case "seq.reserve":
-        s.reserveSeq!.run(op.upTo, op.session_id);
-        return;
-      case "message.insert":
-        s.insertMessage!.run(messageToColumns(op.row));
-        return;
-      case "message.update": {
-        const cols: Record<string, unknown> = {};
-        if (op.patch.content !== undefined) cols.content = op.patch.content;
-        if (op.patch.status !== undefined) cols.status = op.patch.status;
-        if (op.patch.tool_calls !== undefined) cols.tool_calls = op.patch.tool_calls ? JSON.stringify(op.patch.tool_calls) : null;
-        if (op.patch.display_metadata !== undefined)
-          cols.display_metadata = op.patch.display_metadata ? JSON.stringify(op.patch.display_metadata) : null;
-        const keys = Object.keys(cols);
-        if (keys.length === 0) return;
-        this.updateStatement("messages", keys).run({ ...cols, __id: op.id });
-        return;
-      }
-      case "idempotency.put": {
-        const r = op.row;
-        s.insertIdempotency!.run(r.session_id, r.request_id, r.turn_id, r.trace_id, r.created_at);
-        return;
-      }
-      case "lease.fence": {
-        const held = s.fence!.get(op.session_id) as { owner: string; token: number } | undefined;
-        if (!held || held.owner !== op.owner || held.token !== op.token) throw new FenceError(op.session_id, op.token);
-        return;
-      }
-      case "lease.insert": {
-        const r = op.row;
-        s.insertLease!.run(r.session_id, r.owner, r.token, r.expires_at, r.detached ? 1 : 0);
-        return;
-      }
-    }
-  }
-
-  private readonly updateCache = new Map<string, Statement>();
-  private updateStatement(table: "sessions" | "messages", keys: string[]): Statement {
-    const cacheKey = `${table}:${keys.join(",")}`;
-    let stmt = this.updateCache.get(cacheKey);
-    if (!stmt) {
-      const sets = keys.map((k) => `${k} = @${k}`).join(", ");
-      stmt = this.db.prepare(`UPDATE ${table} SET ${sets} WHERE id = @__id`);
-      this.updateCache.set(cacheKey, stmt);
-    }
-    return stmt;
   }
 
   async commit(ops: readonly WriteOp[]): Promise<void> {

@@ -1,0 +1,174 @@
+/**
+ * Building the sessions layer of one manager (one profile): every part, room by room from the
+ * core up, each handed the parts below it — no part is told about one above it. The only turn
+ * back is the registry's opener: a turn may open sessions (a continuation, a sub-agent's child),
+ * so the wings open through the live registry, and the assembler that builds runtimes is
+ * installed in it last, once everything it hooks into exists.
+ *
+ *   const parts = assembleSessions(deps);   // SessionManager does this; tests may reach `manager.parts`
+ */
+import { CompressionSchema, DelegationSchema, type TetherConfig } from "../config/index.js";
+import type { ProviderCatalog } from "../agent/provider-catalog.js";
+import { noopMetrics } from "../lib/metrics.js";
+import { GlobalFrames } from "./core/global-frames.js";
+import { LiveRegistry } from "./core/live-registry.js";
+import type { LiveSettings } from "./core/live-settings.js";
+import type { SessionManagerDeps } from "./core/types.js";
+import { Lifecycle } from "./lifecycle/lifecycle.js";
+import { Ownership } from "./lifecycle/ownership.js";
+import { ReapTimers } from "./lifecycle/reap-timers.js";
+import { SessionEnding } from "./lifecycle/session-ending.js";
+import { SessionLogs } from "./lifecycle/session-logs.js";
+import { ViewerBinding } from "./lifecycle/viewer-binding.js";
+import { defaultModelsConfig, ModelSwitching } from "./models/model-switching.js";
+import { Compressor } from "./rotation/compression.js";
+import { Rotation } from "./rotation/rotation-handover.js";
+import { SessionsDelegationHost } from "./delegation/delegation-host.js";
+import { DelegationService } from "./delegation/delegation-service.js";
+import { SessionViews } from "./views/session-views.js";
+import { NodeRouting } from "./cluster/node-routing.js";
+import { RemoteView } from "./cluster/remote-view.js";
+import { RuntimeAssembly } from "./runtime-assembly.js";
+
+/** The parts of one manager: for the SessionManager, the composition root and tests — never transports. */
+export interface SessionParts {
+  /** Shared by every part and runtime, updated in place on reload. */
+  readonly settings: LiveSettings;
+  readonly registry: LiveRegistry;
+  readonly globals: GlobalFrames;
+  readonly ownership: Ownership;
+  readonly logs: SessionLogs;
+  readonly ending: SessionEnding;
+  readonly lifecycle: Lifecycle;
+  readonly binding: ViewerBinding;
+  readonly switching: ModelSwitching;
+  readonly views: SessionViews;
+  readonly compressor: Compressor;
+  readonly delegations: DelegationService;
+  /** Scale-out: forwards to and serves sessions a sibling node owns (null on one node). */
+  readonly routing: NodeRouting | null;
+}
+
+type LifecycleParts = Pick<SessionParts, "ownership" | "logs" | "ending" | "lifecycle" | "binding">;
+
+export function assembleSessions(deps: SessionManagerDeps): SessionParts {
+  const { clock, ids, logger, store } = deps;
+  const metrics = deps.metrics ?? noopMetrics;
+  // core
+  const settings = settingsOf(deps);
+  const registry = new LiveRegistry();
+  const globals = new GlobalFrames({ epoch: deps.epoch, clock, logger });
+  // lifecycle
+  const { timers, ...lifecycle } = lifecycleRoom(deps, settings, registry, globals);
+  const { ownership, binding } = lifecycle;
+  // models
+  const switching = new ModelSwitching({ settings, logger });
+  // the wings
+  const rotation = new Rotation({ clock, ids, logger, metrics, registry, ownership, timers, binding });
+  const compressor = new Compressor({ store, clock, logger, settings, registry, rotation });
+  const delegations = delegationWing(deps, settings, registry, lifecycle);
+  const routing = clusterWing(deps, registry, lifecycle);
+  // views (a Snapshot lists the session's delegations: the wing is handed down as a lister)
+  const views = new SessionViews({ store, epoch: deps.epoch, clock, registry, ownership, delegations });
+  // the top: the one assembler of a runtime, installed last in the registry's door
+  registry.useOpener(new RuntimeAssembly({ store, clock, ids, logger, tools: deps.tools, settings, registry, switching, compressor, delegations, ...lifecycle }));
+  return { settings, registry, globals, switching, views, compressor, delegations, routing, ...lifecycle };
+}
+
+/** Live reload: every part reads the new values at its next decision (providers: at the next open). */
+export function applyLiveConfig(settings: LiveSettings, config: TetherConfig, catalog: ProviderCatalog): void {
+  const profile = settings.profile;
+  Object.assign(settings, {
+    busyPolicy: config.busyPolicy,
+    maxIterations: config.limits.maxIterations,
+    compression: config.compression,
+    delegation: config.delegation,
+    retry: config.retry,
+    lifecycle: config.lifecycle,
+    models: config.models,
+    providers: catalog,
+    profile: profile ? { name: profile.name, ...(config.profiles[profile.name] ?? {}) } : undefined,
+  } satisfies LiveSettings);
+}
+
+function settingsOf(deps: SessionManagerDeps): LiveSettings {
+  return {
+    busyPolicy: deps.busyPolicy,
+    maxIterations: deps.maxIterations,
+    compression: deps.compression ?? CompressionSchema.parse({}),
+    ...(deps.retry ? { retry: deps.retry } : {}),
+    delegation: deps.delegation ?? DelegationSchema.parse({}),
+    lifecycle: deps.lifecycle,
+    models: deps.models ?? defaultModelsConfig(),
+    providers: deps.providers,
+    profile: deps.profile,
+  };
+}
+
+/** Ownership, logs, ends, the reaping policy and viewer binding, in the order they need each other. */
+function lifecycleRoom(deps: SessionManagerDeps, settings: LiveSettings, registry: LiveRegistry, globals: GlobalFrames): LifecycleParts & { timers: ReapTimers } {
+  const { store, committer, clock, logger } = deps;
+  const metrics = deps.metrics ?? noopMetrics;
+  const ownership = new Ownership({
+    store,
+    clock,
+    processId: deps.processId,
+    leaseTtlMs: deps.lifecycle.lease_ttl_s * 1000,
+    heartbeatMs: deps.lifecycle.heartbeat_s * 1000,
+  });
+  const timers = new ReapTimers(clock);
+  const logs = new SessionLogs({
+    store,
+    committer,
+    epoch: deps.epoch,
+    clock,
+    logger,
+    metrics,
+    ringBudget: deps.ringBudget,
+    ringLimits: deps.ringLimits,
+    ownership,
+    ...(deps.bus ? { bus: deps.bus } : {}),
+  });
+  const ending = new SessionEnding({ store, committer, clock, logger, metrics, registry, ownership, timers, globals, logs });
+  const lifecycle = new Lifecycle({ clock, logger, settings, store, ownership, registry, timers, ending });
+  const binding = new ViewerBinding({ registry, lifecycle, ownership, logger, ending });
+  return { ownership, timers, logs, ending, lifecycle, binding };
+}
+
+function delegationWing(deps: SessionManagerDeps, settings: LiveSettings, registry: LiveRegistry, life: LifecycleParts): DelegationService {
+  const { store, committer, clock, ids, logger, processId } = deps;
+  const host = new SessionsDelegationHost({
+    store,
+    committer,
+    clock,
+    ids,
+    logger,
+    epoch: deps.epoch,
+    processId,
+    registry,
+    ownership: life.ownership,
+    logs: life.logs,
+    ending: life.ending,
+  });
+  return new DelegationService({ store: store.delegations, committer, clock, ids, logger, processId, settings, host });
+}
+
+/** Scale-out only: with an in-process bus (one node) there is nothing to route. */
+function clusterWing(deps: SessionManagerDeps, registry: LiveRegistry, life: LifecycleParts): NodeRouting | null {
+  const bus = deps.bus;
+  if (!bus || bus.kind === "local") return null;
+  const { store, committer, clock, logger, epoch } = deps;
+  return new NodeRouting({
+    remote: new RemoteView({ store, bus, epoch, logger }),
+    bus,
+    store,
+    committer,
+    clock,
+    logger,
+    processId: deps.processId,
+    service: deps.profile?.name ?? "default",
+    registry,
+    ownership: life.ownership,
+    binding: life.binding,
+  });
+}

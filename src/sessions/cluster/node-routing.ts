@@ -1,0 +1,145 @@
+/**
+ * Scale-out: any node serves any client. A call that changes a session live on a sibling node is
+ * forwarded to that owner over the bus (and answered as if local); when the owner is dead or its
+ * lease expired, this node takes the session over. A session only viewed here is served by the
+ * RemoteView (store + bus). On one node (in-process bus) none of this exists.
+ */
+import { ErrorCode, isRecoverableEnd, TetherError, type Snapshot, type SubmitResult } from "../../protocol/index.js";
+import type { Clock } from "../../lib/clock.js";
+import type { Logger } from "../../lib/logger.js";
+import type { GroupCommitter } from "../../events/index.js";
+import { NodeUnreachable, type Bus, type BusRequest } from "../../events/bus/index.js";
+import type { Store } from "../../store/types.js";
+import type { LiveRegistry } from "../core/live-registry.js";
+import { requireRow, storage } from "../core/session-access.js";
+import type { Caller } from "../core/types.js";
+import type { Viewer } from "../core/viewer.js";
+import type { Ownership } from "../lifecycle/ownership.js";
+import { reopenStored } from "../lifecycle/reopening.js";
+import type { ViewerBinding } from "../lifecycle/viewer-binding.js";
+import type { ConfigSetResult } from "../models/model-switching.js";
+import type { RemoteView } from "./remote-view.js";
+
+/** Marks a call forwarded from another node: it runs here, never forwarded again. */
+const FORWARDED = Symbol("forwarded");
+export type ForwardedCaller = Caller & { [FORWARDED]?: true };
+
+/** Holds a viewer's place in a runtime while its frames come through the bus (sends nothing). */
+export function placeholderFor(viewer: Viewer): Viewer {
+  return { id: viewer.id, send: () => undefined };
+}
+
+/** The calls a sibling node may forward here: the manager's own. */
+export interface ForwardedCalls {
+  submit(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult>;
+  interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }>;
+  configSet(caller: Caller, sessionId: string, key: string, value: unknown, confirm?: boolean): Promise<ConfigSetResult>;
+}
+
+export interface NodeRoutingDeps {
+  remote: RemoteView;
+  bus: Bus;
+  store: Store;
+  committer: GroupCommitter;
+  clock: Clock;
+  logger: Logger;
+  processId: string;
+  /** This manager's handler name on the bus: one per profile. */
+  service: string;
+  registry: LiveRegistry;
+  ownership: Ownership;
+  binding: ViewerBinding;
+}
+
+export type Routed = { forwarded: true; result: unknown } | { forwarded: false };
+
+export class NodeRouting {
+  readonly remote: RemoteView;
+
+  constructor(private readonly deps: NodeRoutingDeps) {
+    this.remote = deps.remote;
+  }
+
+  /** Serves calls other nodes forward here; returns the unsubscribe. */
+  serve(calls: ForwardedCalls): () => void {
+    return this.deps.bus.serve(this.deps.service, (req) => this.serveForwarded(calls, req));
+  }
+
+  /** Runs a call another node forwarded here (this node owns the session, or takes it over). */
+  private async serveForwarded(calls: ForwardedCalls, req: BusRequest): Promise<unknown> {
+    const p = req.params as { principal: string; session_id: string; text?: string; request_id?: string; key?: string; value?: unknown; confirm?: boolean };
+    const caller: ForwardedCaller = { principal: p.principal, [FORWARDED]: true };
+    switch (req.method) {
+      case "prompt.submit":
+        return calls.submit(caller, p.session_id, p.text ?? "", p.request_id);
+      case "session.interrupt":
+        return calls.interrupt(caller, p.session_id);
+      case "config.set":
+        return calls.configSet(caller, p.session_id, p.key ?? "", p.value, p.confirm ?? false);
+      default:
+        throw new TetherError(ErrorCode.Internal, `cannot forward ${req.method}`);
+    }
+  }
+
+  /**
+   * Routing of a call that changes a session not live here: forwarded to the live node that owns
+   * it (answered as if local), or — when the owner is dead or its lease expired — this node takes
+   * the session over (recovery marks the dead owner's turn interrupted) and runs it.
+   */
+  async forwardOrTakeOver(caller: ForwardedCaller, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
+    const { registry, logger } = this.deps;
+    if (registry.has(sessionId)) return { forwarded: false };
+    await requireRow(this.deps.store, caller, sessionId);
+    if (!caller[FORWARDED]) {
+      const lease = await storage(() => this.deps.store.getLease(sessionId));
+      if (lease && lease.owner !== this.deps.processId && (await this.ownerAlive(lease.owner, lease.expires_at))) {
+        try {
+          const result = await this.deps.bus.request(lease.owner, {
+            service: this.deps.service,
+            method,
+            params: { principal: caller.principal, session_id: sessionId, ...params },
+          });
+          return { forwarded: true, result };
+        } catch (err) {
+          if (!(err instanceof NodeUnreachable)) throw err;
+          logger.warn({ session_id: sessionId, owner: lease.owner, method }, "owner unreachable: trying to take the session over");
+        }
+      }
+    }
+    if (!registry.has(sessionId)) {
+      // Throws Busy when the owner still holds the lease (alive after all): the honest answer.
+      const { binding } = this.deps;
+      await binding.binding(sessionId, async () => {
+        const runtime = await reopenStored(this.deps, caller, sessionId, isRecoverableEnd);
+        // This node's viewers of the session keep following it through the bus (which now carries
+        // this node's frames, recovery included, in order); placeholders keep it from being parked.
+        for (const v of this.remote.followersOf(sessionId)) binding.attach(runtime, placeholderFor(v));
+        return runtime;
+      });
+    }
+    return { forwarded: false };
+  }
+
+  private async ownerAlive(owner: string, leaseExpiresAt: number): Promise<boolean> {
+    const now = this.deps.clock.now();
+    if (leaseExpiresAt < now) return false;
+    const beat = await storage(() => this.deps.store.getHeartbeat(owner));
+    return beat !== null && beat.last_beat >= this.deps.ownership.deadBefore(now);
+  }
+
+  /** A session owned by a live sibling node: its Snapshot, and `viewer` follows it through the bus. */
+  async resumeRemote(caller: Caller, sessionId: string, viewer: Viewer | undefined, afterSeq?: number): Promise<Snapshot> {
+    const row = await requireRow(this.deps.store, caller, sessionId);
+    const snap = await storage(() => this.remote.snapshot(row, afterSeq));
+    if (viewer) this.remote.follow(sessionId, snap.latest_seq, viewer);
+    return snap;
+  }
+
+  /** The remote view when `sessionId` is not live here but a sibling node holds its lease. */
+  async remoteFor(caller: Caller, sessionId: string): Promise<RemoteView | null> {
+    if (this.deps.registry.has(sessionId)) return null;
+    await requireRow(this.deps.store, caller, sessionId);
+    const lease = await storage(() => this.deps.store.getLease(sessionId));
+    return lease && lease.owner !== this.deps.processId ? this.remote : null;
+  }
+}

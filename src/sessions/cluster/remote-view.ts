@@ -1,0 +1,255 @@
+/**
+ * Viewing a session another node owns (scale-out). Any node serves any client: when the session's
+ * lease is held by a live sibling, this node does not open a runtime — it serves the session from
+ * the shared store (durable frames, transcript) and the bus (the owner's live frames and its recent
+ * transient ones), and forwards the owner's frames to its own viewers as they come.
+ *
+ * - `since(after)` = durable events from the store + every frame still retained in the session's
+ *   bus stream, merged by seq (a seq in both is served once), plus snapshots of messages still
+ *   streaming, rebuilt from the retained deltas.
+ * - Following: a viewer subscribes to the bus after the snapshot's `latest_seq`, so it gets every
+ *   later frame once, in seq order, byte-identical to what the owner's own viewers got.
+ *
+ * Limits (documented in docs/deploy.md): a message whose `message.start` was already trimmed from
+ * the stream (longer than the ring) is snapshotted from its last checkpoint (≤ 500 ms old).
+ */
+import {
+  EncodedJson,
+  EventType,
+  frameJsonOfNotification,
+  isTransientEvent,
+  type Frame,
+  type MessageSnapshot,
+  type SinceResult,
+  type Snapshot,
+} from "../../protocol/index.js";
+import { fromEventRow, type SinceOptions } from "../../events/index.js";
+import type { Bus, BusEntry } from "../../events/bus/index.js";
+import type { Logger } from "../../lib/logger.js";
+import type { EventRow, SessionRow, Store } from "../../store/types.js";
+import { toWireMessage } from "../core/messages.js";
+import type { Viewer } from "../core/viewer.js";
+
+export interface RemoteViewDeps {
+  store: Store;
+  bus: Bus;
+  epoch: string;
+  logger: Logger;
+}
+
+interface Cut {
+  /** Frames after the cursor, in seq order: a stored row or a bus entry (never both). */
+  items: Array<{ seq: number; row?: EventRow; entry?: BusEntry }>;
+  latest: number;
+  snapshots: MessageSnapshot[];
+}
+
+const SINCE_PAGE = 100_000;
+
+export class RemoteView {
+  /** viewer id → session id → unsubscribe */
+  private readonly follows = new Map<string, Map<string, () => void>>();
+  private readonly viewers = new Map<string, Viewer>();
+
+  constructor(private readonly deps: RemoteViewDeps) {}
+
+  async since(sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<SinceResult> {
+    const cut = await this.collect(sessionId, afterSeq);
+    let events = cut.items.map((it) => (it.row ? fromEventRow(it.row, this.deps.epoch) : parseFrame(it.entry!.wire)));
+    if (opts.transient === false) events = events.filter((f) => !isTransientEvent(f.type));
+    return { events, latest_seq: cut.latest, truncated: false, epoch: this.deps.epoch, snapshots: cut.snapshots };
+  }
+
+  async sinceJson(sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<EncodedJson> {
+    const r = await this.since(sessionId, afterSeq, opts);
+    return new EncodedJson(JSON.stringify(r));
+  }
+
+  /** A Snapshot of a session live on another node, consistent with its `latest_seq`. */
+  async snapshot(row: SessionRow, afterSeq?: number): Promise<Snapshot> {
+    const cut = await this.head(row.id);
+    const rows = await this.deps.store.loadMessages(row.id, afterSeq);
+    const streaming = new Map(cut.snapshots.map((s) => [s.message_id, s.text]));
+    const messages = rows
+      .filter((r) => r.created_seq <= cut.latest)
+      .map((r) => {
+        const m = toWireMessage(r);
+        const live = streaming.get(m.message_id);
+        if (live !== undefined) {
+          m.content = live;
+          m.status = "streaming";
+        }
+        return m;
+      });
+    return {
+      session_id: row.id,
+      title: row.title,
+      profile: row.profile,
+      model: row.model,
+      provider: row.provider,
+      // A node serves a session remotely only when its live owner refused the lease to a resume:
+      // held, unexpired and not parked — what `session.list` on any node shows as live.
+      state: "live",
+      running: row.active_turn !== null,
+      latest_seq: cut.latest,
+      epoch: this.deps.epoch,
+      messages,
+      todo: row.todo,
+      delegations: [],
+      ...(afterSeq !== undefined ? { messages_after_seq: afterSeq } : {}),
+    };
+  }
+
+  /** Sends `viewer` every frame of the session after `afterSeq`, as the owner publishes them. */
+  follow(sessionId: string, afterSeq: number, viewer: Viewer): void {
+    let mine = this.follows.get(viewer.id);
+    if (!mine) {
+      mine = new Map();
+      this.follows.set(viewer.id, mine);
+    }
+    mine.get(sessionId)?.();
+    this.viewers.set(viewer.id, viewer);
+    const off = this.deps.bus.subscribe(sessionId, afterSeq, (_seq, wire) => {
+      try {
+        viewer.send(parseFrame(wire), wire);
+      } catch (err) {
+        this.deps.logger.warn({ err, session_id: sessionId }, "remote viewer send failed");
+      }
+    });
+    mine.set(sessionId, off);
+  }
+
+  /** This node's viewers following `sessionId` through the bus. */
+  followersOf(sessionId: string): Viewer[] {
+    const out: Viewer[] = [];
+    for (const [viewerId, mine] of this.follows) {
+      const v = this.viewers.get(viewerId);
+      if (v && mine.has(sessionId)) out.push(v);
+    }
+    return out;
+  }
+
+  isFollowing(sessionId: string, viewer: Viewer): boolean {
+    return this.follows.get(viewer.id)?.has(sessionId) ?? false;
+  }
+
+  unfollow(sessionId: string, viewer: Viewer): boolean {
+    const mine = this.follows.get(viewer.id);
+    const off = mine?.get(sessionId);
+    if (!off) return false;
+    off();
+    mine!.delete(sessionId);
+    if (mine!.size === 0) {
+      this.follows.delete(viewer.id);
+      this.viewers.delete(viewer.id);
+    }
+    return true;
+  }
+
+  unfollowAll(viewer: Viewer): void {
+    const mine = this.follows.get(viewer.id);
+    if (!mine) return;
+    for (const off of mine.values()) off();
+    this.follows.delete(viewer.id);
+    this.viewers.delete(viewer.id);
+  }
+
+  /** Stops following a session for every viewer (this node now owns it, or it ended). */
+  unfollowSession(sessionId: string): void {
+    for (const [viewerId, mine] of this.follows) {
+      const off = mine.get(sessionId);
+      if (!off) continue;
+      off();
+      mine.delete(sessionId);
+      if (mine.size === 0) {
+        this.follows.delete(viewerId);
+        this.viewers.delete(viewerId);
+      }
+    }
+  }
+
+  get followerCount(): number {
+    let n = 0;
+    for (const m of this.follows.values()) n += m.size;
+    return n;
+  }
+
+  close(): void {
+    for (const mine of this.follows.values()) for (const off of mine.values()) off();
+    this.follows.clear();
+    this.viewers.clear();
+  }
+
+  private async collect(sessionId: string, afterSeq: number): Promise<Cut> {
+    // Store first, bus second: the owner publishes a durable frame only after committing it, so
+    // anything published before our bus read is in the store or in what the bus returns.
+    const rows: EventRow[] = [];
+    let from = afterSeq;
+    for (;;) {
+      const page = await this.deps.store.readEvents(sessionId, from, SINCE_PAGE);
+      rows.push(...page);
+      if (page.length < SINCE_PAGE) break;
+      from = page[page.length - 1]!.seq;
+    }
+    const retained = await this.deps.bus.readAfter(sessionId, 0);
+    const items: Cut["items"] = [];
+    let i = 0;
+    let j = 0;
+    while (j < retained.length && retained[j]!.seq <= afterSeq) j++;
+    while (i < rows.length || j < retained.length) {
+      const rs = i < rows.length ? rows[i]!.seq : Infinity;
+      const bs = j < retained.length ? retained[j]!.seq : Infinity;
+      if (rs < bs) items.push({ seq: rs, row: rows[i++]! });
+      else if (bs < rs) items.push({ seq: bs, entry: retained[j++]! });
+      else {
+        items.push({ seq: bs, entry: retained[j++]! });
+        i++;
+      }
+    }
+    const latest = Math.max(afterSeq, items.at(-1)?.seq ?? 0);
+    return { items, latest, snapshots: await this.streamingSnapshots(sessionId, retained, latest) };
+  }
+
+  /** The session's latest seq and streaming messages, for a Snapshot. */
+  private async head(sessionId: string): Promise<{ latest: number; snapshots: MessageSnapshot[] }> {
+    const durable = await this.deps.store.latestEventSeq(sessionId);
+    const retained = await this.deps.bus.readAfter(sessionId, 0);
+    const latest = Math.max(durable, retained.at(-1)?.seq ?? 0);
+    return { latest, snapshots: await this.streamingSnapshots(sessionId, retained, latest) };
+  }
+
+  /** Messages still streaming at `latest`, rebuilt from the retained deltas (or a checkpoint). */
+  private async streamingSnapshots(sessionId: string, retained: BusEntry[], latest: number): Promise<MessageSnapshot[]> {
+    const open = new Map<string, MessageSnapshot>();
+    const completed = new Set<string>();
+    for (const e of retained) {
+      if (e.seq > latest) break;
+      const f = parseFrame(e.wire) as Frame<any>;
+      if (f.type === EventType.MessageStart && f.payload?.role === "assistant") {
+        const s: MessageSnapshot = { message_id: f.payload.message_id, role: "assistant", text: "", reasoning: "", as_of_seq: latest };
+        if (f.turn_id !== undefined) s.turn_id = f.turn_id;
+        open.set(s.message_id, s);
+      } else if (f.type === EventType.MessageDelta || f.type === EventType.ReasoningDelta) {
+        const s = open.get(f.payload?.message_id);
+        if (s) {
+          if (f.type === EventType.MessageDelta) s.text += f.payload.text;
+          else s.reasoning += f.payload.text;
+        }
+      } else if (f.type === EventType.MessageComplete) {
+        open.delete(f.payload?.message_id);
+        completed.add(f.payload?.message_id);
+      }
+    }
+    // A message that started before the retained window: its last checkpoint is the best we have.
+    const rows = await this.deps.store.loadMessages(sessionId);
+    for (const r of rows) {
+      if (r.role !== "assistant" || r.status !== "streaming" || open.has(r.id) || completed.has(r.id)) continue;
+      open.set(r.id, { message_id: r.id, role: "assistant", text: r.content, reasoning: "", as_of_seq: latest });
+    }
+    return [...open.values()];
+  }
+}
+
+function parseFrame(wire: string): Frame {
+  return JSON.parse(frameJsonOfNotification(wire)) as Frame;
+}

@@ -1,0 +1,227 @@
+/**
+ * The sessions of this process and each one's state (session-state.ts). This is the only place a
+ * session's state changes: every transition is a named method here, checked against TRANSITIONS
+ * (a transition the table does not allow changes nothing and answers false). Everything else
+ * asks: `stateOf`, `isServing`, `get`.
+ *
+ * It is also the one door to a runtime: `open(id)` joins an open in flight, waits for an end or a
+ * write in flight, and otherwise asks the opener — the assembler at the top of sessions/, installed
+ * once by `useOpener` — to build the runtime. The wings below the top (a rotation opening its
+ * continuation, a delegation its sub-agent's child, cluster routing taking a session over) open
+ * through this door, so none of them needs to know how a runtime is built.
+ */
+import { canTransition, isServingState, type SessionState, type StateOrAbsent } from "./session-state.js";
+import type { SessionRuntime } from "./session-runtime.js";
+
+/** Builds a session's runtime here (lease, row, log, recovery, hooks) and registers it with `opened`. */
+export interface RuntimeOpener {
+  build(sessionId: string): Promise<SessionRuntime>;
+}
+
+interface Entry {
+  state: SessionState;
+  /** Absent while opening and writing, and in the tail of an end (the lease being released). */
+  runtime: SessionRuntime | undefined;
+  /** opening: the open in flight, which another open joins. */
+  opened?: Promise<SessionRuntime>;
+  /** ending, writing: what an open of the session waits for. */
+  settled?: Promise<void>;
+  /** handed-over to a continuation: its id. */
+  to?: string;
+}
+
+export class LiveRegistry {
+  private readonly entries = new Map<string, Entry>();
+  /** The runtimes of `entries`, by id: what `values()` and `size` count. */
+  private readonly runtimes = new Map<string, SessionRuntime>();
+  /** Resumes in flight per session: while one is, the session counts as attached (no park, no reap). */
+  private readonly binds = new Map<string, number>();
+  private opener: RuntimeOpener | undefined;
+
+  /** Installs the builder of runtimes (once, when the sessions layer is assembled). */
+  useOpener(opener: RuntimeOpener): void {
+    if (this.opener) throw new Error("the live registry's opener is installed once");
+    this.opener = opener;
+  }
+
+  // ---- Asking ----
+
+  get(sessionId: string): SessionRuntime | undefined {
+    return this.runtimes.get(sessionId);
+  }
+
+  has(sessionId: string): boolean {
+    return this.runtimes.has(sessionId);
+  }
+
+  values(): IterableIterator<SessionRuntime> {
+    return this.runtimes.values();
+  }
+
+  get size(): number {
+    return this.runtimes.size;
+  }
+
+  /** The session's state here, `absent` when it has nothing in this process. */
+  stateOfId(sessionId: string): StateOrAbsent {
+    return this.entries.get(sessionId)?.state ?? "absent";
+  }
+
+  /** The state of this very runtime; `absent` once it was dropped (or replaced by a newer one). */
+  stateOf(runtime: SessionRuntime): StateOrAbsent {
+    const e = this.entries.get(runtime.id);
+    return e && e.runtime === runtime ? e.state : "absent";
+  }
+
+  /** `runtime` is the one this process holds for its session, in whatever state. */
+  isCurrent(runtime: SessionRuntime): boolean {
+    return this.runtimes.get(runtime.id) === runtime;
+  }
+
+  /** `runtime` serves its session (live, parked or awaiting): it takes viewers, turns, deliveries. */
+  isServing(runtime: SessionRuntime): boolean {
+    return isServingState(this.stateOf(runtime));
+  }
+
+  /** The open in flight for the session, if any. */
+  pendingOpen(sessionId: string): Promise<SessionRuntime> | undefined {
+    const e = this.entries.get(sessionId);
+    return e?.state === "opening" ? e.opened : undefined;
+  }
+
+  /** The end (or store-only write) in flight for the session, if any: what an open would wait for. */
+  pendingEnd(sessionId: string): Promise<void> | undefined {
+    return this.entries.get(sessionId)?.settled;
+  }
+
+  // ---- Opening ----
+
+  /**
+   * The session's runtime here: the serving one, the open in flight, or a new open — after an end
+   * or write in flight for the session finished (a runtime still ending must go before a new one
+   * starts).
+   */
+  open(sessionId: string): Promise<SessionRuntime> {
+    const e = this.entries.get(sessionId);
+    if (e?.runtime && isServingState(e.state)) return Promise.resolve(e.runtime);
+    if (e?.state === "opening") return e.opened!;
+    if (e?.settled) return e.settled.catch(() => undefined).then(() => this.open(sessionId));
+    return this.beginOpen(sessionId);
+  }
+
+  private beginOpen(sessionId: string): Promise<SessionRuntime> {
+    const opener = this.opener;
+    if (!opener) return Promise.reject(new Error("the live registry has no opener installed"));
+    const entry: Entry = { state: "opening", runtime: this.runtimes.get(sessionId) };
+    const opened = opener.build(sessionId).catch((err: unknown) => {
+      // A failed open leaves nothing behind (unless something newer took the id meanwhile).
+      if (this.entries.get(sessionId) === entry) this.entries.delete(sessionId);
+      throw err;
+    });
+    entry.opened = opened;
+    this.entries.set(sessionId, entry);
+    return opened;
+  }
+
+  /** opening → live: the opener built the runtime. */
+  opened(runtime: SessionRuntime): void {
+    this.entries.set(runtime.id, { state: "live", runtime });
+    this.runtimes.set(runtime.id, runtime);
+  }
+
+  // ---- Viewing ----
+
+  /** live → parked: nobody views it any more. */
+  park(runtime: SessionRuntime): boolean {
+    return this.move(runtime, "live", "parked");
+  }
+
+  /** parked → live: a viewer attached. */
+  unpark(runtime: SessionRuntime): boolean {
+    return this.move(runtime, "parked", "live");
+  }
+
+  /** A resume of the session starts: from now until `unbind`, it counts as attached. */
+  bind(sessionId: string): void {
+    this.binds.set(sessionId, (this.binds.get(sessionId) ?? 0) + 1);
+  }
+
+  /** Ends one bind of the session; returns how many are still in flight. */
+  unbind(sessionId: string): number {
+    const left = (this.binds.get(sessionId) ?? 1) - 1;
+    if (left > 0) this.binds.set(sessionId, left);
+    else this.binds.delete(sessionId);
+    return left;
+  }
+
+  isBinding(sessionId: string): boolean {
+    return (this.binds.get(sessionId) ?? 0) > 0;
+  }
+
+  // ---- Ending ----
+
+  /**
+   * serving → ending. With `run` (the end itself, started once the state says so), the returned
+   * promise is what a later open of the session waits for — until it settles, also after the
+   * runtime was dropped (its lease may still be being released). Without `run` (a force-reap),
+   * the state lasts until `drop`.
+   */
+  beginEnd(runtime: SessionRuntime, run?: () => Promise<void>): Promise<void> | undefined {
+    const e = this.entries.get(runtime.id);
+    const current = e?.runtime === runtime && canTransition(e.state, "ending");
+    if (current) e!.state = "ending";
+    if (!run) return undefined;
+    const ending = run().finally(() => this.settle(runtime.id, ending));
+    if (current) e!.settled = ending;
+    return ending;
+  }
+
+  /** serving → handed-over: to its continuation (`to`), or to another process (no `to`). */
+  handOver(runtime: SessionRuntime, to?: string): boolean {
+    const e = this.entries.get(runtime.id);
+    if (!e || e.runtime !== runtime || !canTransition(e.state, "handed-over")) return false;
+    e.state = "handed-over";
+    if (to !== undefined) e.to = to;
+    return true;
+  }
+
+  /** Removes `runtime` — unless a newer runtime (or open) of the session already replaced it. */
+  drop(runtime: SessionRuntime): void {
+    if (this.runtimes.get(runtime.id) === runtime) this.runtimes.delete(runtime.id);
+    const e = this.entries.get(runtime.id);
+    if (!e || e.runtime !== runtime) return;
+    if (e.state === "opening") e.runtime = undefined;
+    else if (e.state === "ending" && e.settled) e.runtime = undefined; // the end's tail still runs
+    else this.entries.delete(runtime.id);
+  }
+
+  // ---- Writing without a runtime ----
+
+  /**
+   * absent → writing: `write` runs under the session's lease without a runtime here; an open of
+   * the session waits for it. False (and `write` is not run) when the session is not absent.
+   */
+  borrow(sessionId: string, write: () => Promise<void>): Promise<void> | false {
+    if (this.entries.has(sessionId)) return false;
+    const entry: Entry = { state: "writing", runtime: undefined };
+    this.entries.set(sessionId, entry);
+    const writing = write();
+    const settled = writing.catch(() => undefined).finally(() => this.settle(sessionId, settled));
+    entry.settled = settled;
+    return writing;
+  }
+
+  private settle(sessionId: string, promise: Promise<void>): void {
+    const e = this.entries.get(sessionId);
+    if (e?.settled !== promise) return;
+    e.settled = undefined;
+    if (!e.runtime && e.state !== "opening") this.entries.delete(sessionId);
+  }
+
+  private move(runtime: SessionRuntime, from: SessionState, to: SessionState): boolean {
+    const e = this.entries.get(runtime.id);
+    if (!e || e.runtime !== runtime || e.state !== from || !canTransition(from, to)) return false;
+    e.state = to;
+    return true;
+  }
+}

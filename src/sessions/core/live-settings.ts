@@ -1,0 +1,33 @@
+/**
+ * The settings a live reload changes. One object per manager, shared by its parts and runtimes
+ * and updated in place (`SessionManager.applyConfig`), so each reads the current value at its
+ * next decision instead of holding a copy.
+ */
+import type {
+  CompressionConfig,
+  DelegationConfig,
+  LifecycleConfig,
+  ModelsConfig,
+  ProfileConfig,
+  RetryConfig,
+} from "../../config/index.js";
+import type { ProviderCatalog } from "../../agent/provider-catalog.js";
+
+export type BusyPolicy = "queue" | "interrupt" | "reject";
+
+export interface LiveSettings {
+  busyPolicy: BusyPolicy;
+  /** Provider calls per turn (the tool-call loop cap). */
+  maxIterations: number;
+  compression: CompressionConfig;
+  /** Retries of retryable model-call failures (config `retry`); none when absent. */
+  retry?: RetryConfig;
+  delegation: DelegationConfig;
+  lifecycle: LifecycleConfig;
+  /** Guards on model switches (config `models`). */
+  models: ModelsConfig;
+  /** What is routable: applies to sessions at their next open. */
+  providers: ProviderCatalog;
+  /** This manager's profile and its overlay (default provider/model, system prompt). */
+  profile: ({ name: string } & ProfileConfig) | undefined;
+}

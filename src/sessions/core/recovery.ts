@@ -1,0 +1,39 @@
+/**
+ * Finishing what a dead process left in flight. When a session is opened and its row still names
+ * an active turn, or a message is still marked streaming, no process is running it any more (the
+ * caller owns the session now): the message is completed as `interrupted` with the text that was
+ * checkpointed, and the turn gets a visible terminal `turn.complete { status: "interrupted" }`.
+ */
+import { EventType, type MessageCompletePayload, type TurnCompletePayload } from "../../protocol/index.js";
+import type { EventLog } from "../../events/index.js";
+import type { MessageRow, SessionRow } from "../../store/types.js";
+
+export async function finishInterruptedTurn(row: SessionRow, messages: MessageRow[], log: EventLog): Promise<boolean> {
+  const streaming = messages.filter((m) => m.status === "streaming");
+  const turn = row.active_turn;
+  if (streaming.length === 0 && !turn) return false;
+  const opts = turn ? { turnId: turn.turn_id, traceId: turn.trace_id } : {};
+  for (const m of streaming) {
+    const payload: MessageCompletePayload = {
+      message_id: m.id,
+      role: m.role,
+      content: m.content,
+      status: "interrupted",
+    };
+    log.emit(EventType.MessageComplete, payload, {
+      ...opts,
+      ops: [{ op: "message.update", id: m.id, patch: { status: "interrupted", content: m.content } }],
+    });
+    m.status = "interrupted";
+  }
+  if (turn) {
+    const payload: TurnCompletePayload = { turn_id: turn.turn_id, status: "interrupted" };
+    log.emit(EventType.TurnComplete, payload, {
+      ...opts,
+      ops: [{ op: "session.update", id: row.id, patch: { active_turn: null } }],
+    });
+    row.active_turn = null;
+  }
+  await log.flushed();
+  return true;
+}

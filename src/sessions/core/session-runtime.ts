@@ -1,0 +1,420 @@
+/**
+ * A live session: its event log, conversation, todo list, viewers and turn queue. Exactly one
+ * runtime per live session per process; the live registry holds it (and its state).
+ *
+ * A runtime is built whole: what it is (row, log, history, lineage, model) and what it calls
+ * around its turns (the RuntimeHooks, one readonly object shared by every runtime of a manager)
+ * are given to the constructor. What changes while it lives — the model, a stashed model switch,
+ * the provider's last usage, the last sign of life — changes only through its own methods.
+ */
+import { ErrorCode, TetherError, type SubmitResult } from "../../protocol/index.js";
+import type { Clock } from "../../lib/clock.js";
+import type { IdGenerator } from "../../lib/ids.js";
+import type { Logger } from "../../lib/logger.js";
+import type { EventLog } from "../../events/index.js";
+import type { SessionRow, WriteOp } from "../../store/types.js";
+import type { ChatMessage, Provider } from "../../agent/provider.js";
+import type { UsageMark } from "../../agent/compression/index.js";
+import { runTurn } from "../../agent/turn-runner.js";
+import { createTodoList, type TodoList, type ToolSet } from "../../agent/tools/index.js";
+import type { LiveSettings } from "./live-settings.js";
+import { turnLogOf, turnStartOps } from "./turn-bookkeeping.js";
+import { TurnQueue, type QueuedTurn } from "./turn-queue.js";
+import type { Viewer } from "./viewer.js";
+
+/**
+ * What a runtime calls around its turns. The assembler (sessions/runtime-assembly.ts) builds one
+ * object of them per manager from the rooms that own each concern; every hook gets the runtime.
+ */
+export interface RuntimeHooks {
+  /** Right before a turn starts: where a stashed model switch is applied. */
+  beforeTurn(rt: SessionRuntime): void;
+  /** A slash command (`/compress`, `/review`) handled instead of a model turn; false = not a command. */
+  command(rt: SessionRuntime, turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[]): Promise<boolean>;
+  /** In the turn slot right after every model turn (automatic compression). */
+  afterTurn(rt: SessionRuntime): Promise<void>;
+  /** Wraps a turn (the delegation origin is set in an AsyncLocalStorage around it). */
+  turnScope<T>(rt: SessionRuntime, fn: () => Promise<T>): Promise<T>;
+  /** Whenever a turn settles and no other follows (the lifecycle re-arms the grace of a detached session). */
+  turnSettled(rt: SessionRuntime): void;
+  /** Delegations started from this session's lineage still run: it must not be reaped. */
+  delegationsRunning(rt: SessionRuntime): boolean;
+}
+
+/** What a runtime is made of, read by the assembler from the store. */
+export interface RuntimeInit {
+  row: SessionRow;
+  log: EventLog;
+  history: ChatMessage[];
+  /** This session and its continuation ancestors (nearest first): what delegations and request ids span. */
+  lineage: readonly string[];
+  provider: Provider;
+  model: string;
+  /** The system prompt as the session's own values render it. */
+  systemPrompt: string | undefined;
+  /** A request id stored with an earlier turn of the lineage, so a retry after a restart is still a duplicate. */
+  lookupRequest(requestId: string): Promise<SubmitRecord | null>;
+}
+
+/** What every runtime of a manager shares. */
+export interface RuntimeEnv {
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  tools: ToolSet;
+  /** Updated in place on config reload. */
+  settings: LiveSettings;
+}
+
+/** A model switch asked for while a turn ran: applied when the next turn starts. */
+export interface PendingSwitch {
+  provider: Provider;
+  model: string;
+  /** The model needs confirmation, and the caller gave it. */
+  guarded: boolean;
+  confirmed: boolean;
+}
+
+export interface SubmitRecord {
+  turn_id: string;
+  trace_id: string;
+}
+
+export class SessionRuntime {
+  readonly id: string;
+  /** The stored row as this process last wrote it (writers update it in place with their write). */
+  readonly row: SessionRow;
+  readonly log: EventLog;
+  readonly history: ChatMessage[];
+  readonly lineage: readonly string[];
+  readonly viewers = new Map<string, () => void>();
+  /** The viewers themselves (by id), so a rotation can move them to the continuation. */
+  readonly viewerRefs = new Map<string, Viewer>();
+  readonly turns = new TurnQueue();
+  readonly todo: TodoList;
+  /** request_id → its turn, so a repeated submit never starts a second turn. */
+  private readonly requests = new Map<string, Promise<SubmitRecord | null>>();
+  /** Jobs queued and not run yet, by turn id: told when the queue is dropped. */
+  private readonly dropped = new Map<string, () => void>();
+  /** The turn slot takes nothing new (stopping, abandoned, handed over). */
+  private closing = false;
+  private readonly logger: Logger;
+  private currentProvider: Provider;
+  private currentModel: string;
+  private stashed: PendingSwitch | undefined;
+  private lastUsage: UsageMark | undefined;
+  private lastSignOfLife: number;
+  /** The system prompt this runtime sends (context counting includes it). */
+  readonly systemPrompt: string | undefined;
+  private readonly lookupRequest: (requestId: string) => Promise<SubmitRecord | null>;
+
+  constructor(
+    init: RuntimeInit,
+    private readonly env: RuntimeEnv,
+    private readonly hooks: RuntimeHooks,
+  ) {
+    this.id = init.row.id;
+    this.row = init.row;
+    this.log = init.log;
+    this.history = init.history;
+    this.lineage = init.lineage;
+    this.currentProvider = init.provider;
+    this.currentModel = init.model;
+    this.systemPrompt = init.systemPrompt;
+    this.lookupRequest = init.lookupRequest;
+    this.todo = createTodoList(init.row.todo);
+    this.logger = env.logger.child({ session_id: init.row.id });
+    this.lastSignOfLife = env.clock.monotonic();
+    init.log.subscribe(() => {
+      this.lastSignOfLife = env.clock.monotonic();
+    });
+  }
+
+  /** Monotonic ms of the last sign of life: a frame, a submit, an attach. Drives stale/idle reaping. */
+  get lastActivity(): number {
+    return this.lastSignOfLife;
+  }
+
+  touch(): void {
+    this.lastSignOfLife = this.env.clock.monotonic();
+  }
+
+  get provider(): Provider {
+    return this.currentProvider;
+  }
+
+  get providerName(): string {
+    return this.currentProvider.name;
+  }
+
+  get model(): string {
+    return this.currentModel;
+  }
+
+  /** The model the next turn uses (the row and its `model.switched` are the caller's to write). */
+  useModel(provider: Provider, model: string): void {
+    this.currentProvider = provider;
+    this.currentModel = model;
+  }
+
+  /** A switch asked for while a turn runs, applied when the next starts (undefined: none any more). */
+  stashSwitch(pending: PendingSwitch | undefined): void {
+    this.stashed = pending;
+  }
+
+  /** The stashed switch, taken: it applies once. */
+  takeStashedSwitch(): PendingSwitch | undefined {
+    const pending = this.stashed;
+    this.stashed = undefined;
+    return pending;
+  }
+
+  /** The provider's last token count and how much history it covered (context counting). */
+  get usageMark(): UsageMark | undefined {
+    return this.lastUsage;
+  }
+
+  /** A session that started delegations still running must never be reaped. */
+  hasRunningDelegations(): boolean {
+    return this.hooks.delegationsRunning(this);
+  }
+
+  get running(): boolean {
+    return this.turns.busy;
+  }
+
+  attach(viewer: Viewer): void {
+    this.touch();
+    if (this.viewers.has(viewer.id)) return;
+    this.viewers.set(
+      viewer.id,
+      this.log.subscribe((frame, wire) => viewer.send(frame, wire)),
+    );
+    this.viewerRefs.set(viewer.id, viewer);
+  }
+
+  /** Returns true when this was the session's last viewer. */
+  detach(viewerId: string): boolean {
+    const unsubscribe = this.viewers.get(viewerId);
+    if (!unsubscribe) return false;
+    unsubscribe();
+    this.viewers.delete(viewerId);
+    this.viewerRefs.delete(viewerId);
+    return this.viewers.size === 0;
+  }
+
+  async submit(text: string, requestId: string | undefined): Promise<SubmitResult> {
+    if (this.closing) throw new TetherError(ErrorCode.Closed, "Session is closing");
+    this.touch();
+    let claim: ((r: SubmitRecord | null) => void) | undefined;
+    if (requestId !== undefined) {
+      const seen = this.requests.get(requestId);
+      if (seen) {
+        const record = await seen;
+        if (record) return { ...record, status: "duplicate" };
+      }
+      // Claim the id synchronously, before any await, so a concurrent twin sees it.
+      this.requests.set(requestId, new Promise<SubmitRecord | null>((resolve) => (claim = resolve)));
+      const stored = await this.lookupRequest(requestId).catch(() => null);
+      if (stored) {
+        claim!(stored);
+        return { ...stored, status: "duplicate" };
+      }
+    }
+    if (this.turns.busy && this.env.settings.busyPolicy === "reject") {
+      claim?.(null);
+      if (requestId !== undefined) this.requests.delete(requestId);
+      throw new TetherError(ErrorCode.Busy, "A turn is running and this session rejects prompts while busy");
+    }
+    const turn: QueuedTurn = {
+      turnId: this.env.ids.next("turn"),
+      traceId: this.env.ids.traceId(),
+      text,
+      requestId,
+    };
+    claim?.({ turn_id: turn.turnId, trace_id: turn.traceId });
+    const result = { turn_id: turn.turnId, trace_id: turn.traceId };
+    if (!this.turns.busy) {
+      this.start(turn);
+      return { ...result, status: "started" };
+    }
+    if (this.env.settings.busyPolicy === "interrupt") this.turns.running?.abort.abort(new Error("superseded by a new prompt"));
+    this.turns.push(turn);
+    return { ...result, status: "queued" };
+  }
+
+  /**
+   * Queues internal work in the turn slot: it waits for the running turn (and turns queued
+   * before it) and no turn starts while it runs. Resolves when it ran; rejects if the session
+   * stopped first (the work never ran).
+   */
+  runJob(job: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    if (this.closing) return Promise.reject(new TetherError(ErrorCode.Closed, "Session is closing"));
+    return new Promise<void>((resolve, reject) => {
+      const turn: QueuedTurn = {
+        turnId: this.env.ids.next("job"),
+        traceId: this.env.ids.traceId(),
+        text: "",
+        requestId: undefined,
+        job: async (signal) => {
+          try {
+            await job(signal);
+            resolve();
+          } catch (err) {
+            reject(err);
+          }
+        },
+      };
+      this.dropped.set(turn.turnId, () => reject(new TetherError(ErrorCode.Closed, "Session stopped before the work ran")));
+      if (!this.turns.busy) this.start(turn);
+      else this.turns.push(turn);
+    });
+  }
+
+  /** Turns moved here from a rotated parent: queued in order, the first starts if idle. */
+  adopt(turns: QueuedTurn[]): void {
+    for (const t of turns) this.turns.push(t);
+    if (!this.turns.busy && !this.closing) {
+      const next = this.turns.shift();
+      if (next) this.start(next);
+    }
+  }
+
+  interrupt(): "interrupted" | "idle" {
+    const running = this.turns.running;
+    if (!running) return "idle";
+    running.abort.abort(new Error("interrupted"));
+    return "interrupted";
+  }
+
+  /** Interrupts `turnId` if it runs (and waits for it to settle), or drops it if it is queued. */
+  async cancelTurn(turnId: string): Promise<"interrupted" | "dequeued" | "idle"> {
+    const running = this.turns.running;
+    if (running?.turnId === turnId) {
+      running.abort.abort(new Error("cancelled"));
+      await running.done;
+      await this.log.settled();
+      return "interrupted";
+    }
+    return this.turns.remove(turnId) ? "dequeued" : "idle";
+  }
+
+  /** Stops taking turns, interrupts the running one and waits for it to settle. */
+  async stop(): Promise<void> {
+    this.closing = true;
+    this.dropQueue();
+    const running = this.turns.running;
+    if (running) {
+      running.abort.abort(new Error("session stopping"));
+      await running.done;
+    }
+    await this.log.flushed().catch(() => undefined);
+  }
+
+  /**
+   * Gives up on a turn that never settled (a provider that ignores the interrupt): the log is
+   * closed under it, so whatever it does later can no longer reach the session.
+   */
+  abandon(): void {
+    this.closing = true;
+    this.dropQueue();
+    this.turns.running?.abort.abort(new Error("force-reaped"));
+    this.log.close();
+  }
+
+  /**
+   * Stops taking turns because a continuation takes over. Returns the queued prompts (they move to
+   * the continuation); queued jobs are dropped (their owners retry on the tip).
+   */
+  handOver(): QueuedTurn[] {
+    this.closing = true;
+    const prompts: QueuedTurn[] = [];
+    for (const t of this.turns.clear()) {
+      if (!t.job) prompts.push(t);
+      else this.tellDropped(t);
+    }
+    return prompts;
+  }
+
+  private dropQueue(): void {
+    for (const t of this.turns.clear()) this.tellDropped(t);
+  }
+
+  private tellDropped(turn: QueuedTurn): void {
+    const tell = this.dropped.get(turn.turnId);
+    this.dropped.delete(turn.turnId);
+    tell?.();
+  }
+
+  private start(turn: QueuedTurn): void {
+    try {
+      this.hooks.beforeTurn(this);
+    } catch (err) {
+      this.logger.error({ err }, "before-turn hook failed");
+    }
+    const abort = new AbortController();
+    const done = this.runOne(turn, abort.signal).finally(() => {
+      if (this.turns.running?.turnId === turn.turnId) this.turns.running = null;
+      this.touch();
+      const next = this.closing ? undefined : this.turns.shift();
+      if (next) this.start(next);
+      else this.hooks.turnSettled(this);
+    });
+    this.turns.running = { ...turn, abort, startedAt: this.env.clock.monotonic(), done };
+  }
+
+  private async runOne(turn: QueuedTurn, signal: AbortSignal): Promise<void> {
+    if (turn.job) {
+      this.dropped.delete(turn.turnId);
+      try {
+        await turn.job(signal);
+      } catch (err) {
+        this.logger.error({ err }, "session job failed");
+      }
+      return;
+    }
+    const startOps = turnStartOps(this.id, turn, this.env.clock.now());
+    try {
+      if (turn.text.startsWith("/") && (await this.hooks.command(this, turn, signal, startOps))) {
+        await this.hooks.afterTurn(this);
+        return;
+      }
+      await this.hooks.turnScope(this, () => this.runModelTurn(turn, signal, startOps));
+      await this.hooks.afterTurn(this);
+    } catch (err) {
+      // runTurn reports turn failures as events; reaching here is a bug worth a loud line.
+      this.logger.error({ err, trace_id: turn.traceId, turn_id: turn.turnId }, "turn runner threw");
+    }
+  }
+
+  private async runModelTurn(turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[]): Promise<void> {
+    const { clock, ids, settings } = this.env;
+    await runTurn({
+      sessionId: this.id,
+      turnId: turn.turnId,
+      traceId: turn.traceId,
+      input: turn.text,
+      log: turnLogOf(this.log, this.id, clock),
+      history: this.history,
+      systemPrompt: this.systemPrompt,
+      todo: this.todo,
+      tools: this.env.tools,
+      provider: this.currentProvider,
+      model: this.currentModel,
+      signal,
+      clock,
+      ids,
+      // The runner adds session_id, trace_id and turn_id to its own child logger.
+      logger: this.env.logger,
+      maxIterations: settings.maxIterations,
+      startOps,
+      ...(settings.retry && settings.retry.max_retries > 0
+        ? { retry: { maxRetries: settings.retry.max_retries, baseDelayMs: settings.retry.base_delay_ms } }
+        : {}),
+      onStepUsage: (usage, historyLength) => {
+        // The answer of this call joins the history next: the count covers it too.
+        this.lastUsage = { tokens: usage.total_tokens, atLength: historyLength + 1 };
+      },
+    });
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * Turn admission for one session: at most one turn runs; the rest wait in order. Whether a submit
+ * while busy queues, interrupts or is rejected is the session's busy policy.
+ */
+export interface QueuedTurn {
+  turnId: string;
+  traceId: string;
+  text: string;
+  requestId: string | undefined;
+  /**
+   * Internal work that must not overlap a turn (a compression retry, a delegation delivery): run
+   * in the turn slot instead of a model turn, with no turn frames of its own.
+   */
+  job?: (signal: AbortSignal) => Promise<void>;
+}
+
+export interface RunningTurn extends QueuedTurn {
+  abort: AbortController;
+  startedAt: number;
+  done: Promise<void>;
+}
+
+export class TurnQueue {
+  running: RunningTurn | null = null;
+  private readonly waiting: QueuedTurn[] = [];
+
+  get length(): number {
+    return this.waiting.length;
+  }
+
+  get busy(): boolean {
+    return this.running !== null;
+  }
+
+  push(turn: QueuedTurn): void {
+    this.waiting.push(turn);
+  }
+
+  shift(): QueuedTurn | undefined {
+    return this.waiting.shift();
+  }
+
+  clear(): QueuedTurn[] {
+    return this.waiting.splice(0, this.waiting.length);
+  }
+
+  /** Drops one waiting turn; false when it is not waiting (running, done, or unknown). */
+  remove(turnId: string): boolean {
+    const i = this.waiting.findIndex((t) => t.turnId === turnId);
+    if (i < 0) return false;
+    this.waiting.splice(i, 1);
+    return true;
+  }
+}

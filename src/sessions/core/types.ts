@@ -1,0 +1,86 @@
+/**
+ * The shapes the SessionManager is built from and called with: its dependencies, the parameters of
+ * create and list, and the caller every session-scoped call names.
+ */
+import type { Clock } from "../../lib/clock.js";
+import type { IdGenerator } from "../../lib/ids.js";
+import type { Logger } from "../../lib/logger.js";
+import type { Metrics } from "../../lib/metrics.js";
+import type { GroupCommitter, RingBudget, RingLimits } from "../../events/index.js";
+import type { Bus } from "../../events/bus/index.js";
+import type { Store } from "../../store/types.js";
+import type { Frame } from "../../protocol/index.js";
+import type {
+  CompressionConfig,
+  DelegationConfig,
+  LifecycleConfig,
+  ModelsConfig,
+  ProfileConfig,
+  RetryConfig,
+} from "../../config/index.js";
+import type { ProviderCatalog } from "../../agent/provider-catalog.js";
+import type { ToolSet } from "../../agent/tools/index.js";
+import type { BusyPolicy } from "./live-settings.js";
+
+export interface SessionManagerDeps {
+  store: Store;
+  committer: GroupCommitter;
+  epoch: string;
+  clock: Clock;
+  ids: IdGenerator;
+  logger: Logger;
+  ringBudget: RingBudget;
+  ringLimits: RingLimits;
+  providers: ProviderCatalog;
+  tools: ToolSet;
+  busyPolicy: BusyPolicy;
+  maxIterations: number;
+  lifecycle: LifecycleConfig;
+  /** Guards on model switches (config `models`). */
+  models?: ModelsConfig;
+  /** This manager's profile and its overlay (default provider/model, system prompt). */
+  profile?: { name: string } & ProfileConfig;
+  /** Unique per process start: the owner named in leases and heartbeats. */
+  processId: string;
+  metrics?: Metrics;
+  /** Scale-out: every frame of a session this process owns is published here for other nodes. */
+  bus?: Bus;
+  /** Context compression (config `compression`); defaults when absent. */
+  compression?: CompressionConfig;
+  /** Background sub-agents (config `delegation`); defaults when absent. */
+  delegation?: DelegationConfig;
+  /** Retries of retryable model-call failures (config `retry`); none when absent. */
+  retry?: RetryConfig;
+}
+
+export type GlobalListener = (frame: Frame, wire: string) => void;
+
+export interface CreateParams {
+  profile?: string;
+  title?: string;
+  model?: string;
+  provider?: string;
+  system_prompt?: string;
+  cwd?: string;
+  hidden?: boolean;
+  follow_profile_config?: boolean;
+  room_plumbing?: boolean;
+  close_on_disconnect?: boolean;
+  metadata?: Record<string, unknown>;
+  /** A delegation result delivered here starts a turn. */
+  wake_on_delivery?: boolean;
+}
+
+export interface ListParams {
+  profile?: string;
+  limit?: number;
+  cursor?: string;
+  include_ended?: boolean;
+  include_hidden?: boolean;
+}
+
+/** Who is calling: every session belongs to the principal that created it. */
+export interface Caller {
+  principal: string;
+}
+

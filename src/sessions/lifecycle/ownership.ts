@@ -1,0 +1,164 @@
+/**
+ * This process's identity in a shared store, and the sessions it owns.
+ *
+ * Every `tether serve` process beats a heartbeat row; a process silent for 3 beats is dead. A live
+ * session is owned through a lease carrying a fencing token: every write of the owner carries the
+ * token (`fenceOp`), so an owner that lost the lease (paused, partitioned, superseded) can never
+ * write again. A beat also renews the owner's leases and tells it which ones it lost.
+ */
+import { hostname } from "node:os";
+import type { Clock } from "../../lib/clock.js";
+import type { LeaseResult, Store, WriteOp } from "../../store/types.js";
+
+/** A session's lease as this process sees it, for sessions not live here. */
+export interface LeaseView {
+  owner: string;
+  /** The owner parked the session (its last viewer left). */
+  detached: boolean;
+  /** A live process holds it: the owner's heartbeat is fresh and the lease has not expired. */
+  held: boolean;
+}
+
+export interface OwnershipOptions {
+  store: Store;
+  clock: Clock;
+  /** Unique per process start. */
+  processId: string;
+  leaseTtlMs: number;
+  heartbeatMs: number;
+}
+
+/** A process whose heartbeat is older than this many beats is dead. */
+export const DEAD_AFTER_BEATS = 3;
+
+export class Ownership {
+  readonly processId: string;
+  private readonly held = new Map<string, number>();
+  private readonly startedAt: number;
+
+  constructor(private readonly opts: OwnershipOptions) {
+    this.processId = opts.processId;
+    this.startedAt = opts.clock.now();
+  }
+
+  /** Heartbeats older than this belong to dead processes. */
+  deadBefore(now = this.opts.clock.now()): number {
+    return now - DEAD_AFTER_BEATS * this.opts.heartbeatMs;
+  }
+
+  tokenOf(sessionId: string): number | undefined {
+    return this.held.get(sessionId);
+  }
+
+  /**
+   * Beats, renewing every lease this process holds, and returns the sessions whose lease it no
+   * longer holds (taken over by another process): their runtimes must be dropped quietly.
+   */
+  async beat(): Promise<string[]> {
+    await this.forgetDeadLocalProcesses();
+    const now = this.opts.clock.now();
+    await this.opts.store.beat(
+      { id: this.processId, pid: process.pid, host: hostname(), started_at: this.startedAt, last_beat: now },
+      now + this.opts.leaseTtlMs,
+    );
+    if (this.held.size === 0) return [];
+    const rows = await this.opts.store.leasesOf(this.processId);
+    const still = new Map(rows.map((r) => [r.session_id, r.token]));
+    const lost: string[] = [];
+    for (const [sessionId, token] of this.held) {
+      if (still.get(sessionId) !== token) lost.push(sessionId);
+    }
+    return lost;
+  }
+
+  /**
+   * A process on this host whose pid is gone is dead now, not in 3 beats: forgetting its heartbeat
+   * lets a restarted gateway resume the sessions of the one that crashed at once. (Processes on
+   * other hosts can only be judged by their heartbeat's age.)
+   */
+  private async forgetDeadLocalProcesses(): Promise<void> {
+    const host = hostname();
+    for (const hb of await this.opts.store.listHeartbeats()) {
+      if (hb.id === this.processId || hb.host !== host || pidAlive(hb.pid)) continue;
+      await this.opts.store.removeHeartbeat(hb.id);
+    }
+  }
+
+  /**
+   * Who holds these sessions, in one store read. `held` uses the rules of `acquire`: a lease whose
+   * owner is dead or that expired is takeable, so nobody holds it.
+   */
+  async leaseViews(sessionIds: readonly string[]): Promise<Map<string, LeaseView>> {
+    if (sessionIds.length === 0) return new Map();
+    const now = this.opts.clock.now();
+    const rows = await this.opts.store.leaseStates(sessionIds, this.deadBefore(now));
+    return new Map(
+      rows.map((r) => [r.session_id, { owner: r.owner, detached: r.detached, held: r.owner_alive && r.expires_at >= now }]),
+    );
+  }
+
+  /** The lease row for a session this process is creating, written in the creating transaction. */
+  insertOp(sessionId: string): WriteOp {
+    this.held.set(sessionId, 1);
+    return {
+      op: "lease.insert",
+      row: {
+        session_id: sessionId,
+        owner: this.processId,
+        token: 1,
+        expires_at: this.opts.clock.now() + this.opts.leaseTtlMs,
+        detached: false,
+      },
+    };
+  }
+
+  async acquire(sessionId: string, takeDetached: boolean): Promise<LeaseResult> {
+    const now = this.opts.clock.now();
+    const result = await this.opts.store.acquireLease({
+      session_id: sessionId,
+      owner: this.processId,
+      now,
+      ttlMs: this.opts.leaseTtlMs,
+      deadBefore: this.deadBefore(now),
+      takeDetached,
+    });
+    if (result.acquired) this.held.set(sessionId, result.token);
+    return result;
+  }
+
+  /** The fencing check every write of an owned session carries. */
+  fenceOp(sessionId: string): WriteOp | undefined {
+    const token = this.held.get(sessionId);
+    return token === undefined ? undefined : { op: "lease.fence", session_id: sessionId, owner: this.processId, token };
+  }
+
+  async setDetached(sessionId: string, detached: boolean): Promise<void> {
+    const token = this.held.get(sessionId);
+    if (token !== undefined) await this.opts.store.setLeaseDetached(sessionId, this.processId, token, detached);
+  }
+
+  async release(sessionId: string): Promise<void> {
+    const token = this.held.get(sessionId);
+    this.held.delete(sessionId);
+    if (token !== undefined) await this.opts.store.releaseLease(sessionId, this.processId, token);
+  }
+
+  /** Forgets a lease another process took: nothing to release. */
+  forget(sessionId: string): void {
+    this.held.delete(sessionId);
+  }
+
+  async retire(): Promise<void> {
+    await this.opts.store.removeHeartbeat(this.processId);
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists but belongs to someone else — alive.
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}

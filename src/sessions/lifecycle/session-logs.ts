@@ -1,0 +1,61 @@
+/**
+ * The event logs of this process's sessions: each fenced by the session's lease (every write
+ * carries the lease's token, so a process that lost the session can never write to it again) and,
+ * on scale-out, publishing its frames to the bus for the other nodes. A runtime's log, the log an
+ * end writes its terminal state through, and the log of a delivery to a session not live here are
+ * all opened here.
+ */
+import type { Logger } from "../../lib/logger.js";
+import type { Metrics } from "../../lib/metrics.js";
+import { EventLog, type GroupCommitter, type RingBudget, type RingLimits } from "../../events/index.js";
+import type { Bus } from "../../events/bus/index.js";
+import type { Clock } from "../../lib/clock.js";
+import { FenceError, type Store } from "../../store/types.js";
+import type { Ownership } from "./ownership.js";
+
+export interface SessionLogsDeps {
+  store: Store;
+  committer: GroupCommitter;
+  epoch: string;
+  clock: Clock;
+  logger: Logger;
+  metrics: Metrics;
+  ringBudget: RingBudget;
+  ringLimits: RingLimits;
+  ownership: Ownership;
+  bus?: Bus;
+}
+
+export class SessionLogs {
+  constructor(private readonly deps: SessionLogsDeps) {}
+
+  /**
+   * The session's event log. `onFenced` runs when a write of it was refused because another
+   * process owns the session now (the runtime using it must go, quietly).
+   */
+  async open(sessionId: string, onFenced?: () => void): Promise<EventLog> {
+    const d = this.deps;
+    const log = await EventLog.open(sessionId, {
+      store: d.store,
+      committer: d.committer,
+      epoch: d.epoch,
+      clock: d.clock,
+      ringBudget: d.ringBudget,
+      ringLimits: d.ringLimits,
+      fence: () => d.ownership.fenceOp(sessionId),
+      onError: (err, context) => {
+        if (err instanceof FenceError) {
+          d.logger.error({ session_id: sessionId, context }, "write refused: this process no longer owns the session");
+          onFenced?.();
+          return;
+        }
+        d.logger.error({ err, session_id: sessionId }, `event log: ${context}`);
+      },
+      metrics: d.metrics,
+    });
+    // One node (in-process bus) publishes nothing: the single-node path pays nothing for scale-out.
+    const bus = d.bus;
+    if (bus && bus.kind !== "local") log.subscribe((frame, wire) => bus.publish(sessionId, frame.seq!, wire));
+    return log;
+  }
+}

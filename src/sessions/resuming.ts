@@ -1,0 +1,69 @@
+/**
+ * Resume and reopen: attach a viewer to a stored session — opened here if needed, or served from
+ * the store and the bus when a live sibling node owns it — and answer its Snapshot. The session
+ * counts as bound from the first instant of a resume (before any await), as the id asked for and
+ * then as its live tip, so neither a disconnect of another viewer nor a reap timer firing
+ * meanwhile can park or reap it under the client.
+ */
+import { ErrorCode, TetherError, type Snapshot } from "../protocol/index.js";
+import type { GroupCommitter } from "../events/index.js";
+import type { Store } from "../store/types.js";
+import { assertOwner } from "./core/session-access.js";
+import type { SessionRuntime } from "./core/session-runtime.js";
+import type { Caller } from "./core/types.js";
+import type { Viewer } from "./core/viewer.js";
+import { reopenStored } from "./lifecycle/reopening.js";
+import { placeholderFor } from "./cluster/node-routing.js";
+import { tipOf } from "./rotation/tip-routing.js";
+import type { SessionParts } from "./assembly.js";
+
+export interface ResumeDeps {
+  store: Store;
+  committer: GroupCommitter;
+  parts: SessionParts;
+}
+
+export interface ResumeRequest {
+  caller: Caller;
+  sessionId: string;
+  viewer: Viewer | undefined;
+  /** Which ends may be undone: the recoverable ones for a resume, all but compression for a reopen. */
+  reopenable: (endReason: string | null) => boolean;
+  /** The client's watermark: the Snapshot then carries only messages created after it. */
+  afterSeq?: number;
+}
+
+export function resumeSession(deps: ResumeDeps, req: ResumeRequest): Promise<Snapshot> {
+  const { registry, binding } = deps.parts;
+  return binding.binding(req.sessionId, async () => {
+    const tip = await tipOf({ store: deps.store, registry }, req.caller, req.sessionId);
+    if (!tip.resolvedFrom) return attachTip(deps, req);
+    // A resolved id's after_seq counts in the ancestor's seqs: the tip's Snapshot is whole.
+    const onTip = { ...req, sessionId: tip.id, afterSeq: undefined };
+    const snap = await binding.binding(tip.id, () => attachTip(deps, onTip));
+    return { ...snap, resolved_from: tip.resolvedFrom };
+  });
+}
+
+async function attachTip(deps: ResumeDeps, req: ResumeRequest): Promise<Snapshot> {
+  const { registry, binding, routing } = deps.parts;
+  const { caller, sessionId, viewer } = req;
+  const live = registry.get(sessionId);
+  let runtime: SessionRuntime;
+  try {
+    runtime = live && registry.isServing(live) ? live : await reopenStored({ ...deps, registry }, caller, sessionId, req.reopenable);
+  } catch (err) {
+    // Scale-out: a live sibling node owns it — serve it from the store and the bus instead.
+    if (routing && err instanceof TetherError && err.code === ErrorCode.Busy) {
+      return routing.resumeRemote(caller, sessionId, viewer, req.afterSeq);
+    }
+    throw err;
+  }
+  assertOwner(caller, runtime.row);
+  // A viewer already following this session through the bus (it was remote until this node
+  // took it over) keeps that one ordered stream; the runtime holds a placeholder for it.
+  if (viewer && routing?.remote.isFollowing(sessionId, viewer)) binding.attach(runtime, placeholderFor(viewer));
+  else if (viewer) binding.attach(runtime, viewer);
+  else runtime.touch();
+  return deps.parts.views.snapshot(runtime, req.afterSeq);
+}

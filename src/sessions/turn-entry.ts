@@ -1,0 +1,95 @@
+/**
+ * The one way into a turn. Every transport that starts one — WebSocket `prompt.submit`,
+ * `/v1/chat/completions`, `/v1/responses`, `POST /api/sessions/{id}/prompt` (and `/v1/runs` next)
+ * — asks for the same steps and differs only in how it renders the frames:
+ *
+ *   admit → create, or resume the live tip → seed the history → submit → (then) → detach on error
+ *
+ * `admit` is the transport's admission (the HTTP API's per-principal turn limit); `then` runs
+ * inside it, once the turn is submitted (a Response records its row there), so a failure there too
+ * detaches the viewer the request attached.
+ *
+ *   const turn = await manager.startTurn({ caller, session: { id, resume: true }, text, viewer: tap });
+ */
+import type { Snapshot, SubmitResult } from "../protocol/index.js";
+import type { SeedMessage } from "./core/seed-history.js";
+import type { Caller, CreateParams } from "./core/types.js";
+import type { Viewer } from "./core/viewer.js";
+
+/** Runs `start` if the caller may start one more turn now; otherwise throws (429). */
+export type Admission = <T>(caller: Caller, start: () => Promise<T>) => Promise<T>;
+
+export interface TurnRequest {
+  caller: Caller;
+  /**
+   * Where the turn runs: a session by id — its live tip; `resume: true` opens it here first (the
+   * WebSocket client has resumed already) — or a new session.
+   */
+  session: { id: string; resume?: boolean } | { create: CreateParams };
+  /** Earlier messages of the conversation, written into the transcript before the turn. */
+  history?: readonly SeedMessage[];
+  text: string;
+  /** One turn per request id, across retries and restarts. */
+  requestId?: string;
+  /** Follows the session's frames from the open on (an HTTP stream); detached if the turn cannot start. */
+  viewer?: Viewer;
+  admit?: Admission;
+}
+
+export interface StartedTurn {
+  /** What `prompt.submit` answers (`session_id`/`resolved_from` when the id was not the tip). */
+  result: SubmitResult;
+  /** The session the turn runs in. */
+  sessionId: string;
+  /** When the session was created or resumed for the turn: its latest seq before the turn (after the seeded history) and its model. */
+  opened?: { latestSeq: number; model: string };
+}
+
+/** What the way into a turn calls: the SessionManager's own operations. */
+export interface TurnEntrance {
+  create(caller: Caller, params: CreateParams, viewer?: Viewer): Promise<Snapshot>;
+  resume(caller: Caller, sessionId: string, viewer?: Viewer): Promise<Snapshot>;
+  appendHistory(caller: Caller, sessionId: string, messages: readonly SeedMessage[]): Promise<{ latest_seq: number }>;
+  submit(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult>;
+  detach(caller: Caller, sessionId: string, viewer: Viewer): Promise<{ detached: boolean }>;
+}
+
+const admitAll: Admission = (_caller, start) => start();
+
+export function startTurn(sessions: TurnEntrance, req: TurnRequest): Promise<StartedTurn>;
+export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then: (turn: StartedTurn) => Promise<T>): Promise<T>;
+export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then?: (turn: StartedTurn) => Promise<T>): Promise<T | StartedTurn> {
+  const { caller, viewer } = req;
+  return (req.admit ?? admitAll)(caller, async () => {
+    let snap: Snapshot | undefined;
+    try {
+      snap = await open(sessions, req);
+      let latestSeq = snap?.latest_seq ?? 0;
+      if (req.history && req.history.length > 0) {
+        latestSeq = (await sessions.appendHistory(caller, snap?.session_id ?? idOf(req), req.history)).latest_seq;
+      }
+      // The asked id, not the tip the resume found: submit resolves it, and says so in its answer.
+      const target = "create" in req.session ? snap!.session_id : req.session.id;
+      const result = await sessions.submit(caller, target, req.text, req.requestId);
+      const turn: StartedTurn = {
+        result,
+        sessionId: snap?.session_id ?? result.session_id ?? target,
+        ...(snap ? { opened: { latestSeq, model: snap.model } } : {}),
+      };
+      return then ? await then(turn) : turn;
+    } catch (err) {
+      if (viewer && snap) await sessions.detach(caller, snap.session_id, viewer).catch(() => undefined);
+      throw err;
+    }
+  });
+}
+
+function open(sessions: TurnEntrance, req: TurnRequest): Promise<Snapshot | undefined> {
+  const s = req.session;
+  if ("create" in s) return sessions.create(req.caller, s.create, req.viewer);
+  return s.resume ? sessions.resume(req.caller, s.id, req.viewer) : Promise.resolve(undefined);
+}
+
+function idOf(req: TurnRequest): string {
+  return "create" in req.session ? "" : req.session.id;
+}

@@ -1,0 +1,43 @@
+/**
+ * Counts over the live runtimes of this process: `gateway.stats`, the per-principal turn limit of
+ * the HTTP API, and the live/detached gauge of /metrics.
+ */
+import type { ActiveTurn, StatsResult } from "../../protocol/index.js";
+import type { SessionRuntime } from "../core/session-runtime.js";
+
+export function statsOf(runtimes: Iterable<SessionRuntime>, count: number, now: number): StatsResult {
+  let ringFrames = 0;
+  let ringBytes = 0;
+  const active: ActiveTurn[] = [];
+  for (const rt of runtimes) {
+    ringFrames += rt.log.ringFrames;
+    ringBytes += rt.log.ringBytes;
+    const t = rt.turns.running;
+    if (t) {
+      active.push({
+        session_id: rt.id,
+        turn_id: t.turnId,
+        trace_id: t.traceId,
+        elapsed_s: Math.round((now - t.startedAt) / 100) / 10,
+        streaming: rt.log.isStreaming,
+      });
+    }
+  }
+  return { sessions: count, ring_frames: ringFrames, ring_bytes: ringBytes, active_turns: active };
+}
+
+/** Running plus queued turns of `principal`'s live sessions. */
+export function turnCountOf(runtimes: Iterable<SessionRuntime>, principal: string): number {
+  let n = 0;
+  for (const rt of runtimes) {
+    if (rt.row.principal === principal) n += (rt.turns.running ? 1 : 0) + rt.turns.length;
+  }
+  return n;
+}
+
+/** Live sessions with a viewer (`live`) and without (`detached`). */
+export function viewerCountsOf(runtimes: Iterable<SessionRuntime>, count: number): { live: number; detached: number } {
+  let live = 0;
+  for (const rt of runtimes) if (rt.viewers.size > 0) live++;
+  return { live, detached: count - live };
+}

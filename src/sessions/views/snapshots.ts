@@ -1,0 +1,109 @@
+/**
+ * What a client is shown of a session: the Snapshot a resume answers with, and the summary a list
+ * shows.
+ */
+import type { DelegationSummary, Message, SessionSummary, Snapshot } from "../../protocol/index.js";
+import type { LeaseView } from "../lifecycle/ownership.js";
+import type { MessageRow, SessionRow, Store } from "../../store/types.js";
+import { toWireMessage } from "../core/messages.js";
+import { storage } from "../core/session-access.js";
+import type { SessionRuntime } from "../core/session-runtime.js";
+
+export interface SnapshotDeps {
+  store: Store;
+  epoch: string;
+  delegationsOf(runtime: SessionRuntime): Promise<DelegationSummary[]>;
+}
+
+/**
+ * The Snapshot must agree with `latest_seq`: the client continues from it. Messages are read from
+ * the store, then the live streaming text and latest seq are taken in the same synchronous step;
+ * if a durable frame was delivered meanwhile, read again.
+ */
+export async function buildSnapshot(deps: SnapshotDeps, runtime: SessionRuntime, afterSeq?: number): Promise<Snapshot> {
+  for (;;) {
+    const before = runtime.log.durableSeq;
+    // A client resuming from its watermark has the transcript up to it, and since() brings every
+    // change after it (message.complete carries full content, snapshots the streaming text): its
+    // Snapshot carries no messages, so a reconnect reads and sends the transcript once, not twice.
+    const rows = afterSeq === undefined ? await storage(() => deps.store.loadMessages(runtime.id)) : [];
+    if (runtime.log.durableSeq !== before) continue;
+    const latest = runtime.log.latestSeq;
+    const streaming = streamingText(runtime);
+    const messages = rows
+      .filter((r) => r.created_seq <= latest)
+      .map((r) => {
+        const m = toWireMessage(r);
+        const live = streaming.get(m.message_id);
+        if (live !== undefined) {
+          m.content = live;
+          m.status = "streaming";
+        }
+        return m;
+      });
+    const row = runtime.row;
+    return {
+      session_id: row.id,
+      title: row.title,
+      profile: row.profile,
+      model: runtime.model,
+      provider: runtime.providerName,
+      state: runtime.viewers.size > 0 ? "live" : "detached",
+      running: runtime.running,
+      latest_seq: latest,
+      epoch: deps.epoch,
+      messages,
+      todo: runtime.todo.get(),
+      delegations: await deps.delegationsOf(runtime),
+      ...(afterSeq !== undefined ? { messages_after_seq: afterSeq } : {}),
+    };
+  }
+}
+
+/** Stored messages as the wire shows them, a message still streaming here with its live text. */
+export function withLiveText(rows: readonly MessageRow[], runtime: SessionRuntime | undefined): Message[] {
+  const streaming = runtime ? streamingText(runtime) : new Map<string, string>();
+  return rows.map((row) => {
+    const m = toWireMessage(row);
+    const live = streaming.get(m.message_id);
+    if (live !== undefined) m.content = live;
+    return m;
+  });
+}
+
+function streamingText(runtime: SessionRuntime): Map<string, string> {
+  return new Map(runtime.log.snapshots().map((s) => [s.message_id, s.text]));
+}
+
+/**
+ * A list entry. `live` is the session's runtime here, if any: its viewers decide live vs detached.
+ * A session not live here is judged by its lease (`lease`, read for the whole page at once): live
+ * while another live process holds it and has not parked it; detached when parked, or when nobody
+ * alive holds it.
+ */
+export function summaryOf(
+  row: SessionRow,
+  messageCount: number,
+  live: SessionRuntime | undefined,
+  lease?: LeaseView,
+): SessionSummary {
+  const s: SessionSummary = {
+    session_id: row.id,
+    title: row.title,
+    profile: row.profile,
+    model: row.model,
+    state: stateOf(row, live, lease),
+    started_at: row.started_at,
+    last_activity_at: row.last_activity_at,
+    message_count: messageCount,
+  };
+  if (row.end_reason) s.end_reason = row.end_reason;
+  if (row.parent_session_id) s.parent_session_id = row.parent_session_id;
+  return s;
+}
+
+function stateOf(row: SessionRow, live: SessionRuntime | undefined, lease: LeaseView | undefined): SessionSummary["state"] {
+  if (row.ended_at !== null) return "ended";
+  if (live) return live.viewers.size > 0 ? "live" : "detached";
+  return lease?.held && !lease.detached ? "live" : "detached";
+}

@@ -1,0 +1,116 @@
+/**
+ * PostgreSQL's op switch: every WriteOp of a `commit` is applied here, inside the store's
+ * transaction, on the transaction's client. Exhaustive like SQLite's (sqlite/apply-ops.ts): a new
+ * kind of write does not compile until both stores handle it.
+ */
+import type pg from "pg";
+import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
+import { FenceError } from "../errors.js";
+import type { EventRow, IdempotencyRow, LeaseRow, MessageRow, SessionRow } from "../rows.js";
+import { unsupportedOp, type DelegationOp, type HttpOp, type WriteOp } from "../write-ops.js";
+
+export type Queryable = Pick<pg.PoolClient, "query">;
+
+/** The tables that apply their own ops (http-tables.ts, delegation-tables.ts). */
+interface OpTables<O> {
+  apply(c: Queryable, op: O): Promise<void>;
+}
+
+export class PgWrites {
+  constructor(
+    private readonly http: OpTables<HttpOp>,
+    private readonly delegations: OpTables<DelegationOp>,
+  ) {}
+
+  async apply(c: Queryable, op: WriteOp): Promise<void> {
+    switch (op.op) {
+      case "event.append":
+        return insertEvent(c, op.row);
+      case "session.insert":
+        return insertSession(c, op.row);
+      case "session.update":
+        return updateColumns(c, "sessions", op.id, sessionPatchToColumns(op.patch));
+      case "seq.reserve":
+        await c.query(`UPDATE sessions SET seq_reserved = GREATEST(seq_reserved, $1) WHERE id = $2`, [op.upTo, op.session_id]);
+        return;
+      case "message.insert":
+        return insertMessage(c, op.row);
+      case "message.update":
+        return updateColumns(c, "messages", op.id, messagePatchToColumns(op.patch));
+      case "idempotency.put":
+        return insertIdempotency(c, op.row);
+      case "lease.fence":
+        return checkFence(c, op.session_id, op.owner, op.token);
+      case "lease.insert":
+        return insertLease(c, op.row);
+      case "response.insert":
+      case "response.update":
+      case "http_idempotency.complete":
+      case "http_idempotency.release":
+        return this.http.apply(c, op);
+      case "delegation.insert":
+      case "delegation.update":
+      case "delegation.deliver":
+        return this.delegations.apply(c, op);
+      default:
+        return unsupportedOp(op, "PostgresStore");
+    }
+  }
+}
+
+/** `UPDATE table SET col = $1, … WHERE id = $n` for the patch's columns; nothing when it sets none. */
+export async function updateColumns(c: Queryable, table: "sessions" | "messages" | "responses", id: string, cols: Record<string, unknown>): Promise<void> {
+  const keys = Object.keys(cols);
+  if (keys.length === 0) return;
+  const sets = keys.map((k, i) => `${k} = $${i + 1}`).join(", ");
+  await c.query(`UPDATE ${table} SET ${sets} WHERE id = $${keys.length + 1}`, [...keys.map((k) => cols[k]), id]);
+}
+
+async function insertSession(c: Queryable, row: SessionRow): Promise<void> {
+  const r = sessionToColumns(row);
+  await c.query(
+    `INSERT INTO sessions (id, principal, profile, title, parent_session_id, model, provider, model_config, flags, todo,
+       started_at, last_activity_at, ended_at, end_reason, seq_reserved, active_turn)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+    [r.id, r.principal, r.profile, r.title, r.parent_session_id, r.model, r.provider, r.model_config, r.flags, r.todo,
+      r.started_at, r.last_activity_at, r.ended_at, r.end_reason, r.seq_reserved, r.active_turn],
+  );
+}
+
+async function insertMessage(c: Queryable, row: MessageRow): Promise<void> {
+  const r = messageToColumns(row);
+  await c.query(
+    `INSERT INTO messages (id, session_id, role, content, tool_calls, tool_call_id, display_kind, display_metadata,
+       status, created_at, created_seq)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+    [r.id, r.session_id, r.role, r.content, r.tool_calls, r.tool_call_id, r.display_kind, r.display_metadata,
+      r.status, r.created_at, r.created_seq],
+  );
+}
+
+async function insertEvent(c: Queryable, r: EventRow): Promise<void> {
+  await c.query(
+    `INSERT INTO events (session_id, seq, type, payload, turn_id, trace_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [r.session_id, r.seq, r.type, r.payload, r.turn_id, r.trace_id, r.created_at],
+  );
+}
+
+async function insertIdempotency(c: Queryable, r: IdempotencyRow): Promise<void> {
+  await c.query(
+    `INSERT INTO idempotency (session_id, request_id, turn_id, trace_id, created_at) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT DO NOTHING`,
+    [r.session_id, r.request_id, r.turn_id, r.trace_id, r.created_at],
+  );
+}
+
+/** The row is share-locked by commit(): nobody can change it before this transaction ends. */
+async function checkFence(c: Queryable, sessionId: string, owner: string, token: number): Promise<void> {
+  const held = (await c.query<{ owner: string; token: number }>(`SELECT owner, token FROM leases WHERE session_id = $1`, [sessionId])).rows[0];
+  if (!held || held.owner !== owner || held.token !== token) throw new FenceError(sessionId, token);
+}
+
+async function insertLease(c: Queryable, r: LeaseRow): Promise<void> {
+  await c.query(`INSERT INTO leases (session_id, owner, token, expires_at, detached) VALUES ($1, $2, $3, $4, $5)`, [
+    r.session_id, r.owner, r.token, r.expires_at, r.detached,
+  ]);
+}

@@ -1,0 +1,248 @@
+/**
+ * The rows every store keeps, and the shapes of their patches and queries. A row is what a
+ * backend reads and writes; the sessions layer builds its own shapes from them.
+ */
+import type { TodoState, ToolCall } from "../protocol/index.js";
+
+export interface SessionFlags {
+  hidden?: boolean;
+  follow_profile_config?: boolean;
+  room_plumbing?: boolean;
+  close_on_disconnect?: boolean;
+  system_prompt?: string;
+  cwd?: string;
+  metadata?: Record<string, unknown>;
+  /** Set on a session ended by compression: its continuation child (written in the rotation). */
+  continued_in?: string;
+  /** A background sub-agent's session (never a continuation): which delegation runs it. */
+  delegate?: { delegation_id: string; origin_session_id: string; task_index: number };
+  /** Opt-in: a delegation result delivered here starts a turn. */
+  wake_on_delivery?: boolean;
+}
+
+export interface SessionRow {
+  id: string;
+  /** Who created the session; nobody else may see it. */
+  principal: string;
+  profile: string;
+  title: string;
+  parent_session_id: string | null;
+  model: string;
+  provider: string;
+  /** The model/provider identity the session actually used (never an API key). */
+  model_config: Record<string, unknown>;
+  flags: SessionFlags;
+  todo: TodoState;
+  started_at: number;
+  last_activity_at: number;
+  ended_at: number | null;
+  end_reason: string | null;
+  /** Seqs up to this value may have been handed out; a new owner starts above it. */
+  seq_reserved: number;
+  /** The turn in flight, set with `turn.start` and cleared with `turn.complete`: what recovery finishes. */
+  active_turn: ActiveTurnRef | null;
+}
+
+export interface ActiveTurnRef {
+  turn_id: string;
+  trace_id: string;
+}
+
+export type MessageRole = "user" | "assistant" | "tool" | "system";
+export type MessageRowStatus = "complete" | "streaming" | "interrupted" | "error";
+
+export interface MessageRow {
+  id: string;
+  session_id: string;
+  role: MessageRole;
+  content: string;
+  tool_calls: ToolCall[] | null;
+  tool_call_id: string | null;
+  display_kind: string | null;
+  display_metadata: Record<string, unknown> | null;
+  status: MessageRowStatus;
+  created_at: number;
+  /** The session seq current when the message was created: orders a transcript. */
+  created_seq: number;
+}
+
+export interface EventRow {
+  session_id: string;
+  seq: number;
+  type: string;
+  /** JSON text of the frame payload. */
+  payload: string;
+  turn_id: string | null;
+  trace_id: string | null;
+  created_at: number;
+}
+
+export interface IdempotencyRow {
+  session_id: string;
+  request_id: string;
+  turn_id: string;
+  trace_id: string;
+  created_at: number;
+}
+
+/**
+ * One OpenAI Responses API response (`resp_…`): which session and turn produce it. Its output is
+ * derived from that turn's events; `result` caches the final object once the turn ended.
+ */
+export interface ResponseRow {
+  id: string;
+  principal: string;
+  session_id: string;
+  turn_id: string;
+  /** The session's latest seq before the turn was submitted: the turn's frames all come after. */
+  after_seq: number;
+  model: string;
+  /** queued | in_progress | completed | failed | incomplete | cancelled */
+  status: string;
+  background: boolean;
+  /** `store: false` responses cannot be retrieved or continued once finished. */
+  stored: boolean;
+  previous_response_id: string | null;
+  instructions: string | null;
+  metadata: Record<string, unknown> | null;
+  cancel_requested: boolean;
+  /** JSON of the final response object, once terminal. */
+  result: string | null;
+  created_at: number;
+  completed_at: number | null;
+}
+
+export type ResponsePatch = Partial<Pick<ResponseRow, "status" | "cancel_requested" | "result" | "completed_at">>;
+
+/**
+ * An HTTP `Idempotency-Key`, scoped to a principal. `fingerprint` hashes method, path and body;
+ * `status` is null while the first request is still running (its `owner` epoch holds it).
+ */
+export interface HttpIdempotencyRow {
+  principal: string;
+  key: string;
+  fingerprint: string;
+  owner: string;
+  status: number | null;
+  body: string | null;
+  created_at: number;
+}
+
+export type SessionPatch = Partial<Omit<SessionRow, "id" | "principal" | "seq_reserved">>;
+export type MessagePatch = Partial<Pick<MessageRow, "content" | "status" | "tool_calls" | "display_metadata">>;
+
+export interface HeartbeatRow {
+  /** The process id of Tether (not the OS pid): one per `tether serve` start. */
+  id: string;
+  pid: number;
+  host: string;
+  started_at: number;
+  last_beat: number;
+}
+
+export interface LeaseRow {
+  session_id: string;
+  /** HeartbeatRow.id of the owning process. */
+  owner: string;
+  /** Fencing token: raised on every change of owner; the owner's writes carry it. */
+  token: number;
+  expires_at: number;
+  /** The owner parks the session with no viewer: a resume elsewhere may take it over. */
+  detached: boolean;
+}
+
+/**
+ * A session's lease as another process sees it (`leaseStates`): who holds it, whether the owner
+ * parked it, and whether the owner is alive (its heartbeat is not older than `deadBefore`).
+ */
+export interface LeaseState {
+  session_id: string;
+  owner: string;
+  detached: boolean;
+  expires_at: number;
+  owner_alive: boolean;
+}
+
+export interface LeaseRequest {
+  session_id: string;
+  owner: string;
+  now: number;
+  ttlMs: number;
+  /** A heartbeat older than this means the owner is dead. */
+  deadBefore: number;
+  /** Take the lease from a live owner that parked the session detached. */
+  takeDetached: boolean;
+}
+
+export type LeaseResult =
+  | { acquired: true; token: number; /** The previous owner, when the lease was taken over. */ from: LeaseRow | null }
+  | { acquired: false; holder: LeaseRow };
+
+/** One task of a delegation: a sub-agent working on `goal` in its own (delegate) session. */
+export interface DelegationTask {
+  goal: string;
+  status: "pending" | "running" | "completed" | "failed";
+  child_session_id: string | null;
+  /** The sub-agent's final answer. */
+  result: string | null;
+  error: string | null;
+  duration_ms: number | null;
+}
+
+/**
+ * A background delegation (`delegate_task`, `/review`): its tasks, who runs it, and its delivery.
+ * The row is the durable claim: at most one process delivers it at a time (`claimed_by` until
+ * `claim_expires_at`), and `delegation.deliver` marks it delivered in the same transaction as the
+ * delivered message — exactly once, whichever session of the lineage it lands in.
+ */
+export interface DelegationRow {
+  id: string;
+  principal: string;
+  /** The session whose turn started it (deliveries go to that session's live tip). */
+  origin_session_id: string;
+  /** `delegate` (delegate_task) or `review` (/review). */
+  kind: string;
+  tasks: DelegationTask[];
+  /** running → completed (all tasks ended; waiting for delivery) → delivered. */
+  status: "running" | "completed" | "delivered";
+  /** Process id running the tasks. */
+  owner: string;
+  claimed_by: string | null;
+  claim_expires_at: number | null;
+  /** Delivery attempts so far (claims taken). */
+  attempts: number;
+  /**
+   * The shared context every task's prompt carries (`delegate_task`'s `context`, `/review`'s
+   * transcript window): kept so a task run again after a takeover gets the same prompt.
+   */
+  context: string | null;
+  /** Times a live process took the running delegation over from a dead or stopped owner to run it again (`takeOverDelegation`). */
+  resumes: number;
+  delivered_session_id: string | null;
+  delivered_message_id: string | null;
+  created_at: number;
+  completed_at: number | null;
+  delivered_at: number | null;
+}
+
+export type DelegationPatch = Partial<Pick<DelegationRow, "tasks" | "status" | "owner" | "completed_at">>;
+
+export interface SessionListQuery {
+  principal: string;
+  profile?: string;
+  limit: number;
+  /** Opaque cursor from a previous page. */
+  cursor?: string;
+  includeEnded: boolean;
+  includeHidden: boolean;
+}
+
+export interface SessionListItem {
+  row: SessionRow;
+  message_count: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}

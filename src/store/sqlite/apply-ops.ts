@@ -1,0 +1,123 @@
+/**
+ * SQLite's op switch: every WriteOp of a `commit` is applied here, inside the store's transaction.
+ * The switch is exhaustive (`unsupportedOp` takes `never`), so a new kind of write cannot be added
+ * without a case — in this store and in PostgreSQL's (postgres/apply-ops.ts), which has the same shape.
+ */
+import type Database from "better-sqlite3";
+import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
+import { FenceError } from "../errors.js";
+import { unsupportedOp, type DelegationOp, type HttpOp, type WriteOp } from "../write-ops.js";
+
+type Statement = Database.Statement;
+
+/** The tables that apply their own ops (http-tables.ts, delegation-tables.ts). */
+interface OpTables<O> {
+  apply(op: O): void;
+}
+
+export class SqliteWrites {
+  private readonly insertSession: Statement;
+  private readonly reserveSeq: Statement;
+  private readonly insertMessage: Statement;
+  private readonly insertEvent: Statement;
+  private readonly insertIdempotency: Statement;
+  private readonly fence: Statement;
+  private readonly insertLease: Statement;
+  /** Patches name a handful of known columns; the statement is cached per column set. */
+  private readonly updates = new Map<string, Statement>();
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly http: OpTables<HttpOp>,
+    private readonly delegations: OpTables<DelegationOp>,
+  ) {
+    this.insertSession = db.prepare(
+      `INSERT INTO sessions (id, principal, profile, title, parent_session_id, model, provider, model_config, flags, todo,
+         started_at, last_activity_at, ended_at, end_reason, seq_reserved, active_turn)
+       VALUES (@id, @principal, @profile, @title, @parent_session_id, @model, @provider, @model_config, @flags, @todo,
+         @started_at, @last_activity_at, @ended_at, @end_reason, @seq_reserved, @active_turn)`,
+    );
+    this.reserveSeq = db.prepare(`UPDATE sessions SET seq_reserved = MAX(seq_reserved, ?) WHERE id = ?`);
+    this.insertMessage = db.prepare(
+      `INSERT INTO messages (id, session_id, role, content, tool_calls, tool_call_id, display_kind,
+         display_metadata, status, created_at, created_seq)
+       VALUES (@id, @session_id, @role, @content, @tool_calls, @tool_call_id, @display_kind,
+         @display_metadata, @status, @created_at, @created_seq)`,
+    );
+    this.insertEvent = db.prepare(
+      `INSERT INTO events (session_id, seq, type, payload, turn_id, trace_id, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.insertIdempotency = db.prepare(
+      `INSERT OR IGNORE INTO idempotency (session_id, request_id, turn_id, trace_id, created_at)
+       VALUES (?, ?, ?, ?, ?)`,
+    );
+    this.fence = db.prepare(`SELECT owner, token FROM leases WHERE session_id = ?`);
+    this.insertLease = db.prepare(
+      `INSERT INTO leases (session_id, owner, token, expires_at, detached) VALUES (?, ?, ?, ?, ?)`,
+    );
+  }
+
+  apply(op: WriteOp): void {
+    switch (op.op) {
+      // First: one per durable frame, by far the most common op.
+      case "event.append": {
+        const r = op.row;
+        this.insertEvent.run(r.session_id, r.seq, r.type, r.payload, r.turn_id, r.trace_id, r.created_at);
+        return;
+      }
+      case "session.insert":
+        this.insertSession.run(sessionToColumns(op.row));
+        return;
+      case "session.update":
+        return this.update("sessions", op.id, sessionPatchToColumns(op.patch));
+      case "seq.reserve":
+        this.reserveSeq.run(op.upTo, op.session_id);
+        return;
+      case "message.insert":
+        this.insertMessage.run(messageToColumns(op.row));
+        return;
+      case "message.update":
+        return this.update("messages", op.id, messagePatchToColumns(op.patch));
+      case "idempotency.put": {
+        const r = op.row;
+        this.insertIdempotency.run(r.session_id, r.request_id, r.turn_id, r.trace_id, r.created_at);
+        return;
+      }
+      case "lease.fence": {
+        const held = this.fence.get(op.session_id) as { owner: string; token: number } | undefined;
+        if (!held || held.owner !== op.owner || held.token !== op.token) throw new FenceError(op.session_id, op.token);
+        return;
+      }
+      case "lease.insert": {
+        const r = op.row;
+        this.insertLease.run(r.session_id, r.owner, r.token, r.expires_at, r.detached ? 1 : 0);
+        return;
+      }
+      case "response.insert":
+      case "response.update":
+      case "http_idempotency.complete":
+      case "http_idempotency.release":
+        return this.http.apply(op);
+      case "delegation.insert":
+      case "delegation.update":
+      case "delegation.deliver":
+        return this.delegations.apply(op);
+      default:
+        return unsupportedOp(op, "SqliteStore");
+    }
+  }
+
+  private update(table: "sessions" | "messages", id: string, cols: Record<string, unknown>): void {
+    const keys = Object.keys(cols);
+    if (keys.length === 0) return;
+    const cacheKey = `${table}:${keys.join(",")}`;
+    let stmt = this.updates.get(cacheKey);
+    if (!stmt) {
+      const sets = keys.map((k) => `${k} = @${k}`).join(", ");
+      stmt = this.db.prepare(`UPDATE ${table} SET ${sets} WHERE id = @__id`);
+      this.updates.set(cacheKey, stmt);
+    }
+    stmt.run({ ...cols, __id: id });
+  }
+}

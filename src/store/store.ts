@@ -1,0 +1,117 @@
+/**
+ * The Store seam. Everything durable goes through `commit(ops)`: one call = one transaction, so a
+ * durable event and the transcript change it describes are written together or not at all. The
+ * interface is async so that PostgreSQL can implement it unchanged; SQLite answers at once.
+ */
+import type {
+  DelegationRow,
+  EventRow,
+  HeartbeatRow,
+  HttpIdempotencyRow,
+  IdempotencyRow,
+  LeaseRequest,
+  LeaseResult,
+  LeaseRow,
+  LeaseState,
+  MessageRow,
+  Page,
+  ResponseRow,
+  SessionListItem,
+  SessionListQuery,
+  SessionRow,
+} from "./rows.js";
+import type { WriteOp } from "./write-ops.js";
+
+export interface DelegationQuery {
+  /** Only delegations started from these sessions. */
+  originSessionIds?: string[];
+  statuses?: Array<DelegationRow["status"]>;
+  limit: number;
+}
+
+/**
+ * Delegation persistence. Optional on a Store: without it `delegate_task` and `/review` are
+ * unavailable (the tool says so). SQLite and PostgreSQL implement it.
+ */
+export interface DelegationStore {
+  getDelegation(id: string): Promise<DelegationRow | null>;
+  /** Oldest first. */
+  listDelegations(query: DelegationQuery): Promise<DelegationRow[]>;
+  /**
+   * Takes the delivery claim of a `completed` delegation for `owner` until `now + ttlMs`, unless
+   * another owner holds an unexpired one. Counts an attempt. True when taken.
+   */
+  claimDelegation(id: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
+  /** Gives a claim back (a failed write), so a retry — here or elsewhere — can take it. */
+  releaseDelegationClaim(id: string, owner: string): Promise<void>;
+  /**
+   * Compare-and-set of a `running` delegation's owner, `fromOwner` → `toOwner`, counting one more
+   * resume. True for exactly one of several processes racing to take over the same owner's row;
+   * false when the owner or status is no longer the one seen.
+   */
+  takeOverDelegation(id: string, fromOwner: string, toOwner: string): Promise<boolean>;
+}
+
+export interface Store {
+  readonly kind: string;
+  /** Runs every write in one transaction. Rejects (and writes nothing) if any op fails. */
+  commit(ops: readonly WriteOp[]): Promise<void>;
+
+  getSession(id: string): Promise<SessionRow | null>;
+  listSessions(query: SessionListQuery): Promise<Page<SessionListItem>>;
+  /** Sessions not ended, for recovery after a restart. */
+  listOpenSessions(): Promise<SessionRow[]>;
+
+  /** The transcript in order; with `afterSeq`, only messages created after that seq. */
+  loadMessages(sessionId: string, afterSeq?: number): Promise<MessageRow[]>;
+  listMessages(sessionId: string, afterMessageId: string | undefined, limit: number): Promise<Page<MessageRow>>;
+
+  /** Durable events with seq > afterSeq, in seq order, at most `limit`. */
+  readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRow[]>;
+  /** Highest stored event seq of a session, 0 when none. */
+  latestEventSeq(sessionId: string): Promise<number>;
+  /** Lowest stored event seq still retained, null when none (retention may drop old events). */
+  earliestEventSeq(sessionId: string): Promise<number | null>;
+
+  getIdempotency(sessionId: string, requestId: string): Promise<IdempotencyRow | null>;
+
+  getResponse(id: string): Promise<ResponseRow | null>;
+  /**
+   * Claims an HTTP idempotency key atomically: inserts `row` unless (principal, key) exists.
+   * Returns the row now stored and whether this call inserted it. A claim still running under
+   * another `owner` (a previous process, `takeOverFrom`) is taken over.
+   */
+  claimHttpIdempotency(row: HttpIdempotencyRow, takeOverFrom?: (owner: string) => boolean): Promise<{ claimed: boolean; row: HttpIdempotencyRow }>;
+
+  /** Records a beat of this process and extends every lease it owns to `leaseExpiresAt`. */
+  beat(row: HeartbeatRow, leaseExpiresAt: number): Promise<void>;
+  removeHeartbeat(id: string): Promise<void>;
+  getHeartbeat(id: string): Promise<HeartbeatRow | null>;
+  listHeartbeats(): Promise<HeartbeatRow[]>;
+  /**
+   * Takes a session's lease, atomically: when free, expired, held by a dead process, already ours,
+   * or (with takeDetached) parked detached by its owner. Otherwise reports who holds it.
+   */
+  acquireLease(req: LeaseRequest): Promise<LeaseResult>;
+  getLease(sessionId: string): Promise<LeaseRow | null>;
+  leasesOf(owner: string): Promise<LeaseRow[]>;
+  /**
+   * The leases of these sessions in one read, each with whether its owner is alive (a heartbeat
+   * not older than `deadBefore`). Sessions without a lease are absent; order is not specified.
+   */
+  leaseStates(sessionIds: readonly string[], deadBefore: number): Promise<LeaseState[]>;
+  setLeaseDetached(sessionId: string, owner: string, token: number, detached: boolean): Promise<void>;
+  releaseLease(sessionId: string, owner: string, token: number): Promise<void>;
+  /**
+   * Open sessions nobody alive owns: no lease, an expired lease, or an owner whose heartbeat is
+   * older than `deadBefore`. Uses the open-sessions index, not a scan of every session.
+   */
+  findOrphanedSessions(now: number, deadBefore: number, limit: number): Promise<string[]>;
+
+  /** Delegations (background sub-agents); absent = the store does not support them yet. */
+  readonly delegations?: DelegationStore;
+
+  /** True when the store answers a trivial query. */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,61 @@
+/**
+ * The writes a `commit(ops)` runs in one transaction. Every backend applies each op in an
+ * exhaustive switch ending in `unsupportedOp`: a new kind of write fails to compile until every
+ * store handles it, and fails loudly at run time rather than being dropped.
+ */
+import type {
+  DelegationPatch,
+  DelegationRow,
+  EventRow,
+  IdempotencyRow,
+  LeaseRow,
+  MessagePatch,
+  MessageRow,
+  ResponsePatch,
+  ResponseRow,
+  SessionPatch,
+  SessionRow,
+} from "./rows.js";
+
+export type WriteOp =
+  | { op: "session.insert"; row: SessionRow }
+  | { op: "session.update"; id: string; patch: SessionPatch }
+  /** Raises seq_reserved to `upTo`; never lowers it. */
+  | { op: "seq.reserve"; session_id: string; upTo: number }
+  | { op: "message.insert"; row: MessageRow }
+  | { op: "message.update"; id: string; patch: MessagePatch }
+  | { op: "event.append"; row: EventRow }
+  | { op: "idempotency.put"; row: IdempotencyRow }
+  | { op: "response.insert"; row: ResponseRow }
+  | { op: "response.update"; id: string; patch: ResponsePatch }
+  /** Records the answer of a claimed HTTP idempotency key. */
+  | { op: "http_idempotency.complete"; principal: string; key: string; status: number; body: string }
+  /** Forgets a claimed key whose request failed (only while `owner` holds it), so a retry runs again. */
+  | { op: "http_idempotency.release"; principal: string; key: string; owner: string }
+  /** Fails the whole transaction with FenceError unless `owner` still holds the lease with `token`. */
+  | { op: "lease.fence"; session_id: string; owner: string; token: number }
+  /** Creates the lease of a session that is being created (token 1), in the creating transaction. */
+  | { op: "lease.insert"; row: LeaseRow }
+  | { op: "delegation.insert"; row: DelegationRow }
+  /**
+   * With `owner`: applies only while that owner runs the delegation (status `running`), else fails
+   * the whole transaction with DelegationLostError — a process that lost it can write nothing.
+   */
+  | { op: "delegation.update"; id: string; patch: DelegationPatch; owner?: string }
+  /**
+   * Marks a delegation delivered (into `session_id` as `message_id`) and drops its claim. Fails the
+   * whole transaction with AlreadyDeliveredError if it already was: the delivered message and
+   * event can never be written twice.
+   */
+  | { op: "delegation.deliver"; id: string; session_id: string; message_id: string; at: number };
+
+/** The HTTP API's writes (`responses`, `http_idempotency`). */
+export type HttpOp = Extract<WriteOp, { op: "response.insert" | "response.update" | "http_idempotency.complete" | "http_idempotency.release" }>;
+
+/** Writes of background sub-agents (`delegations`). */
+export type DelegationOp = Extract<WriteOp, { op: "delegation.insert" | "delegation.update" | "delegation.deliver" }>;
+
+/** The `default` of every op switch: `op` is `never` there as long as every case is handled. */
+export function unsupportedOp(op: never, store: string): never {
+  throw new Error(`${store}: unsupported write op ${(op as { op?: string }).op}`);
+}
