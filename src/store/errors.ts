@@ -35,3 +35,11 @@ export class AlreadyDeliveredError extends Error {
     super(`delegation ${delegationId} was already delivered`);
   }
 }
+
+/** A `request.update` found the request no longer in the status it expected: answered already. */
+export class RequestStateError extends Error {
+  override name = "RequestStateError";
+  constructor(readonly requestId: string) {
+    super(`request ${requestId} was already answered`);
+  }
+}

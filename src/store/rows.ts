@@ -246,3 +246,45 @@ export interface Page<T> {
   items: T[];
   nextCursor: string | null;
 }
+
+/**
+ * An open request of a session (a tool approval, an MCP server's request for input): what the
+ * turn waits for, answered once. `open` → `resolved` (answered; the decision is not applied yet)
+ * → `running` (an approved call's tool started) → `done` (its result is in the transcript).
+ * Anything not `done` after a crash tells the next owner where the turn stood.
+ */
+export interface RequestRow {
+  id: string;
+  session_id: string;
+  turn_id: string;
+  trace_id: string;
+  /** `approval` | `client_tool` | `input`. */
+  kind: string;
+  call_id: string | null;
+  tool: string | null;
+  /** Position of its call in the model's step (decisions are applied in call order). */
+  ordinal: number;
+  /** The `request.opened` payload, as sent. */
+  payload: Record<string, unknown>;
+  /** Its tool is read-only or idempotent: cut by a crash while running, it may run again. */
+  rerunnable: boolean;
+  status: "open" | "resolved" | "running" | "done";
+  choice: string | null;
+  resolved_by: string | null;
+  reason: string | null;
+  note: string | null;
+  /** What the answer carried (input `content`, a client tool's `output`/`error`), as JSON. */
+  answer: Record<string, unknown> | null;
+  created_at: number;
+  resolved_at: number | null;
+}
+
+export type RequestPatch = Partial<Pick<RequestRow, "status" | "choice" | "resolved_by" | "reason" | "note" | "answer" | "resolved_at">>;
+
+/** A stored `always` approval: `tool` runs without asking for `principal`, in this profile's store. */
+export interface ApprovalRow {
+  principal: string;
+  tool: string;
+  by: string;
+  created_at: number;
+}

@@ -4,6 +4,7 @@
  * interface is async so that PostgreSQL can implement it unchanged; SQLite answers at once.
  */
 import type {
+  ApprovalRow,
   DelegationRow,
   EventRow,
   HeartbeatRow,
@@ -15,6 +16,7 @@ import type {
   LeaseState,
   MessageRow,
   Page,
+  RequestRow,
   ResponseRow,
   SessionListItem,
   SessionListQuery,
@@ -50,6 +52,17 @@ export interface DelegationStore {
    * false when the owner or status is no longer the one seen.
    */
   takeOverDelegation(id: string, fromOwner: string, toOwner: string): Promise<boolean>;
+}
+
+/** Open requests and stored approvals (tool approvals, MCP input). SQLite and PostgreSQL implement it. */
+export interface RequestStore {
+  getRequest(id: string): Promise<RequestRow | null>;
+  /** The session's requests not `done`, in turn and call order. */
+  unfinishedRequests(sessionId: string): Promise<RequestRow[]>;
+  /** Tools answered `session` in any of these sessions (a compression lineage). */
+  sessionApprovals(sessionIds: readonly string[]): Promise<string[]>;
+  /** The principal's `always` approvals, by tool. */
+  listApprovals(principal: string): Promise<ApprovalRow[]>;
 }
 
 export interface Store {
@@ -110,6 +123,8 @@ export interface Store {
 
   /** Delegations (background sub-agents); absent = the store does not support them yet. */
   readonly delegations?: DelegationStore;
+  /** Open requests (approvals, MCP input) and stored approvals. */
+  readonly requests: RequestStore;
 
   /** True when the store answers a trivial query. */
   ping(): Promise<boolean>;

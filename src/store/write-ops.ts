@@ -4,6 +4,7 @@
  * store handles it, and fails loudly at run time rather than being dropped.
  */
 import type {
+  ApprovalRow,
   DelegationPatch,
   DelegationRow,
   EventRow,
@@ -11,6 +12,8 @@ import type {
   LeaseRow,
   MessagePatch,
   MessageRow,
+  RequestPatch,
+  RequestRow,
   ResponsePatch,
   ResponseRow,
   SessionPatch,
@@ -47,13 +50,24 @@ export type WriteOp =
    * whole transaction with AlreadyDeliveredError if it already was: the delivered message and
    * event can never be written twice.
    */
-  | { op: "delegation.deliver"; id: string; session_id: string; message_id: string; at: number };
+  | { op: "delegation.deliver"; id: string; session_id: string; message_id: string; at: number }
+  | { op: "request.insert"; row: RequestRow }
+  /**
+   * With `from`: applies only while the request's status is one of them, else fails the whole
+   * transaction with RequestStateError — the first answer wins, even between two processes.
+   */
+  | { op: "request.update"; id: string; patch: RequestPatch; from?: Array<RequestRow["status"]> }
+  | { op: "approval.put"; row: ApprovalRow }
+  | { op: "approval.delete"; principal: string; tool: string };
 
 /** The HTTP API's writes (`responses`, `http_idempotency`). */
 export type HttpOp = Extract<WriteOp, { op: "response.insert" | "response.update" | "http_idempotency.complete" | "http_idempotency.release" }>;
 
 /** Writes of background sub-agents (`delegations`). */
 export type DelegationOp = Extract<WriteOp, { op: "delegation.insert" | "delegation.update" | "delegation.deliver" }>;
+
+/** Writes of open requests and stored approvals (`requests`, `approvals`). */
+export type RequestOp = Extract<WriteOp, { op: "request.insert" | "request.update" | "approval.put" | "approval.delete" }>;
 
 /** The `default` of every op switch: `op` is `never` there as long as every case is handled. */
 export function unsupportedOp(op: never, store: string): never {

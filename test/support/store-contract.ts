@@ -7,7 +7,9 @@ import {
   AlreadyDeliveredError,
   DelegationLostError,
   FenceError,
+  RequestStateError,
   type DelegationRow,
+  type RequestRow,
   type MessageRow,
   type SessionRow,
   type Store,
@@ -492,5 +494,77 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(await d.claimDelegation("d1", "p1", 4000, 100)).toBe(false);
       });
     });
-  });
+  
+    describe("requests and approvals", () => {
+      const request = (id: string, over: Partial<RequestRow> = {}): RequestRow => ({
+        id,
+        session_id: "s1",
+        turn_id: "t1",
+        trace_id: "0".repeat(32),
+        kind: "approval",
+        call_id: `call_${id}`,
+        tool: "files__write_file",
+        ordinal: 0,
+        payload: { request_id: id, kind: "approval", tool: "files__write_file", args: { path: "a" } },
+        rerunnable: false,
+        status: "open",
+        choice: null,
+        resolved_by: null,
+        reason: null,
+        note: null,
+        answer: null,
+        created_at: 2000,
+        resolved_at: null,
+        ...over,
+      });
+
+      it("round-trips a request, and the first answer wins: a guarded update of an answered request fails its transaction", async () => {
+        const store = await fresh();
+        await store.commit([{ op: "session.insert", row: sessionRow("s1") }, { op: "request.insert", row: request("r1", { rerunnable: true }) }]);
+        expect(await store.requests.getRequest("r1")).toEqual(request("r1", { rerunnable: true }));
+        const answer = (choice: string): WriteOp => ({ op: "request.update", id: "r1", patch: { status: "resolved", choice, resolved_by: "alice", resolved_at: 3000 }, from: ["open"] });
+        await store.commit([answer("once")]);
+        await expect(store.commit([{ op: "session.update", id: "s1", patch: { title: "lost" } }, answer("deny")])).rejects.toBeInstanceOf(RequestStateError);
+        expect(await store.requests.getRequest("r1")).toMatchObject({ status: "resolved", choice: "once", resolved_by: "alice", resolved_at: 3000 });
+        expect((await store.getSession("s1"))!.title).toBe("title s1");
+        await store.commit([{ op: "request.update", id: "r1", patch: { status: "done", answer: { content: { a: 1 } } } }]);
+        expect(await store.requests.getRequest("r1")).toMatchObject({ status: "done", answer: { content: { a: 1 } } });
+        expect(await store.requests.getRequest("nope")).toBeNull();
+      });
+
+      it("lists a session's unfinished requests in order, and the tools answered `session` in a lineage", async () => {
+        const store = await fresh();
+        await store.commit([
+          { op: "session.insert", row: sessionRow("s1") },
+          { op: "session.insert", row: sessionRow("s2") },
+          { op: "request.insert", row: request("r2", { ordinal: 1 }) },
+          { op: "request.insert", row: request("r1", { ordinal: 0 }) },
+          { op: "request.insert", row: request("r3", { status: "done", choice: "session", tool: "a__b" }) },
+          { op: "request.insert", row: request("r4", { session_id: "s2", status: "done", choice: "session", tool: "c__d" }) },
+          { op: "request.insert", row: request("r5", { session_id: "s2", status: "done", choice: "once", tool: "e__f" }) },
+        ]);
+        expect((await store.requests.unfinishedRequests("s1")).map((r) => r.id)).toEqual(["r1", "r2"]);
+        expect((await store.requests.sessionApprovals(["s1"])).sort()).toEqual(["a__b"]);
+        expect((await store.requests.sessionApprovals(["s1", "s2"])).sort()).toEqual(["a__b", "c__d"]);
+        expect(await store.requests.sessionApprovals([])).toEqual([]);
+      });
+
+      it("stores, lists (per principal) and revokes `always` approvals", async () => {
+        const store = await fresh();
+        await store.commit([
+          { op: "approval.put", row: { principal: "alice", tool: "b__x", by: "alice", created_at: 1 } },
+          { op: "approval.put", row: { principal: "alice", tool: "a__x", by: "alice", created_at: 2 } },
+          { op: "approval.put", row: { principal: "bob", tool: "a__x", by: "bob", created_at: 3 } },
+          { op: "approval.put", row: { principal: "alice", tool: "a__x", by: "alice", created_at: 4 } },
+        ]);
+        expect(await store.requests.listApprovals("alice")).toEqual([
+          { principal: "alice", tool: "a__x", by: "alice", created_at: 4 },
+          { principal: "alice", tool: "b__x", by: "alice", created_at: 1 },
+        ]);
+        await store.commit([{ op: "approval.delete", principal: "alice", tool: "a__x" }]);
+        expect((await store.requests.listApprovals("alice")).map((a) => a.tool)).toEqual(["b__x"]);
+        expect((await store.requests.listApprovals("bob")).map((a) => a.tool)).toEqual(["a__x"]);
+      });
+    });
+});
 }

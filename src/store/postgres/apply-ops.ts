@@ -7,11 +7,11 @@ import type pg from "pg";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
 import { FenceError } from "../errors.js";
 import type { EventRow, IdempotencyRow, LeaseRow, MessageRow, SessionRow } from "../rows.js";
-import { unsupportedOp, type DelegationOp, type HttpOp, type WriteOp } from "../write-ops.js";
+import { unsupportedOp, type DelegationOp, type HttpOp, type RequestOp, type WriteOp } from "../write-ops.js";
 
 export type Queryable = Pick<pg.PoolClient, "query">;
 
-/** The tables that apply their own ops (http-tables.ts, delegation-tables.ts). */
+/** The tables that apply their own ops (http-tables.ts, delegation-tables.ts, request-tables.ts). */
 interface OpTables<O> {
   apply(c: Queryable, op: O): Promise<void>;
 }
@@ -20,6 +20,7 @@ export class PgWrites {
   constructor(
     private readonly http: OpTables<HttpOp>,
     private readonly delegations: OpTables<DelegationOp>,
+    private readonly requests: OpTables<RequestOp>,
   ) {}
 
   async apply(c: Queryable, op: WriteOp): Promise<void> {
@@ -52,6 +53,11 @@ export class PgWrites {
       case "delegation.update":
       case "delegation.deliver":
         return this.delegations.apply(c, op);
+      case "request.insert":
+      case "request.update":
+      case "approval.put":
+      case "approval.delete":
+        return this.requests.apply(c, op);
       default:
         return unsupportedOp(op, "PostgresStore");
     }

@@ -162,4 +162,39 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       ALTER TABLE delegations ADD COLUMN context TEXT, ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 6,
+    name: "requests: open requests of turns (approvals, input) and stored always-approvals",
+    sql: `
+      CREATE TABLE requests (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        session_id TEXT COLLATE "C" NOT NULL,
+        turn_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        call_id TEXT,
+        tool TEXT,
+        ordinal INTEGER NOT NULL,
+        payload TEXT NOT NULL,
+        rerunnable BOOLEAN NOT NULL DEFAULT FALSE,
+        status TEXT NOT NULL,
+        choice TEXT,
+        resolved_by TEXT,
+        reason TEXT,
+        note TEXT,
+        answer TEXT,
+        created_at BIGINT NOT NULL,
+        resolved_at BIGINT
+      );
+      CREATE INDEX requests_unfinished ON requests (session_id, created_at) WHERE status <> 'done';
+      CREATE INDEX requests_session_choice ON requests (session_id) WHERE choice = 'session';
+      CREATE TABLE approvals (
+        principal TEXT COLLATE "C" NOT NULL,
+        tool TEXT COLLATE "C" NOT NULL,
+        by TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (principal, tool)
+      );
+    `,
+  },
 ];

@@ -28,6 +28,7 @@ import type { Store } from "../store.js";
 import type { WriteOp } from "../write-ops.js";
 import { PgWrites } from "./apply-ops.js";
 import { PgDelegationTables } from "./delegation-tables.js";
+import { PgRequestTables } from "./request-tables.js";
 import { PgHttpTables } from "./http-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 
@@ -71,6 +72,8 @@ export class PostgresStore implements Store {
   private readonly pool: pg.Pool;
   /** Background sub-agents (`delegations`). */
   readonly delegations: PgDelegationTables;
+  /** Open requests and stored approvals (`requests`, `approvals`). */
+  readonly requests: PgRequestTables;
   /** The HTTP API's tables (responses, idempotency keys). */
   private readonly http: PgHttpTables;
   private readonly writes: PgWrites;
@@ -80,8 +83,9 @@ export class PostgresStore implements Store {
     this.pool = pool;
     this.schema = schema;
     this.delegations = new PgDelegationTables(pool);
+    this.requests = new PgRequestTables(pool);
     this.http = new PgHttpTables(pool, (fn) => this.tx(fn));
-    this.writes = new PgWrites(this.http, this.delegations);
+    this.writes = new PgWrites(this.http, this.delegations, this.requests);
   }
 
   /** Connects, creates the schema if named, and applies pending migrations (serialized across nodes). */

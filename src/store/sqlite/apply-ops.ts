@@ -6,11 +6,11 @@
 import type Database from "better-sqlite3";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
 import { FenceError } from "../errors.js";
-import { unsupportedOp, type DelegationOp, type HttpOp, type WriteOp } from "../write-ops.js";
+import { unsupportedOp, type DelegationOp, type HttpOp, type RequestOp, type WriteOp } from "../write-ops.js";
 
 type Statement = Database.Statement;
 
-/** The tables that apply their own ops (http-tables.ts, delegation-tables.ts). */
+/** The tables that apply their own ops (http-tables.ts, delegation-tables.ts, request-tables.ts). */
 interface OpTables<O> {
   apply(op: O): void;
 }
@@ -30,6 +30,7 @@ export class SqliteWrites {
     private readonly db: Database.Database,
     private readonly http: OpTables<HttpOp>,
     private readonly delegations: OpTables<DelegationOp>,
+    private readonly requests: OpTables<RequestOp>,
   ) {
     this.insertSession = db.prepare(
       `INSERT INTO sessions (id, principal, profile, title, parent_session_id, model, provider, model_config, flags, todo,
@@ -103,6 +104,11 @@ export class SqliteWrites {
       case "delegation.update":
       case "delegation.deliver":
         return this.delegations.apply(op);
+      case "request.insert":
+      case "request.update":
+      case "approval.put":
+      case "approval.delete":
+        return this.requests.apply(op);
       default:
         return unsupportedOp(op, "SqliteStore");
     }

@@ -160,4 +160,39 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE delegations ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 6,
+    name: "requests: open requests of turns (approvals, input) and stored always-approvals",
+    sql: `
+      CREATE TABLE requests (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        call_id TEXT,
+        tool TEXT,
+        ordinal INTEGER NOT NULL,
+        payload TEXT NOT NULL,
+        rerunnable INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL,
+        choice TEXT,
+        resolved_by TEXT,
+        reason TEXT,
+        note TEXT,
+        answer TEXT,
+        created_at INTEGER NOT NULL,
+        resolved_at INTEGER
+      );
+      CREATE INDEX requests_unfinished ON requests (session_id, created_at) WHERE status <> 'done';
+      CREATE INDEX requests_session_choice ON requests (session_id) WHERE choice = 'session';
+      CREATE TABLE approvals (
+        principal TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        by TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (principal, tool)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

@@ -28,6 +28,7 @@ import type { Store } from "../store.js";
 import type { WriteOp } from "../write-ops.js";
 import { SqliteWrites } from "./apply-ops.js";
 import { DelegationTables } from "./delegation-tables.js";
+import { RequestTables } from "./request-tables.js";
 import { HttpTables } from "./http-tables.js";
 import { MIGRATIONS } from "./migrations.js";
 
@@ -49,6 +50,8 @@ export class SqliteStore implements Store {
   private readonly http: HttpTables;
   /** Background sub-agents (`delegations`). */
   readonly delegations: DelegationTables;
+  /** Open requests and stored approvals (`requests`, `approvals`). */
+  readonly requests: RequestTables;
 
   constructor(options: SqliteStoreOptions) {
     this.path = options.path;
@@ -110,7 +113,8 @@ export class SqliteStore implements Store {
     };
     this.http = new HttpTables(db);
     this.delegations = new DelegationTables(db);
-    const writes = new SqliteWrites(db, this.http, this.delegations);
+    this.requests = new RequestTables(db);
+    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       for (const op of ops) writes.apply(op);
     });
