@@ -7,6 +7,7 @@
  */
 import { EventType, type ToolCall, type ToolCompletePayload, type ToolStartPayload } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
+import type { WriteOp } from "../store/types.js";
 import type { ChatMessage } from "./provider.js";
 import { executeTool, refusedRun, ToolErrorCode, type ToolOffer, type ToolRun } from "./tools/index.js";
 import type { TurnContext } from "./turn-context.js";
@@ -27,17 +28,20 @@ export async function runToolCall(
   logger: Logger,
   call: ToolCall,
   offer: ToolOffer,
-  /** `approved`: an `ask` tool may run (its request was approved, or a `session`/`always` answer covers it). */
-  opts: { approved?: boolean } = {},
+  /**
+   * `approved`: an `ask` tool may run (its request was approved, or a `session`/`always` answer
+   * covers it). `startOps`/`completeOps` ride on its `tool.start`/`tool.complete`.
+   */
+  opts: { approved?: boolean; startOps?: WriteOp[]; completeOps?: WriteOp[] } = {},
 ): Promise<ChatMessage> {
   const started = ctx.clock.monotonic();
   const { args, error: badJson } = parseToolArguments(call);
-  frames.emit<ToolStartPayload>(EventType.ToolStart, { call_id: call.id, name: call.name, args });
+  frames.emit<ToolStartPayload>(EventType.ToolStart, { call_id: call.id, name: call.name, args }, opts.startOps);
   const run =
     badJson !== undefined
       ? refusedRun(ToolErrorCode.InvalidArguments, badJson)
       : await decideAndRun(ctx, logger, call, args, offer, opts.approved === true);
-  return completeToolCall(ctx, frames, call, run, started);
+  return completeToolCall(ctx, frames, call, run, started, opts.completeOps);
 }
 
 async function decideAndRun(ctx: TurnContext, logger: Logger, call: ToolCall, args: unknown, offer: ToolOffer, approved: boolean): Promise<ToolRun> {
@@ -68,7 +72,14 @@ async function decideAndRun(ctx: TurnContext, logger: Logger, call: ToolCall, ar
 }
 
 /** `tool.complete` with the tool message row, in one transaction; the message the model reads next. */
-export function completeToolCall(ctx: TurnContext, frames: TurnFrames, call: ToolCall, run: ToolRun, startedMono: number): ChatMessage {
+export function completeToolCall(
+  ctx: TurnContext,
+  frames: TurnFrames,
+  call: ToolCall,
+  run: ToolRun,
+  startedMono: number,
+  extraOps: WriteOp[] = [],
+): ChatMessage {
   const payload: ToolCompletePayload = {
     call_id: call.id,
     name: call.name,
@@ -87,6 +98,7 @@ export function completeToolCall(ctx: TurnContext, frames: TurnFrames, call: Too
         tool_call_id: call.id,
       }),
     },
+    ...extraOps,
   ]);
   return { role: "tool", content: run.content, tool_call_id: call.id };
 }

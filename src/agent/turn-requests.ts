@@ -30,12 +30,17 @@ export interface TurnRequests {
   open(calls: PendingCall[], frames: TurnFrames): { ops: WriteOp[]; announce(): void };
 }
 
-/** What happens to a call that waited, once its request is answered (or the turn gave up on it). */
-export type PendingDecision =
+/**
+ * What happens to a call that waited, once its request is answered (or the turn gave up on it).
+ * `startOps` ride on its `tool.start`, `completeOps` on its `tool.complete` (the request's own
+ * bookkeeping: started, done), so the transcript and the request never disagree after a crash.
+ */
+export type PendingDecision = (
   /** Approved: run it now (`tool.start`, the tool, `tool.complete`). */
   | { call: ToolCall; action: "run" }
   /**
    * Not run: `tool.complete` with this tool error (`denied`, `cancelled`, `effect_unknown` …).
    * `started`: its `tool.start` is already in the log (a crash cut it), so only the end is written.
    */
-  | { call: ToolCall; action: "refuse"; code: string; message: string; started?: boolean };
+  | { call: ToolCall; action: "refuse"; code: string; message: string; started?: boolean }
+) & { startOps?: WriteOp[]; completeOps?: WriteOp[] };

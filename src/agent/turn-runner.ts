@@ -90,11 +90,17 @@ export async function continueTurn(ctx: TurnContext, decisions: PendingDecision[
     for (const d of decisions) {
       const cancelled = opts.end !== undefined || ctx.signal.aborted;
       if (d.action === "run" && !cancelled && offer) {
-        ctx.history.push(await runToolCall(ctx, frames, logger, d.call, offer, { approved: true }));
+        ctx.history.push(
+          await runToolCall(ctx, frames, logger, d.call, offer, {
+            approved: true,
+            ...(d.startOps ? { startOps: d.startOps } : {}),
+            ...(d.completeOps ? { completeOps: d.completeOps } : {}),
+          }),
+        );
         continue;
       }
       const refusal = d.action === "refuse" ? d : { code: ToolErrorCode.Interrupted, message: "the turn was interrupted before this call ran", started: false };
-      ctx.history.push(writeRefusal(ctx, frames, d.call, refusal.code, refusal.message, refusal.started === true));
+      ctx.history.push(writeRefusal(ctx, frames, d, refusal.code, refusal.message, refusal.started === true));
     }
     if (opts.end) result = { status: opts.end };
     else if (ctx.signal.aborted) result = { status: "interrupted" };
@@ -107,10 +113,11 @@ export async function continueTurn(ctx: TurnContext, decisions: PendingDecision[
 }
 
 /** `tool.start` (unless the log has it) and `tool.complete` with a tool error, for a call that does not run. */
-function writeRefusal(ctx: TurnContext, frames: TurnFrames, call: ToolCall, code: string, message: string, started: boolean): ChatMessage {
+function writeRefusal(ctx: TurnContext, frames: TurnFrames, d: PendingDecision, code: string, message: string, started: boolean): ChatMessage {
   const t = ctx.clock.monotonic();
+  const { call } = d;
   if (!started) frames.emit(EventType.ToolStart, { call_id: call.id, name: call.name, args: parseToolArguments(call).args });
-  return completeToolCall(ctx, frames, call, refusedRun(code, message), t);
+  return completeToolCall(ctx, frames, call, refusedRun(code, message), t, d.completeOps ?? []);
 }
 
 function turnLogger(ctx: TurnContext): Logger {

@@ -67,6 +67,8 @@ export const ToolsSchema = z.object({
   timeout_s: z.number().positive().default(120),
   /** Longest a turn waits for an MCP server to connect (first use, or a retry in flight); then its tools are left out. */
   connect_timeout_s: z.number().positive().default(15),
+  /** A tool approval nobody answered for this long resolves as `deny` (reason `timeout`); 0 = never. */
+  approval_timeout_s: z.number().min(0).default(0),
   /** Overrides of the default policy (built-in tools `auto`; MCP tools `auto` if `readOnlyHint`, else `ask`). */
   policy: PolicyMapSchema.default({}),
 });
@@ -77,6 +79,7 @@ export type ToolsConfig = z.infer<typeof ToolsSchema>;
 export const ProfileToolsSchema = z.object({
   timeout_s: z.number().positive().optional(),
   connect_timeout_s: z.number().positive().optional(),
+  approval_timeout_s: z.number().min(0).optional(),
   policy: PolicyMapSchema.optional(),
 });
 
@@ -101,6 +104,7 @@ export function toolsConfigFor(config: ToolsConfigSource, profile: string): Reso
   const tools: ToolsConfig = {
     timeout_s: own?.tools?.timeout_s ?? config.tools.timeout_s,
     connect_timeout_s: own?.tools?.connect_timeout_s ?? config.tools.connect_timeout_s,
+    approval_timeout_s: own?.tools?.approval_timeout_s ?? config.tools.approval_timeout_s,
     policy: { ...config.tools.policy, ...(own?.tools?.policy ?? {}) },
   };
   const policy = [

@@ -46,5 +46,9 @@ export function connectionHandlers(
     [Method.TodoGet]: (p, sessions) => sessions.todo(caller, p.session_id),
     [Method.DelegationList]: (p, sessions) => sessions.delegationList(caller, p.session_id),
     [Method.ConfigSet]: (p, sessions) => sessions.configSet(caller, p.session_id, p.key, p.value, p.confirm ?? false),
+    [Method.RequestRespond]: (p, sessions) =>
+      sessions.respond(caller, p.session_id, p.request_id, { choice: p.choice, note: p.note, content: p.content, output: p.output, error: p.error }),
+    [Method.ApprovalsList]: (_p, sessions) => sessions.approvals(caller),
+    [Method.ApprovalsRevoke]: (p, sessions) => sessions.revokeApproval(caller, p.tool),
   };
 }

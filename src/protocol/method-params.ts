@@ -79,6 +79,26 @@ export const ConfigSetParams = z.object({
   confirm: z.boolean().optional(),
 });
 
+/**
+ * `request.respond`: an approval takes `choice` (once | session | always | deny) and an optional
+ * `note`; an input request `content` (or `choice: decline | cancel`); a client tool `output` or
+ * `error`. Which fields a request takes is checked against its kind (-32602 names the field).
+ */
+export const RequestRespondParams = z.object({
+  session_id: sessionId,
+  profile,
+  request_id: z.string().min(1).max(200),
+  choice: z.string().min(1).max(50).optional(),
+  note: z.string().max(10_000).optional(),
+  content: z.record(z.string(), z.unknown()).optional(),
+  output: z.unknown().optional(),
+  error: z.string().max(100_000).optional(),
+});
+
+export const ProfileParams = z.object({ profile }).optional();
+
+export const ApprovalsRevokeParams = z.object({ profile, tool: z.string().min(1).max(200) });
+
 /** Parameter schema of every method (the `satisfies` makes a method without one a type error). */
 export const METHOD_PARAMS = {
   [Method.Ping]: EmptyParams,
@@ -98,4 +118,7 @@ export const METHOD_PARAMS = {
   [Method.ConfigSet]: ConfigSetParams,
   [Method.TodoGet]: SessionIdParams,
   [Method.DelegationList]: SessionIdParams,
+  [Method.RequestRespond]: RequestRespondParams,
+  [Method.ApprovalsList]: ProfileParams,
+  [Method.ApprovalsRevoke]: ApprovalsRevokeParams,
 } as const satisfies Record<MethodName, z.ZodType>;

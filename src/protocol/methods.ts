@@ -8,8 +8,11 @@
 import type { z } from "zod";
 import type { Frame } from "./events.js";
 import type {
+  ApprovalsRevokeParams,
   ConfigSetParams,
   EmptyParams,
+  ProfileParams,
+  RequestRespondParams,
   EventsSinceParams,
   PromptSubmitParams,
   SessionCreateParams,
@@ -20,6 +23,7 @@ import type {
   SessionUpdateParams,
 } from "./method-params.js";
 import type { ActiveTurn, DelegationSummary, Message, MessageSnapshot, SessionSummary, Snapshot, TodoState } from "./types.js";
+import type { RequestRespondResult, StoredApproval } from "./requests.js";
 
 export const PROTOCOL_VERSION = 1;
 
@@ -41,6 +45,9 @@ export const Method = {
   ConfigSet: "config.set",
   TodoGet: "todo.get",
   DelegationList: "delegation.list",
+  RequestRespond: "request.respond",
+  ApprovalsList: "approvals.list",
+  ApprovalsRevoke: "approvals.revoke",
 } as const;
 
 export type MethodName = (typeof Method)[keyof typeof Method];
@@ -113,6 +120,9 @@ export interface MethodMap {
   };
   "todo.get": { params: z.input<typeof SessionIdParams>; result: TodoState };
   "delegation.list": { params: z.input<typeof SessionIdParams>; result: { delegations: DelegationSummary[] } };
+  "request.respond": { params: z.input<typeof RequestRespondParams>; result: RequestRespondResult };
+  "approvals.list": { params: z.input<typeof ProfileParams>; result: { approvals: StoredApproval[] } };
+  "approvals.revoke": { params: z.input<typeof ApprovalsRevokeParams>; result: { revoked: boolean } };
 }
 
 const METHOD_NAMES: ReadonlySet<string> = new Set<string>(Object.values(Method));

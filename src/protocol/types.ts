@@ -1,6 +1,7 @@
 /** Result shapes shared by the server, the SDK and the web client. */
 import type { TurnErrorInfo } from "./errors.js";
 import type { MessageStatus } from "./events.js";
+import type { OpenRequest } from "./requests.js";
 
 export interface Usage {
   prompt_tokens: number;
@@ -77,6 +78,8 @@ export interface Snapshot {
   todo: TodoState;
   /** Delegations started from this session's lineage (newest last); empty when the store has none. */
   delegations: DelegationSummary[];
+  /** Requests the session waits for (tool approvals, MCP input), oldest first: answer with `request.respond`. */
+  open_requests: OpenRequest[];
   /** Present when the resume passed `after_seq`: `messages` is then empty (`session.events.since` brings everything after it). */
   messages_after_seq?: number;
 }

@@ -7,7 +7,7 @@
  *
  *   const parts = assembleSessions(deps);   // SessionManager does this; tests may reach `manager.parts`
  */
-import { CompressionSchema, DelegationSchema, type TetherConfig } from "../config/index.js";
+import { CompressionSchema, DelegationSchema, toolsConfigFor, type TetherConfig } from "../config/index.js";
 import type { ProviderCatalog } from "../agent/provider-catalog.js";
 import { noopMetrics } from "../lib/metrics.js";
 import { GlobalFrames } from "./core/global-frames.js";
@@ -29,6 +29,7 @@ import { SessionViews } from "./views/session-views.js";
 import { NodeRouting } from "./cluster/node-routing.js";
 import { RemoteView } from "./cluster/remote-view.js";
 import { RuntimeAssembly } from "./runtime-assembly.js";
+import { RequestService } from "./requests/request-service.js";
 
 /** The parts of one manager: for the SessionManager, the composition root and tests — never transports. */
 export interface SessionParts {
@@ -45,6 +46,8 @@ export interface SessionParts {
   readonly views: SessionViews;
   readonly compressor: Compressor;
   readonly delegations: DelegationService;
+  /** Open requests (tool approvals, MCP input) of this manager's live sessions. */
+  readonly requests: RequestService;
   /** Scale-out: forwards to and serves sessions a sibling node owns (null on one node). */
   readonly routing: NodeRouting | null;
 }
@@ -63,6 +66,8 @@ export function assembleSessions(deps: SessionManagerDeps): SessionParts {
   const { ownership, binding } = lifecycle;
   // models
   const switching = new ModelSwitching({ settings, logger });
+  // requests
+  const requests = new RequestService({ store, clock, ids, logger, registry, settings });
   // the wings
   const rotation = new Rotation({ clock, ids, logger, metrics, registry, ownership, timers, binding });
   const compressor = new Compressor({ store, clock, logger, settings, registry, rotation });
@@ -71,8 +76,8 @@ export function assembleSessions(deps: SessionManagerDeps): SessionParts {
   // views (a Snapshot lists the session's delegations: the wing is handed down as a lister)
   const views = new SessionViews({ store, epoch: deps.epoch, clock, registry, ownership, delegations });
   // the top: the one assembler of a runtime, installed last in the registry's door
-  registry.useOpener(new RuntimeAssembly({ store, clock, ids, logger, tools: deps.tools, settings, registry, switching, compressor, delegations, ...lifecycle }));
-  return { settings, registry, globals, switching, views, compressor, delegations, routing, ...lifecycle };
+  registry.useOpener(new RuntimeAssembly({ store, clock, ids, logger, tools: deps.tools, settings, registry, switching, compressor, delegations, requests, ...lifecycle }));
+  return { settings, registry, globals, switching, views, compressor, delegations, requests, routing, ...lifecycle };
 }
 
 /** Live reload: every part reads the new values at its next decision (providers: at the next open). */
@@ -88,6 +93,7 @@ export function applyLiveConfig(settings: LiveSettings, config: TetherConfig, ca
     models: config.models,
     providers: catalog,
     profile: profile ? { name: profile.name, ...(config.profiles[profile.name] ?? {}) } : undefined,
+    approvalTimeoutS: toolsConfigFor(config, profile?.name ?? "default").tools.approval_timeout_s,
   } satisfies LiveSettings);
 }
 
@@ -102,6 +108,7 @@ function settingsOf(deps: SessionManagerDeps): LiveSettings {
     models: deps.models ?? defaultModelsConfig(),
     providers: deps.providers,
     profile: deps.profile,
+    approvalTimeoutS: deps.approvalTimeoutS ?? 0,
   };
 }
 

@@ -30,6 +30,7 @@ import { chooseModel } from "./models/model-identity.js";
 import type { ModelSwitching } from "./models/model-switching.js";
 import type { Compressor } from "./rotation/compression.js";
 import type { DelegationService } from "./delegation/delegation-service.js";
+import type { RequestService } from "./requests/request-service.js";
 
 export interface RuntimeAssemblyDeps {
   store: Store;
@@ -48,6 +49,7 @@ export interface RuntimeAssemblyDeps {
   switching: ModelSwitching;
   compressor: Compressor;
   delegations: DelegationService;
+  requests: RequestService;
 }
 
 export class RuntimeAssembly implements RuntimeOpener {
@@ -71,6 +73,9 @@ export class RuntimeAssembly implements RuntimeOpener {
     const row = await storage(() => d.store.getSession(sessionId));
     if (!row) throw new TetherError(ErrorCode.NotFound, `Session not found: ${sessionId}`);
     const messages = await storage(() => d.store.loadMessages(sessionId));
+    // A turn parked on requests (or continuing after them) is not over: recovery picks it up.
+    const unfinished = await storage(() => d.store.requests.unfinishedRequests(sessionId));
+    const parked = unfinished.filter((r) => r.kind === "approval");
     // A write refused by the fence means another process owns the session now: drop ours quietly.
     const log = await storage(() =>
       d.logs.open(sessionId, () => {
@@ -78,7 +83,7 @@ export class RuntimeAssembly implements RuntimeOpener {
         if (rt) d.ending.supersede(rt);
       }),
     );
-    if (await finishInterruptedTurn(row, messages, log)) {
+    if (await finishInterruptedTurn(row, messages, log, parked.at(-1)?.turn_id)) {
       d.logger.warn({ session_id: sessionId }, "finished a turn interrupted by a previous process");
     }
     // Stale provider config must not survive a resume: re-choose, heal, and say so.
@@ -94,7 +99,7 @@ export class RuntimeAssembly implements RuntimeOpener {
       {
         row,
         log,
-        history: toChatHistory(messages),
+        history: toChatHistory(messages, new Set(parked.flatMap((r) => (r.call_id ? [r.call_id] : [])))),
         lineage,
         provider: d.switching.catalog.resolve(choice.provider).provider,
         model: choice.model,
@@ -105,6 +110,7 @@ export class RuntimeAssembly implements RuntimeOpener {
       this.hooks,
     );
     d.registry.opened(runtime);
+    await d.requests.recover(runtime, unfinished);
     if (lease.from) d.logger.info({ session_id: sessionId, from: lease.from.owner }, "took over the session's lease");
     void d.lifecycle.enforceCap().catch((err: unknown) => d.logger.error({ err }, "LRU cap enforcement failed"));
     return runtime;
@@ -122,7 +128,7 @@ export class RuntimeAssembly implements RuntimeOpener {
 
 /** The hooks every runtime of a manager calls, each from the room that owns its concern. */
 function runtimeHooks(d: RuntimeAssemblyDeps): RuntimeHooks {
-  const { switching, compressor, delegations, binding, store } = d;
+  const { switching, compressor, delegations, binding, store, requests } = d;
   return {
     beforeTurn: (rt) => switching.applyPending(rt),
     command: async (rt, turn, signal, startOps) =>
@@ -136,5 +142,9 @@ function runtimeHooks(d: RuntimeAssemblyDeps): RuntimeHooks {
     },
     turnSettled: (rt) => binding.turnSettled(rt),
     delegationsRunning: (rt) => delegations.runningFor(rt.lineage),
+    // Sub-agents have nobody to ask: their `ask` calls are refused (approval_required).
+    turnRequests: async (rt) => (rt.row.flags.delegate ? undefined : requests.turnRequests(rt)),
+    awaitAnswers: (rt, turn, signal) => requests.awaitAnswers(rt, turn, signal),
+    requestInput: (rt, turn) => (rt.row.flags.delegate ? undefined : requests.requestInput(rt, turn)),
   };
 }

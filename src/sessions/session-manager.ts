@@ -10,7 +10,20 @@
  * `parts` are the rooms themselves, for the composition root and tests; transports never use them.
  */
 import { EndReason, ErrorCode, EventType, isRecoverableEnd, TetherError } from "../protocol/index.js";
-import type { DelegationSummary, EncodedJson, Frame, Message, SessionSummary, SinceResult, Snapshot, StatsResult, SubmitResult, TodoState } from "../protocol/index.js";
+import type {
+  DelegationSummary,
+  EncodedJson,
+  Frame,
+  Message,
+  RequestRespondResult,
+  SessionSummary,
+  SinceResult,
+  Snapshot,
+  StatsResult,
+  StoredApproval,
+  SubmitResult,
+  TodoState,
+} from "../protocol/index.js";
 import type { SinceOptions } from "../events/index.js";
 import type { TetherConfig } from "../config/index.js";
 import type { ProviderCatalog } from "../agent/provider-catalog.js";
@@ -29,6 +42,8 @@ import type { ForwardedCalls } from "./cluster/node-routing.js";
 import { applyLiveConfig, assembleSessions, type SessionParts } from "./assembly.js";
 import { resumeSession, type ResumeDeps } from "./resuming.js";
 import { startTurn, type StartedTurn, type TurnRequest } from "./turn-entry.js";
+import { reopenStored } from "./lifecycle/reopening.js";
+import type { RequestAnswer } from "./requests/request-shapes.js";
 
 export type { ProviderCatalog } from "../agent/provider-catalog.js";
 export type { Caller, CreateParams, GlobalListener, ListParams, SessionManagerDeps } from "./core/types.js";
@@ -235,6 +250,37 @@ export class SessionManager implements ForwardedCalls {
 
   async todo(caller: Caller, sessionId: string): Promise<TodoState> {
     return onLiveTip(this.tips, caller, sessionId, async (tipId) => (await this.requireLive(caller, tipId, "todo.get")).todo.get());
+  }
+
+  // ---- Requests ----
+
+  /**
+   * `request.respond`: answers a request of the session, wherever it waits. Forwarded to a live
+   * owner node; a session not live anywhere (reaped, its process gone) is opened here first — its
+   * parked turn waits again — and then answered.
+   */
+  async respond(caller: Caller, sessionId: string, requestId: string, answer: RequestAnswer): Promise<RequestRespondResult> {
+    const routed = await this.forwardOrTakeOver(caller, sessionId, "request.respond", { request_id: requestId, answer });
+    if (routed.forwarded) return routed.result as RequestRespondResult;
+    const { registry, binding, requests } = this.parts;
+    const runtime =
+      registry.get(sessionId) ??
+      (await binding.binding(sessionId, () => reopenStored({ store: this.deps.store, committer: this.deps.committer, registry }, caller, sessionId, isRecoverableEnd)));
+    assertOwner(caller, runtime.row);
+    return requests.respond(caller, runtime, requestId, answer);
+  }
+
+  /** `approvals.list`: the caller's stored `always` approvals in this profile. */
+  async approvals(caller: Caller): Promise<{ approvals: StoredApproval[] }> {
+    const rows = await storage(() => this.deps.store.requests.listApprovals(caller.principal));
+    return { approvals: rows.map((r) => ({ tool: r.tool, by: r.by, created_at: r.created_at })) };
+  }
+
+  /** `approvals.revoke`: the tool asks again from the next call on. */
+  async revokeApproval(caller: Caller, tool: string): Promise<{ revoked: boolean }> {
+    const had = (await storage(() => this.deps.store.requests.listApprovals(caller.principal))).some((r) => r.tool === tool);
+    if (had) await storage(() => this.deps.committer.enqueue([{ op: "approval.delete", principal: caller.principal, tool }]));
+    return { revoked: had };
   }
 
   // ---- Events ----

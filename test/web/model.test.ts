@@ -28,6 +28,7 @@ const SNAP: Snapshot = {
   running: false,
   latest_seq: 10,
   epoch: "e1",
+  open_requests: [],
   messages: [
     { message_id: "u1", role: "user", content: "todo: a", status: "complete", created_at: 1 },
     { message_id: "a1", role: "assistant", content: "", status: "complete", created_at: 1, tool_calls: [{ id: "c1", name: "todo", arguments: '{"items":[]}' }] },

@@ -310,6 +310,7 @@ export class AppController {
         profile: summary?.profile ?? "default",
         model: summary?.model ?? "",
         provider: "",
+        open_requests: [],
         state: "ended",
         running: false,
         latest_seq: 0,

@@ -34,6 +34,7 @@ export interface ForwardedCalls {
   submit(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult>;
   interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }>;
   configSet(caller: Caller, sessionId: string, key: string, value: unknown, confirm?: boolean): Promise<ConfigSetResult>;
+  respond(caller: Caller, sessionId: string, requestId: string, answer: Record<string, unknown>): Promise<unknown>;
 }
 
 export interface NodeRoutingDeps {
@@ -67,7 +68,16 @@ export class NodeRouting {
 
   /** Runs a call another node forwarded here (this node owns the session, or takes it over). */
   private async serveForwarded(calls: ForwardedCalls, req: BusRequest): Promise<unknown> {
-    const p = req.params as { principal: string; session_id: string; text?: string; request_id?: string; key?: string; value?: unknown; confirm?: boolean };
+    const p = req.params as {
+      principal: string;
+      session_id: string;
+      text?: string;
+      request_id?: string;
+      key?: string;
+      value?: unknown;
+      confirm?: boolean;
+      answer?: Record<string, unknown>;
+    };
     const caller: ForwardedCaller = { principal: p.principal, [FORWARDED]: true };
     switch (req.method) {
       case "prompt.submit":
@@ -76,6 +86,8 @@ export class NodeRouting {
         return calls.interrupt(caller, p.session_id);
       case "config.set":
         return calls.configSet(caller, p.session_id, p.key ?? "", p.value, p.confirm ?? false);
+      case "request.respond":
+        return calls.respond(caller, p.session_id, p.request_id ?? "", p.answer ?? {});
       default:
         throw new TetherError(ErrorCode.Internal, `cannot forward ${req.method}`);
     }

@@ -24,6 +24,7 @@ import {
   type Snapshot,
 } from "../../protocol/index.js";
 import { fromEventRow, type SinceOptions } from "../../events/index.js";
+import { openRequestsOf } from "../views/snapshots.js";
 import type { Bus, BusEntry } from "../../events/bus/index.js";
 import type { Logger } from "../../lib/logger.js";
 import type { EventRow, SessionRow, Store } from "../../store/types.js";
@@ -69,6 +70,7 @@ export class RemoteView {
   async snapshot(row: SessionRow, afterSeq?: number): Promise<Snapshot> {
     const cut = await this.head(row.id);
     const rows = await this.deps.store.loadMessages(row.id, afterSeq);
+    const requests = await this.deps.store.requests.unfinishedRequests(row.id);
     const streaming = new Map(cut.snapshots.map((s) => [s.message_id, s.text]));
     const messages = rows
       .filter((r) => r.created_seq <= cut.latest)
@@ -96,6 +98,7 @@ export class RemoteView {
       messages,
       todo: row.todo,
       delegations: [],
+      open_requests: openRequestsOf(requests),
       ...(afterSeq !== undefined ? { messages_after_seq: afterSeq } : {}),
     };
   }

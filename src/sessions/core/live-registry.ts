@@ -158,6 +158,18 @@ export class LiveRegistry {
     return (this.binds.get(sessionId) ?? 0) > 0;
   }
 
+  // ---- Waiting on open requests ----
+
+  /** live | parked → awaiting: its turn parked on open requests (it holds no provider stream). */
+  awaiting(runtime: SessionRuntime): boolean {
+    return this.move(runtime, "live", "awaiting") || this.move(runtime, "parked", "awaiting");
+  }
+
+  /** awaiting → live (someone views it) | parked: the requests were answered, the turn goes on. */
+  answered(runtime: SessionRuntime): boolean {
+    return this.move(runtime, "awaiting", runtime.viewers.size > 0 ? "live" : "parked");
+  }
+
   // ---- Ending ----
 
   /**

@@ -30,4 +30,6 @@ export interface LiveSettings {
   providers: ProviderCatalog;
   /** This manager's profile and its overlay (default provider/model, system prompt). */
   profile: ({ name: string } & ProfileConfig) | undefined;
+  /** `tools.approval_timeout_s` of the profile: a forgotten approval resolves as deny; 0 = never. */
+  approvalTimeoutS: number;
 }

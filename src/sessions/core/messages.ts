@@ -48,8 +48,9 @@ function isTurnErrorInfo(v: unknown): v is TurnErrorInfo {
  * user saw it), but its unfinished tool calls are dropped: a call without a result is invalid input
  * for every OpenAI-compatible server.
  */
-export function toChatHistory(rows: MessageRow[]): ChatMessage[] {
-  const answered = new Set(rows.filter((r) => r.role === "tool" && r.tool_call_id).map((r) => r.tool_call_id!));
+export function toChatHistory(rows: MessageRow[], waiting: ReadonlySet<string> = new Set()): ChatMessage[] {
+  // Calls of a parked turn have no result yet but keep their place: the turn continues with them.
+  const answered = new Set([...rows.filter((r) => r.role === "tool" && r.tool_call_id).map((r) => r.tool_call_id!), ...waiting]);
   const out: ChatMessage[] = [];
   for (const r of rows) {
     if (r.role === "system") continue;

@@ -2,15 +2,17 @@
  * Finishing what a dead process left in flight. When a session is opened and its row still names
  * an active turn, or a message is still marked streaming, no process is running it any more (the
  * caller owns the session now): the message is completed as `interrupted` with the text that was
- * checkpointed, and the turn gets a visible terminal `turn.complete { status: "interrupted" }`.
+ * checkpointed, and the turn gets a visible terminal `turn.complete { status: "interrupted" }` —
+ * unless it is parked on open requests (requests/): that turn continues once they are answered.
  */
 import { EventType, type MessageCompletePayload, type TurnCompletePayload } from "../../protocol/index.js";
 import type { EventLog } from "../../events/index.js";
 import type { MessageRow, SessionRow } from "../../store/types.js";
 
-export async function finishInterruptedTurn(row: SessionRow, messages: MessageRow[], log: EventLog): Promise<boolean> {
+/** `parkedTurn`: a turn waiting on (or continuing after) open requests — not over, left alone. */
+export async function finishInterruptedTurn(row: SessionRow, messages: MessageRow[], log: EventLog, parkedTurn?: string): Promise<boolean> {
   const streaming = messages.filter((m) => m.status === "streaming");
-  const turn = row.active_turn;
+  const turn = row.active_turn && row.active_turn.turn_id !== parkedTurn ? row.active_turn : null;
   if (streaming.length === 0 && !turn) return false;
   const opts = turn ? { turnId: turn.turn_id, traceId: turn.trace_id } : {};
   for (const m of streaming) {

@@ -15,8 +15,9 @@ import type { EventLog } from "../../events/index.js";
 import type { SessionRow, WriteOp } from "../../store/types.js";
 import type { ChatMessage, Provider } from "../../agent/provider.js";
 import type { UsageMark } from "../../agent/compression/index.js";
-import { runTurn } from "../../agent/turn-runner.js";
-import { createTodoList, type TodoList, type ToolSet } from "../../agent/tools/index.js";
+import { continueTurn, runTurn, type TurnContext, type TurnOutcome } from "../../agent/turn-runner.js";
+import type { PendingDecision, TurnRequests } from "../../agent/turn-requests.js";
+import { createTodoList, type TodoList, type ToolContext, type ToolSet } from "../../agent/tools/index.js";
 import type { LiveSettings } from "./live-settings.js";
 import { turnLogOf, turnStartOps } from "./turn-bookkeeping.js";
 import { TurnQueue, type QueuedTurn } from "./turn-queue.js";
@@ -39,6 +40,28 @@ export interface RuntimeHooks {
   turnSettled(rt: SessionRuntime): void;
   /** Delegations started from this session's lineage still run: it must not be reaped. */
   delegationsRunning(rt: SessionRuntime): boolean;
+  /** The durable requests of a turn's `ask` tools (read before the turn: earlier session/always answers). */
+  turnRequests(rt: SessionRuntime, turn: TurnRef): Promise<TurnRequests | undefined>;
+  /**
+   * Waits, holding nothing but the turn slot, until every request of the turn's parked step is
+   * answered, and says what happens to each waiting call. An interrupt (the signal, while the
+   * runtime is not stopping) cancels them: `end: "interrupted"`. Undefined when the runtime stops:
+   * the turn stays parked in the store for whichever process opens the session next.
+   */
+  awaitAnswers(rt: SessionRuntime, turn: TurnRef, signal: AbortSignal): Promise<ParkedAnswers | undefined>;
+  /** Asks the user for input during a call (MCP elicitation) as a request of kind `input`. */
+  requestInput(rt: SessionRuntime, turn: TurnRef): ToolContext["requestInput"];
+}
+
+/** A turn, by its ids. */
+export interface TurnRef {
+  turnId: string;
+  traceId: string;
+}
+
+export interface ParkedAnswers {
+  decisions: PendingDecision[];
+  end?: "interrupted";
 }
 
 /** What a runtime is made of, read by the assembler from the store. */
@@ -181,6 +204,22 @@ export class SessionRuntime {
 
   get running(): boolean {
     return this.turns.busy;
+  }
+
+  /** Stopping (an end, a hand-over): a parked turn then stays parked instead of being cancelled. */
+  get stopping(): boolean {
+    return this.closing;
+  }
+
+  /**
+   * Picks up a turn parked on open requests (found in the store when the session opened): it takes
+   * the turn slot ahead of any queued prompt and waits there for the answers, then continues.
+   */
+  resumeParked(turn: TurnRef): void {
+    if (this.closing) return;
+    const entry: QueuedTurn = { turnId: turn.turnId, traceId: turn.traceId, text: "", requestId: undefined, parked: true };
+    if (!this.turns.busy) this.start(entry);
+    else this.turns.pushFront(entry);
   }
 
   attach(viewer: Viewer): void {
@@ -373,6 +412,15 @@ export class SessionRuntime {
       }
       return;
     }
+    if (turn.parked) {
+      try {
+        await this.hooks.turnScope(this, () => this.continueParked(this.turnContext(turn, signal, []), undefined, signal));
+        await this.hooks.afterTurn(this);
+      } catch (err) {
+        this.logger.error({ err, trace_id: turn.traceId, turn_id: turn.turnId }, "resuming a parked turn threw");
+      }
+      return;
+    }
     const startOps = turnStartOps(this.id, turn, this.env.clock.now());
     try {
       if (turn.text.startsWith("/") && (await this.hooks.command(this, turn, signal, startOps))) {
@@ -388,8 +436,32 @@ export class SessionRuntime {
   }
 
   private async runModelTurn(turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[]): Promise<void> {
+    const ctx = this.turnContext(turn, signal, startOps);
+    const requests = await this.hooks.turnRequests(this, turn);
+    if (requests) ctx.requests = requests;
+    await this.continueParked(ctx, await runTurn(ctx), signal);
+  }
+
+  /** While the turn parks on open requests: wait for the answers (holding no stream), then continue it. */
+  private async continueParked(ctx: TurnContext, first: TurnOutcome | undefined, signal: AbortSignal): Promise<void> {
+    let outcome = first;
+    if (!ctx.requests) {
+      const requests = await this.hooks.turnRequests(this, { turnId: ctx.turnId, traceId: ctx.traceId });
+      if (requests) ctx.requests = requests;
+    }
+    while (outcome === undefined || outcome.status === "awaiting") {
+      const answers = await this.hooks.awaitAnswers(this, { turnId: ctx.turnId, traceId: ctx.traceId }, signal);
+      if (!answers) return;
+      // A fresh signal for what follows an interrupt that cancelled the wait: the refusals must be written.
+      const next = answers.end ? { ...ctx, signal: new AbortController().signal } : ctx;
+      outcome = await continueTurn(next, answers.decisions, answers.end ? { end: answers.end } : {});
+    }
+  }
+
+  private turnContext(turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[]): TurnContext {
     const { clock, ids, settings } = this.env;
-    await runTurn({
+    const requestInput = this.hooks.requestInput(this, turn);
+    return {
       sessionId: this.id,
       turnId: turn.turnId,
       traceId: turn.traceId,
@@ -408,6 +480,7 @@ export class SessionRuntime {
       logger: this.env.logger,
       maxIterations: settings.maxIterations,
       startOps,
+      ...(requestInput ? { requestInput } : {}),
       ...(settings.retry && settings.retry.max_retries > 0
         ? { retry: { maxRetries: settings.retry.max_retries, baseDelayMs: settings.retry.base_delay_ms } }
         : {}),
@@ -415,6 +488,6 @@ export class SessionRuntime {
         // The answer of this call joins the history next: the count covers it too.
         this.lastUsage = { tokens: usage.total_tokens, atLength: historyLength + 1 };
       },
-    });
+    };
   }
 }

@@ -12,6 +12,8 @@ export interface QueuedTurn {
    * in the turn slot instead of a model turn, with no turn frames of its own.
    */
   job?: (signal: AbortSignal) => Promise<void>;
+  /** A turn parked on open requests, picked up again (after a restart, or by another process): no new turn.start. */
+  parked?: boolean;
 }
 
 export interface RunningTurn extends QueuedTurn {
@@ -34,6 +36,11 @@ export class TurnQueue {
 
   push(turn: QueuedTurn): void {
     this.waiting.push(turn);
+  }
+
+  /** Ahead of every waiting turn (a parked turn resumed goes before prompts queued behind it). */
+  pushFront(turn: QueuedTurn): void {
+    this.waiting.unshift(turn);
   }
 
   shift(): QueuedTurn | undefined {

@@ -23,6 +23,8 @@ import type { ToolSet } from "../../agent/tools/index.js";
 import type { BusyPolicy } from "./live-settings.js";
 
 export interface SessionManagerDeps {
+  /** `tools.approval_timeout_s` of this profile (0 = never). */
+  approvalTimeoutS?: number;
   store: Store;
   committer: GroupCommitter;
   epoch: string;

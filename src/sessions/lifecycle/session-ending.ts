@@ -53,6 +53,12 @@ export class SessionEnding {
       runtime = await registry.open(sessionId);
     }
     assertOwner(caller, runtime.row);
+    // Closing for good cancels what the session waits for (an end by the gateway leaves it parked).
+    if (registry.stateOf(runtime) === "awaiting") {
+      const running = runtime.turns.running;
+      runtime.interrupt();
+      await running?.done;
+    }
     await this.end(runtime, EndReason.UserClose, { broadcast: false });
     return { closed: true, end_reason: EndReason.UserClose };
   }
@@ -157,7 +163,8 @@ export class SessionEnding {
         const text = partial.get(m.id);
         if (text !== undefined && m.status === "streaming") m.content = text;
       }
-      await finishInterruptedTurn(row, messages, log);
+      const parked = (await store.requests.unfinishedRequests(sessionId)).filter((r) => r.kind === "approval").at(-1)?.turn_id;
+      await finishInterruptedTurn(row, messages, log, parked);
       const now = this.deps.clock.now();
       log.emit(EventType.SessionClosed, { end_reason: endReason }, {
         ops: [{ op: "session.update", id: sessionId, patch: { ended_at: now, end_reason: endReason, active_turn: null } }],

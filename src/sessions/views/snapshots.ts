@@ -2,9 +2,9 @@
  * What a client is shown of a session: the Snapshot a resume answers with, and the summary a list
  * shows.
  */
-import type { DelegationSummary, Message, SessionSummary, Snapshot } from "../../protocol/index.js";
+import type { DelegationSummary, Message, OpenRequest, RequestOpenedPayload, SessionSummary, Snapshot } from "../../protocol/index.js";
 import type { LeaseView } from "../lifecycle/ownership.js";
-import type { MessageRow, SessionRow, Store } from "../../store/types.js";
+import type { MessageRow, RequestRow, SessionRow, Store } from "../../store/types.js";
 import { toWireMessage } from "../core/messages.js";
 import { storage } from "../core/session-access.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
@@ -27,6 +27,7 @@ export async function buildSnapshot(deps: SnapshotDeps, runtime: SessionRuntime,
     // change after it (message.complete carries full content, snapshots the streaming text): its
     // Snapshot carries no messages, so a reconnect reads and sends the transcript once, not twice.
     const rows = afterSeq === undefined ? await storage(() => deps.store.loadMessages(runtime.id)) : [];
+    const requests = await storage(() => deps.store.requests.unfinishedRequests(runtime.id));
     if (runtime.log.durableSeq !== before) continue;
     const latest = runtime.log.latestSeq;
     const streaming = streamingText(runtime);
@@ -55,6 +56,7 @@ export async function buildSnapshot(deps: SnapshotDeps, runtime: SessionRuntime,
       messages,
       todo: runtime.todo.get(),
       delegations: await deps.delegationsOf(runtime),
+      open_requests: openRequestsOf(requests),
       ...(afterSeq !== undefined ? { messages_after_seq: afterSeq } : {}),
     };
   }
@@ -106,4 +108,9 @@ function stateOf(row: SessionRow, live: SessionRuntime | undefined, lease: Lease
   if (row.ended_at !== null) return "ended";
   if (live) return live.viewers.size > 0 ? "live" : "detached";
   return lease?.held && !lease.detached ? "live" : "detached";
+}
+
+/** The requests still waiting for an answer, as the wire shows them. */
+export function openRequestsOf(rows: readonly RequestRow[]): OpenRequest[] {
+  return rows.filter((r) => r.status === "open").map((r) => ({ ...(r.payload as unknown as RequestOpenedPayload), turn_id: r.turn_id, created_at: r.created_at }));
 }

@@ -1,0 +1,39 @@
+/**
+ * What happens to each call of a parked step once its requests are settled — and after a crash,
+ * where each one stood. A request row's status says it exactly: `resolved` (answered, not run:
+ * run it now, or write its refusal), `running` (its tool started and the process died: run it
+ * again only if it is read-only or idempotent, else tell the model its effect is unknown).
+ */
+import type { ToolCall } from "../../protocol/index.js";
+import type { PendingDecision } from "../../agent/turn-requests.js";
+import type { RequestRow, WriteOp } from "../../store/types.js";
+
+export const EFFECT_UNKNOWN = "effect_unknown";
+
+export function callOf(row: RequestRow): ToolCall {
+  return { id: row.call_id ?? row.id, name: row.tool ?? "", arguments: JSON.stringify((row.payload as { args?: unknown }).args ?? {}) };
+}
+
+const done = (row: RequestRow): WriteOp => ({ op: "request.update", id: row.id, patch: { status: "done" } });
+
+export function decisionOf(row: RequestRow): PendingDecision {
+  const call = callOf(row);
+  const completeOps = [done(row)];
+  if (row.reason === "cancelled") return { call, action: "refuse", code: "cancelled", message: "the call was cancelled before it ran (the turn was interrupted)", completeOps };
+  if (row.reason === "timeout") return { call, action: "refuse", code: "denied", message: "denied: nobody answered the approval in time", completeOps };
+  if (row.choice === "deny") {
+    const note = row.note ? `: ${row.note}` : "";
+    return { call, action: "refuse", code: "denied", message: `denied by ${row.resolved_by ?? "the user"}${note}`, completeOps };
+  }
+  if (row.status === "running" && !row.rerunnable) {
+    return {
+      call,
+      action: "refuse",
+      code: EFFECT_UNKNOWN,
+      message: "the gateway stopped while this call ran, so its effect is unknown; it was not run again",
+      started: true,
+      completeOps,
+    };
+  }
+  return { call, action: "run", startOps: [{ op: "request.update", id: row.id, patch: { status: "running" } }], completeOps };
+}
