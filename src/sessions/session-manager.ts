@@ -15,6 +15,7 @@ import type {
   EncodedJson,
   Frame,
   Message,
+  OpenRequest,
   RequestRespondResult,
   SessionSummary,
   SinceResult,
@@ -43,6 +44,7 @@ import { applyLiveConfig, assembleSessions, type SessionParts } from "./assembly
 import { resumeSession, type ResumeDeps } from "./resuming.js";
 import { startTurn, type StartedTurn, type TurnRequest } from "./turn-entry.js";
 import { reopenStored } from "./lifecycle/reopening.js";
+import { openRequestsOf } from "./views/snapshots.js";
 import type { RequestAnswer } from "./requests/request-shapes.js";
 
 export type { ProviderCatalog } from "../agent/provider-catalog.js";
@@ -268,6 +270,12 @@ export class SessionManager implements ForwardedCalls {
       (await binding.binding(sessionId, () => reopenStored({ store: this.deps.store, committer: this.deps.committer, registry }, caller, sessionId, isRecoverableEnd)));
     assertOwner(caller, runtime.row);
     return requests.respond(caller, runtime, requestId, answer);
+  }
+
+  /** What the caller's session waits for (the Snapshot's `open_requests`), from the store. */
+  async openRequests(caller: Caller, sessionId: string): Promise<OpenRequest[]> {
+    await requireRow(this.deps.store, caller, sessionId);
+    return openRequestsOf(await storage(() => this.deps.store.requests.unfinishedRequests(sessionId)));
   }
 
   /** `approvals.list`: the caller's stored `always` approvals in this profile. */

@@ -59,7 +59,8 @@ export const HttpErrors = {
 };
 
 export interface ErrorEnvelope {
-  error: { message: string; type: string; param: string | null; code: string };
+  /** `resolution`: on `request_already_resolved`, how the request was answered. */
+  error: { message: string; type: string; param: string | null; code: string; resolution?: unknown };
 }
 
 export interface RenderedError {
@@ -84,7 +85,15 @@ export function renderError(err: unknown): RenderedError | null {
     if (err.code === ErrorCode.RateLimited || err.code === ErrorCode.AtCapacity) headers["retry-after"] = "1";
     return {
       status: info.httpStatus,
-      body: { error: { message: err.message, type: errorType(info.httpStatus), param: issues?.[0]?.path ?? null, code: info.name } },
+      body: {
+        error: {
+          message: err.message,
+          type: errorType(info.httpStatus),
+          param: issues?.[0]?.path ?? null,
+          code: info.name,
+          ...(err.code === ErrorCode.RequestResolved ? { resolution: err.data?.resolution } : {}),
+        },
+      },
       headers,
     };
   }

@@ -9,6 +9,8 @@
  *   GET    /api/sessions/{id}/messages    ?after=<message_id>&limit= → { messages, next_cursor }
  *   POST   /api/sessions/{id}/prompt      { text, request_id? } → 202 { turn_id, trace_id, status }
  *   POST   /api/sessions/{id}/interrupt   → { status }
+ *   POST   /api/sessions/{id}/requests/{request_id}   { choice?, note?, content?, output?, error? } → { request_id, status, choice, by }
+ *   GET    /api/approvals                 the caller's stored `always` approvals; DELETE /api/approvals/{tool} revokes one
  *   GET    /api/sessions/{id}/events      SSE: `id: <seq>`, `event: <type>`, `data: <Frame>`
  *
  * Every route addresses the profile named by `X-Tether-Profile` or `?profile=` (create: also the
@@ -23,7 +25,7 @@
  */
 import type { Hono } from "hono";
 import { z } from "zod";
-import { SessionCreateParams } from "../../protocol/method-params.js";
+import { RequestRespondParams, SessionCreateParams } from "../../protocol/method-params.js";
 import type { SessionManager } from "../../sessions/index.js";
 import { callerOf, idempotencyRecords, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpErrors } from "./errors.js";
@@ -36,6 +38,7 @@ import { sseResponse } from "./sse.js";
 export { SseEvent } from "./session-events.js";
 
 const PatchBody = z.object({ title: z.string().max(500).optional() });
+const RespondBody = RequestRespondParams.omit({ session_id: true, request_id: true, profile: true });
 const PromptBody = z.object({ text: z.string().min(1).max(1_000_000), request_id: z.string().min(1).max(200).optional() });
 
 function id(c: AppContext): string {
@@ -70,7 +73,13 @@ function mountReads(app: Hono<AppEnv>): void {
     return c.json(await (await sessionsOf(c)).list(callerOf(c), params));
   });
 
-  app.get("/api/sessions/:id", async (c) => c.json(await (await sessionsOf(c)).get(callerOf(c), id(c))));
+  // A summary, plus what the session waits for: a client that reloads shows its open requests.
+  app.get("/api/sessions/:id", async (c) => {
+    const sessions = await sessionsOf(c);
+    const summary = await sessions.get(callerOf(c), id(c));
+    return c.json({ ...summary, open_requests: await sessions.openRequests(callerOf(c), id(c)) });
+  });
+  app.get("/api/approvals", async (c) => c.json(await (await sessionsOf(c)).approvals(callerOf(c))));
 
   app.get("/api/sessions/:id/messages", async (c) => {
     const after = c.req.query("after") || c.req.query("after_message_id") || undefined;
@@ -124,6 +133,14 @@ function mountWrites(app: Hono<AppEnv>, api: HttpApi): void {
       return c.json(result, 202);
     });
   });
+
+  app.post("/api/sessions/:id/requests/:request_id", async (c) => {
+    const body = await readJson(c, RespondBody);
+    const sessions = await sessionsOf(c);
+    return c.json(await sessions.respond(callerOf(c), id(c), c.req.param("request_id") ?? "", body));
+  });
+
+  app.delete("/api/approvals/:tool", async (c) => c.json(await (await sessionsOf(c)).revokeApproval(callerOf(c), c.req.param("tool") ?? "")));
 
   app.post("/api/sessions/:id/interrupt", async (c) => {
     const caller = callerOf(c);
