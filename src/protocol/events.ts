@@ -30,6 +30,7 @@ export const EventType = {
   TurnRetry: "turn.retry",
   RequestOpened: "request.opened",
   RequestResolved: "request.resolved",
+  TurnAwaiting: "turn.awaiting",
   // session, transient
   MessageDelta: "message.delta",
   ReasoningDelta: "reasoning.delta",
@@ -205,6 +206,12 @@ export interface SessionNoticePayload {
   retry_in_s?: number;
   /** `mcp_unavailable`: the MCP server whose tools this turn goes without. */
   server?: string;
+}
+
+/** `turn.awaiting` (durable): the turn parked on these open requests; it continues once they are answered. */
+export interface TurnAwaitingPayload {
+  turn_id: string;
+  request_ids: string[];
 }
 
 export interface SessionReclaimedPayload {

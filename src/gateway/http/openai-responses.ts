@@ -18,7 +18,7 @@
  */
 import type { Hono } from "hono";
 import { z } from "zod";
-import { EventType } from "../../protocol/index.js";
+import { ErrorCode, EventType, TetherError } from "../../protocol/index.js";
 import { DEFAULT_PROFILE, type Caller, type Profile, type ResponseRecord } from "../../sessions/index.js";
 import { callerOf, clientGone, idempotencyRecords, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpError, HttpErrors } from "./errors.js";
@@ -30,10 +30,20 @@ import { InputItem, toConversation } from "./openai-input.js";
 import { ResponseBuilder, SEQ_STRIDE, TERMINAL_STATUSES, type ResponseEvent, type ResponseObject } from "./response-events.js";
 import { sseResponse } from "./sse.js";
 
+/** OpenAI's answer to an `mcp_approval_request` output item. */
+const ApprovalResponseItem = z.object({
+  type: z.literal("mcp_approval_response"),
+  approval_request_id: z.string().min(1),
+  approve: z.boolean(),
+  reason: z.string().nullable().optional(),
+  id: z.string().nullable().optional(),
+});
+type ApprovalResponseItem = z.infer<typeof ApprovalResponseItem>;
+
 const ResponsesBody = z
   .object({
     model: z.string().min(1),
-    input: z.union([z.string().min(1), z.array(InputItem).min(1)]),
+    input: z.union([z.string().min(1), z.array(z.union([ApprovalResponseItem, InputItem])).min(1)]),
     instructions: z.string().nullable().optional(),
     previous_response_id: z.string().min(1).nullable().optional(),
     store: z.boolean().nullable().optional(),
@@ -100,7 +110,10 @@ export class ResponsesApi {
     const stored = body.store ?? true;
     const background = body.background ?? false;
     if (background && !stored) throw HttpErrors.invalid("background", "background responses need store: true");
-    const items = typeof body.input === "string" ? [{ role: "user" as const, content: body.input }] : body.input;
+    const all = typeof body.input === "string" ? [{ role: "user" as const, content: body.input }] : body.input;
+    const approvals = all.filter((i): i is ApprovalResponseItem => "type" in i && i.type === "mcp_approval_response");
+    if (approvals.length > 0) return this.answerApprovals(c, scope, body, claim, approvals, all.length);
+    const items = all as Array<z.infer<typeof InputItem>>;
     const conversation = toConversation(items, "input", body.instructions ?? undefined);
     const previous = body.previous_response_id
       ? await this.requireRecord(scope, body.previous_response_id, false, "previous_response_id")
@@ -143,8 +156,14 @@ export class ResponsesApi {
         tap.close();
         throw err;
       });
+    return this.answer(c, scope, body, claim, record, tap);
+  }
+
+  /** Follows the response's turn and answers as the request asked: a stream, at once (background), or at its end. */
+  private async answer(c: AppContext, scope: Scope, body: ResponsesBody, claim: IdempotencyClaim, record: ResponseRecord, tap: FrameTap): Promise<Response> {
+    const background = body.background ?? false;
     const tracker = this.track(scope, record, tap);
-    if (claim.kind === "fresh") await claim.record(200, { response_id: record.id, profile: profile.name } satisfies StoredResponseRef);
+    if (claim.kind === "fresh") await claim.record(200, { response_id: record.id, profile: scope.profile.name } satisfies StoredResponseRef);
 
     if (body.stream) return this.stream(c, scope, record, -1, !background);
     if (background) return c.json(new ResponseBuilder(record).snapshot());
@@ -154,6 +173,56 @@ export class ResponsesApi {
     const result = await tracker.done;
     gone.finish();
     return c.json(result);
+  }
+
+  /**
+   * `mcp_approval_response` items answer the approvals a previous response ended with: each is
+   * answered (approve → once, else deny with its reason), and the new response follows the same
+   * turn from here as it continues. They cannot be mixed with new input.
+   */
+  private async answerApprovals(
+    c: AppContext,
+    scope: Scope,
+    body: ResponsesBody,
+    claim: IdempotencyClaim,
+    approvals: ApprovalResponseItem[],
+    itemCount: number,
+  ): Promise<Response> {
+    if (!body.previous_response_id) throw HttpErrors.invalid("previous_response_id", "mcp_approval_response items answer the response named by previous_response_id");
+    if (approvals.length !== itemCount) throw HttpErrors.invalid("input", "mcp_approval_response items cannot be mixed with new input");
+    const previous = await this.requireRecord(scope, body.previous_response_id, false, "previous_response_id");
+    const { caller, profile } = scope;
+    const tap = new FrameTap();
+    const snap = await profile.sessions.resume(caller, previous.session_id, tap);
+    const fail = (i: number, why: string) => {
+      tap.close();
+      void profile.sessions.detach(caller, previous.session_id, tap).catch(() => undefined);
+      return HttpErrors.invalid(`input.${i}.approval_request_id`, why);
+    };
+    const waiting = snap.open_requests.find((r) => r.request_id === approvals[0]!.approval_request_id);
+    if (!waiting) throw fail(0, `no approval ${approvals[0]!.approval_request_id} is pending in this conversation`);
+    const record = await profile.records.createResponse(caller, {
+      session_id: previous.session_id,
+      turn_id: waiting.turn_id,
+      after_seq: snap.latest_seq,
+      model: previous.model,
+      status: "in_progress",
+      background: body.background ?? false,
+      stored: body.store ?? true,
+      previous_response_id: previous.id,
+      instructions: body.instructions ?? null,
+      metadata: body.metadata ?? null,
+    });
+    const response = this.answer(c, scope, body, claim, record, tap);
+    for (const [i, a] of approvals.entries()) {
+      try {
+        await profile.sessions.respond(caller, previous.session_id, a.approval_request_id, { choice: a.approve ? "once" : "deny", note: a.reason ?? undefined });
+      } catch (err) {
+        if (err instanceof TetherError && (err.code === ErrorCode.RequestNotFound || err.code === ErrorCode.RequestResolved)) throw fail(i, err.message);
+        throw err;
+      }
+    }
+    return response;
   }
 
   /**

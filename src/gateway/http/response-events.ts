@@ -28,6 +28,8 @@ import {
   type MessageCompletePayload,
   type MessageDeltaPayload,
   type MessageStartPayload,
+  RequestKind,
+  type RequestOpenedPayload,
   type TurnCompletePayload,
   type TurnErrorPayload,
   type TurnErrorInfo,
@@ -58,7 +60,7 @@ export interface ResponseObject {
   previous_response_id: string | null;
   store: boolean;
   metadata: Record<string, unknown>;
-  output: OutputMessage[];
+  output: Array<OutputMessage | ApprovalRequestItem>;
   usage: { input_tokens: number; output_tokens: number; total_tokens: number; input_tokens_details: { cached_tokens: 0 }; output_tokens_details: { reasoning_tokens: 0 } } | null;
   error: { code: string; message: string } | null;
   incomplete_details: { reason: string } | null;
@@ -77,6 +79,15 @@ export interface ResponseEvent {
   type: string;
   sequence_number: number;
   [key: string]: unknown;
+}
+
+/** OpenAI's `mcp_approval_request` item: answered by an `mcp_approval_response` input item. */
+export interface ApprovalRequestItem {
+  id: string;
+  type: "mcp_approval_request";
+  server_label: string;
+  name: string;
+  arguments: string;
 }
 
 interface MessageTrack {
@@ -182,14 +193,14 @@ export class ResponseBuilder {
         const m = this.messages.get(p.message_id);
         if (!m || !m.contiguous) return [];
         m.streamed += p.text;
-        this.response.output[m.outputIndex]!.content[0]!.text = m.streamed;
+        (this.response.output[m.outputIndex] as OutputMessage).content[0]!.text = m.streamed;
         return this.keep([this.delta(n(0), p.message_id, m, p.text)]);
       }
       case EventType.MessageComplete: {
         const p = frame.payload as MessageCompletePayload;
         const m = this.messages.get(p.message_id);
         if (!m) return [];
-        const item = this.response.output[m.outputIndex]!;
+        const item = this.response.output[m.outputIndex] as OutputMessage;
         const events: ResponseEvent[] = [];
         const rest = this.unstreamed(m, p.content);
         if (rest) events.push(this.delta(n(0), p.message_id, m, rest));
@@ -208,6 +219,25 @@ export class ResponseBuilder {
         );
         this.messages.set(p.message_id, { ...m, contiguous: false, gapFrom: -1 });
         return this.keep(events);
+      }
+      case EventType.RequestOpened: {
+        // An approval the turn waits for is OpenAI's `mcp_approval_request` output item.
+        const p = frame.payload as RequestOpenedPayload;
+        if (p.kind !== RequestKind.Approval) return [];
+        const server = p.server ?? "tether";
+        const name = p.server && p.tool?.startsWith(`${p.server}__`) ? p.tool.slice(p.server.length + 2) : (p.tool ?? "");
+        const item: ApprovalRequestItem = { id: p.request_id, type: "mcp_approval_request", server_label: server, name, arguments: JSON.stringify(p.args ?? {}) };
+        const outputIndex = this.response.output.push(item) - 1;
+        return this.keep([
+          { type: "response.output_item.added", sequence_number: n(0), output_index: outputIndex, item },
+          { type: "response.output_item.done", sequence_number: n(1), output_index: outputIndex, item },
+        ]);
+      }
+      case EventType.TurnAwaiting: {
+        // The turn waits for its approvals: this response is complete; a next one answers them.
+        this.finished = true;
+        this.response.status = "completed";
+        return this.keep([{ type: "response.completed", sequence_number: n(0), response: this.snapshot() }]);
       }
       case EventType.TurnError:
         this.turnError = (frame.payload as TurnErrorPayload).error;

@@ -19,6 +19,7 @@ import {
   type RequestOpenedPayload,
   type RequestResolvedPayload,
   type RequestRespondResult,
+  type TurnAwaitingPayload,
 } from "../../protocol/index.js";
 import type { Clock, TimerHandle } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
@@ -78,6 +79,8 @@ export class RequestService {
     const isOpen = () => parked.rows.some((r) => r.status === "open");
     if (isOpen()) {
       this.deps.registry.awaiting(rt);
+      const waiting = parked.rows.filter((r) => r.status === "open").map((r) => r.id);
+      rt.log.emit<TurnAwaitingPayload>(EventType.TurnAwaiting, { turn_id: turn.turnId, request_ids: waiting }, { turnId: turn.turnId, traceId: turn.traceId });
       const stopped = await new Promise<boolean>((resolve) => {
         const onAbort = () => resolve(true);
         parked.wake = () => {
