@@ -4,7 +4,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { EventType, Method, type Frame, type Snapshot, type TurnErrorPayload } from "../protocol/index.js";
-import type { TetherClient } from "../client/index.js";
+import { OpenRequests, type TetherClient } from "../client/index.js";
+import { answerOf, describeRequest } from "./chat-requests.js";
 import type { ChatRenderer } from "./chat-render.js";
 import { TurnWaiter } from "./turn-waiter.js";
 
@@ -14,6 +15,9 @@ export class ChatSession {
   runningTurn: string | undefined;
   private unsubscribe: (() => void) | undefined;
   private readonly turns = new TurnWaiter();
+  /** What the session waits for; the next line typed answers the oldest. */
+  readonly requests = new OpenRequests();
+  private requestOpened: (() => void) | undefined;
 
   constructor(
     private readonly client: TetherClient,
@@ -42,7 +46,31 @@ export class ChatSession {
     const answer = await this.client.call(Method.PromptSubmit, { session_id: sessionId, text, request_id: randomUUID() });
     if (answer.status === "queued") this.render.info("(queued behind the running turn)");
     this.runningTurn ??= answer.turn_id;
-    await this.turns.wait(answer.turn_id);
+    await this.waitTurn(answer.turn_id);
+  }
+
+  /** Until the turn ends — or it waits for an answer (the next line gives it). */
+  private async waitTurn(turnId: string): Promise<void> {
+    if (this.requests.size > 0) return;
+    await Promise.race([this.turns.wait(turnId), new Promise<void>((resolve) => (this.requestOpened = resolve))]);
+    this.requestOpened = undefined;
+  }
+
+  /** Answers the oldest open request with a typed line; then waits for the turn again. */
+  async answer(line: string): Promise<void> {
+    const sessionId = this.requireSession();
+    const r = this.requests.list()[0];
+    if (!r) return;
+    const answer = answerOf(r, line);
+    if ("error" in answer) {
+      this.render.line(answer.error);
+      return;
+    }
+    await this.client.respond(sessionId, r.request_id, answer);
+    this.requests.apply({ type: "request.resolved", session_id: sessionId, epoch: "", ts: 0, payload: { request_id: r.request_id, by: "" } });
+    const next = this.requests.list()[0];
+    if (next) this.render.line(describeRequest(next));
+    else await this.waitTurn(r.turn_id);
   }
 
   async interrupt(): Promise<void> {
@@ -64,6 +92,8 @@ export class ChatSession {
   private attach(snapshot: Snapshot): void {
     this.detach();
     this.sessionId = snapshot.session_id;
+    this.requests.reset(snapshot.open_requests);
+    for (const r of this.requests.list()) this.render.line(describeRequest(r));
     this.unsubscribe = this.client.subscribe(snapshot.session_id, (frame) => this.onFrame(frame), {
       onSnapshot: (s) => this.render.snapshot(s),
       onDropped: (err) => {
@@ -78,6 +108,11 @@ export class ChatSession {
   private onFrame(frame: Frame): void {
     if (frame.session_id !== this.sessionId) return;
     this.render.frame(frame);
+    const opened = this.requests.apply(frame);
+    if (opened) {
+      this.render.line(describeRequest(opened));
+      this.requestOpened?.();
+    }
     if (frame.type === EventType.TurnStart && frame.turn_id) this.runningTurn = frame.turn_id;
     if (frame.type === EventType.TurnComplete || frame.type === EventType.TurnError) {
       const turnId = frame.turn_id ?? (frame.payload as TurnErrorPayload).turn_id;

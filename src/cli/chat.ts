@@ -81,6 +81,8 @@ export async function runChat(opts: ChatOptions): Promise<void> {
         try {
           if (line.startsWith("/")) {
             if ((await runCommand(line, { client, session, render })) === "quit") break;
+          } else if (session.requests.size > 0) {
+            await Promise.race([session.answer(line), quit]);
           } else {
             interruptSent = false;
             await Promise.race([session.submit(line), quit]);

@@ -13,8 +13,9 @@ export type { TetherClientOptions } from "./options.js";
 export type { ClientStatus, ClientStatusState } from "./status.js";
 export type { FrameHandler, SubscribeOptions } from "./session-stream.js";
 export { RpcError, ConnectionError, TimeoutError } from "./errors.js";
+export { OpenRequests } from "./open-requests.js";
 export { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "./backoff.js";
 export type { WebSocketConstructor, WebSocketLike } from "./websocket-like.js";
 // The wire vocabulary, so an app needs one import.
 export { Method, EventType, ErrorCode } from "../protocol/index.js";
-export type { Frame, MethodMap, Snapshot, MessageSnapshot, SinceResult, SessionSummary, TodoItem } from "../protocol/index.js";
+export type { Frame, MethodMap, Snapshot, MessageSnapshot, SinceResult, SessionSummary, TodoItem, OpenRequest } from "../protocol/index.js";

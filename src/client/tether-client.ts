@@ -168,6 +168,19 @@ export class TetherClient {
     return this.request(method, params, options?.timeoutMs) as Promise<MethodMap[M]["result"]>;
   }
 
+  /**
+   * Answers an open request of a session (`request.respond`): an approval with `choice` (once |
+   * session | always | deny, optional `note`), an input request with `content` or `choice`.
+   * A request already answered rejects with RpcError 4012 (`data.resolution` says how).
+   */
+  respond(
+    sessionId: string,
+    requestId: string,
+    answer: Omit<MethodMap[typeof Method.RequestRespond]["params"], "session_id" | "request_id">,
+  ): Promise<MethodMap[typeof Method.RequestRespond]["result"]> {
+    return this.call(Method.RequestRespond, { session_id: sessionId, request_id: requestId, ...answer });
+  }
+
   /** `session.create`, and the new session's watermark set to its `latest_seq`. */
   async createSession(params?: MethodMap[typeof Method.SessionCreate]["params"]): Promise<Snapshot> {
     const snapshot = await this.call(Method.SessionCreate, params);
