@@ -89,6 +89,9 @@ export class FakeClock implements Clock {
 
   async advance(ms: number): Promise<void> {
     const target = this.mono + ms;
+    // Work already under way (a promise chain about to set its next timer) runs before time moves:
+    // otherwise an `await` in it would see the clock jump past timers it has not set yet.
+    await settle();
     for (;;) {
       this.timers.sort((a, b) => a.at - b.at || a.id - b.id);
       const next = this.timers[0];
