@@ -79,14 +79,20 @@ describe("MCP tools in a real turn", () => {
     expect(t.reply).toBe('notes__fail returned: {"error":"no such note"}');
   });
 
-  it("policy: a denied tool is not offered; an `ask` tool is not run without an approval", async () => {
+  it("policy: a denied tool is not offered; an `ask` tool waits for an approval and is not run when denied", async () => {
     const denied = await turn("call: notes__crash {}");
     expect(denied.of("tool.start")).toHaveLength(0);
     expect(denied.reply).toBe("Not available in this turn: notes__crash.");
 
+    // An `ask` tool waits for an approval (test/e2e/approvals.test.ts has the whole flow); denied, it never runs.
     const target = join(dir, "written.txt");
-    const asked = await turn(`call: files__write_file {"path": ${JSON.stringify(target)}, "content": "x"}`);
-    expect(asked.of("tool.complete")[0]!.payload.error_info).toMatchObject({ layer: "tool", code: "approval_required" });
+    const snap = await sock.call("session.create", {});
+    const sub = await sock.call("prompt.submit", { session_id: snap.session_id, text: `call: files__write_file {"path": ${JSON.stringify(target)}, "content": "x"}` });
+    const opened = await sock.waitForEvent(snap.session_id, (f) => f.type === "request.opened", 20_000);
+    expect(opened.payload).toMatchObject({ kind: "approval", tool: "files__write_file", server: "files" });
+    await sock.call("request.respond", { session_id: snap.session_id, request_id: opened.payload.request_id, choice: "deny" });
+    await sock.waitForEvent(snap.session_id, (f) => f.type === "turn.complete" && f.turn_id === sub.turn_id, 20_000);
+    expect(sock.sessionEvents(snap.session_id).find((f) => f.type === "tool.complete")!.payload.error_info).toMatchObject({ layer: "tool", code: "denied" });
     expect(existsSync(target)).toBe(false);
 
     // `notes__write_note` is made auto by config: it runs.
