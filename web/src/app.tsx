@@ -1,6 +1,6 @@
 /** The page: top bar, sessions sidebar, transcript + composer, todo panel, dialogs. */
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
-import type { SessionSummary } from "../../src/protocol/index.js";
+import type { OpenRequest, SessionSummary } from "../../src/protocol/index.js";
 import { isRecoverableEnd } from "../../src/protocol/end-reasons.js";
 import { BlockView, PendingView, type BlockActions } from "./blocks.js";
 import type { AppController } from "./controller.js";
@@ -393,6 +393,9 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
           {model.blocks.map((b) => (
             <BlockView key={b.key} block={b} actions={actions} />
           ))}
+          {model.requests.map((r) => (
+            <RequestCard key={r.request_id} request={r} ctl={ctl} />
+          ))}
           {model.pending.map((q) => (
             <PendingView
               key={q.requestId}
@@ -479,6 +482,51 @@ function Composer({ ctl, model }: { ctl: AppController; model: SessionModel }) {
         Enter to send · Shift+Enter for a new line · Esc to interrupt
       </div>
     </form>
+  );
+}
+
+const APPROVAL_LABELS: Record<string, string> = { once: "Approve once", session: "For this session", always: "Always", deny: "Deny" };
+
+/** An open request: the tool and its arguments with the approval choices, or an MCP server's question. */
+function RequestCard({ request, ctl }: { request: OpenRequest; ctl: AppController }) {
+  const [text, setText] = useState("");
+  if (request.kind === "input") {
+    const field = Object.keys((request.schema?.properties as Record<string, unknown> | undefined) ?? {})[0] ?? "answer";
+    return (
+      <div class="request-card" role="group" aria-label="Input request" data-request={request.request_id}>
+        <div class="request-head">{request.server ?? "A tool"} asks</div>
+        <p class="request-message">{request.message}</p>
+        <div class="request-actions">
+          <input class="request-input" value={text} onInput={(e) => setText((e.currentTarget as HTMLInputElement).value)} aria-label="Answer" />
+          <button type="button" class="btn btn-primary btn-sm" onClick={() => void ctl.respond(request.request_id, { content: { [field]: text } })}>
+            Send
+          </button>
+          <button type="button" class="btn btn-sm" onClick={() => void ctl.respond(request.request_id, { choice: "decline" })}>
+            Decline
+          </button>
+        </div>
+      </div>
+    );
+  }
+  return (
+    <div class="request-card" role="group" aria-label="Approval request" data-request={request.request_id}>
+      <div class="request-head">
+        Approve <code>{request.tool}</code>?
+      </div>
+      <pre class="request-args">{JSON.stringify(request.args ?? {}, null, 2)}</pre>
+      <div class="request-actions">
+        {(request.choices ?? ["once", "session", "always", "deny"]).map((choice) => (
+          <button
+            key={choice}
+            type="button"
+            class={`btn btn-sm ${choice === "once" ? "btn-primary" : ""} ${choice === "deny" ? "request-deny" : ""}`}
+            onClick={() => void ctl.respond(request.request_id, { choice })}
+          >
+            {APPROVAL_LABELS[choice] ?? choice}
+          </button>
+        ))}
+      </div>
+    </div>
   );
 }
 

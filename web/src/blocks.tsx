@@ -197,7 +197,7 @@ function DelegationResultCard({ block }: { block: Extract<Block, { kind: "delega
 }
 
 function ToolCard({ block }: { block: Extract<Block, { kind: "tool" }> }) {
-  const state = !block.done ? "running" : block.error ? "failed" : "done";
+  const state = !block.done ? (block.awaiting ? "awaiting" : "running") : block.error ? "failed" : "done";
   return (
     <details class="card tool" data-kind="tool" data-state={state}>
       <summary class="card-head">
@@ -208,6 +208,7 @@ function ToolCard({ block }: { block: Extract<Block, { kind: "tool" }> }) {
           <code>{block.name}</code>
         </span>
         {state === "running" && <span class="badge badge-run">running…</span>}
+        {state === "awaiting" && <span class="badge badge-run">waiting for approval</span>}
         {state === "done" && <span class="badge badge-ok">done{block.durationMs !== undefined ? ` · ${formatDuration(block.durationMs)}` : ""}</span>}
         {state === "failed" && <span class="badge badge-error">failed{block.durationMs !== undefined ? ` · ${formatDuration(block.durationMs)}` : ""}</span>}
       </summary>

@@ -406,6 +406,17 @@ export class AppController {
     this.changed();
   }
 
+  /** Answers an open request of the current session (an approval's choice, or input content). */
+  async respond(requestId: string, answer: { choice?: string; content?: Record<string, unknown> }): Promise<void> {
+    const model = this.current;
+    if (!model || !this.client) return;
+    try {
+      await this.client.call(Method.RequestRespond, { session_id: model.sessionId, request_id: requestId, ...answer });
+    } catch (err) {
+      this.toast(`Could not answer: ${errorText(err)}`, "error");
+    }
+  }
+
   async interrupt(): Promise<void> {
     const model = this.current;
     if (!model || !this.client) return;

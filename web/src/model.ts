@@ -31,6 +31,9 @@ import type {
   MessageDeltaPayload,
   MessageSnapshot,
   MessageStartPayload,
+  OpenRequest,
+  RequestOpenedPayload,
+  RequestResolvedPayload,
   Snapshot,
   TodoItem,
   ToolCompletePayload,
@@ -66,6 +69,8 @@ export type Block =
       error?: string;
       durationMs?: number;
       done: boolean;
+      /** Its call waits for an approval (an open request names it). */
+      awaiting?: boolean;
     }
   | {
       kind: "error";
@@ -139,6 +144,8 @@ export interface SessionModel {
   blocks: Block[];
   todo: { revision: number; items: TodoItem[] };
   pending: PendingPrompt[];
+  /** What the session waits for (approvals, input), oldest first: shown as cards until answered. */
+  requests: OpenRequest[];
   /** A model switch stashed until the running turn ends. */
   pendingModel?: string;
   /** Bumped on every change, so views can tell. */
@@ -218,6 +225,7 @@ export function fromSnapshot(snap: Snapshot, previous?: SessionModel): SessionMo
     blocks: [],
     todo: { revision: snap.todo.revision, items: [...snap.todo.items] },
     pending: previous?.sessionId === snap.session_id ? previous.pending : [],
+    requests: [...(snap.open_requests ?? [])],
     version: (previous?.version ?? 0) + 1,
   };
   if (previous?.sessionId === snap.session_id) {
@@ -226,6 +234,7 @@ export function fromSnapshot(snap: Snapshot, previous?: SessionModel): SessionMo
     if (previous.todo.revision > m.todo.revision) m.todo = previous.todo;
   }
   seedTranscript(m, snap.messages, snap.delegations ?? []);
+  markAwaiting(m);
   return m;
 }
 
@@ -498,6 +507,18 @@ export function applyFrame(m: SessionModel, frame: Frame): boolean {
     case "todo.updated":
       applyTodo(m, p as unknown as { revision: number; items: TodoItem[] });
       break;
+    case "request.opened": {
+      const r = p as unknown as RequestOpenedPayload;
+      if (!m.requests.some((x) => x.request_id === r.request_id)) m.requests.push({ ...r, turn_id: frame.turn_id ?? "", created_at: frame.ts });
+      markAwaiting(m);
+      break;
+    }
+    case "request.resolved": {
+      const r = p as unknown as RequestResolvedPayload;
+      m.requests = m.requests.filter((x) => x.request_id !== r.request_id);
+      markAwaiting(m);
+      break;
+    }
     case "turn.error": {
       const e = p as unknown as TurnErrorPayload;
       const existing = m.blocks.find((b) => b.kind === "error" && b.turnId === e.turn_id);
@@ -629,6 +650,12 @@ function delegationProgress(m: SessionModel, p: DelegationProgressPayload, ts: n
   if (card.status === "running" && card.tasks.length > 0 && card.tasks.every((t) => t.status === "completed" || t.status === "failed")) {
     card.status = "completed";
   }
+}
+
+/** Tool cards whose call an open approval names say so (instead of "running"). */
+function markAwaiting(m: SessionModel): void {
+  const waiting = new Set(m.requests.flatMap((r) => (r.kind === "approval" && r.call_id ? [r.call_id] : [])));
+  for (const b of m.blocks) if (b.kind === "tool") b.awaiting = waiting.has(b.key) && !b.done;
 }
 
 /** `todo.updated` or a `todo.get` answer: a lower revision than the one shown is ignored. */
