@@ -9,7 +9,7 @@ import { randomIds } from "../../src/lib/ids.js";
 import { silentLogger, type Logger } from "../../src/lib/logger.js";
 import type { Provider, ProviderChunk, StreamRequest } from "../../src/agent/provider.js";
 import { buildProviderCatalog } from "../../src/agent/provider-catalog.js";
-import { createDefaultTools } from "../../src/agent/tools/index.js";
+import { createDefaultTools, type ToolSet } from "../../src/agent/tools/index.js";
 import { SqliteStore } from "../../src/store/index.js";
 import type { Store } from "../../src/store/types.js";
 import { SessionManager, type Caller, type Viewer } from "../../src/sessions/index.js";
@@ -63,6 +63,10 @@ export async function startHarness(opts: {
   start?: boolean;
   /** Extra config (providers, models guards…) on top of the defaults. */
   config?: ConfigInput;
+  /** The tools the sessions get (default: the built-in ones). */
+  tools?: ToolSet;
+  /** `tools.approval_timeout_s`. */
+  approvalTimeoutS?: number;
 }): Promise<Harness> {
   const store = opts.store ?? new SqliteStore({ path: opts.dbPath });
   const config = resolveConfig({}, { ...(opts.config ?? {}), lifecycle: opts.lifecycle });
@@ -90,7 +94,8 @@ export async function startHarness(opts: {
     ringBudget: new RingBudget(),
     ringLimits: { maxFrames: 512, maxBytes: 4 * 1024 * 1024 },
     providers: catalog,
-    tools: createDefaultTools(),
+    tools: opts.tools ?? createDefaultTools(),
+    ...(opts.approvalTimeoutS !== undefined ? { approvalTimeoutS: opts.approvalTimeoutS } : {}),
     busyPolicy: "queue",
     maxIterations: 8,
     lifecycle: config.lifecycle,
