@@ -89,7 +89,7 @@ describe("approvals across process deaths", () => {
     expect(done.payload.status).toBe("complete");
     const complete = again.sessionEvents(session_id).find((f) => f.type === "tool.complete")!;
     expect(complete.payload.error_info).toMatchObject({ layer: "tool", code: "effect_unknown" });
-    expect(complete.payload.error).toMatch(/gateway stopped while this call ran; its effect is unknown/);
+    expect(complete.payload.error).toMatch(/gateway stopped while this call ran, so its effect is unknown/);
     expect(readLog(log).filter((e) => e.tool === "slow_write" && e.event === "start")).toHaveLength(1);
     again.close();
   });
