@@ -175,8 +175,8 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
 
   metrics?.bind({
     sessions: () => manager.viewerCounts(),
-    activeTurns: () => manager.stats().active_turns.length,
-    ringBytes: () => manager.stats().ring_bytes,
+    activeTurns: () => manager.operatorStats().active_turns.length,
+    ringBytes: () => manager.operatorStats().ring_bytes,
     wsConnections: () => ws.connections,
   });
 

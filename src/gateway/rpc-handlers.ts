@@ -40,7 +40,7 @@ export function connectionHandlers(
       (await (await profiles.manager(p.profile)).sinceJson(caller, p.session_id, p.after_seq, {
         transient: p.include_transient ?? true,
       })) as unknown as SinceResult,
-    [Method.EventsStats]: () => profiles.stats(),
+    [Method.EventsStats]: () => profiles.stats(caller),
     [Method.TodoGet]: async (p) => (await profiles.manager(p?.profile)).todo(caller, p.session_id),
     [Method.DelegationList]: async (p) => (await profiles.manager(p?.profile)).delegationList(caller, p.session_id),
     [Method.ConfigSet]: async (p) => (await profiles.manager(p?.profile)).configSet(caller, p.session_id, p.key, p.value, p.confirm ?? false),

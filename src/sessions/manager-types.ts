@@ -53,7 +53,11 @@ export interface SessionManagerDeps {
   retry?: RetryConfig;
 }
 
-export type GlobalListener = (frame: Frame, wire: string) => void;
+/**
+ * A global frame for the connections of this process. `principal` is who may see it (the owner of
+ * the session it names); undefined = everyone.
+ */
+export type GlobalListener = (frame: Frame, wire: string, principal?: string) => void;
 
 export interface CreateParams {
   profile?: string;
@@ -82,5 +86,7 @@ export interface ListParams {
 /** Who is calling: every session belongs to the principal that created it. */
 export interface Caller {
   principal: string;
+  /** The transport's id of the request being served (a JSON-RPC id), logged with what it causes. */
+  request_id?: string;
 }
 

@@ -9,7 +9,7 @@
  */
 import { ErrorCode, TetherError, type StatsResult } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
-import type { GlobalListener, SessionManager } from "./session-manager.js";
+import type { Caller, GlobalListener, SessionManager } from "./session-manager.js";
 import type { Viewer } from "./viewer.js";
 
 export const DEFAULT_PROFILE = "default";
@@ -77,10 +77,11 @@ export class ProfileRegistry {
     for (const m of this.managers.values()) m.detachViewer(viewer);
   }
 
-  stats(): StatsResult {
+  /** `session.events.stats` over every open profile, scoped to the caller's principal. */
+  stats(caller: Caller): StatsResult {
     const out: StatsResult = { sessions: 0, ring_frames: 0, ring_bytes: 0, active_turns: [] };
     for (const m of this.managers.values()) {
-      const s = m.stats();
+      const s = m.stats(caller);
       out.sessions += s.sessions;
       out.ring_frames += s.ring_frames;
       out.ring_bytes += s.ring_bytes;
@@ -91,8 +92,8 @@ export class ProfileRegistry {
 
   private adopt(name: string, manager: SessionManager): SessionManager {
     this.managers.set(name, manager);
-    manager.onGlobal((frame, wire) => {
-      for (const l of this.globalListeners) l(frame, wire);
+    manager.onGlobal((frame, wire, principal) => {
+      for (const l of this.globalListeners) l(frame, wire, principal);
     });
     return manager;
   }

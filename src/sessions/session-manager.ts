@@ -262,8 +262,8 @@ export class SessionManager implements LifecycleHost {
   }
 
   /** Delivers a global frame that came from another node to this node's listeners (not re-published). */
-  relayGlobal(frame: Frame, wire: string): void {
-    this.globals.deliver(frame, wire);
+  relayGlobal(frame: Frame, wire: string, principal?: string): void {
+    this.globals.deliver(frame, wire, principal);
   }
 
   // LifecycleHost
@@ -528,8 +528,14 @@ export class SessionManager implements LifecycleHost {
     return { messages: withLiveText(page.items, this.registry.get(sessionId)), next_cursor: page.nextCursor };
   }
 
-  stats(): StatsResult {
-    return statsOf(this.registry.values(), this.registry.size, this.deps.clock.monotonic());
+  /** `session.events.stats`: the caller's own live sessions and turns, nobody else's. */
+  stats(caller: Caller): StatsResult {
+    return statsOf(this.registry.values(), this.deps.clock.monotonic(), caller.principal);
+  }
+
+  /** Every live session of this process, for /metrics (which needs the operator's key). */
+  operatorStats(): StatsResult {
+    return statsOf(this.registry.values(), this.deps.clock.monotonic(), null);
   }
 
   // ---- For the HTTP API (OpenAI-compatible endpoints, sessions API) ----
