@@ -127,6 +127,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     defaultManager: manager,
     profileNames: () => Object.keys(current.config.profiles).filter((n) => n !== DEFAULT_PROFILE),
     logger,
+    clock,
     open: async (name) => {
       const path = expandHome(current.config.profiles[name]?.db ?? join(expandHome(current.config.home), "profiles", name, "tether.db"));
       const profileStore = await openStore(path);

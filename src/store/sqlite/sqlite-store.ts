@@ -3,8 +3,6 @@
  * safely by several `tether serve` processes. better-sqlite3 is synchronous; the Store interface is
  * async so that callers do not change when PostgreSQL stands in.
  */
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import {
   FenceError,
@@ -28,6 +26,7 @@ import type {
   WriteOp,
 } from "../types.js";
 import { MIGRATIONS } from "./migrations.js";
+import { makeParentDirSync } from "./parent-dir.js";
 import { HttpTables } from "./http-rows.js";
 import { DelegationTables } from "./delegation-rows.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
@@ -54,7 +53,7 @@ export class SqliteStore implements Store {
 
   constructor(options: SqliteStoreOptions) {
     this.path = options.path;
-    if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+    if (options.path !== ":memory:") makeParentDirSync(options.path);
     this.db = new Database(options.path);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");
