@@ -24,6 +24,8 @@ export class HttpError extends Error {
     message: string,
     readonly param: string | null = null,
     readonly headers: Record<string, string> = {},
+    /** The envelope's `type` when the status alone does not say it (e.g. `insufficient_quota`). */
+    readonly type?: string,
   ) {
     super(message);
     this.name = "HttpError";
@@ -68,13 +70,23 @@ export interface RenderedError {
   headers: Record<string, string>;
 }
 
-/** Maps anything thrown by a handler to status, envelope and headers; null for a bug. */
+/** HTTP-only errors a retry can fix; every other HttpError tells clients not to retry. */
+const RETRYABLE_HTTP_CODES = new Set(["idempotency_key_in_progress"]);
+
+/**
+ * Maps anything thrown by a handler to status, envelope and headers; null for a bug. An error
+ * that retrying cannot fix carries `x-should-retry: false`: OpenAI's clients retry 409, 429 and
+ * 5xx by themselves unless told not to.
+ */
 export function renderError(err: unknown): RenderedError | null {
   if (err instanceof HttpError) {
+    const headers = { ...err.headers };
+    const retryable = err.status === 429 || (err.status >= 500 && headers["x-should-retry"] !== "false") || RETRYABLE_HTTP_CODES.has(err.code);
+    if (!retryable) headers["x-should-retry"] = "false";
     return {
       status: err.status,
-      body: { error: { message: err.message, type: errorType(err.status), param: err.param, code: err.code } },
-      headers: err.headers,
+      body: { error: { message: err.message, type: err.type ?? errorType(err.status), param: err.param, code: err.code } },
+      headers,
     };
   }
   if (err instanceof TetherError) {
@@ -82,6 +94,7 @@ export function renderError(err: unknown): RenderedError | null {
     const issues = err.data?.issues as Array<{ path: string }> | undefined;
     const headers: Record<string, string> = {};
     if (err.code === ErrorCode.RateLimited || err.code === ErrorCode.AtCapacity) headers["retry-after"] = "1";
+    if (!info.retryable) headers["x-should-retry"] = "false";
     return {
       status: info.httpStatus,
       body: { error: { message: err.message, type: errorType(info.httpStatus), param: issues?.[0]?.path ?? null, code: info.name } },

@@ -27,7 +27,8 @@ import { readJson } from "./json-body.js";
 import { resolveModel } from "./models.js";
 import { ChatMessage, toConversation } from "./openai-input.js";
 import { sseResponse, type SseWriter } from "./sse.js";
-import { followTurn, turnFailure, type TurnEnd } from "./turn-follow.js";
+import { followTurn, type TurnEnd } from "./turn-follow.js";
+import { turnErrorObject, turnFailure } from "./turn-errors.js";
 
 export const SESSION_HEADER = "x-session-id";
 
@@ -168,8 +169,8 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
         });
         if (end.status === "gone" || end.status === "closed") return;
         if (end.status === "error") {
-          const e = turnFailure(end.error);
-          await sse.send(JSON.stringify({ error: { message: e.message, type: "server_error", param: null, code: e.code } }));
+          // The same type and code the non-streamed answer would carry.
+          await sse.send(JSON.stringify({ error: turnErrorObject(end.error) }));
           return;
         }
         await finishStream(sse, chunk, includeUsage, completion(content, end));
