@@ -25,6 +25,7 @@ import type {
   Store,
   WriteOp,
 } from "../types.js";
+import { RECOVERABLE_END_REASONS } from "../../protocol/index.js";
 import { MIGRATIONS } from "./migrations.js";
 import { makeParentDirSync } from "./parent-dir.js";
 import { HttpTables } from "./http-rows.js";
@@ -33,6 +34,8 @@ import { decodeCursor, encodeCursor } from "../cursor.js";
 import { messageToColumns, rowToMessage, rowToSession, sessionPatchToColumns, sessionToColumns } from "./rows.js";
 
 type Statement = Database.Statement;
+
+const RECOVERABLE = [...RECOVERABLE_END_REASONS];
 
 export interface SqliteStoreOptions {
   /** File path, or ":memory:". Parent folders are created. */
@@ -232,7 +235,11 @@ export class SqliteStore implements Store {
       where.push("s.profile = ?");
       params.push(q.profile);
     }
-    if (!q.includeEnded) where.push("s.ended_at IS NULL");
+    if (!q.includeEnded) {
+      // Sessions the gateway ended for a recoverable reason are listed (they resume on open).
+      where.push(`(s.ended_at IS NULL OR s.end_reason IN (${RECOVERABLE.map(() => "?").join(", ")}))`);
+      params.push(...RECOVERABLE);
+    }
     if (!q.includeHidden) where.push("json_extract(s.flags, '$.hidden') IS NOT 1");
     const cursor = decodeCursor(q.cursor);
     if (cursor) {
