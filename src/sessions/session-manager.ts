@@ -71,7 +71,7 @@ import { assertOwner, closedError, closedErrorOf, requireRow, storage } from "./
 import { SessionEnding } from "./session-ending.js";
 import { listSessions, storedEvents } from "./session-reads.js";
 import type { LiveSettings, SessionRuntime } from "./session-runtime.js";
-import { newSessionRow } from "./session-rows.js";
+import { newSessionRow, titleFromPrompt } from "./session-rows.js";
 import { buildSnapshot, sessionInfo, summaryOf, withLiveText } from "./snapshots.js";
 import { onLiveTip, tipOf, type TipRoutingDeps } from "./tip-routing.js";
 import { ViewerBinding } from "./viewer-binding.js";
@@ -467,6 +467,11 @@ export class SessionManager implements LifecycleHost {
       const runtime = await this.requireLive(caller, tipId, "prompt.submit");
       const result = await runtime.submit(text, requestId);
       this.lifecycle.activity(runtime);
+      // Nobody named it: its first prompt does (never a command like /compress).
+      if (runtime.row.title === "" && result.status !== "duplicate" && !text.trimStart().startsWith("/")) {
+        const title = titleFromPrompt(text);
+        if (title) await this.update(caller, tipId, { title }).catch((err: unknown) => this.logger.warn({ err, session_id: tipId }, "could not title the session"));
+      }
       return tipped(result);
     });
   }

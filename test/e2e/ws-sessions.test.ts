@@ -78,6 +78,26 @@ describe("sessions", () => {
     }
   });
 
+  it("an untitled session is titled by its first prompt; a named one keeps its name; a command titles nothing", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const untitled = await sock.call("session.create", {});
+    const named = await sock.call("session.create", { title: "mine" });
+    const commanded = await sock.call("session.create", {});
+    await runTurn(sock, commanded.session_id, "/compress");
+    await runTurn(sock, untitled.session_id, "  Plan   the trip to Lisbon\nwith a second line");
+    await runTurn(sock, untitled.session_id, "and then this");
+    await runTurn(sock, named.session_id, "hello there");
+    const titles = Object.fromEntries(
+      (await sock.call("session.list", { limit: 500 })).sessions.map((s: any) => [s.session_id, s.title]),
+    );
+    expect(titles[untitled.session_id]).toBe("Plan the trip to Lisbon");
+    expect(titles[named.session_id]).toBe("mine");
+    expect(titles[commanded.session_id]).toBe("");
+    // Viewers learn it like any rename: a session.info frame.
+    expect(sock.sessionEvents(untitled.session_id).some((f) => f.type === "session.info" && f.payload.title === "Plan the trip to Lisbon")).toBe(true);
+    sock.close();
+  });
+
   it("pages a transcript with session.messages", async () => {
     const sock = await RpcSocket.open(srv.wsUrl);
     const s = await sock.call("session.create", {});
