@@ -192,7 +192,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${hostForUrl}:${port}`;
   logger.info(
-    { url, epoch, store: redactUrl(storeLocation), bus: config.bus ? redactUrl(config.bus) : "local", ws_only: config.wsOnly, provider: config.provider.url ? "openai" : "demo" },
+    { url, epoch, store: redactUrl(storeLocation), bus: config.bus ? redactUrl(config.bus) : "local", ws_only: config.wsOnly, provider: catalog.defaultProvider },
     "gateway started",
   );
 
