@@ -39,6 +39,8 @@ export interface ProviderCatalog {
 }
 
 const LEGACY_DEFAULT_MODEL = "gpt-4o-mini";
+/** The provider a `review: { base_url }` block makes. */
+export const REVIEW_PROVIDER = "review";
 
 /**
  * The name of the `TETHER_PROVIDER_URL` provider: what it is, not always "openai" — a local Ollama
@@ -107,8 +109,20 @@ export function buildProviderCatalog(
       baseUrl: config.provider.url,
     });
   }
+  // `review: { base_url }`: the reviewer's own endpoint, as the provider `review`.
+  const review = config.review;
+  if (review.base_url) {
+    const model = review.model ?? LEGACY_DEFAULT_MODEL;
+    entries.set(REVIEW_PROVIDER, {
+      name: REVIEW_PROVIDER,
+      provider: new OpenAIProvider({ name: REVIEW_PROVIDER, baseUrl: review.base_url, apiKey: review.api_key, defaultModel: model }),
+      models: review.model ? [review.model] : [],
+      defaultModel: model,
+      baseUrl: review.base_url,
+    });
+  }
   for (const e of extra) entries.set(e.name, e);
-  const configured = [...entries.keys()].filter((n) => n !== "demo" && !extra.some((e) => e.name === n));
+  const configured = [...entries.keys()].filter((n) => n !== "demo" && n !== REVIEW_PROVIDER && !extra.some((e) => e.name === n));
   const defaultProvider =
     config.default_provider ?? envName ?? configured[0] ?? "demo";
   if (!entries.has(defaultProvider)) {

@@ -110,6 +110,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
       lifecycle: current.config.lifecycle,
       compression: current.config.compression,
       delegation: current.config.delegation,
+      review: current.config.review,
       retry: current.config.retry,
       models: current.config.models,
       profile: { name: profile, ...(current.config.profiles[profile] ?? {}) },

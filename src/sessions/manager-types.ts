@@ -17,6 +17,7 @@ import type {
   ModelsConfig,
   ProfileConfig,
   RetryConfig,
+  ReviewConfig,
 } from "../config/index.js";
 import type { ProviderCatalog } from "../agent/provider-catalog.js";
 import type { ToolRegistry } from "../agent/tools/index.js";
@@ -49,6 +50,8 @@ export interface SessionManagerDeps {
   compression?: CompressionConfig;
   /** Background sub-agents (config `delegation`); defaults when absent. */
   delegation?: DelegationConfig;
+  /** The reviewer's model for `/review` (config `review`); empty = the session's own. */
+  review?: ReviewConfig;
   /** Retries of retryable model-call failures (config `retry`); none when absent. */
   retry?: RetryConfig;
 }

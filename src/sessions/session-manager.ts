@@ -46,9 +46,10 @@ import {
   CompressionSchema,
   DelegationSchema,
   type DelegationConfig,
+  type ReviewConfig,
   type TetherConfig,
 } from "../config/index.js";
-import type { ProviderCatalog } from "../agent/provider-catalog.js";
+import { REVIEW_PROVIDER, type ProviderCatalog } from "../agent/provider-catalog.js";
 import { Compressor } from "./compression.js";
 import { ManagerDelegationHost } from "./delegation-host.js";
 import { DelegationService } from "./delegations.js";
@@ -102,6 +103,7 @@ export class SessionManager implements LifecycleHost {
   /** Shared with every runtime and updated in place on reload. */
   private readonly settings: LiveSettings;
   private delegationConfig: DelegationConfig;
+  private reviewConfig: ReviewConfig;
 
   /**
    * Wires the parts. They call back into each other (an end needs a log, an open can supersede),
@@ -154,6 +156,7 @@ export class SessionManager implements LifecycleHost {
       },
     });
     this.delegationConfig = deps.delegation ?? DelegationSchema.parse({});
+    this.reviewConfig = deps.review ?? {};
     this.delegations = new DelegationService({
       store: store.delegations,
       committer: deps.committer,
@@ -172,6 +175,7 @@ export class SessionManager implements LifecycleHost {
         registry,
         ownership: this.ownership,
         config: () => this.delegationConfig,
+        reviewModel: () => this.reviewerModel(),
         openRuntime: (id) => this.opening.open(id),
         openLog: (id) => this.opening.openLog(id),
         end: (rt, reason) => this.end(rt, reason),
@@ -338,6 +342,7 @@ export class SessionManager implements LifecycleHost {
     this.settings.maxIterations = config.limits.maxIterations;
     this.settings.compression = config.compression;
     this.delegationConfig = config.delegation;
+    this.reviewConfig = config.review;
     this.settings.retry = config.retry;
     this.lifecycle.config = config.lifecycle;
     this.switching.models = config.models;
@@ -665,6 +670,18 @@ export class SessionManager implements LifecycleHost {
   }
 
   // ---- Helpers ----
+
+  /** The reviewer's model for `/review` (config `review`); null = the session's own. Throws when unroutable. */
+  private reviewerModel(): Pick<SessionRow, "provider" | "model" | "model_config"> | null {
+    const r = this.reviewConfig;
+    if (!r.provider && !r.model && !r.base_url) return null;
+    const choice = this.switching.pickModel(r.base_url ? REVIEW_PROVIDER : r.provider, r.model);
+    return {
+      provider: choice.provider,
+      model: choice.model,
+      model_config: mergeModelConfig({}, identityOf(this.switching.catalog, choice.provider, choice.model)),
+    };
+  }
 
   /** Scale-out routing of a call that changes a session not live here (node-routing.ts). */
   private async forwardOrTakeOver(caller: ForwardedCaller, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
