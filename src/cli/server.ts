@@ -40,6 +40,11 @@ export const GATEWAY_CAPABILITIES = [
   "http.sessions",
 ] as const;
 
+/** What this gateway really serves: `--ws-only` has no HTTP API, so no `http.*` capability. */
+export function capabilitiesOf(config: Pick<TetherConfig, "wsOnly">): string[] {
+  return GATEWAY_CAPABILITIES.filter((c) => !(config.wsOnly && c.startsWith("http.")));
+}
+
 export interface RunningServer {
   url: string;
   host: string;
@@ -163,7 +168,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     manager: profiles,
     auth,
     logger,
-    identity: { name: "tether", version: VERSION, capabilities: [...GATEWAY_CAPABILITIES] },
+    identity: { name: "tether", version: VERSION, capabilities: capabilitiesOf(config) },
     maxFrameBytes: config.limits.maxFrameBytes,
     now: () => clock.now(),
     clock,

@@ -23,6 +23,7 @@ describe("tether serve", () => {
       expect(ready.status).toBe(200);
       const sock = await RpcSocket.open(g.wsUrl);
       expect(await sock.call("ping")).toMatchObject({ pong: true });
+      expect((await sock.call("gateway.info")).capabilities).toEqual(expect.arrayContaining(["http.openai", "http.sessions"]));
       sock.close();
     } finally {
       expect(await g.kill("SIGTERM")).toBe(0);
@@ -64,7 +65,11 @@ describe("tether serve", () => {
       expect((await fetch(`${g.url}/healthz`)).status).toBe(200);
       expect((await fetch(`${g.url}/readyz`)).status).toBe(404);
       const sock = await RpcSocket.open(g.wsUrl);
-      expect(await sock.call("gateway.info")).toMatchObject({ name: "tether" });
+      const info = await sock.call("gateway.info");
+      expect(info).toMatchObject({ name: "tether" });
+      // It tells the truth: no HTTP API here, so no http.* capability.
+      expect(info.capabilities.filter((c: string) => c.startsWith("http."))).toEqual([]);
+      expect(info.capabilities).toContain("ws");
       sock.close();
     } finally {
       await g.kill();
