@@ -743,7 +743,11 @@ export class SessionManager implements LifecycleHost {
     }
     const row = await this.requireRow(caller, sessionId);
     if (row.ended_at !== null && !isRecoverableEnd(row.end_reason)) throw await closedErrorOf(this.deps.store, row, method);
-    this.logger.warn({ session_id: sessionId, method }, "call on a session that is not live here");
+    // Says which call and which request was refused: "my message vanished" must be traceable.
+    this.logger.warn(
+      { session_id: sessionId, method, ...(caller.request_id !== undefined ? { request_id: caller.request_id } : {}) },
+      "call on a session that is not live here",
+    );
     throw new TetherError(ErrorCode.NotLive, `Session ${sessionId} is not live here; resume it first`, { method });
   }
 

@@ -171,6 +171,77 @@ describe.skipIf(process.platform !== "linux")("a crashed process on this host is
   });
 });
 
+describe("automatic ends of a session another live process took over", () => {
+  it("reap, idle TTL, LRU and shutdown drop only the local runtime: no lease release, no session.reclaimed, the row stays open", async () => {
+    const db = tempDbPath();
+    const clock = new FakeClock();
+    // A beats rarely, so its beat does not notice the takeover first: the end itself must.
+    const a = await proc(db, clock, "A", { heartbeat_s: 1000, orphan_grace_s: 20 });
+    const b = await proc(db, clock, "B", { heartbeat_s: 1000 });
+    const released: string[] = [];
+    const realRelease = a.store.releaseLease.bind(a.store);
+    a.store.releaseLease = async (sid: string, owner: string, token: number) => {
+      released.push(sid);
+      return realRelease(sid, owner, token);
+    };
+    /** A parks a session; B's resume takes it over; A still holds its (stale) runtime. */
+    const takenOver = async () => {
+      const va = new TestViewer("va");
+      const snap = await a.manager.create(ME, {}, va);
+      const rt = [...a.manager.live()].find((r) => r.id === snap.session_id)!;
+      a.manager.detachViewer(va);
+      await settle();
+      await b.manager.resume(ME, snap.session_id, new TestViewer(`vb-${snap.session_id}`));
+      return { sid: snap.session_id, rt };
+    };
+    const expectUntouched = async (sid: string) => {
+      expect(isLive(a, sid)).toBe(false);
+      expect(released).not.toContain(sid);
+      expect(a.globals.filter((g) => g.type === "session.reclaimed")).toEqual([]);
+      expect((await b.store.getSession(sid))!.ended_at).toBeNull();
+      expect((await b.store.getLease(sid))!).toMatchObject({ owner: "B", token: 2 });
+      expect(isLive(b, sid)).toBe(true);
+    };
+
+    const reaped = await takenOver();
+    await clock.advance(20_000); // A's orphan grace fires
+    await settle();
+    await expectUntouched(reaped.sid);
+
+    for (const reason of ["idle_ttl", "lru_evicted"]) {
+      const s = await takenOver();
+      await a.manager.end(s.rt, reason, { broadcast: true }); // as reclaimIdle / enforceCap do
+      await expectUntouched(s.sid);
+    }
+
+    const stopped = await takenOver();
+    await a.manager.shutdown();
+    await expectUntouched(stopped.sid);
+  });
+
+  it("the startup sweep's own lease check spares a live sibling's session even when the orphan query names it", async () => {
+    const db = tempDbPath();
+    const clock = new FakeClock();
+    const sibling = await proc(db, clock, "SIBLING");
+    const theirs = await sibling.manager.create(ME, {}, new TestViewer("v"));
+    const sweeper = await proc(db, clock, "SWEEPER");
+    // The SQL filter would leave it out; a stale read (the sibling took the lease right after it)
+    // must not be enough to end it: the sweep checks the lease again itself.
+    sweeper.store.findOrphanedSessions = async () => (await sweeper.store.listOpenSessions()).map((r) => r.id);
+    expect(await sweeper.manager.lifecycle.sweep()).toBe(0);
+    expect((await sweeper.store.getSession(theirs.session_id))!.ended_at).toBeNull();
+    expect((await sweeper.store.getLease(theirs.session_id))!.owner).toBe("SIBLING");
+    expect(isLive(sibling, theirs.session_id)).toBe(true);
+    // Its own (dead-owner) orphans it does end: the override did not break the sweep.
+    const dead = await proc(db, clock, "DEAD");
+    const orphan = await dead.manager.create(ME, {}, new TestViewer("d"));
+    dead.manager.lifecycle.stop();
+    await dead.store.removeHeartbeat("DEAD");
+    expect(await sweeper.manager.lifecycle.sweep()).toBe(1);
+    expect((await sweeper.store.getSession(orphan.session_id))!.end_reason).toBe("startup_orphan_reap");
+  });
+});
+
 describe("shutdown", () => {
   it("ends live sessions as shutdown, writing the partial message, and retires the heartbeat", async () => {
     const db = tempDbPath();
