@@ -39,8 +39,15 @@ export const HttpErrors = {
     }),
   originForbidden: (origin: string) => new HttpError(403, "origin_not_allowed", `Origin not allowed: ${origin}`),
   notFound: (what: string) => new HttpError(404, "not_found", what),
-  modelNotFound: (model: string) =>
-    new HttpError(404, "model_not_found", `The model \`${model}\` does not exist or you do not have access to it.`, "model"),
+  /** Names the models there are: a first request with an OpenAI model name must learn what to send. */
+  modelNotFound: (model: string, available: readonly string[] = []) =>
+    new HttpError(
+      404,
+      "model_not_found",
+      `The model \`${model}\` does not exist or you do not have access to it.` +
+        (available.length > 0 ? ` Models on this gateway: ${available.join(", ")} (GET /v1/models).` : ""),
+      "model",
+    ),
   responseNotFound: (id: string, param: string | null = null) =>
     new HttpError(404, "response_not_found", `No response with id ${id}`, param),
   invalidJson: (detail: string) => new HttpError(400, "invalid_json", `Malformed JSON body: ${detail}`),
