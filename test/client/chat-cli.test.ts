@@ -176,6 +176,22 @@ describe("tether sessions list", () => {
   });
 });
 
+describe("a session the gateway reaped, in the terminal", () => {
+  it("tether sessions list and /sessions show it as idle (it resumes on open), not gone", async () => {
+    const first = await chat("count to 1\n");
+    const id = /session (\S+) \(/.exec(first)![1]!;
+    const rt = [...srv.server.manager.live()].find((r) => r.id === id);
+    if (rt) await srv.server.manager.end(rt, "orphan_reap", { broadcast: true });
+    const out = collect();
+    await runSessionsList({ url: srv.wsUrl, token: "k-chat", output: out.stream });
+    const row = out.text().split("\n").find((l) => l.startsWith(id))!;
+    expect(row).toMatch(/idle \(resumes on open\)/);
+    expect(row).toContain("count to 1"); // titled by its first prompt
+    const inChat = await chat("/sessions\n");
+    expect(inChat.split("\n").find((l) => l.includes(id))).toMatch(/idle \(resumes on open\)/);
+  });
+});
+
 describe("tether chat across a network drop", () => {
   it("shows reconnecting / caught up and prints the reply exactly once", async () => {
     const slow = await startTestServer({ demoDelayMs: 5 });
