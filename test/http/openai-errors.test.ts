@@ -53,6 +53,31 @@ describe("failed turns through the official openai client", () => {
       expect(upstream.requests.length - before).toBe(1); // one provider call: no client retry
     }
     expect(upstream.pending).toBe(0);
+    // And one turn started per create(): each call made one session with one turn
+    const listed = await (await fetch(`${server.url}/api/sessions?include_hidden=true&include_ended=true&limit=500`)).json();
+    const completions = listed.sessions.filter((s: { title: string }) => s.title === "chat.completions");
+    expect(completions).toHaveLength(cases.length);
+    for (const s of completions) expect(s.message_count).toBe(2); // the prompt and the failed reply
+  });
+
+  it("a rate limit in the middle of a stream has the same type as the same failure not streamed", async () => {
+    upstream = await startFakeOpenAI();
+    server = await startTestServer({ providerUrl: upstream.url });
+    const ai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    upstream.script(reply.streamError("Rate limit reached mid-stream", "rate_limited", ["Hel", "lo"]));
+    const stream = await ai.chat.completions.create({ model: "test-model", messages: ask, stream: true });
+    let text = "";
+    const streamed = await failure(
+      (async () => {
+        for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? "";
+      })(),
+    );
+    expect(text).toBe("Hello"); // the deltas before the failure arrived
+    upstream.script(reply.streamError("Rate limit reached mid-stream", "rate_limited", ["Hel", "lo"]));
+    const plain = await failure(ai.chat.completions.create({ model: "test-model", messages: ask }));
+    expect(plain.status).toBe(429);
+    expect({ type: streamed.type, code: streamed.code }).toEqual({ type: "rate_limit_error", code: "rate_limited" });
+    expect({ type: plain.type, code: plain.code }).toEqual({ type: "rate_limit_error", code: "rate_limited" });
   });
 
   it("a retryable failure keeps its status and the upstream's retry-after", async () => {
