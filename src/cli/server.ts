@@ -41,6 +41,11 @@ export const GATEWAY_CAPABILITIES = [
   "tools.mcp",
 ] as const;
 
+/** What this gateway really serves: `--ws-only` has no HTTP API, so no `http.*` capability. */
+export function capabilitiesOf(config: Pick<TetherConfig, "wsOnly">): string[] {
+  return GATEWAY_CAPABILITIES.filter((c) => !(config.wsOnly && c.startsWith("http.")));
+}
+
 export interface RunningServer {
   url: string;
   host: string;
@@ -134,15 +139,15 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const manager = defaultProfile.sessions;
   parts.metrics?.bind({
     sessions: () => manager.viewerCounts(),
-    activeTurns: () => manager.stats().active_turns.length,
-    ringBytes: () => manager.stats().ring_bytes,
+    activeTurns: () => manager.operatorStats().active_turns.length,
+    ringBytes: () => manager.operatorStats().ring_bytes,
     wsConnections: () => ws.connections,
   });
   const port = await listen(server, config);
   const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `http://${hostForUrl}:${port}`;
   logger.info(
-    { url, epoch, store: redactUrl(storeLocation), bus: config.bus ? redactUrl(config.bus) : "local", ws_only: config.wsOnly, provider: config.provider.url ? "openai" : "demo" },
+    { url, epoch, store: redactUrl(storeLocation), bus: config.bus ? redactUrl(config.bus) : "local", ws_only: config.wsOnly, provider: parts.current.catalog.defaultProvider },
     "gateway started",
   );
   let closing: Promise<void> | null = null;
@@ -205,6 +210,7 @@ function makeProfile(parts: ProcessParts, store: Store, name: string): Profile {
     lifecycle: config.lifecycle,
     compression: config.compression,
     delegation: config.delegation,
+    review: config.review,
     retry: config.retry,
     models: config.models,
     profile: { name, ...(config.profiles[name] ?? {}) },
@@ -222,6 +228,7 @@ function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profil
     defaultProfile,
     profileNames: () => Object.keys(parts.current.config.profiles).filter((n) => n !== DEFAULT_PROFILE),
     logger: parts.logger,
+    clock: parts.clock,
     open: async (name) => {
       const { config } = parts.current;
       const path = expandHome(config.profiles[name]?.db ?? join(expandHome(config.home), "profiles", name, "tether.db"));
@@ -250,7 +257,7 @@ function transports(parts: ProcessParts, profiles: ProfileRegistry, ready: () =>
     manager: profiles,
     auth,
     logger,
-    identity: { name: "tether", version: VERSION, capabilities: [...GATEWAY_CAPABILITIES] },
+    identity: { name: "tether", version: VERSION, capabilities: capabilitiesOf(config) },
     maxFrameBytes: config.limits.maxFrameBytes,
     now: () => clock.now(),
     clock,

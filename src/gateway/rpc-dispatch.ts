@@ -19,10 +19,17 @@ import { METHOD_PARAMS } from "../protocol/method-params.js";
 import type { Logger } from "../lib/logger.js";
 import { encodeAnswer, type WireText } from "./wire-text.js";
 
-/** A method's handler: its validated params, and the scope (a profile's sessions) they name. */
+/** What a handler knows of the request besides its params. */
+export interface CallContext {
+  /** The request's JSON-RPC id, as text (absent for a notification). */
+  requestId?: string;
+}
+
+/** A method's handler: its validated params, the scope (a profile's sessions) they name, the call. */
 export type Handler<M extends MethodName, S> = (
   params: z.output<(typeof METHOD_PARAMS)[M]>,
   scope: S,
+  ctx: CallContext,
 ) => Promise<MethodMap[M]["result"]> | MethodMap[M]["result"];
 
 export type HandlerTable<S> = { [M in MethodName]?: Handler<M, S> };
@@ -60,7 +67,7 @@ export async function dispatch<S>(text: string, handlers: HandlerTable<S>, scope
     const parsed = METHOD_PARAMS[req.method].safeParse(req.params);
     if (!parsed.success) throw invalidParams(parsed.error);
     const scope = await scopeOf((parsed.data as { profile?: string } | undefined)?.profile);
-    const result = await handler(parsed.data as never, scope);
+    const result = await handler(parsed.data as never, scope, notification || id === null ? {} : { requestId: String(id) });
     return notification ? null : encodeAnswer(id, result);
   } catch (err) {
     if (notification) return null;

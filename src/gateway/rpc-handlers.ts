@@ -4,7 +4,7 @@
  */
 import { Method, PROTOCOL_VERSION, type SinceResult } from "../protocol/index.js";
 import type { Caller, ProfileRegistry, SessionManager, Viewer } from "../sessions/index.js";
-import type { HandlerTable } from "./rpc-dispatch.js";
+import type { CallContext, HandlerTable } from "./rpc-dispatch.js";
 
 export interface GatewayIdentity {
   name: string;
@@ -19,6 +19,9 @@ export function connectionHandlers(
   identity: GatewayIdentity,
   now: () => number,
 ): HandlerTable<SessionManager> {
+  // The caller of one request: the connection's principal, and the request's JSON-RPC id, so what
+  // the request causes (a 4001 warning…) is logged with the id the client sent.
+  const who = (ctx: CallContext): Caller => (ctx.requestId === undefined ? caller : { ...caller, request_id: ctx.requestId });
   return {
     [Method.Ping]: () => ({ pong: true, epoch: profiles.epoch, server_time: now() }),
     [Method.GatewayInfo]: () => ({
@@ -28,27 +31,27 @@ export function connectionHandlers(
       epoch: profiles.epoch,
       capabilities: identity.capabilities,
     }),
-    [Method.SessionCreate]: (p, sessions) => sessions.create(caller, p ?? {}, viewer),
-    [Method.SessionResume]: (p, sessions) => sessions.resume(caller, p.session_id, viewer, { afterSeq: p.after_seq }),
-    [Method.SessionReopen]: (p, sessions) => sessions.reopen(caller, p.session_id, viewer),
-    [Method.SessionDetach]: (p, sessions) => sessions.detach(caller, p.session_id, viewer),
-    [Method.SessionUpdate]: (p, sessions) => sessions.update(caller, p.session_id, { title: p.title }),
-    [Method.SessionList]: (p, sessions) => sessions.list(caller, p ?? {}),
-    [Method.SessionMessages]: (p, sessions) => sessions.messages(caller, p.session_id, p.after_message_id, p.limit),
-    [Method.SessionClose]: (p, sessions) => sessions.close(caller, p.session_id),
-    [Method.SessionInterrupt]: (p, sessions) => sessions.interrupt(caller, p.session_id),
-    [Method.PromptSubmit]: async (p, sessions) =>
-      (await sessions.startTurn({ caller, session: { id: p.session_id }, text: p.text, requestId: p.request_id })).result,
+    [Method.SessionCreate]: (p, sessions, ctx) => sessions.create(who(ctx), p ?? {}, viewer),
+    [Method.SessionResume]: (p, sessions, ctx) => sessions.resume(who(ctx), p.session_id, viewer, { afterSeq: p.after_seq }),
+    [Method.SessionReopen]: (p, sessions, ctx) => sessions.reopen(who(ctx), p.session_id, viewer),
+    [Method.SessionDetach]: (p, sessions, ctx) => sessions.detach(who(ctx), p.session_id, viewer),
+    [Method.SessionUpdate]: (p, sessions, ctx) => sessions.update(who(ctx), p.session_id, { title: p.title }),
+    [Method.SessionList]: (p, sessions, ctx) => sessions.list(who(ctx), p ?? {}),
+    [Method.SessionMessages]: (p, sessions, ctx) => sessions.messages(who(ctx), p.session_id, p.after_message_id, p.limit),
+    [Method.SessionClose]: (p, sessions, ctx) => sessions.close(who(ctx), p.session_id),
+    [Method.SessionInterrupt]: (p, sessions, ctx) => sessions.interrupt(who(ctx), p.session_id),
+    [Method.PromptSubmit]: async (p, sessions, ctx) =>
+      (await sessions.startTurn({ caller: who(ctx), session: { id: p.session_id }, text: p.text, requestId: p.request_id })).result,
     // The catch-up answer is assembled as JSON text (stored payloads spliced in, never re-parsed).
-    [Method.EventsSince]: async (p, sessions) =>
-      (await sessions.sinceJson(caller, p.session_id, p.after_seq, { transient: p.include_transient ?? true })) as unknown as SinceResult,
-    [Method.EventsStats]: () => profiles.stats(),
-    [Method.TodoGet]: (p, sessions) => sessions.todo(caller, p.session_id),
-    [Method.DelegationList]: (p, sessions) => sessions.delegationList(caller, p.session_id),
-    [Method.ConfigSet]: (p, sessions) => sessions.configSet(caller, p.session_id, p.key, p.value, p.confirm ?? false),
-    [Method.RequestRespond]: (p, sessions) =>
-      sessions.respond(caller, p.session_id, p.request_id, { choice: p.choice, note: p.note, content: p.content, output: p.output, error: p.error }),
-    [Method.ApprovalsList]: (_p, sessions) => sessions.approvals(caller),
-    [Method.ApprovalsRevoke]: (p, sessions) => sessions.revokeApproval(caller, p.tool),
+    [Method.EventsSince]: async (p, sessions, ctx) =>
+      (await sessions.sinceJson(who(ctx), p.session_id, p.after_seq, { transient: p.include_transient ?? true })) as unknown as SinceResult,
+    [Method.EventsStats]: (_p, _sessions, ctx) => profiles.stats(who(ctx)),
+    [Method.TodoGet]: (p, sessions, ctx) => sessions.todo(who(ctx), p.session_id),
+    [Method.DelegationList]: (p, sessions, ctx) => sessions.delegationList(who(ctx), p.session_id),
+    [Method.ConfigSet]: (p, sessions, ctx) => sessions.configSet(who(ctx), p.session_id, p.key, p.value, p.confirm ?? false),
+    [Method.RequestRespond]: (p, sessions, ctx) =>
+      sessions.respond(who(ctx), p.session_id, p.request_id, { choice: p.choice, note: p.note, content: p.content, output: p.output, error: p.error }),
+    [Method.ApprovalsList]: (_p, sessions, ctx) => sessions.approvals(who(ctx)),
+    [Method.ApprovalsRevoke]: (p, sessions, ctx) => sessions.revokeApproval(who(ctx), p.tool),
   };
 }

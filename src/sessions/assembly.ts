@@ -71,7 +71,7 @@ export function assembleSessions(deps: SessionManagerDeps): SessionParts {
   // the wings
   const rotation = new Rotation({ clock, ids, logger, metrics, registry, ownership, timers, binding });
   const compressor = new Compressor({ store, clock, logger, settings, registry, rotation });
-  const delegations = delegationWing(deps, settings, registry, lifecycle);
+  const delegations = delegationWing(deps, settings, registry, switching, lifecycle);
   const routing = clusterWing(deps, registry, lifecycle);
   // views (a Snapshot lists the session's delegations: the wing is handed down as a lister)
   const views = new SessionViews({ store, epoch: deps.epoch, clock, registry, ownership, delegations });
@@ -88,6 +88,7 @@ export function applyLiveConfig(settings: LiveSettings, config: TetherConfig, ca
     maxIterations: config.limits.maxIterations,
     compression: config.compression,
     delegation: config.delegation,
+    review: config.review,
     retry: config.retry,
     lifecycle: config.lifecycle,
     models: config.models,
@@ -104,6 +105,7 @@ function settingsOf(deps: SessionManagerDeps): LiveSettings {
     compression: deps.compression ?? CompressionSchema.parse({}),
     ...(deps.retry ? { retry: deps.retry } : {}),
     delegation: deps.delegation ?? DelegationSchema.parse({}),
+    review: deps.review ?? {},
     lifecycle: deps.lifecycle,
     models: deps.models ?? defaultModelsConfig(),
     providers: deps.providers,
@@ -142,7 +144,13 @@ function lifecycleRoom(deps: SessionManagerDeps, settings: LiveSettings, registr
   return { ownership, timers, logs, ending, lifecycle, binding };
 }
 
-function delegationWing(deps: SessionManagerDeps, settings: LiveSettings, registry: LiveRegistry, life: LifecycleParts): DelegationService {
+function delegationWing(
+  deps: SessionManagerDeps,
+  settings: LiveSettings,
+  registry: LiveRegistry,
+  switching: ModelSwitching,
+  life: LifecycleParts,
+): DelegationService {
   const { store, committer, clock, ids, logger, processId } = deps;
   const host = new SessionsDelegationHost({
     store,
@@ -156,6 +164,7 @@ function delegationWing(deps: SessionManagerDeps, settings: LiveSettings, regist
     ownership: life.ownership,
     logs: life.logs,
     ending: life.ending,
+    switching,
   });
   return new DelegationService({ store: store.delegations, committer, clock, ids, logger, processId, settings, host });
 }

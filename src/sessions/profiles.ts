@@ -10,8 +10,9 @@
  * detaches the viewer everywhere.
  */
 import { ErrorCode, TetherError, type StatsResult } from "../protocol/index.js";
+import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../lib/logger.js";
-import type { GlobalListener } from "./core/types.js";
+import type { Caller, GlobalListener } from "./core/types.js";
 import type { Viewer } from "./core/viewer.js";
 import type { HttpRecords } from "./http-records.js";
 import type { SessionManager } from "./session-manager.js";
@@ -32,7 +33,12 @@ export interface ProfileRegistryDeps {
   /** Opens a profile's store and starts its manager; throws when the store cannot be opened. */
   open: (name: string) => Promise<Profile>;
   logger: Logger;
+  clock: Clock;
+  /** A call waits at most this long for a profile's store to open, then answers 5070. @default 10_000 */
+  openTimeoutMs?: number;
 }
+
+export const PROFILE_OPEN_TIMEOUT_MS = 10_000;
 
 export class ProfileRegistry {
   private readonly profiles = new Map<string, Profile>();
@@ -61,22 +67,41 @@ export class ProfileRegistry {
         issues: [{ path: "profile", message: `not one of: ${[DEFAULT_PROFILE, ...this.deps.profileNames()].join(", ")}` }],
       });
     }
-    const pending = this.opening.get(wanted);
-    if (pending) return pending;
-    const opening = this.deps
-      .open(wanted)
-      .then((p) => this.adopt(p))
-      .catch((err: unknown) => {
-        this.deps.logger.error({ err, profile: wanted }, "profile store unavailable");
-        throw new TetherError(ErrorCode.StorageUnavailable, `profile store unavailable: ${wanted}`, { profile: wanted }, { cause: err });
-      })
-      .finally(() => this.opening.delete(wanted));
-    this.opening.set(wanted, opening);
-    return opening;
+    let opening = this.opening.get(wanted);
+    if (!opening) {
+      opening = this.deps
+        .open(wanted)
+        .then((p) => this.adopt(p))
+        .catch((err: unknown) => {
+          this.deps.logger.error({ err, profile: wanted }, "profile store unavailable");
+          throw unavailable(wanted, err);
+        })
+        .finally(() => this.opening.delete(wanted));
+      this.opening.set(wanted, opening);
+    }
+    return this.withinTimeout(wanted, opening);
+  }
+
+  /**
+   * A store that hangs while opening (a dead network mount, an unreachable database) fails the
+   * call with 5070 after the timeout; the open goes on, and a later call waits for that same open
+   * again (never a second one beside it), so a store that comes back serves from then on.
+   */
+  private withinTimeout(name: string, opening: Promise<Profile>): Promise<Profile> {
+    const ms = this.deps.openTimeoutMs ?? PROFILE_OPEN_TIMEOUT_MS;
+    const timeout = new AbortController();
+    const timedOut = this.deps.clock.sleep(ms, timeout.signal).then(
+      () => {
+        this.deps.logger.error({ profile: name, timeout_ms: ms }, "profile store did not open in time");
+        throw unavailable(name, new Error(`the store did not open within ${ms} ms`));
+      },
+      () => new Promise<never>(() => undefined), // the open settled first
+    );
+    return Promise.race([opening, timedOut]).finally(() => timeout.abort());
   }
 
   /** The sessions of the profile named `name` (see `profile`). */
-  async sessions(name: string | undefined): Promise<SessionManager> {
+  async manager(name: string | undefined): Promise<SessionManager> {
     return (await this.profile(name)).sessions;
   }
 
@@ -94,10 +119,11 @@ export class ProfileRegistry {
     for (const p of this.profiles.values()) p.sessions.detachViewer(viewer);
   }
 
-  stats(): StatsResult {
+  /** `session.events.stats` over every open profile, scoped to the caller's principal. */
+  stats(caller: Caller): StatsResult {
     const out: StatsResult = { sessions: 0, ring_frames: 0, ring_bytes: 0, active_turns: [] };
     for (const p of this.profiles.values()) {
-      const s = p.sessions.stats();
+      const s = p.sessions.stats(caller);
       out.sessions += s.sessions;
       out.ring_frames += s.ring_frames;
       out.ring_bytes += s.ring_bytes;
@@ -108,9 +134,13 @@ export class ProfileRegistry {
 
   private adopt(profile: Profile): Profile {
     this.profiles.set(profile.name, profile);
-    profile.sessions.onGlobal((frame, wire) => {
-      for (const l of this.globalListeners) l(frame, wire);
+    profile.sessions.onGlobal((frame, wire, principal) => {
+      for (const l of this.globalListeners) l(frame, wire, principal);
     });
     return profile;
   }
+}
+
+function unavailable(name: string, cause: unknown): TetherError {
+  return new TetherError(ErrorCode.StorageUnavailable, `profile store unavailable: ${name}`, { profile: name }, { cause });
 }

@@ -9,7 +9,7 @@
  * Another principal's session answers exactly like a missing one (4007): existence is not leaked.
  * `parts` are the rooms themselves, for the composition root and tests; transports never use them.
  */
-import { EndReason, ErrorCode, EventType, isRecoverableEnd, TetherError } from "../protocol/index.js";
+import { EndReason, ErrorCode, isRecoverableEnd, TetherError } from "../protocol/index.js";
 import type {
   DelegationSummary,
   EncodedJson,
@@ -30,17 +30,16 @@ import type { TetherConfig } from "../config/index.js";
 import type { ProviderCatalog } from "../agent/provider-catalog.js";
 import { continuationAncestors } from "./core/live-tip.js";
 import { assertOwner, requireLive, requireRow, storage } from "./core/session-access.js";
-import { renameSession, sessionInfo } from "./core/session-info.js";
+import { renameSession, titleFromFirstPrompt } from "./core/session-info.js";
 import type { SessionRuntime } from "./core/session-runtime.js";
 import { seedHistory, type SeedMessage } from "./core/seed-history.js";
 import type { Caller, CreateParams, GlobalListener, ListParams, SessionManagerDeps } from "./core/types.js";
 import type { Viewer } from "./core/viewer.js";
 import type { ConfigSetResult } from "./models/model-switching.js";
-import { identityOf, mergeModelConfig } from "./models/model-identity.js";
-import { newSessionRow } from "./views/session-rows.js";
 import { onLiveTip, tipOf, type TipRoutingDeps } from "./rotation/tip-routing.js";
 import type { ForwardedCalls } from "./cluster/node-routing.js";
 import { applyLiveConfig, assembleSessions, type SessionParts } from "./assembly.js";
+import { createSession } from "./creating.js";
 import { resumeSession, type ResumeDeps } from "./resuming.js";
 import { startTurn, type StartedTurn, type TurnRequest } from "./turn-entry.js";
 import { reopenStored } from "./lifecycle/reopening.js";
@@ -67,6 +66,11 @@ export class SessionManager implements ForwardedCalls {
 
   get epoch(): string {
     return this.deps.epoch;
+  }
+
+  /** Sessions live in this process. */
+  get liveCount(): number {
+    return this.parts.registry.size;
   }
 
   // ---- The process: start, reload, stop, global frames ----
@@ -101,35 +105,15 @@ export class SessionManager implements ForwardedCalls {
   }
 
   /** Delivers a global frame that came from another node to this node's listeners (not re-published). */
-  relayGlobal(frame: Frame, wire: string): void {
-    this.parts.globals.deliver(frame, wire);
+  relayGlobal(frame: Frame, wire: string, principal?: string): void {
+    this.parts.globals.deliver(frame, wire, principal);
   }
 
   // ---- Sessions ----
 
-  async create(caller: Caller, params: CreateParams = {}, viewer?: Viewer): Promise<Snapshot> {
+  create(caller: Caller, params: CreateParams = {}, viewer?: Viewer): Promise<Snapshot> {
     this.assertAccepting();
-    const { switching, binding, registry, ownership } = this.parts;
-    const { provider, model } = switching.pickModel(params.provider, params.model);
-    const row = newSessionRow({
-      id: this.deps.ids.next("ses"),
-      principal: caller.principal,
-      profile: params.profile ?? this.parts.settings.profile?.name ?? "default",
-      params,
-      provider,
-      model,
-      modelConfig: mergeModelConfig({}, identityOf(switching.catalog, provider, model)),
-      now: this.deps.clock.now(),
-    });
-    return binding.binding(row.id, async () => {
-      // The lease is created with the row: a sibling's sweep never sees this session unowned.
-      await storage(() => this.deps.committer.enqueue([{ op: "session.insert", row }, ownership.insertOp(row.id)]));
-      const runtime = await registry.open(row.id);
-      runtime.log.emit(EventType.SessionInfo, sessionInfo(row));
-      if (viewer) binding.attach(runtime, viewer);
-      this.deps.logger.info({ session_id: row.id, provider, model }, "session created");
-      return this.parts.views.snapshot(runtime);
-    });
+    return createSession(this.deps, this.parts, caller, params, viewer);
   }
 
   /**
@@ -210,6 +194,7 @@ export class SessionManager implements ForwardedCalls {
       const runtime = await this.requireLive(caller, tipId, "prompt.submit");
       const result = await runtime.submit(text, requestId);
       this.parts.lifecycle.activity(runtime);
+      await titleFromFirstPrompt({ ...this.deps, registry: this.parts.registry }, caller, runtime, text, result);
       return tipped(result);
     });
   }
@@ -313,8 +298,14 @@ export class SessionManager implements ForwardedCalls {
 
   // ---- Counts ----
 
-  stats(): StatsResult {
-    return this.parts.views.stats();
+  /** `session.events.stats`: the caller's own live sessions and turns, nobody else's. */
+  stats(caller: Caller): StatsResult {
+    return this.parts.views.stats(caller.principal);
+  }
+
+  /** Every live session of this process, for /metrics (which needs the operator's key). */
+  operatorStats(): StatsResult {
+    return this.parts.views.stats(null);
   }
 
   /** Running plus queued turns of the caller's live sessions: what the per-principal turn limit counts. */

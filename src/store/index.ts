@@ -1,6 +1,7 @@
 /** store/ — durable state behind one seam. `openStore` picks the implementation from a URL or path. */
 import { SqliteStore } from "./sqlite/sqlite-store.js";
 import { isPostgresUrl, PostgresStore } from "./postgres/postgres-store.js";
+import { makeParentDir } from "./parent-dir.js";
 import type { Store } from "./types.js";
 
 export type * from "./types.js";
@@ -12,5 +13,8 @@ export { SqliteStore, PostgresStore, isPostgresUrl };
  */
 export async function openStore(location: string): Promise<Store> {
   if (isPostgresUrl(location)) return PostgresStore.open({ url: location });
+  // The folder is made asynchronously (bounded): a path that cannot be made fails here, and the
+  // event loop never waits on it.
+  if (location !== ":memory:") await makeParentDir(location);
   return new SqliteStore({ path: location });
 }

@@ -6,6 +6,7 @@ import { resolveConfig, type ConfigInput, type LifecycleConfig } from "../../src
 import { GroupCommitter, RingBudget } from "../../src/events/index.js";
 import { FakeClock } from "../../src/lib/clock.js";
 import { randomIds } from "../../src/lib/ids.js";
+import { pino } from "pino";
 import { silentLogger, type Logger } from "../../src/lib/logger.js";
 import type { Provider, ProviderChunk, StreamRequest } from "../../src/agent/provider.js";
 import { buildProviderCatalog } from "../../src/agent/provider-catalog.js";
@@ -48,6 +49,7 @@ export class DeafProvider implements Provider {
 export interface Harness {
   manager: SessionManager;
   store: Store;
+  committer: GroupCommitter;
   clock: FakeClock;
   globals: Frame<any>[];
   logger: Logger;
@@ -67,6 +69,8 @@ export async function startHarness(opts: {
   tools?: ToolSet;
   /** `tools.approval_timeout_s`. */
   approvalTimeoutS?: number;
+  /** Where the manager logs (default: silent); see `capturingLogger`. */
+  logger?: Logger;
 }): Promise<Harness> {
   const store = opts.store ?? new SqliteStore({ path: opts.dbPath });
   const config = resolveConfig({}, { ...(opts.config ?? {}), lifecycle: opts.lifecycle });
@@ -83,10 +87,11 @@ export async function startHarness(opts: {
     {},
     extra,
   );
-  const logger = silentLogger();
+  const logger = opts.logger ?? silentLogger();
+  const committer = new GroupCommitter(store);
   const manager = new SessionManager({
     store,
-    committer: new GroupCommitter(store),
+    committer,
     epoch: `epoch-${opts.processId}`,
     clock,
     ids: randomIds,
@@ -107,7 +112,14 @@ export async function startHarness(opts: {
   const globals: Frame<any>[] = [];
   manager.onGlobal((frame) => globals.push(frame));
   if (opts.start !== false) await manager.start();
-  return { manager, store, clock, globals, logger };
+  return { manager, store, committer, clock, globals, logger };
+}
+
+/** A real pino logger whose JSON lines land in `lines` (parsed), for tests of what is logged. */
+export function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: "debug" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  return { logger, lines };
 }
 
 /** Lets queued promise callbacks and immediates run without moving the fake clock. */

@@ -10,6 +10,7 @@ import type {
   ModelsConfig,
   ProfileConfig,
   RetryConfig,
+  ReviewConfig,
 } from "../../config/index.js";
 import type { ProviderCatalog } from "../../agent/provider-catalog.js";
 
@@ -23,6 +24,8 @@ export interface LiveSettings {
   /** Retries of retryable model-call failures (config `retry`); none when absent. */
   retry?: RetryConfig;
   delegation: DelegationConfig;
+  /** The reviewer's model for `/review` (config `review`); empty = the session's own. */
+  review: ReviewConfig;
   lifecycle: LifecycleConfig;
   /** Guards on model switches (config `models`). */
   models: ModelsConfig;

@@ -76,6 +76,10 @@ export async function requireLive(
   }
   const row = await requireRow(deps.store, caller, sessionId);
   if (row.ended_at !== null && !isRecoverableEnd(row.end_reason)) throw await closedErrorOf(deps.store, row, method);
-  deps.logger.warn({ session_id: sessionId, method }, "call on a session that is not live here");
+  // Says which call and which request was refused: "my message vanished" must be traceable.
+  deps.logger.warn(
+    { session_id: sessionId, method, ...(caller.request_id !== undefined ? { request_id: caller.request_id } : {}) },
+    "call on a session that is not live here",
+  );
   throw new TetherError(ErrorCode.NotLive, `Session ${sessionId} is not live here; resume it first`, { method });
 }

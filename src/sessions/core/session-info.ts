@@ -1,14 +1,17 @@
 /**
- * A session's `session.info`: its payload, and the rename that changes it. Viewers of a live
- * session see the new title as a frame; the row changes in the same transaction either way.
+ * A session's `session.info`: its payload, and the renames that change it — the user's, and the
+ * title an untitled session takes from its first prompt. Viewers of a live session see the new
+ * title as a frame; the row changes in the same transaction either way.
  */
-import { EventType } from "../../protocol/index.js";
+import { EventType, type SubmitResult } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
+import type { Logger } from "../../lib/logger.js";
 import type { GroupCommitter } from "../../events/index.js";
 import type { SessionRow, Store } from "../../store/types.js";
 import type { LiveRegistry } from "./live-registry.js";
 import { isContinuationEnd } from "./live-tip.js";
 import { assertOwner, closedErrorOf, requireRow, storage } from "./session-access.js";
+import type { SessionRuntime } from "./session-runtime.js";
 import type { Caller } from "./types.js";
 
 /** The `session.info` payload. */
@@ -39,4 +42,26 @@ export async function renameSession(deps: RenameDeps, caller: Caller, sessionId:
     await storage(() => deps.committer.enqueue(ops));
   }
   Object.assign(row, { title, last_activity_at: now });
+}
+
+/** A title for an untitled session, from its first prompt: its first line, at most 60 characters. */
+export function titleFromPrompt(text: string): string {
+  const line = (text.split("\n").find((l) => l.trim() !== "") ?? "").replace(/\s+/g, " ").trim();
+  return line.length <= 60 ? line : `${line.slice(0, 59)}…`;
+}
+
+/** After a submit: an untitled session is named by its first prompt (never by a command like `/compress`). */
+export async function titleFromFirstPrompt(
+  deps: RenameDeps & { logger: Logger },
+  caller: Caller,
+  runtime: SessionRuntime,
+  text: string,
+  submitted: SubmitResult,
+): Promise<void> {
+  if (runtime.row.title !== "" || submitted.status === "duplicate" || text.trimStart().startsWith("/")) return;
+  const title = titleFromPrompt(text);
+  if (!title) return;
+  await renameSession(deps, caller, runtime.id, title).catch((err: unknown) =>
+    deps.logger.warn({ err, session_id: runtime.id }, "could not title the session"),
+  );
 }

@@ -17,6 +17,7 @@ import { resolveLiveTip } from "../core/live-tip.js";
 import type { Ownership } from "../lifecycle/ownership.js";
 import type { SessionEnding } from "../lifecycle/session-ending.js";
 import type { SessionLogs } from "../lifecycle/session-logs.js";
+import type { ModelSwitching } from "../models/model-switching.js";
 import { delegateChildRow } from "../views/session-rows.js";
 import type { DelegationHost, TaskOutcome } from "./delegation-service.js";
 import type { DeliveryMessage } from "./shapes.js";
@@ -36,6 +37,8 @@ export interface DelegationHostDeps {
   logs: SessionLogs;
   /** Ends the task's child session. */
   ending: SessionEnding;
+  /** The model a `/review` reviewer runs on (config `review`). */
+  switching: ModelSwitching;
 }
 
 export class SessionsDelegationHost implements DelegationHost {
@@ -54,6 +57,13 @@ export class SessionsDelegationHost implements DelegationHost {
     if (!origin) return { status: "failed", result: null, error: "the origin session is gone" };
     const childId = this.deps.ids.next("ses");
     const row = delegateChildRow(origin, d, index, childId, this.deps.clock.now());
+    if (d.kind === "review") {
+      try {
+        Object.assign(row, this.deps.switching.reviewerModel() ?? {});
+      } catch (err) {
+        return { status: "failed", result: null, error: `the reviewer's model (config review) is not routable: ${(err as Error).message}` };
+      }
+    }
     await this.deps.committer.enqueue([{ op: "session.insert", row }, this.deps.ownership.insertOp(childId)]);
     onChild(childId);
     const runtime = await this.deps.registry.open(childId);

@@ -8,7 +8,7 @@ import { ErrorCode, EventType, TetherError } from "../../protocol/index.js";
 import type { Logger } from "../../lib/logger.js";
 import type { EventLog } from "../../events/index.js";
 import type { ModelsConfig } from "../../config/index.js";
-import type { ProviderCatalog } from "../../agent/provider-catalog.js";
+import { REVIEW_PROVIDER, type ProviderCatalog } from "../../agent/provider-catalog.js";
 import type { Provider } from "../../agent/provider.js";
 import type { SessionRow } from "../../store/types.js";
 import type { LiveSettings } from "../core/live-settings.js";
@@ -64,6 +64,21 @@ export class ModelSwitching {
     }
     runtime.stashSwitch({ provider, model: target.model, guarded, confirmed: confirm });
     return { status: "pending" };
+  }
+
+  /**
+   * The model a `/review` reviewer runs on (config `review`): null = the session's own. Throws
+   * when the configured one is not routable.
+   */
+  reviewerModel(): Pick<SessionRow, "provider" | "model" | "model_config"> | null {
+    const r = this.deps.settings.review;
+    if (!r.provider && !r.model && !r.base_url) return null;
+    const choice = this.pickModel(r.base_url ? REVIEW_PROVIDER : r.provider, r.model);
+    return {
+      provider: choice.provider,
+      model: choice.model,
+      model_config: mergeModelConfig({}, identityOf(this.catalog, choice.provider, choice.model)),
+    };
   }
 
   profileDefault(): { provider: string; model: string } {

@@ -79,9 +79,12 @@ export class SessionViews {
     return { ...(await storedEvents(store, epoch, sessionId, afterSeq)), live: false };
   }
 
-  stats(): StatsResult {
-    const { registry } = this.deps;
-    return statsOf(registry.values(), registry.size, this.deps.clock.monotonic());
+  /**
+   * Stats over the live runtimes of `principal` (every runtime when null: the operator's view, for
+   * /metrics). Another principal's sessions, turns and trace ids never show, not even in the totals.
+   */
+  stats(principal: string | null): StatsResult {
+    return statsOf(this.deps.registry.values(), this.deps.clock.monotonic(), principal);
   }
 
   /** Running plus queued turns of the caller's live sessions: what the per-principal turn limit counts. */

@@ -3,11 +3,11 @@
  * safely by several `tether serve` processes. better-sqlite3 is synchronous; the Store interface is
  * async so that callers do not change when PostgreSQL stands in.
  */
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import { RECOVERABLE_END_REASONS } from "../../protocol/index.js";
 import { rowToMessage, rowToSession } from "../columns/sessions.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
+import { makeParentDirSync } from "../parent-dir.js";
 import type {
   EventRow,
   HeartbeatRow,
@@ -34,6 +34,8 @@ import { MIGRATIONS } from "./migrations.js";
 
 type Statement = Database.Statement;
 
+const RECOVERABLE = [...RECOVERABLE_END_REASONS];
+
 export interface SqliteStoreOptions {
   /** File path, or ":memory:". Parent folders are created. */
   path: string;
@@ -55,7 +57,7 @@ export class SqliteStore implements Store {
 
   constructor(options: SqliteStoreOptions) {
     this.path = options.path;
-    if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+    if (options.path !== ":memory:") makeParentDirSync(options.path);
     this.db = new Database(options.path);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");
@@ -141,7 +143,11 @@ export class SqliteStore implements Store {
       where.push("s.profile = ?");
       params.push(q.profile);
     }
-    if (!q.includeEnded) where.push("s.ended_at IS NULL");
+    if (!q.includeEnded) {
+      // Sessions the gateway ended for a recoverable reason are listed (they resume on open).
+      where.push(`(s.ended_at IS NULL OR s.end_reason IN (${RECOVERABLE.map(() => "?").join(", ")}))`);
+      params.push(...RECOVERABLE);
+    }
     if (!q.includeHidden) where.push("json_extract(s.flags, '$.hidden') IS NOT 1");
     const cursor = decodeCursor(q.cursor);
     if (cursor) {
