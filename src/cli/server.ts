@@ -3,6 +3,8 @@
  * tools, and starts the transports. `tether serve` and the tests both start Tether through here.
  */
 import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import type { Hono } from "hono";
 import { ErrorCode, TetherError } from "../protocol/index.js";
 import { systemClock, type Clock } from "../lib/clock.js";
 import { randomIds, type IdGenerator } from "../lib/ids.js";
@@ -20,9 +22,9 @@ import type { Store } from "../store/types.js";
 import { createHttpServer } from "../gateway/http-server.js";
 import { attachWsEndpoint, type WsEndpoint } from "../gateway/ws-server.js";
 import { createAuthenticator } from "../gateway/auth.js";
-import { createGatewayHttpServer } from "../gateway/http/app.js";
+import { createHttpApp, serveHttpApp } from "../gateway/http/app.js";
 import { PromMetrics } from "../gateway/http/metrics.js";
-import type { ModelInfo } from "../gateway/http/context.js";
+import type { AppEnv, ModelInfo } from "../gateway/http/context.js";
 import { VERSION } from "./version.js";
 
 /** What `gateway.info` advertises, so clients can feature-detect instead of guessing from versions. */
@@ -49,6 +51,10 @@ export interface RunningServer {
   manager: SessionManager;
   profiles: ProfileRegistry;
   ws: WsEndpoint;
+  /** The HTTP API (OpenAI-compatible, sessions, /metrics, the web client); null with `--ws-only`. */
+  app: Hono<AppEnv> | null;
+  /** The node:http server the gateway serves on: its own, or the one it was attached to. */
+  server: Server;
   /** Live reload: limits, lifecycle and model guards apply to live sessions; providers to new opens. */
   applyConfig(config: TetherConfig): void;
   /** Graceful stop: interrupts turns, writes everything, closes sockets and the store. */
@@ -59,6 +65,12 @@ export interface ServerDeps {
   logger: Logger;
   clock?: Clock;
   ids?: IdGenerator;
+  /**
+   * An application's own node:http server (Tether embedded in it, see src/embed/): the WebSocket
+   * endpoint joins its `/ws` upgrades and nothing listens — the application routes its requests
+   * and owns its listener. `url` and `port` are then the server's address if it listens already.
+   */
+  attachTo?: Server;
 }
 
 /** The models the OpenAI-compatible API offers: every routable model, the default first. */
@@ -142,9 +154,9 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   // One pair of send-buffer limits for every viewer transport: WebSocket and SSE.
   const flow = { softBytes: config.limits.sendBufferSoftBytes, hardBytes: config.limits.sendBufferHardBytes };
   const ready = () => store.ping();
-  const server = config.wsOnly
-    ? createHttpServer({ ready, wsOnly: true })
-    : createGatewayHttpServer({
+  const app = config.wsOnly
+    ? null
+    : createHttpApp({
         manager,
         profiles,
         auth,
@@ -157,6 +169,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
         flow,
         ready,
       });
+  const server = deps.attachTo ?? (app ? serveHttpApp(app) : createHttpServer({ ready, wsOnly: true }));
   const ws = attachWsEndpoint(server, {
     manager: profiles,
     auth,
@@ -180,16 +193,21 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     wsConnections: () => ws.connections,
   });
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, config.host, () => {
-      server.off("error", reject);
-      resolve();
+  if (!deps.attachTo) {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(config.port, config.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
     });
-  });
-  const port = (server.address() as AddressInfo).port;
-  const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
-  const url = `http://${hostForUrl}:${port}`;
+  }
+  const address = server.address() as AddressInfo | null;
+  const port = address?.port ?? 0;
+  // Our own listener is named as configured (`localhost` stays `localhost`); an attached one as bound.
+  const host = deps.attachTo ? (address?.address ?? config.host) : config.host;
+  const hostForUrl = host.includes(":") ? `[${host}]` : host;
+  const url = address ? `http://${hostForUrl}:${port}` : "";
   logger.info(
     { url, epoch, store: redactUrl(storeLocation), bus: config.bus ? redactUrl(config.bus) : "local", ws_only: config.wsOnly, provider: config.provider.url ? "openai" : "demo" },
     "gateway started",
@@ -204,6 +222,8 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     manager,
     profiles,
     ws,
+    app,
+    server,
     applyConfig(next: TetherConfig) {
       const nextCatalog = buildProviderCatalog(next, clock);
       current = { config: next, catalog: nextCatalog };
@@ -217,11 +237,13 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
         await bus.close().catch(() => undefined);
         // Frames written during the stop are out; now the sockets can go.
         await ws.close();
-        // close() waits for every connection to end: open SSE streams and keep-alive sockets would
-        // hold it forever, so they are cut right after it stops accepting.
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeAllConnections();
-        await closed;
+        if (!deps.attachTo) {
+          // close() waits for every connection to end: open SSE streams and keep-alive sockets
+          // would hold it forever, so they are cut right after it stops accepting.
+          const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+          server.closeAllConnections();
+          await closed;
+        }
         await store.close();
         for (const ps of profileStores) await ps.close().catch(() => undefined);
         logger.info({ epoch }, "gateway stopped");

@@ -4,7 +4,8 @@
  * (live/detached sessions, active turns, ring bytes, WebSocket connections) are read at scrape
  * time from their sources; counters and the latency histogram are updated as things happen.
  */
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { createRequire } from "node:module";
+import type * as PromClient from "prom-client";
 import type { Metrics } from "../../lib/metrics.js";
 
 export interface MetricSources {
@@ -14,20 +15,28 @@ export interface MetricSources {
   wsConnections(): number;
 }
 
-export class PromMetrics implements Metrics {
-  readonly registry = new Registry();
-  private sources: MetricSources | null = null;
-  private readonly frames: Counter<"type">;
-  /** Frames delivered since the last scrape, by type (see frameDelivered). */
-  private readonly framesPending = new Map<string, number>();
-  private readonly ended: Counter<"reason">;
-  private readonly opened: Counter<"transport">;
-  private readonly open: Gauge<"transport">;
-  readonly requestSeconds: Histogram<"method" | "route" | "status">;
+/**
+ * prom-client (and the OpenTelemetry API it loads) is required on first use — the first request,
+ * frame or scrape — not at start: a gateway listens sooner and an untouched one stays smaller.
+ */
+let promClient: typeof PromClient | undefined;
+function loadPromClient(): typeof PromClient {
+  promClient ??= createRequire(import.meta.url)("prom-client") as typeof PromClient;
+  return promClient;
+}
 
-  constructor() {
+/** The prom-client objects of one gateway, built together on first use. */
+class Instruments {
+  readonly registry: PromClient.Registry;
+  readonly ended: PromClient.Counter<"reason">;
+  readonly opened: PromClient.Counter<"transport">;
+  readonly open: PromClient.Gauge<"transport">;
+  readonly requestSeconds: PromClient.Histogram<"method" | "route" | "status">;
+
+  constructor(src: () => MetricSources | null, framesPending: Map<string, number>) {
+    const { Counter, Gauge, Histogram, Registry } = loadPromClient();
+    this.registry = new Registry();
     const registers = [this.registry];
-    const src = () => this.sources;
     new Gauge({
       name: "tether_sessions_live",
       help: "Live sessions in this process with at least one viewer",
@@ -75,8 +84,7 @@ export class PromMetrics implements Metrics {
       labelNames: ["transport"],
       registers,
     });
-    const framesPending = this.framesPending;
-    this.frames = new Counter({
+    new Counter({
       name: "tether_frames_delivered_total",
       help: "Session frames delivered to viewers, by event type (once per frame, not per viewer)",
       labelNames: ["type"],
@@ -102,6 +110,26 @@ export class PromMetrics implements Metrics {
     });
     this.open.set({ transport: "sse" }, 0);
   }
+}
+
+export class PromMetrics implements Metrics {
+  private sources: MetricSources | null = null;
+  /** Frames delivered since the last scrape, by type (see frameDelivered). */
+  private readonly framesPending = new Map<string, number>();
+  private instruments: Instruments | undefined;
+
+  private get m(): Instruments {
+    this.instruments ??= new Instruments(() => this.sources, this.framesPending);
+    return this.instruments;
+  }
+
+  get registry(): PromClient.Registry {
+    return this.m.registry;
+  }
+
+  get requestSeconds(): PromClient.Histogram<"method" | "route" | "status"> {
+    return this.m.requestSeconds;
+  }
 
   /** Connects the scrape-time sources once the gateway is built. */
   bind(sources: MetricSources): void {
@@ -114,16 +142,16 @@ export class PromMetrics implements Metrics {
   }
 
   sessionEnded(reason: string): void {
-    this.ended.inc({ reason });
+    this.m.ended.inc({ reason });
   }
 
   connectionOpened(transport: "ws" | "sse" | "http"): void {
-    this.opened.inc({ transport });
-    if (transport !== "ws") this.open.inc({ transport });
+    this.m.opened.inc({ transport });
+    if (transport !== "ws") this.m.open.inc({ transport });
   }
 
   connectionClosed(transport: "ws" | "sse" | "http"): void {
-    if (transport !== "ws") this.open.dec({ transport });
+    if (transport !== "ws") this.m.open.dec({ transport });
   }
 
   async render(): Promise<{ contentType: string; body: string }> {

@@ -43,10 +43,7 @@ export interface PostgresStoreOptions {
   max?: number;
 }
 
-/** True for the locations `openStore` hands to PostgreSQL. */
-export function isPostgresUrl(location: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(location);
-}
+export { isPostgresUrl } from "../locations.js";
 
 /** Splits Tether's own `schema` parameter off a PostgreSQL URL (pg would pass it to the server). */
 export function parsePostgresUrl(url: string): { connectionString: string; schema: string | undefined } {
