@@ -5,7 +5,7 @@
  * bench/.last-results.json.
  *
  *   npm run bench                      # everything (~2 minutes on 2 cores)
- *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer, comma-separated
+ *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | startup, comma-separated
  *   npm run bench -- --quick           # smaller sizes, for working on the harness itself
  *   npm run bench -- --scale           # scale-out: PostgreSQL + Redis, 1 vs 2 nodes (bench/scale.ts)
  *
@@ -21,6 +21,7 @@ import type { FanoutRow, FanoutScenario } from "./fanout.js";
 import type { CatchupResult, CatchupVariant } from "./catchup.js";
 import type { IdleResult } from "./idle-sessions.js";
 import type { SlowViewerResult } from "./slow-viewer.js";
+import type { StartupResult } from "./startup.js";
 import { fmtInt, fmtMs, fmtRatio, median, progress } from "./stats.js";
 
 const args = process.argv.slice(2);
@@ -48,6 +49,7 @@ const SIZES = quick
       catchup: { missedDurable: 1_000, iterations: 50, warmup: 10 },
       idle: { sessions: 2_000, warmup: 200 },
       slowviewer: { n: 100_000, fastViewers: 3, pairs: 3 },
+      startup: { runs: 3 },
     }
   : {
       // 50k, not 100k: appends cost grows faster than linearly with the backlog (see the report),
@@ -68,6 +70,8 @@ const SIZES = quick
       // 100k deltas (~31 MiB per viewer): far past the 8 MiB soft limit plus the kernel's buffers,
       // so the paused viewer lags for most of each turn. ~1 s per turn on 2 cores.
       slowviewer: { n: 100_000, fastViewers: 3, pairs: 5 },
+      // ~1.5 s per pair (each process idles 1 s before its RSS is read).
+      startup: { runs: 9 },
     };
 
 interface Row {
@@ -221,6 +225,38 @@ async function runSlowViewer(): Promise<void> {
   });
 }
 
+async function runStartup(): Promise<void> {
+  const { benchStartup } = await import("./startup.js");
+  const r: StartupResult = await benchStartup(SIZES.startup);
+  results.startup = r;
+  const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+  const okStart = r.tetherMs <= 300;
+  const okRss = r.tetherRss <= 80 * 2 ** 20;
+  rows.push({
+    name: `startup: spawn → listening line (tether serve, SQLite; median of ${r.runs})`,
+    value: fmtMs(r.tetherMs),
+    baseline: fmtMs(r.floorMs),
+    ratio: `${fmtRatio(r.tetherMs / r.floorMs)} (lower is better)`,
+    target: "≤ 300 ms",
+    ok: okStart ? "yes" : "NO",
+    verdict:
+      `startup: tether serve prints its listening line ${fmtMs(r.tetherMs)} after spawn vs ${fmtMs(r.floorMs)} for \`node -e\` ` +
+      `printing a line (${fmtRatio(r.tetherMs / r.floorMs)}×) — ${okStart ? "meets" : "MISSES"} ≤ 300 ms; /healthz and a WebSocket ping ` +
+      `answered ${fmtMs(r.tetherServingMs)} after spawn (samples ${r.tetherSamples.join(", ")} ms; floor ${r.floorSamples.join(", ")} ms).`,
+  });
+  rows.push({
+    name: "startup: idle RSS (no sessions, after /healthz + ping, 1 s settled)",
+    value: mib(r.tetherRss),
+    baseline: mib(r.floorRss),
+    ratio: fmtRatio(r.tetherRss / r.floorRss),
+    target: "≤ 80 MiB",
+    ok: okRss ? "yes" : "NO",
+    verdict:
+      `idle RSS: ${mib(r.tetherRss)} for an idle gateway vs ${mib(r.floorRss)} for an idle \`node -e\` ` +
+      `(+${mib(r.tetherRss - r.floorRss)}) — ${okRss ? "meets" : "MISSES"} ≤ 80 MiB.`,
+  });
+}
+
 function printTable(): void {
   const head: Row = { name: "benchmark", value: "value", baseline: "baseline", ratio: "ratio", target: "target", ok: "—", verdict: "" };
   const cols: Array<keyof Row> = ["name", "value", "baseline", "ratio", "target", "ok"];
@@ -278,6 +314,7 @@ const RUNNERS = [
   ["catchup", runCatchup],
   ["idle", runIdle],
   ["slowviewer", runSlowViewer],
+  ["startup", runStartup],
 ] as const;
 
 const t0 = performance.now();
