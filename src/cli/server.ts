@@ -9,7 +9,8 @@ import { ErrorCode, TetherError } from "../protocol/index.js";
 import { systemClock, type Clock } from "../lib/clock.js";
 import { randomIds, type IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
-import { expandHome, isLoopbackHost, type TetherConfig } from "../config/index.js";
+import { expandHome, isLoopbackHost, tracingEnabled, type TetherConfig } from "../config/index.js";
+import { enableTracing, tracing } from "../lib/tracing.js";
 import { openStore } from "../store/index.js";
 import { GroupCommitter, newEpoch, RingBudget } from "../events/index.js";
 import { openBus } from "../events/bus/index.js";
@@ -90,6 +91,9 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const epoch = newEpoch(clock.now());
   // The process id names this process in heartbeats and leases; the epoch is its public face.
   const processId = `proc-${epoch}`;
+  // Traces first, so the start's own commits are traced too; OpenTelemetry is loaded only when on.
+  // One tracer per process: a second gateway in the same process shares the first one's.
+  const stopTracing = tracingEnabled(config.tracing) && !tracing().enabled ? await startTracing(config, processId) : null;
   const catalog = buildProviderCatalog(config, clock);
   const storeLocation = config.store ?? config.dbPath;
   const store = await openStore(storeLocation);
@@ -246,11 +250,23 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
         }
         await store.close();
         for (const ps of profileStores) await ps.close().catch(() => undefined);
+        // Last: the spans of the stop itself are flushed too.
+        await stopTracing?.().catch((err: unknown) => logger.warn({ err }, "flushing traces failed"));
         logger.info({ epoch }, "gateway stopped");
       })();
       return closing;
     },
   };
+}
+
+function startTracing(config: TetherConfig, processId: string): Promise<() => Promise<void>> {
+  return enableTracing({
+    ...(config.tracing.endpoint ? { endpoint: config.tracing.endpoint } : {}),
+    serviceName: config.tracing.service_name,
+    serviceVersion: VERSION,
+    instanceId: processId,
+    commitThresholdMs: config.tracing.commit_threshold_ms,
+  });
 }
 
 /** A store or bus location for logs: a URL's password is never printed. */
