@@ -69,6 +69,7 @@ import { rotateSession, type RotationDeps } from "./rotation-handover.js";
 import { RuntimeOpening } from "./runtime-opening.js";
 import { assertOwner, closedError, closedErrorOf, requireRow, storage } from "./session-access.js";
 import { SessionEnding } from "./session-ending.js";
+import { exportSession, type ExportedTranscript, type ExportFormat } from "./session-export.js";
 import { listSessions, storedEvents } from "./session-reads.js";
 import type { LiveSettings, SessionRuntime } from "./session-runtime.js";
 import { newSessionRow } from "./session-rows.js";
@@ -526,6 +527,11 @@ export class SessionManager implements LifecycleHost {
     await this.requireRow(caller, sessionId);
     const page = await storage(() => this.deps.store.listMessages(sessionId, afterMessageId, limit));
     return { messages: withLiveText(page.items, this.registry.get(sessionId)), next_cursor: page.nextCursor };
+  }
+
+  /** The transcript with its compression lineage, as a file (session-export.ts). */
+  export(caller: Caller, sessionId: string, format: ExportFormat): Promise<ExportedTranscript> {
+    return exportSession(this.deps.store, caller, sessionId, format, this.deps.clock.now());
   }
 
   stats(): StatsResult {

@@ -10,6 +10,7 @@
  *   POST   /api/sessions/{id}/prompt      { text, request_id? } → 202 { turn_id, trace_id, status }
  *   POST   /api/sessions/{id}/interrupt   → { status }
  *   GET    /api/sessions/{id}/events      SSE: `id: <seq>`, `event: <type>`, `data: <Frame>`
+ *   GET    /api/sessions/{id}/export      ?format=jsonl|markdown → the transcript and its compression lineage
  *
  * Every route addresses the profile named by `X-Tether-Profile` or `?profile=` (create: also the
  * body's `profile`), default `default`: each profile has its own store.
@@ -24,6 +25,7 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import { SessionCreateParams } from "../../protocol/method-params.js";
+import { EXPORT_FORMATS, isExportFormat } from "../../sessions/index.js";
 import { callerOf, sessionsOf as profileSessions, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpErrors } from "./errors.js";
 import { claimIdempotency, underClaim } from "./idempotency.js";
@@ -111,6 +113,17 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
     const caller = callerOf(c);
     await (await sessionsOf(c)).resume(caller, id(c));
     return c.json(await (await sessionsOf(c)).interrupt(caller, id(c)));
+  });
+
+  app.get("/api/sessions/:id/export", async (c) => {
+    const format = c.req.query("format") ?? "jsonl";
+    if (!isExportFormat(format)) throw HttpErrors.invalid("format", `format must be one of ${EXPORT_FORMATS.join(", ")}, got "${format}"`);
+    const file = await (await sessionsOf(c)).export(callerOf(c), id(c), format);
+    return c.body(file.body, 200, {
+      "content-type": file.contentType,
+      "content-disposition": `attachment; filename="${file.filename}"`,
+      "cache-control": "no-store",
+    });
   });
 
   app.get("/api/sessions/:id/events", async (c) => {
