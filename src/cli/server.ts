@@ -18,6 +18,7 @@ import { bridgeGlobals } from "../sessions/bus-bridge.js";
 import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-catalog.js";
 import { createDefaultTools } from "../agent/tools/index.js";
 import { DEFAULT_PROFILE, ProfileRegistry, SessionManager } from "../sessions/index.js";
+import { RetentionJob } from "../sessions/retention.js";
 import { join } from "node:path";
 import type { Store } from "../store/types.js";
 import { createHttpServer } from "../gateway/http-server.js";
@@ -136,6 +137,14 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const manager = makeManager(store, committer, DEFAULT_PROFILE);
   const unbridge = bridgeGlobals(manager, bus);
   await manager.start();
+  // Retention (`retention.ended_after_days`, off by default) runs per store, in the background.
+  const retentionJobs: RetentionJob[] = [];
+  const startRetention = (s: Store) => {
+    const job = new RetentionJob({ store: s, clock, logger, config: () => current.config.retention });
+    retentionJobs.push(job);
+    job.start();
+  };
+  startRetention(store);
 
   // Other profiles open their own store on first use; the default's is the process's own.
   const profileStores: Store[] = [];
@@ -149,6 +158,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
       profileStores.push(profileStore);
       const m = makeManager(profileStore, new GroupCommitter(profileStore), name);
       await m.start();
+      startRetention(profileStore);
       logger.info({ profile: name, store: path }, "profile opened");
       return m;
     },
@@ -236,6 +246,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     },
     close() {
       closing ??= (async () => {
+        await Promise.allSettled(retentionJobs.map((j) => j.stop()));
         await Promise.allSettled(profiles.all().map((m) => m.shutdown()));
         unbridge();
         await bus.close().catch(() => undefined);

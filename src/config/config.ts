@@ -109,10 +109,10 @@ export function tracingEnabled(t: TracingConfig): boolean {
 export const RetentionSchema = z.object({
   /** Delete sessions ended at least this many days ago (events, messages, records); unset = keep forever. */
   ended_after_days: z.number().positive().optional(),
-  /** Sessions deleted per batch: one short transaction each. */
-  batch_size: z.number().int().positive().max(1000).default(20),
-  /** Pause between two batches, so the hot path gets the store in between. */
-  batch_pause_ms: z.number().int().min(0).default(50),
+  /** Rows (events, messages) deleted per transaction: what bounds how long one step holds the store. */
+  batch_rows: z.number().int().positive().max(100_000).default(2000),
+  /** Pause between two steps, so the hot path gets the store (and the event loop) in between. */
+  batch_pause_ms: z.number().int().min(0).default(20),
   /** How often the job looks for sessions to delete (it also runs once shortly after start). */
   interval_s: z.number().positive().default(3600),
 });

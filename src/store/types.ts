@@ -4,6 +4,9 @@
  * interface is async so that PostgreSQL can implement it unchanged; SQLite answers at once.
  */
 import type { TodoState, ToolCall } from "../protocol/index.js";
+import type { RetentionStore } from "./retention-types.js";
+
+export type * from "./retention-types.js";
 
 export interface SessionFlags {
   hidden?: boolean;
@@ -401,6 +404,8 @@ export interface Store {
 
   /** Delegations (background sub-agents); absent = the store does not support them yet. */
   readonly delegations?: DelegationStore;
+  /** Deleting sessions ended long ago (`retention.ended_after_days`); absent = not supported. */
+  readonly retention?: RetentionStore;
 
   /** True when the store answers a trivial query. */
   ping(): Promise<boolean>;

@@ -30,6 +30,7 @@ import {
 } from "../types.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 import { PgDelegations } from "./delegations.js";
+import { PgRetention } from "./retention.js";
 import { responseFromColumns } from "../response-columns.js";
 
 type Queryable = Pick<pg.PoolClient, "query">;
@@ -76,12 +77,15 @@ export class PostgresStore implements Store {
   private readonly pool: pg.Pool;
   /** Background sub-agents (`delegations`). */
   readonly delegations: PgDelegations;
+  /** Deleting sessions ended long ago (retention). */
+  readonly retention: PgRetention;
   private closed = false;
 
   private constructor(pool: pg.Pool, schema: string | undefined) {
     this.pool = pool;
     this.schema = schema;
     this.delegations = new PgDelegations(pool);
+    this.retention = new PgRetention(pool, (fn) => this.tx(fn));
   }
 
   /** Connects, creates the schema if named, and applies pending migrations (serialized across nodes). */

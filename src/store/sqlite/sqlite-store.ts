@@ -3,6 +3,7 @@
  * safely by several `tether serve` processes. better-sqlite3 is synchronous; the Store interface is
  * async so that callers do not change when PostgreSQL stands in.
  */
+import { SqliteRetention } from "./retention.js";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
@@ -51,6 +52,8 @@ export class SqliteStore implements Store {
   private readonly http: HttpTables;
   /** Background sub-agents (`delegations`). */
   readonly delegations: DelegationTables;
+  /** Deleting sessions ended long ago (retention). */
+  readonly retention: SqliteRetention;
 
   constructor(options: SqliteStoreOptions) {
     this.path = options.path;
@@ -137,6 +140,7 @@ export class SqliteStore implements Store {
     };
     this.http = new HttpTables(db);
     this.delegations = new DelegationTables(db);
+    this.retention = new SqliteRetention(db);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       for (const op of ops) this.applyOne(op);
     });
