@@ -5,7 +5,7 @@
  * bench/.last-results.json.
  *
  *   npm run bench                      # everything (~2 minutes on 2 cores)
- *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | startup, comma-separated
+ *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | startup | retention | tracing, comma-separated
  *   npm run bench -- --quick           # smaller sizes, for working on the harness itself
  *   npm run bench -- --scale           # scale-out: PostgreSQL + Redis, 1 vs 2 nodes (bench/scale.ts)
  *
@@ -22,6 +22,7 @@ import type { CatchupResult, CatchupVariant } from "./catchup.js";
 import type { IdleResult } from "./idle-sessions.js";
 import type { SlowViewerResult } from "./slow-viewer.js";
 import type { StartupResult } from "./startup.js";
+import type { RetentionBenchResult } from "./retention.js";
 import { fmtInt, fmtMs, fmtRatio, median, progress } from "./stats.js";
 
 const args = process.argv.slice(2);
@@ -50,6 +51,7 @@ const SIZES = quick
       idle: { sessions: 2_000, warmup: 200 },
       slowviewer: { n: 100_000, fastViewers: 3, pairs: 3 },
       startup: { runs: 3 },
+      retention: { pairs: 1, sessions: 100, rows: 500, deltas: 1000 },
     }
   : {
       // 50k, not 100k: appends cost grows faster than linearly with the backlog (see the report),
@@ -72,6 +74,9 @@ const SIZES = quick
       slowviewer: { n: 100_000, fastViewers: 3, pairs: 5 },
       // ~1.5 s per pair (each process idles 1 s before its RSS is read).
       startup: { runs: 9 },
+      // 200 sessions × (1,000 events + 1,000 messages) to delete: far more than the job gets
+      // through during the measured turn (~3.5 s), so it deletes all the while.
+      retention: { pairs: 3, sessions: 200, rows: 1000, deltas: 3000 },
     };
 
 interface Row {
@@ -257,6 +262,25 @@ async function runStartup(): Promise<void> {
   });
 }
 
+async function runRetention(): Promise<void> {
+  const { benchRetention } = await import("./retention.js");
+  const r: RetentionBenchResult = await benchRetention(SIZES.retention);
+  results.retention = r;
+  rows.push({
+    name: `retention: delta latency p99 while deleting ${fmtInt(r.sessions)} expired sessions (${fmtInt(r.deltas)} deltas, ${r.pairs} pairs)`,
+    value: fmtMs(r.with.p99),
+    baseline: fmtMs(r.without.p99),
+    ratio: `${fmtRatio(r.with.p99 / Math.max(1, r.without.p99))} (lower is better)`,
+    target: "—",
+    ok: "—",
+    verdict:
+      `retention: a viewer's deltas arrive p50 ${fmtMs(r.with.p50)} / p99 ${fmtMs(r.with.p99)} / max ${fmtMs(r.with.max)} after emission ` +
+      `while the job deletes ${fmtInt(r.sessions)} sessions of ${fmtInt(r.rows)} events + ${fmtInt(r.rows)} messages each, vs ` +
+      `p50 ${fmtMs(r.without.p50)} / p99 ${fmtMs(r.without.p99)} / max ${fmtMs(r.without.max)} without it (medians of ${r.pairs} pairs; ` +
+      `${fmtInt(r.deletedDuringTurn)} sessions deleted while the turn streamed, in ${fmtInt(r.stepsPerSweep)} delete transactions).`,
+  });
+}
+
 function printTable(): void {
   const head: Row = { name: "benchmark", value: "value", baseline: "baseline", ratio: "ratio", target: "target", ok: "—", verdict: "" };
   const cols: Array<keyof Row> = ["name", "value", "baseline", "ratio", "target", "ok"];
@@ -315,6 +339,7 @@ const RUNNERS = [
   ["idle", runIdle],
   ["slowviewer", runSlowViewer],
   ["startup", runStartup],
+  ["retention", runRetention],
 ] as const;
 
 const t0 = performance.now();

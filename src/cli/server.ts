@@ -18,7 +18,7 @@ import { bridgeGlobals } from "../sessions/bus-bridge.js";
 import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-catalog.js";
 import { createDefaultTools } from "../agent/tools/index.js";
 import { DEFAULT_PROFILE, ProfileRegistry, SessionManager } from "../sessions/index.js";
-import { RetentionJob } from "../sessions/retention.js";
+import { RetentionJob, type SweepResult } from "../sessions/retention.js";
 import { join } from "node:path";
 import type { Store } from "../store/types.js";
 import { createHttpServer } from "../gateway/http-server.js";
@@ -59,6 +59,8 @@ export interface RunningServer {
   server: Server;
   /** Live reload: limits, lifecycle and model guards apply to live sessions; providers to new opens. */
   applyConfig(config: TetherConfig): void;
+  /** Runs a retention sweep of every open store now (the background job's, for tests and benchmarks). */
+  sweepRetention(): Promise<SweepResult[]>;
   /** Graceful stop: interrupts turns, writes everything, closes sockets and the store. */
   close(): Promise<void>;
 }
@@ -238,6 +240,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     ws,
     app,
     server,
+    sweepRetention: () => Promise.all(retentionJobs.map((j) => j.sweep())),
     applyConfig(next: TetherConfig) {
       const nextCatalog = buildProviderCatalog(next, clock);
       current = { config: next, catalog: nextCatalog };

@@ -2,9 +2,10 @@
  * The retention job (`retention.ended_after_days`, off by default): deletes sessions ended that
  * long ago, with their events, messages and records, in the background.
  *
- * It never stalls the hot path: each step is one transaction deleting at most `batch_rows` rows
- * (SQLite runs it on the event loop, so the bound is on the loop too), and the job pauses
- * `batch_pause_ms` between two steps, so streaming sessions' commits interleave with it. The p99
+ * It never stalls the hot path: each step is one transaction deleting at most `batch_rows` rows,
+ * fewer when steps take longer than ~2 ms here (SQLite runs them on the event loop, so the bound is
+ * on the loop too), and the job pauses `batch_pause_ms` between two steps, so streaming sessions'
+ * commits interleave with it. The p99
  * delta latency while it runs is measured by `npm run bench -- --only=retention`.
  *
  * A compression lineage goes as one: a session compression ended is kept while its continuation
@@ -24,6 +25,10 @@ const FIRST_RUN_DELAY_MS = 60_000;
 const PAGE = 100;
 /** A lineage longer than this is a bug (a cycle): the session is kept. */
 const MAX_HOPS = 1000;
+/** How long one delete step should hold the store (and, on SQLite, the event loop). */
+const STEP_TARGET_MS = 2;
+const INITIAL_STEP_ROWS = 200;
+const MIN_STEP_ROWS = 20;
 
 export interface RetentionDeps {
   store: Store;
@@ -116,9 +121,21 @@ export class RetentionJob {
     return next === null;
   }
 
+  /**
+   * Rows per step, adapted to how long steps take here: halved when a step took longer than
+   * STEP_TARGET_MS, grown again when well under it, never above `batch_rows`. SQLite deletes on the
+   * event loop, so this is what keeps a step from showing up in the deltas' latency on any disk.
+   */
+  private rows = 0;
+
   private async purge(id: string, cutoff: number, cfg: RetentionConfig, result: SweepResult): Promise<"deleted" | "skipped"> {
     for (;;) {
-      const step = await this.deps.store.retention!.purgeSession(id, cutoff, cfg.batch_rows);
+      if (this.rows === 0 || this.rows > cfg.batch_rows) this.rows = Math.min(cfg.batch_rows, INITIAL_STEP_ROWS);
+      const started = performance.now();
+      const step = await this.deps.store.retention!.purgeSession(id, cutoff, this.rows);
+      const ms = performance.now() - started;
+      if (ms > STEP_TARGET_MS) this.rows = Math.max(MIN_STEP_ROWS, Math.floor(this.rows / 2));
+      else if (ms < STEP_TARGET_MS / 2) this.rows = Math.min(cfg.batch_rows, Math.ceil(this.rows * 1.5));
       result.steps++;
       if (step !== "more") {
         await this.pause(cfg);
