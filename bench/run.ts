@@ -23,6 +23,7 @@ import type { IdleResult } from "./idle-sessions.js";
 import type { SlowViewerResult } from "./slow-viewer.js";
 import type { StartupResult } from "./startup.js";
 import type { RetentionBenchResult } from "./retention.js";
+import type { TracingBenchResult } from "./tracing.js";
 import { fmtInt, fmtMs, fmtRatio, median, progress } from "./stats.js";
 
 const args = process.argv.slice(2);
@@ -52,6 +53,7 @@ const SIZES = quick
       slowviewer: { n: 100_000, fastViewers: 3, pairs: 3 },
       startup: { runs: 3 },
       retention: { pairs: 1, sessions: 100, rows: 500, deltas: 1000 },
+      tracing: { turnsPerBlock: 50, blocks: 2 },
     }
   : {
       // 50k, not 100k: appends cost grows faster than linearly with the backlog (see the report),
@@ -77,6 +79,7 @@ const SIZES = quick
       // 200 sessions × (1,000 events + 1,000 messages) to delete: far more than the job gets
       // through during the measured turn (~3.5 s), so it deletes all the while.
       retention: { pairs: 3, sessions: 200, rows: 1000, deltas: 3000 },
+      tracing: { turnsPerBlock: 400, blocks: 6 },
     };
 
 interface Row {
@@ -281,6 +284,36 @@ async function runRetention(): Promise<void> {
   });
 }
 
+async function runTracing(): Promise<void> {
+  const { benchTracing } = await import("./tracing.js");
+  const r: TracingBenchResult = await benchTracing(SIZES.tracing);
+  results.tracing = r;
+  const overhead = r.cpuOnMs / r.cpuOffMs - 1;
+  const offShare = r.offHookNsPerTurn / (r.cpuOffMs * 1e6);
+  rows.push({
+    name: `tracing on: CPU per turn with a tool call (${r.blocks} alternating blocks × ${r.turnsPerBlock} turns)`,
+    value: fmtMs(r.cpuOnMs),
+    baseline: fmtMs(r.cpuOffMs),
+    ratio: `${fmtRatio(r.cpuOnMs / r.cpuOffMs)} (lower is better)`,
+    target: "—",
+    ok: "—",
+    verdict:
+      `tracing on: ${fmtMs(r.cpuOnMs)} of CPU per turn (4 spans + commit checks, OTLP/HTTP export of ${fmtInt(r.spansExported)} spans) vs ` +
+      `${fmtMs(r.cpuOffMs)} off: ${overhead >= 0 ? "+" : ""}${(overhead * 100).toFixed(1)}%.`,
+  });
+  rows.push({
+    name: "tracing off: the hooks' cost per turn (no-op spans) vs the turn's CPU",
+    value: `${r.offHookNsPerTurn.toFixed(0)} ns`,
+    baseline: fmtMs(r.cpuOffMs),
+    ratio: `${(offShare * 100).toFixed(4)}%`,
+    target: "—",
+    ok: "—",
+    verdict:
+      `tracing off: the tracing hooks of one turn cost ${r.offHookNsPerTurn.toFixed(0)} ns (${(offShare * 100).toFixed(4)}% of the ` +
+      `${fmtMs(r.cpuOffMs)} a turn takes); no OpenTelemetry module is loaded (test/unit/startup-imports.test.ts).`,
+  });
+}
+
 function printTable(): void {
   const head: Row = { name: "benchmark", value: "value", baseline: "baseline", ratio: "ratio", target: "target", ok: "—", verdict: "" };
   const cols: Array<keyof Row> = ["name", "value", "baseline", "ratio", "target", "ok"];
@@ -340,6 +373,7 @@ const RUNNERS = [
   ["slowviewer", runSlowViewer],
   ["startup", runStartup],
   ["retention", runRetention],
+  ["tracing", runTracing],
 ] as const;
 
 const t0 = performance.now();
