@@ -83,6 +83,13 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 # retry:                     # retry model calls that failed with a retryable error
 #   max_retries: 0
 #   base_delay_ms: 1000
+
+# retention:                 # delete sessions ended long ago, in the background (default: keep all)
+#   ended_after_days: 90
+
+# tracing:                   # OpenTelemetry over OTLP/HTTP (or set OTEL_EXPORTER_OTLP_ENDPOINT)
+#   endpoint: http://127.0.0.1:4318
+#   commit_threshold_ms: 50  # store commits slower than this become spans
 `;
 
 /** Writes the commented starter file if there is none. Returns true when it wrote one. */
