@@ -52,6 +52,9 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   if (deps.metrics) {
     const metrics = deps.metrics;
     app.use("*", async (c, next) => {
+      // Health probes are not API traffic: a balancer's checks every few seconds would swamp the
+      // histogram of a quiet gateway (and load prom-client into one nobody uses).
+      if (c.req.path === "/healthz" || c.req.path === "/readyz") return next();
       const started = performance.now();
       await next();
       let route = "unmatched";
