@@ -25,6 +25,7 @@ import type { StartupResult } from "./startup.js";
 import type { RetentionBenchResult } from "./retention.js";
 import type { TracingBenchResult } from "./tracing.js";
 import { fmtInt, fmtMs, fmtRatio, median, progress } from "./stats.js";
+import { build } from "../scripts/build.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -378,6 +379,8 @@ const RUNNERS = [
 
 const t0 = performance.now();
 const childOut = args.find((a) => a.startsWith("--child-out="))?.slice("--child-out=".length);
+// Benchmarks that spawn `tether serve` run dist/: rebuilt first when a source is newer.
+if (childOut === undefined) await build({ js: true, types: false });
 for (const [name, fn] of RUNNERS) {
   if (!wanted(name)) continue;
   progress(name, "starting");
