@@ -3,12 +3,14 @@
  * client can offer "Retry" or "Check your API key" from data, never from message text.
  *
  * The table, in one place:
- *   HTTP 429            provider/rate_limited     retryable
+ *   HTTP 429            provider/rate_limited     retryable (Retry-After kept as retry_after_s)
+ *   HTTP 429 with code insufficient_quota   billing/insufficient_quota (OpenAI's "out of credits")
+ *   HTTP 400 with code context_length_exceeded   provider/context_length_exceeded
  *   HTTP 401 / 403      auth/unauthorized|forbidden
  *   HTTP 402            billing/payment_required
  *   HTTP 404            endpoint/not_found
  *   HTTP 400 / 422      provider/bad_request
- *   HTTP 5xx            provider/unavailable      retryable
+ *   HTTP 5xx            provider/unavailable      retryable (Retry-After kept as retry_after_s)
  *   no response         endpoint/unreachable      retryable (refused, DNS, reset before headers)
  *   timeout             endpoint/timeout          retryable
  *   chunk not JSON      streaming/malformed_chunk retryable
@@ -58,8 +60,41 @@ function envelopeMessage(value: unknown): string | undefined {
   return typeof m === "string" && m ? m : undefined;
 }
 
-export function classifyHttpStatus(status: number, providerName: string, detail?: string): TurnErrorInfo {
+/** The `code` of an OpenAI error envelope (`context_length_exceeded`, `insufficient_quota`…). */
+export function errorCodeFromBody(body: string): string | undefined {
+  try {
+    const err = (JSON.parse(body) as { error?: { code?: unknown } }).error;
+    return err && typeof err === "object" && typeof err.code === "string" && err.code ? err.code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A `Retry-After` header (seconds, or an HTTP date) as seconds from `now`; undefined if absent or unreadable. */
+export function retryAfterSeconds(header: string | null | undefined, now = Date.now()): number | undefined {
+  if (!header) return undefined;
+  const text = header.trim();
+  if (/^\d+(\.\d+)?$/.test(text)) return Number(text);
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+export function classifyHttpStatus(
+  status: number,
+  providerName: string,
+  detail?: string,
+  /** What the upstream's answer said besides its status: its error code, its Retry-After. */
+  extra: { code?: string | undefined; retryAfterS?: number | undefined } = {},
+): TurnErrorInfo {
+  const e = classifyStatus(status, providerName, detail, extra.code);
+  if (extra.retryAfterS !== undefined && e.retryable) e.retry_after_s = extra.retryAfterS;
+  return e;
+}
+
+function classifyStatus(status: number, providerName: string, detail: string | undefined, upstreamCode: string | undefined): TurnErrorInfo {
   const message = `${providerName}: HTTP ${status}${detail ? `: ${detail}` : ""}`;
+  if (upstreamCode === "insufficient_quota") return info("billing", "insufficient_quota", false, message);
+  if (upstreamCode === "context_length_exceeded") return info("provider", "context_length_exceeded", false, message);
   if (status === 429) return info("provider", "rate_limited", true, message);
   if (status === 401) return info("auth", "unauthorized", false, message);
   if (status === 403) return info("auth", "forbidden", false, message);

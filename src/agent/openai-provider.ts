@@ -13,7 +13,9 @@ import { systemClock, type Clock, type TimerHandle } from "../lib/clock.js";
 import {
   classifyConnectError,
   classifyHttpStatus,
+  errorCodeFromBody,
   errorMessageFromBody,
+  retryAfterSeconds,
   incompleteStreamError,
   timeoutError,
 } from "./error-classifier.js";
@@ -71,7 +73,12 @@ export class OpenAIProvider implements Provider {
       responded = true;
       if (!res.ok) {
         const body = await readLimited(res, MAX_ERROR_BODY).catch(() => "");
-        throw new ProviderError(classifyHttpStatus(res.status, this.name, errorMessageFromBody(body)));
+        throw new ProviderError(
+          classifyHttpStatus(res.status, this.name, errorMessageFromBody(body), {
+            code: errorCodeFromBody(body),
+            retryAfterS: retryAfterSeconds(res.headers.get("retry-after")),
+          }),
+        );
       }
       if (!res.body) throw new ProviderError(incompleteStreamError(this.name, "response has no body"));
       yield* this.read(res.body, watchdog);

@@ -1,6 +1,7 @@
 /**
- * The routable providers and models, built from config: the built-in `demo`, the legacy single
- * provider from `TETHER_PROVIDER_URL` (named `openai`), and every named provider of the config
+ * The routable providers and models, built from config: the built-in `demo`, the single provider
+ * from `TETHER_PROVIDER_URL` (named for what it is: `openai` for api.openai.com, `local` on a
+ * loopback host, else the host's name, e.g. `openrouter`), and every named provider of the config
  * file. Rebuilt on config reload; a session resolves its provider through it at every open.
  */
 import { ErrorCode, TetherError } from "../protocol/index.js";
@@ -38,6 +39,28 @@ export interface ProviderCatalog {
 }
 
 const LEGACY_DEFAULT_MODEL = "gpt-4o-mini";
+/** The provider a `review: { base_url }` block makes. */
+export const REVIEW_PROVIDER = "review";
+
+/**
+ * The name of the `TETHER_PROVIDER_URL` provider: what it is, not always "openai" — a local Ollama
+ * listed as `openai` misled users. Never the name of a configured provider (that one wins).
+ */
+export function envProviderName(url: string, taken: ReadonlySet<string> = new Set()): string {
+  let name = "custom";
+  try {
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, "").toLowerCase();
+    if (host === "api.openai.com") name = "openai";
+    else if (host === "localhost" || host === "::1" || /^127\./.test(host)) name = "local";
+    else if (!/^[\d.]+$/.test(host) && !host.includes(":")) {
+      const labels = host.split(".").filter((l) => l && l !== "api" && l !== "www");
+      name = (labels.length > 1 ? labels[labels.length - 2] : labels[0]) ?? "custom";
+    }
+  } catch {
+    // not a URL: config validation reports it; the name stays generic
+  }
+  return taken.has(name) ? `${name}-env` : name;
+}
 
 function normalizeUrl(url: string): string {
   return url.replace(/\/+$/, "").toLowerCase();
@@ -75,20 +98,33 @@ export function buildProviderCatalog(
       ...(p.context_length !== undefined ? { contextLength: p.context_length } : {}),
     });
   }
-  if (config.provider.url) {
+  const envName = config.provider.url ? envProviderName(config.provider.url, new Set(entries.keys())) : undefined;
+  if (config.provider.url && envName) {
     const model = config.provider.model ?? LEGACY_DEFAULT_MODEL;
-    entries.set("openai", {
-      name: "openai",
-      provider: new OpenAIProvider({ name: "openai", baseUrl: config.provider.url, apiKey: config.provider.apiKey, defaultModel: model }),
+    entries.set(envName, {
+      name: envName,
+      provider: new OpenAIProvider({ name: envName, baseUrl: config.provider.url, apiKey: config.provider.apiKey, defaultModel: model }),
       models: [],
       defaultModel: model,
       baseUrl: config.provider.url,
     });
   }
+  // `review: { base_url }`: the reviewer's own endpoint, as the provider `review`.
+  const review = config.review;
+  if (review.base_url) {
+    const model = review.model ?? LEGACY_DEFAULT_MODEL;
+    entries.set(REVIEW_PROVIDER, {
+      name: REVIEW_PROVIDER,
+      provider: new OpenAIProvider({ name: REVIEW_PROVIDER, baseUrl: review.base_url, apiKey: review.api_key, defaultModel: model }),
+      models: review.model ? [review.model] : [],
+      defaultModel: model,
+      baseUrl: review.base_url,
+    });
+  }
   for (const e of extra) entries.set(e.name, e);
-  const configured = [...entries.keys()].filter((n) => n !== "demo" && !extra.some((e) => e.name === n));
+  const configured = [...entries.keys()].filter((n) => n !== "demo" && n !== REVIEW_PROVIDER && !extra.some((e) => e.name === n));
   const defaultProvider =
-    config.default_provider ?? (config.provider.url ? "openai" : configured[0] ?? "demo");
+    config.default_provider ?? envName ?? configured[0] ?? "demo";
   if (!entries.has(defaultProvider)) {
     throw new TetherError(ErrorCode.InvalidParams, `default_provider "${defaultProvider}" is not configured`);
   }

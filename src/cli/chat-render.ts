@@ -2,7 +2,9 @@
  * How `tether chat` prints a session: streamed assistant text as it comes, tool calls, the todo
  * list, turn errors and connection changes on their own lines. It tracks what text it already
  * printed per message, so a snapshot or a final `message.complete` after a reconnect prints only
- * the missing tail — a terminal cannot "replace" text the way a UI can.
+ * the missing tail — a terminal cannot "replace" text the way a UI can. When the server has less
+ * than the screen shows (a crash lost the last ~500 ms of a reply), the surplus on screen is
+ * marked as lost; nothing is printed twice.
  */
 import {
   EventType,
@@ -26,6 +28,8 @@ const MAX_ARGS = 160;
 export class ChatRenderer {
   private atLineStart = true;
   private readonly printed = new Map<string, string>();
+  /** Messages whose lost text was already marked on screen. */
+  private readonly lostMarked = new Set<string>();
   private openMessage: string | undefined;
 
   constructor(
@@ -54,8 +58,10 @@ export class ChatRenderer {
         const p = frame.payload as MessageCompletePayload;
         if (p.role !== "assistant") break;
         this.stream(p.message_id, p.content);
+        if (p.status === "interrupted" && this.printed.has(p.message_id)) this.mark(p.message_id, "(interrupted)");
         if (this.openMessage === p.message_id) this.breakLine();
         this.printed.delete(p.message_id);
+        this.lostMarked.delete(p.message_id);
         break;
       }
       case EventType.ToolStart: {
@@ -105,12 +111,21 @@ export class ChatRenderer {
     this.line([this.style.bold(`todo (rev ${todo.revision})`), ...lines].join("\n"));
   }
 
-  /** The tail of a session's transcript after /resume; a message still streaming continues live. */
+  /**
+   * The tail of a session's transcript after /resume, as it happened: an interrupted reply says
+   * so, a failed turn shows its error; a message still streaming continues live.
+   */
   history(messages: Message[], limit = 10): void {
     for (const m of messages.slice(-limit)) {
       if (m.role === "user") this.line(`${this.style.bold(">")} ${m.content}`);
-      else if (m.role === "assistant" && m.status === "streaming") this.stream(m.message_id, m.content);
-      else if (m.role === "assistant" && m.content) this.line(m.content);
+      else if (m.role !== "assistant") continue;
+      else if (m.status === "streaming") this.stream(m.message_id, m.content);
+      else if (m.status === "error") {
+        if (m.content) this.line(m.content);
+        if (m.error) this.line(`[${m.error.layer}/${m.error.code}] ${m.error.message}${m.error.retryable ? " (retryable)" : ""}`);
+        else this.info("(failed)");
+      } else if (m.status === "interrupted") this.line(`${m.content}${m.content ? " " : ""}${this.style.dim("(interrupted)")}`);
+      else if (m.content) this.line(m.content);
     }
   }
 
@@ -130,11 +145,20 @@ export class ChatRenderer {
     }
   }
 
-  /** Prints the part of `text` beyond what is already printed for this message. */
+  /**
+   * Prints the part of `text` beyond what is already on screen for this message. Text on screen
+   * that `text` no longer has (the server lost it) is marked as lost, once; what follows the
+   * common part is printed after the mark — never the whole message again.
+   */
   private stream(messageId: string, text: string): void {
     const shown = this.printed.get(messageId) ?? "";
-    // If the screen diverged (it should not), print in full on a new line rather than garble.
-    const tail = text.startsWith(shown) ? text.slice(shown.length) : `\n${text}`;
+    let tail: string;
+    if (text.startsWith(shown)) tail = text.slice(shown.length);
+    else {
+      const common = commonPrefixLength(shown, text);
+      this.mark(messageId, `[the last ${shown.length - common} characters shown were lost when the gateway stopped]`);
+      tail = text.slice(common);
+    }
     this.printed.set(messageId, text);
     if (!tail) return;
     if (this.openMessage !== messageId) this.breakLine();
@@ -143,11 +167,27 @@ export class ChatRenderer {
     this.atLineStart = tail.endsWith("\n");
   }
 
+  /** A dim note right after the message's text on screen (once per message). */
+  private mark(messageId: string, note: string): void {
+    if (this.lostMarked.has(messageId) && note.startsWith("[")) return;
+    if (note.startsWith("[")) this.lostMarked.add(messageId);
+    if (this.openMessage !== messageId) this.breakLine();
+    this.out.write(` ${this.style.dim(note)}`);
+    this.openMessage = messageId;
+    this.atLineStart = false;
+  }
+
   private breakLine(): void {
     if (!this.atLineStart) this.out.write("\n");
     this.atLineStart = true;
     this.openMessage = undefined;
   }
+}
+
+function commonPrefixLength(a: string, b: string): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
 }
 
 function truncate(text: string, max: number): string {

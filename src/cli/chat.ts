@@ -6,10 +6,11 @@
  * after the previous turn ended, and it exits at EOF once the last turn is done.
  */
 import { createInterface } from "node:readline";
-import { ConnectionError, RpcError } from "../client/index.js";
 import { ChatRenderer } from "./chat-render.js";
 import { ChatSession } from "./chat-session.js";
 import { runCommand } from "./chat-commands.js";
+import { describeCliError } from "./cli-errors.js";
+import { GatewayUrlError, normalizeGatewayUrl } from "./gateway-url.js";
 import { createNodeClient } from "./node-client.js";
 import { styleFor } from "./terminal-style.js";
 
@@ -27,7 +28,17 @@ export async function runChat(opts: ChatOptions): Promise<void> {
   const interactive = (input as { isTTY?: boolean }).isTTY === true;
   const style = styleFor(output);
   const render = new ChatRenderer(output, style);
-  const client = createNodeClient(opts);
+  let url: string;
+  try {
+    url = normalizeGatewayUrl(opts.url);
+  } catch (err) {
+    if (!(err instanceof GatewayUrlError)) throw err;
+    render.line(`tether chat: ${err.message}`);
+    process.exitCode = 2;
+    return;
+  }
+  const describeError = (err: unknown) => describeCliError(err, { url, token: opts.token });
+  const client = createNodeClient({ url, token: opts.token });
   const session = new ChatSession(client, render);
   client.onStatus((status) => render.status(status));
 
@@ -97,10 +108,4 @@ export async function runChat(opts: ChatOptions): Promise<void> {
     session.detach();
     await client.close();
   }
-}
-
-function describeError(err: unknown): string {
-  if (err instanceof RpcError) return `[${err.code}] ${err.message}${err.retryable ? " (retryable)" : ""}`;
-  if (err instanceof ConnectionError) return `${err.message}${err.retryable ? " (retryable)" : ""}`;
-  return err instanceof Error ? err.message : String(err);
 }

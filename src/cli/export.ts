@@ -4,6 +4,7 @@
  * to the key's principal like every read), to stdout or a file.
  */
 import { writeFileSync } from "node:fs";
+import { normalizeGatewayUrl } from "./gateway-url.js";
 
 export interface ExportOptions {
   sessionId: string;
@@ -17,15 +18,12 @@ export interface ExportOptions {
   errors?: NodeJS.WritableStream;
 }
 
-/** `ws://host:port/ws` → `http://host:port`; an http(s) URL stays as given (without a trailing /ws). */
+/** Any `--url` form `tether chat` takes (ws://…/ws, http://HOST:PORT, HOST:PORT) → the HTTP base URL. */
 export function httpBaseOf(url: string): string {
-  const u = new URL(url);
-  if (u.protocol === "ws:") u.protocol = "http:";
-  else if (u.protocol === "wss:") u.protocol = "https:";
-  else if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error(`--url must be ws(s):// or http(s)://, got ${u.protocol}`);
-  u.pathname = u.pathname.replace(/\/ws\/?$/, "").replace(/\/+$/, "");
+  const u = new URL(normalizeGatewayUrl(url));
+  u.protocol = u.protocol === "wss:" ? "https:" : "http:";
+  u.pathname = u.pathname.replace(/\/ws$/, "");
   u.search = "";
-  u.hash = "";
   return u.toString().replace(/\/+$/, "");
 }
 

@@ -33,7 +33,7 @@ program
 program
   .command("chat")
   .description("interactive terminal chat with a session")
-  .option("--url <url>", "gateway WebSocket URL (env TETHER_URL)", process.env.TETHER_URL ?? DEFAULT_WS_URL)
+  .option("--url <url>", "gateway URL: ws://HOST:PORT/ws, http://HOST:PORT or HOST:PORT (env TETHER_URL)", process.env.TETHER_URL ?? DEFAULT_WS_URL)
   .option("--token <key>", "API key (env TETHER_API_KEY)", process.env.TETHER_API_KEY)
   .option("--session <id>", "resume this session instead of creating one")
   .action(async (opts: { url: string; token?: string; session?: string }) => {
@@ -45,7 +45,7 @@ const sessions = program.command("sessions").description("inspect stored session
 sessions
   .command("list")
   .description("print a table of sessions")
-  .option("--url <url>", "gateway WebSocket URL (env TETHER_URL)", process.env.TETHER_URL ?? DEFAULT_WS_URL)
+  .option("--url <url>", "gateway URL: ws://HOST:PORT/ws, http://HOST:PORT or HOST:PORT (env TETHER_URL)", process.env.TETHER_URL ?? DEFAULT_WS_URL)
   .option("--token <key>", "API key (env TETHER_API_KEY)", process.env.TETHER_API_KEY)
   .option("--all", "include ended and hidden sessions")
   .action(async (opts: { url: string; token?: string; all?: boolean }) => {
@@ -59,7 +59,7 @@ program
   .argument("<session>", "session id")
   .option("--format <format>", "jsonl | markdown", "jsonl")
   .option("--out <file>", "write to this file instead of stdout")
-  .option("--url <url>", "gateway URL, ws://…/ws or http://… (env TETHER_URL)", process.env.TETHER_URL ?? DEFAULT_WS_URL)
+  .option("--url <url>", "gateway URL: ws://HOST:PORT/ws, http://HOST:PORT or HOST:PORT (env TETHER_URL)", process.env.TETHER_URL ?? DEFAULT_WS_URL)
   .option("--token <key>", "API key (env TETHER_API_KEY)", process.env.TETHER_API_KEY)
   .option("--profile <name>", "the profile the session belongs to")
   .action(async (sessionId: string, opts: { format: string; out?: string; url: string; token?: string; profile?: string }) => {

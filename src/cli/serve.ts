@@ -5,7 +5,7 @@
  */
 import { assertSafeBind, ConfigError, loadConfig, type ConfigInput } from "../config/index.js";
 import { watchConfigFile } from "./config-watch.js";
-import { createLogger } from "../lib/logger.js";
+import { createLogger, exitAfterLogs } from "../lib/logger.js";
 import { startServer } from "./server.js";
 
 export interface ServeFlags {
@@ -20,6 +20,8 @@ export interface ServeFlags {
 
 export async function runServe(flags: ServeFlags): Promise<void> {
   const logger = createLogger();
+  // The one stdout line is written at start; a reader gone later (EPIPE) must not crash the stop.
+  process.stdout.on("error", () => undefined);
   let overrides: ConfigInput = {};
   try {
     overrides = {
@@ -51,19 +53,21 @@ export async function runServe(flags: ServeFlags): Promise<void> {
     const stopWatching = watchConfigFile(loaded.path, () => reload("file changed"));
 
     let stopping = false;
+    // Every exit goes through exitAfterLogs: bounded, whatever state stderr is in.
     const stop = (signal: string) => {
       if (stopping) {
         logger.warn({ signal }, "second signal: exiting now");
-        process.exit(1);
+        void exitAfterLogs(1, 200);
+        return;
       }
       stopping = true;
       stopWatching();
       logger.info({ signal }, "stopping");
       server.close().then(
-        () => process.exit(0),
+        () => exitAfterLogs(0),
         (err: unknown) => {
           logger.error({ err }, "error while stopping");
-          process.exit(1);
+          return exitAfterLogs(1);
         },
       );
     };

@@ -44,6 +44,11 @@ export const GATEWAY_CAPABILITIES = [
   "http.sessions",
 ] as const;
 
+/** What this gateway really serves: `--ws-only` has no HTTP API, so no `http.*` capability. */
+export function capabilitiesOf(config: Pick<TetherConfig, "wsOnly">): string[] {
+  return GATEWAY_CAPABILITIES.filter((c) => !(config.wsOnly && c.startsWith("http.")));
+}
+
 export interface RunningServer {
   url: string;
   host: string;
@@ -129,6 +134,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
       lifecycle: current.config.lifecycle,
       compression: current.config.compression,
       delegation: current.config.delegation,
+      review: current.config.review,
       retry: current.config.retry,
       models: current.config.models,
       profile: { name: profile, ...(current.config.profiles[profile] ?? {}) },
@@ -154,6 +160,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     defaultManager: manager,
     profileNames: () => Object.keys(current.config.profiles).filter((n) => n !== DEFAULT_PROFILE),
     logger,
+    clock,
     open: async (name) => {
       const path = expandHome(current.config.profiles[name]?.db ?? join(expandHome(current.config.home), "profiles", name, "tether.db"));
       const profileStore = await openStore(path);
@@ -190,7 +197,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     manager: profiles,
     auth,
     logger,
-    identity: { name: "tether", version: VERSION, capabilities: [...GATEWAY_CAPABILITIES] },
+    identity: { name: "tether", version: VERSION, capabilities: capabilitiesOf(config) },
     maxFrameBytes: config.limits.maxFrameBytes,
     now: () => clock.now(),
     clock,
@@ -204,8 +211,8 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
 
   metrics?.bind({
     sessions: () => manager.viewerCounts(),
-    activeTurns: () => manager.stats().active_turns.length,
-    ringBytes: () => manager.stats().ring_bytes,
+    activeTurns: () => manager.operatorStats().active_turns.length,
+    ringBytes: () => manager.operatorStats().ring_bytes,
     wsConnections: () => ws.connections,
   });
 
@@ -225,7 +232,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const hostForUrl = host.includes(":") ? `[${host}]` : host;
   const url = address ? `http://${hostForUrl}:${port}` : "";
   logger.info(
-    { url, epoch, store: redactUrl(storeLocation), bus: config.bus ? redactUrl(config.bus) : "local", ws_only: config.wsOnly, provider: config.provider.url ? "openai" : "demo" },
+    { url, epoch, store: redactUrl(storeLocation), bus: config.bus ? redactUrl(config.bus) : "local", ws_only: config.wsOnly, provider: catalog.defaultProvider },
     "gateway started",
   );
 

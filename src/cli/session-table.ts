@@ -9,7 +9,7 @@ export function formatSessionTable(sessions: SessionSummary[], now: number, curr
   const rows = sessions.map((s) => [
     // The current session is starred; the others are indented so ids stay aligned.
     (currentId === undefined ? "" : s.session_id === currentId ? "* " : "  ") + s.session_id,
-    s.state === "ended" && s.end_reason ? `ended (${s.end_reason})` : s.state,
+    stateCell(s),
     truncate(s.title || "(untitled)", MAX_TITLE),
     s.model,
     String(s.message_count),
@@ -22,6 +22,13 @@ export function formatSessionTable(sessions: SessionSummary[], now: number, curr
       .join("  ")
       .trimEnd();
   return [line(header), ...rows.map(line)].join("\n") + "\n";
+}
+
+/** `idle` says it resumes (it is not gone); `ended` says why. */
+function stateCell(s: SessionSummary): string {
+  if (s.state === "idle") return "idle (resumes on open)";
+  if (s.state === "ended" && s.end_reason) return `ended (${s.end_reason})`;
+  return s.state;
 }
 
 /** Recent times as an age ("5m ago"), older ones as a date: what a person scanning a list wants. */

@@ -1,5 +1,7 @@
 /** `tether sessions list`: one table of the sessions the gateway knows (all pages). */
 import { Method, type SessionSummary } from "../protocol/index.js";
+import { describeCliError } from "./cli-errors.js";
+import { GatewayUrlError, normalizeGatewayUrl } from "./gateway-url.js";
 import { createNodeClient } from "./node-client.js";
 import { formatSessionTable } from "./session-table.js";
 
@@ -16,7 +18,16 @@ const MAX_ROWS = 5000;
 
 export async function runSessionsList(opts: SessionsListOptions): Promise<void> {
   const output = opts.output ?? process.stdout;
-  const client = createNodeClient(opts);
+  let url: string;
+  try {
+    url = normalizeGatewayUrl(opts.url);
+  } catch (err) {
+    if (!(err instanceof GatewayUrlError)) throw err;
+    output.write(`tether: ${err.message}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  const client = createNodeClient({ url, token: opts.token });
   try {
     await client.connect();
     const sessions: SessionSummary[] = [];
@@ -33,7 +44,7 @@ export async function runSessionsList(opts: SessionsListOptions): Promise<void> 
     } while (cursor && sessions.length < MAX_ROWS);
     output.write(formatSessionTable(sessions, Date.now()));
   } catch (err) {
-    output.write(`tether: ${err instanceof Error ? err.message : String(err)}\n`);
+    output.write(`tether: ${describeCliError(err, { url, token: opts.token })}\n`);
     process.exitCode = 1;
   } finally {
     await client.close();

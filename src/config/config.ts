@@ -59,6 +59,20 @@ export const DelegationSchema = z.object({
 
 export type DelegationConfig = z.infer<typeof DelegationSchema>;
 
+/**
+ * The model `/review`'s reviewer runs on. Empty = the session's own. `provider` (+ `model`) picks a
+ * configured provider; `base_url` (+ `api_key`, `model`) an endpoint of its own, routed as the
+ * provider `review`.
+ */
+export const ReviewSchema = z.object({
+  provider: z.string().min(1).optional(),
+  model: z.string().min(1).optional(),
+  base_url: z.string().url().optional(),
+  api_key: z.string().min(1).optional(),
+});
+
+export type ReviewConfig = z.infer<typeof ReviewSchema>;
+
 /** Retrying a model call that failed with a retryable error (rate limited, unavailable, cut stream…). */
 export const RetrySchema = z.object({
   /** Retries per model call; 0 = fail the turn at the first error (the default). */
@@ -203,6 +217,7 @@ export const ConfigSchema = z.object({
   lifecycle: LifecycleSchema.prefault({}),
   compression: CompressionSchema.prefault({}),
   delegation: DelegationSchema.prefault({}),
+  review: ReviewSchema.prefault({}),
   retry: RetrySchema.prefault({}),
   /** More API keys, each naming its principal: key → principal. */
   auth: z.object({ keys: z.record(z.string().min(1), z.string().min(1)).default({}) }).prefault({}),

@@ -20,14 +20,18 @@ function flatten(value: unknown, path: string[] = [], out: Array<[string[], unkn
 function mask(path: string[], value: unknown): unknown {
   if (value === undefined) return value;
   // auth.keys maps secret keys to principals: hide the keys themselves.
-  if (path[0] === "auth" && path[1] === "keys") return `•••• → ${String(value)}`;
+  if (path[0] === "auth" && path[1] === "keys") {
+    // An empty map reaches here whole (flatten keeps empty objects as leaves).
+    if (typeof value === "object" && value !== null) return "(none configured)";
+    return `•••• → ${String(value)}`;
+  }
   return SECRET.test(path[path.length - 1] ?? "") ? "•••• (set)" : value;
 }
 
 export function renderConfig(loaded: LoadedConfig): string {
   const config: TetherConfig = loaded.config;
   const rows = flatten(config).map(([path, value]) => {
-    const shownPath = path[0] === "auth" && path[1] === "keys" ? ["auth", "keys", "…"] : path;
+    const shownPath = path[0] === "auth" && path[1] === "keys" && path.length > 2 ? ["auth", "keys", "…"] : path;
     return {
       key: toFileKeys(shownPath),
       value: JSON.stringify(mask(path, value)) ?? "(unset)",

@@ -18,8 +18,15 @@ import { METHOD_PARAMS } from "../protocol/method-params.js";
 import type { Logger } from "../lib/logger.js";
 import { encodeAnswer, type WireText } from "./wire-text.js";
 
+/** What a handler knows of the request besides its params. */
+export interface CallContext {
+  /** The request's JSON-RPC id, as text (absent for a notification). */
+  requestId?: string;
+}
+
 export type Handler<M extends MethodName> = (
   params: z.output<(typeof METHOD_PARAMS)[M]>,
+  ctx: CallContext,
 ) => Promise<MethodMap[M]["result"]> | MethodMap[M]["result"];
 
 export type HandlerTable = { [M in MethodName]?: Handler<M> };
@@ -53,7 +60,7 @@ export async function dispatch(text: string, handlers: HandlerTable, logger: Log
     }
     const parsed = METHOD_PARAMS[req.method].safeParse(req.params);
     if (!parsed.success) throw invalidParams(parsed.error);
-    const result = await handler(parsed.data as never);
+    const result = await handler(parsed.data as never, notification || id === null ? {} : { requestId: String(id) });
     return notification ? null : encodeAnswer(id, result);
   } catch (err) {
     if (notification) return null;

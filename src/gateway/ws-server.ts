@@ -76,9 +76,9 @@ export function attachWsEndpoint(server: Server, opts: WsEndpointOptions): WsEnd
     closedSlow: 0,
     closedNoPong: 0,
   };
-  // Global frames (session.reclaimed) go to every connection, encoded once.
-  const unsubscribeGlobal = opts.manager.onGlobal((_frame, wire) => {
-    for (const conn of ctx.conns) conn.flow.answer(wire);
+  // Global frames (session.reclaimed) go to every connection allowed to see them, encoded once.
+  const unsubscribeGlobal = opts.manager.onGlobal((_frame, wire, principal) => {
+    for (const conn of ctx.conns) if (principal === undefined || conn.principal === principal) conn.flow.answer(wire);
   });
 
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -159,7 +159,7 @@ interface EndpointContext {
   clock: Clock;
   flowLimits: FlowLimits;
   heartbeat: WsHeartbeat | null;
-  conns: Set<{ flow: ViewerFlow }>;
+  conns: Set<{ flow: ViewerFlow; principal: string }>;
   closedSlow: number;
   closedNoPong: number;
 }
@@ -190,7 +190,7 @@ function onConnection(ws: WebSocket, socket: Duplex, caller: Caller, ctx: Endpoi
       send(encodeEventNotification(notice));
     },
   });
-  const conn = { flow };
+  const conn = { flow, principal: caller.principal };
   ctx.conns.add(conn);
   socket.on("drain", () => flow.drained());
   const viewer: Viewer = {

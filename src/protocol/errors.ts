@@ -90,4 +90,6 @@ export interface TurnErrorInfo {
   code: string;
   retryable: boolean;
   message: string;
+  /** Seconds the upstream asked to wait before a retry (its `Retry-After`), when it said. */
+  retry_after_s?: number;
 }

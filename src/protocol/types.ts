@@ -60,7 +60,13 @@ export interface Message {
   created_at: number;
 }
 
-export type SessionState = "live" | "detached" | "ended";
+/**
+ * `live`: a gateway process holds it with a viewer; `detached`: open, nobody views it; `idle`: the
+ * gateway ended it for a recoverable reason (orphan reap, idle TTL, LRU, shutdown, startup sweep,
+ * superseded) — a resume reopens it as it was; `ended`: a user closed it (or it rotated into a
+ * continuation, or a sub-agent's task ended). A Snapshot is always `live` or `detached`.
+ */
+export type SessionState = "live" | "detached" | "idle" | "ended";
 
 export interface Snapshot {
   session_id: string;

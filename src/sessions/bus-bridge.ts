@@ -1,7 +1,9 @@
 /**
  * Global events across nodes: what this node broadcasts goes to the bus, and what other nodes
  * broadcast is delivered to this node's listeners — never echoed back (the flag is enough: relay
- * is synchronous).
+ * is synchronous). A frame meant for one principal travels with it (`{ principal, wire }`), so the
+ * receiving node shows it to that principal's connections only; a bare wire text (an older node)
+ * is the notification itself.
  */
 import type { Frame } from "../protocol/index.js";
 import type { Bus } from "../events/bus/index.js";
@@ -10,19 +12,28 @@ import type { SessionManager } from "./session-manager.js";
 export function bridgeGlobals(manager: SessionManager, bus: Bus): () => void {
   if (bus.kind === "local") return () => undefined;
   let relaying = false;
-  const offLocal = manager.onGlobal((_frame, wire) => {
-    if (!relaying) bus.publishGlobal(wire);
+  const offLocal = manager.onGlobal((_frame, wire, principal) => {
+    if (!relaying) bus.publishGlobal(principal === undefined ? wire : JSON.stringify({ principal, wire }));
   });
-  const offBus = bus.subscribeGlobal((wire) => {
+  const offBus = bus.subscribeGlobal((text) => {
     let frame: Frame;
+    let wire = text;
+    let principal: string | undefined;
     try {
-      frame = (JSON.parse(wire) as { params: Frame }).params;
+      const parsed = JSON.parse(text) as { params?: Frame; principal?: unknown; wire?: unknown };
+      if (typeof parsed.wire === "string") {
+        wire = parsed.wire;
+        principal = typeof parsed.principal === "string" ? parsed.principal : undefined;
+        frame = (JSON.parse(wire) as { params: Frame }).params;
+      } else {
+        frame = parsed.params!;
+      }
     } catch {
       return;
     }
     relaying = true;
     try {
-      manager.relayGlobal(frame, wire);
+      manager.relayGlobal(frame, wire, principal);
     } finally {
       relaying = false;
     }

@@ -10,7 +10,7 @@ import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
 import { fromEventRow, type EventLog, type GroupCommitter } from "../events/index.js";
 import type { DelegationConfig } from "../config/index.js";
-import type { DelegationRow, Store } from "../store/types.js";
+import type { DelegationRow, SessionRow, Store } from "../store/types.js";
 import { newMessageRow } from "../agent/turn-frames.js";
 import type { DelegationHost, DeliveryMessage, TaskOutcome } from "./delegations.js";
 import type { LiveRegistry } from "./live-registry.js";
@@ -30,6 +30,8 @@ export interface DelegationHostDeps {
   registry: LiveRegistry;
   ownership: Ownership;
   config(): DelegationConfig;
+  /** The model a `/review` reviewer runs on (config `review`); null = the origin's own. Throws when unroutable. */
+  reviewModel(): Pick<SessionRow, "provider" | "model" | "model_config"> | null;
   openRuntime(sessionId: string): Promise<SessionRuntime>;
   openLog(sessionId: string): Promise<EventLog>;
   end(runtime: SessionRuntime, endReason: string): Promise<void>;
@@ -55,6 +57,13 @@ export class ManagerDelegationHost implements DelegationHost {
     if (!origin) return { status: "failed", result: null, error: "the origin session is gone" };
     const childId = this.deps.ids.next("ses");
     const row = delegateChildRow(origin, d, index, childId, this.deps.clock.now());
+    if (d.kind === "review") {
+      try {
+        Object.assign(row, this.deps.reviewModel() ?? {});
+      } catch (err) {
+        return { status: "failed", result: null, error: `the reviewer's model (config review) is not routable: ${(err as Error).message}` };
+      }
+    }
     await this.deps.committer.enqueue([{ op: "session.insert", row }, this.deps.ownership.insertOp(childId)]);
     onChild(childId);
     const runtime = await this.deps.openRuntime(childId);

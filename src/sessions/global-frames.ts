@@ -1,6 +1,7 @@
 /**
- * Global frames (`session.reclaimed`): not part of any session's log, sent to every connection.
- * A failing listener is logged and skipped, so one broken transport cannot starve the others.
+ * Global frames (`session.reclaimed`): not part of any session's log, sent to the connections of
+ * the principal that owns the session they name (another principal must not learn the session
+ * exists). A failing listener is logged and skipped, so one broken transport cannot starve the others.
  */
 import { EventType, encodeEventNotification, type Frame, type SessionReclaimedPayload } from "../protocol/index.js";
 import type { Clock } from "../lib/clock.js";
@@ -17,8 +18,8 @@ export class GlobalFrames {
     return () => this.listeners.delete(listener);
   }
 
-  /** Tells every connection a live session was reclaimed (ended by the gateway, not the user). */
-  reclaimed(sessionId: string, reason: string): void {
+  /** Tells the owner's connections a live session was reclaimed (ended by the gateway, not the user). */
+  reclaimed(sessionId: string, reason: string, principal: string): void {
     if (this.listeners.size === 0) return;
     const frame: Frame<SessionReclaimedPayload> = {
       type: EventType.SessionReclaimed,
@@ -27,14 +28,14 @@ export class GlobalFrames {
       ts: this.deps.clock.now(),
       payload: { session_id: sessionId, reason },
     };
-    this.deliver(frame, encodeEventNotification(frame));
+    this.deliver(frame, encodeEventNotification(frame), principal);
   }
 
   /** Delivers a frame (ours, or one another node broadcast) to this node's listeners. */
-  deliver(frame: Frame, wire: string): void {
+  deliver(frame: Frame, wire: string, principal?: string): void {
     for (const listener of this.listeners) {
       try {
-        listener(frame, wire);
+        listener(frame, wire, principal);
       } catch (err) {
         this.logger.warn({ err }, "global listener failed");
       }

@@ -1,15 +1,23 @@
 /**
- * Counts over the live runtimes of this process: `gateway.stats`, the per-principal turn limit of
- * the HTTP API, and the live/detached gauge of /metrics.
+ * Counts over the live runtimes of this process: `session.events.stats` (the caller's own sessions
+ * only), the per-principal turn limit of the HTTP API, and the gauges of /metrics (every session:
+ * /metrics needs the operator's key).
  */
 import type { ActiveTurn, StatsResult } from "../protocol/index.js";
 import type { SessionRuntime } from "./session-runtime.js";
 
-export function statsOf(runtimes: Iterable<SessionRuntime>, count: number, now: number): StatsResult {
+/**
+ * Stats over the runtimes of `principal` (every runtime when null: the operator's view, for
+ * /metrics). Another principal's sessions, turns and trace ids never show, not even in the totals.
+ */
+export function statsOf(runtimes: Iterable<SessionRuntime>, now: number, principal: string | null): StatsResult {
+  let sessions = 0;
   let ringFrames = 0;
   let ringBytes = 0;
   const active: ActiveTurn[] = [];
   for (const rt of runtimes) {
+    if (principal !== null && rt.row.principal !== principal) continue;
+    sessions++;
     ringFrames += rt.log.ringFrames;
     ringBytes += rt.log.ringBytes;
     const t = rt.turns.running;
@@ -23,7 +31,7 @@ export function statsOf(runtimes: Iterable<SessionRuntime>, count: number, now: 
       });
     }
   }
-  return { sessions: count, ring_frames: ringFrames, ring_bytes: ringBytes, active_turns: active };
+  return { sessions, ring_frames: ringFrames, ring_bytes: ringBytes, active_turns: active };
 }
 
 /** Running plus queued turns of `principal`'s live sessions. */

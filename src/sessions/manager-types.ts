@@ -17,6 +17,7 @@ import type {
   ModelsConfig,
   ProfileConfig,
   RetryConfig,
+  ReviewConfig,
 } from "../config/index.js";
 import type { ProviderCatalog } from "../agent/provider-catalog.js";
 import type { ToolRegistry } from "../agent/tools/index.js";
@@ -49,11 +50,17 @@ export interface SessionManagerDeps {
   compression?: CompressionConfig;
   /** Background sub-agents (config `delegation`); defaults when absent. */
   delegation?: DelegationConfig;
+  /** The reviewer's model for `/review` (config `review`); empty = the session's own. */
+  review?: ReviewConfig;
   /** Retries of retryable model-call failures (config `retry`); none when absent. */
   retry?: RetryConfig;
 }
 
-export type GlobalListener = (frame: Frame, wire: string) => void;
+/**
+ * A global frame for the connections of this process. `principal` is who may see it (the owner of
+ * the session it names); undefined = everyone.
+ */
+export type GlobalListener = (frame: Frame, wire: string, principal?: string) => void;
 
 export interface CreateParams {
   profile?: string;
@@ -82,5 +89,7 @@ export interface ListParams {
 /** Who is calling: every session belongs to the principal that created it. */
 export interface Caller {
   principal: string;
+  /** The transport's id of the request being served (a JSON-RPC id), logged with what it causes. */
+  request_id?: string;
 }
 

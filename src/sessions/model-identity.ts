@@ -36,20 +36,25 @@ export interface ModelChoice {
 }
 
 /**
- * The provider and model a session opens with. Its own stored choice, unless it follows the
- * profile's current config, or its provider is no longer routable: then heal by base URL (a
- * renamed provider), else fall back to the profile default.
+ * The provider and model a session opens with. Its own stored choice — unless it follows the
+ * profile's current config (`follow_profile_config`, `room_plumbing`: plugin-owned sessions that
+ * must never stay pinned to a stale provider), or its provider is no longer routable. Then, in
+ * order: another routable provider that lists the model this session picked (the user's choice
+ * survives), the provider now serving its base URL (a renamed provider), the profile default.
  */
 export function chooseModel(
   row: SessionRow,
   catalog: ProviderCatalog,
   profileDefault: { provider: string; model: string },
 ): ModelChoice {
-  if (row.flags.follow_profile_config) {
+  if (row.flags.follow_profile_config || row.flags.room_plumbing) {
     const same = row.provider === profileDefault.provider && row.model === profileDefault.model;
     return same ? { ...profileDefault } : { ...profileDefault, reason: "profile_config" };
   }
   if (catalog.get(row.provider) && catalog.routes(row.provider, row.model)) return { provider: row.provider, model: row.model };
+  const listing = catalog.list().filter((e) => e.name !== row.provider && e.models.includes(row.model));
+  const servingModel = listing.find((e) => e.name === catalog.defaultProvider) ?? listing[0];
+  if (servingModel) return { provider: servingModel.name, model: row.model, reason: "provider_unavailable" };
   const baseUrl = typeof row.model_config.base_url === "string" ? row.model_config.base_url : "";
   const byUrl = baseUrl ? catalog.findByBaseUrl(baseUrl) : undefined;
   if (byUrl) {

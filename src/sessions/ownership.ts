@@ -8,6 +8,7 @@
  */
 import { hostname } from "node:os";
 import type { Clock } from "../lib/clock.js";
+import { pidAlive } from "../lib/pid-alive.js";
 import type { LeaseResult, Store, WriteOp } from "../store/types.js";
 
 /** A session's lease as this process sees it, for sessions not live here. */
@@ -72,9 +73,9 @@ export class Ownership {
   }
 
   /**
-   * A process on this host whose pid is gone is dead now, not in 3 beats: forgetting its heartbeat
-   * lets a restarted gateway resume the sessions of the one that crashed at once. (Processes on
-   * other hosts can only be judged by their heartbeat's age.)
+   * A process on this host whose pid is gone (or is a zombie: killed, not yet reaped) is dead now,
+   * not in 3 beats: forgetting its heartbeat lets a restarted gateway resume the sessions of the
+   * one that crashed at once. (Processes on other hosts can only be judged by their heartbeat's age.)
    */
   private async forgetDeadLocalProcesses(): Promise<void> {
     const host = hostname();
@@ -150,15 +151,5 @@ export class Ownership {
 
   async retire(): Promise<void> {
     await this.opts.store.removeHeartbeat(this.processId);
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists but belongs to someone else — alive.
-    return (err as NodeJS.ErrnoException).code === "EPERM";
   }
 }

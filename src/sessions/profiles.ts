@@ -8,8 +8,9 @@
  * and a disconnect detaches the viewer everywhere.
  */
 import { ErrorCode, TetherError, type StatsResult } from "../protocol/index.js";
+import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../lib/logger.js";
-import type { GlobalListener, SessionManager } from "./session-manager.js";
+import type { Caller, GlobalListener, SessionManager } from "./session-manager.js";
 import type { Viewer } from "./viewer.js";
 
 export const DEFAULT_PROFILE = "default";
@@ -21,7 +22,12 @@ export interface ProfileRegistryDeps {
   /** Opens a profile's store and starts its manager; throws when the store cannot be opened. */
   open: (name: string) => Promise<SessionManager>;
   logger: Logger;
+  clock: Clock;
+  /** A call waits at most this long for a profile's store to open, then answers 5070. @default 10_000 */
+  openTimeoutMs?: number;
 }
+
+export const PROFILE_OPEN_TIMEOUT_MS = 10_000;
 
 export class ProfileRegistry {
   private readonly managers = new Map<string, SessionManager>();
@@ -50,18 +56,37 @@ export class ProfileRegistry {
         issues: [{ path: "profile", message: `not one of: ${[DEFAULT_PROFILE, ...this.deps.profileNames()].join(", ")}` }],
       });
     }
-    const pending = this.opening.get(name);
-    if (pending) return pending;
-    const opening = this.deps
-      .open(name)
-      .then((m) => this.adopt(name, m))
-      .catch((err: unknown) => {
-        this.deps.logger.error({ err, profile: name }, "profile store unavailable");
-        throw new TetherError(ErrorCode.StorageUnavailable, `profile store unavailable: ${name}`, { profile: name }, { cause: err });
-      })
-      .finally(() => this.opening.delete(name));
-    this.opening.set(name, opening);
-    return opening;
+    let opening = this.opening.get(name);
+    if (!opening) {
+      opening = this.deps
+        .open(name)
+        .then((m) => this.adopt(name, m))
+        .catch((err: unknown) => {
+          this.deps.logger.error({ err, profile: name }, "profile store unavailable");
+          throw unavailable(name, err);
+        })
+        .finally(() => this.opening.delete(name));
+      this.opening.set(name, opening);
+    }
+    return this.withinTimeout(name, opening);
+  }
+
+  /**
+   * A store that hangs while opening (a dead network mount, an unreachable database) fails the
+   * call with 5070 after the timeout; the open goes on, and a later call waits for that same open
+   * again (never a second one beside it), so a store that comes back serves from then on.
+   */
+  private withinTimeout(name: string, opening: Promise<SessionManager>): Promise<SessionManager> {
+    const ms = this.deps.openTimeoutMs ?? PROFILE_OPEN_TIMEOUT_MS;
+    const timeout = new AbortController();
+    const timedOut = this.deps.clock.sleep(ms, timeout.signal).then(
+      () => {
+        this.deps.logger.error({ profile: name, timeout_ms: ms }, "profile store did not open in time");
+        throw unavailable(name, new Error(`the store did not open within ${ms} ms`));
+      },
+      () => new Promise<never>(() => undefined), // the open settled first
+    );
+    return Promise.race([opening, timedOut]).finally(() => timeout.abort());
   }
 
   all(): SessionManager[] {
@@ -77,10 +102,11 @@ export class ProfileRegistry {
     for (const m of this.managers.values()) m.detachViewer(viewer);
   }
 
-  stats(): StatsResult {
+  /** `session.events.stats` over every open profile, scoped to the caller's principal. */
+  stats(caller: Caller): StatsResult {
     const out: StatsResult = { sessions: 0, ring_frames: 0, ring_bytes: 0, active_turns: [] };
     for (const m of this.managers.values()) {
-      const s = m.stats();
+      const s = m.stats(caller);
       out.sessions += s.sessions;
       out.ring_frames += s.ring_frames;
       out.ring_bytes += s.ring_bytes;
@@ -91,9 +117,13 @@ export class ProfileRegistry {
 
   private adopt(name: string, manager: SessionManager): SessionManager {
     this.managers.set(name, manager);
-    manager.onGlobal((frame, wire) => {
-      for (const l of this.globalListeners) l(frame, wire);
+    manager.onGlobal((frame, wire, principal) => {
+      for (const l of this.globalListeners) l(frame, wire, principal);
     });
     return manager;
   }
+}
+
+function unavailable(name: string, cause: unknown): TetherError {
+  return new TetherError(ErrorCode.StorageUnavailable, `profile store unavailable: ${name}`, { profile: name }, { cause });
 }

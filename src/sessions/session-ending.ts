@@ -76,7 +76,7 @@ export class SessionEnding {
       logger.warn({ err, session_id: runtime.id }, "lease release failed"),
     );
     this.deps.metrics.sessionEnded(endReason);
-    if (opts.broadcast) this.deps.globals.reclaimed(runtime.id, endReason);
+    if (opts.broadcast) this.deps.globals.reclaimed(runtime.id, endReason, runtime.row.principal);
     logger.info({ session_id: runtime.id, end_reason: endReason }, "session ended");
   }
 
@@ -107,7 +107,7 @@ export class SessionEnding {
     await this.writeTerminalState(runtime.id, endReason, partial);
     await this.deps.ownership.release(runtime.id).catch(() => undefined);
     this.deps.metrics.sessionEnded(endReason);
-    this.deps.globals.reclaimed(runtime.id, endReason);
+    this.deps.globals.reclaimed(runtime.id, endReason, runtime.row.principal);
   }
 
   /** Ends a session a dead process left open. False when it is not ours to end (a live owner). */

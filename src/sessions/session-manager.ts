@@ -46,9 +46,10 @@ import {
   CompressionSchema,
   DelegationSchema,
   type DelegationConfig,
+  type ReviewConfig,
   type TetherConfig,
 } from "../config/index.js";
-import type { ProviderCatalog } from "../agent/provider-catalog.js";
+import { REVIEW_PROVIDER, type ProviderCatalog } from "../agent/provider-catalog.js";
 import { Compressor } from "./compression.js";
 import { ManagerDelegationHost } from "./delegation-host.js";
 import { DelegationService } from "./delegations.js";
@@ -72,7 +73,7 @@ import { SessionEnding } from "./session-ending.js";
 import { exportSession, type ExportedTranscript, type ExportFormat } from "./session-export.js";
 import { listSessions, storedEvents } from "./session-reads.js";
 import type { LiveSettings, SessionRuntime } from "./session-runtime.js";
-import { newSessionRow } from "./session-rows.js";
+import { newSessionRow, titleFromPrompt } from "./session-rows.js";
 import { buildSnapshot, sessionInfo, summaryOf, withLiveText } from "./snapshots.js";
 import { onLiveTip, tipOf, type TipRoutingDeps } from "./tip-routing.js";
 import { ViewerBinding } from "./viewer-binding.js";
@@ -103,6 +104,7 @@ export class SessionManager implements LifecycleHost {
   /** Shared with every runtime and updated in place on reload. */
   private readonly settings: LiveSettings;
   private delegationConfig: DelegationConfig;
+  private reviewConfig: ReviewConfig;
 
   /**
    * Wires the parts. They call back into each other (an end needs a log, an open can supersede),
@@ -155,6 +157,7 @@ export class SessionManager implements LifecycleHost {
       },
     });
     this.delegationConfig = deps.delegation ?? DelegationSchema.parse({});
+    this.reviewConfig = deps.review ?? {};
     this.delegations = new DelegationService({
       store: store.delegations,
       committer: deps.committer,
@@ -173,6 +176,7 @@ export class SessionManager implements LifecycleHost {
         registry,
         ownership: this.ownership,
         config: () => this.delegationConfig,
+        reviewModel: () => this.reviewerModel(),
         openRuntime: (id) => this.opening.open(id),
         openLog: (id) => this.opening.openLog(id),
         end: (rt, reason) => this.end(rt, reason),
@@ -263,8 +267,8 @@ export class SessionManager implements LifecycleHost {
   }
 
   /** Delivers a global frame that came from another node to this node's listeners (not re-published). */
-  relayGlobal(frame: Frame, wire: string): void {
-    this.globals.deliver(frame, wire);
+  relayGlobal(frame: Frame, wire: string, principal?: string): void {
+    this.globals.deliver(frame, wire, principal);
   }
 
   // LifecycleHost
@@ -339,6 +343,7 @@ export class SessionManager implements LifecycleHost {
     this.settings.maxIterations = config.limits.maxIterations;
     this.settings.compression = config.compression;
     this.delegationConfig = config.delegation;
+    this.reviewConfig = config.review;
     this.settings.retry = config.retry;
     this.lifecycle.config = config.lifecycle;
     this.switching.models = config.models;
@@ -468,6 +473,11 @@ export class SessionManager implements LifecycleHost {
       const runtime = await this.requireLive(caller, tipId, "prompt.submit");
       const result = await runtime.submit(text, requestId);
       this.lifecycle.activity(runtime);
+      // Nobody named it: its first prompt does (never a command like /compress).
+      if (runtime.row.title === "" && result.status !== "duplicate" && !text.trimStart().startsWith("/")) {
+        const title = titleFromPrompt(text);
+        if (title) await this.update(caller, tipId, { title }).catch((err: unknown) => this.logger.warn({ err, session_id: tipId }, "could not title the session"));
+      }
       return tipped(result);
     });
   }
@@ -534,8 +544,14 @@ export class SessionManager implements LifecycleHost {
     return exportSession(this.deps.store, caller, sessionId, format, this.deps.clock.now());
   }
 
-  stats(): StatsResult {
-    return statsOf(this.registry.values(), this.registry.size, this.deps.clock.monotonic());
+  /** `session.events.stats`: the caller's own live sessions and turns, nobody else's. */
+  stats(caller: Caller): StatsResult {
+    return statsOf(this.registry.values(), this.deps.clock.monotonic(), caller.principal);
+  }
+
+  /** Every live session of this process, for /metrics (which needs the operator's key). */
+  operatorStats(): StatsResult {
+    return statsOf(this.registry.values(), this.deps.clock.monotonic(), null);
   }
 
   // ---- For the HTTP API (OpenAI-compatible endpoints, sessions API) ----
@@ -661,6 +677,18 @@ export class SessionManager implements LifecycleHost {
 
   // ---- Helpers ----
 
+  /** The reviewer's model for `/review` (config `review`); null = the session's own. Throws when unroutable. */
+  private reviewerModel(): Pick<SessionRow, "provider" | "model" | "model_config"> | null {
+    const r = this.reviewConfig;
+    if (!r.provider && !r.model && !r.base_url) return null;
+    const choice = this.switching.pickModel(r.base_url ? REVIEW_PROVIDER : r.provider, r.model);
+    return {
+      provider: choice.provider,
+      model: choice.model,
+      model_config: mergeModelConfig({}, identityOf(this.switching.catalog, choice.provider, choice.model)),
+    };
+  }
+
   /** Scale-out routing of a call that changes a session not live here (node-routing.ts). */
   private async forwardOrTakeOver(caller: ForwardedCaller, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
     return this.routing ? this.routing.forwardOrTakeOver(caller, sessionId, method, params) : { forwarded: false };
@@ -721,7 +749,11 @@ export class SessionManager implements LifecycleHost {
     }
     const row = await this.requireRow(caller, sessionId);
     if (row.ended_at !== null && !isRecoverableEnd(row.end_reason)) throw await closedErrorOf(this.deps.store, row, method);
-    this.logger.warn({ session_id: sessionId, method }, "call on a session that is not live here");
+    // Says which call and which request was refused: "my message vanished" must be traceable.
+    this.logger.warn(
+      { session_id: sessionId, method, ...(caller.request_id !== undefined ? { request_id: caller.request_id } : {}) },
+      "call on a session that is not live here",
+    );
     throw new TetherError(ErrorCode.NotLive, `Session ${sessionId} is not live here; resume it first`, { method });
   }
 

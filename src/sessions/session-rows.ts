@@ -74,3 +74,9 @@ export function delegateChildRow(origin: SessionRow, d: DelegationRow, index: nu
     active_turn: null,
   };
 }
+
+/** A title for an untitled session, from its first prompt: its first line, at most 60 characters. */
+export function titleFromPrompt(text: string): string {
+  const line = (text.split("\n").find((l) => l.trim() !== "") ?? "").replace(/\s+/g, " ").trim();
+  return line.length <= 60 ? line : `${line.slice(0, 59)}…`;
+}

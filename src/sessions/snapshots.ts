@@ -2,7 +2,7 @@
  * What a client is shown of a session: the Snapshot a resume answers with, the summary a list
  * shows, and the `session.info` payload.
  */
-import type { DelegationSummary, Message, SessionSummary, Snapshot } from "../protocol/index.js";
+import { isRecoverableEnd, type DelegationSummary, type Message, type SessionSummary, type Snapshot } from "../protocol/index.js";
 import type { LeaseView } from "./ownership.js";
 import type { MessageRow, SessionRow, Store } from "../store/types.js";
 import { toWireMessage } from "./messages.js";
@@ -103,7 +103,8 @@ export function summaryOf(
 }
 
 function stateOf(row: SessionRow, live: SessionRuntime | undefined, lease: LeaseView | undefined): SessionSummary["state"] {
-  if (row.ended_at !== null) return "ended";
+  // Reaped, restarted, swept: not gone — a resume reopens it (it must not read as data loss).
+  if (row.ended_at !== null) return isRecoverableEnd(row.end_reason) ? "idle" : "ended";
   if (live) return live.viewers.size > 0 ? "live" : "detached";
   return lease?.held && !lease.detached ? "live" : "detached";
 }

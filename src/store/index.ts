@@ -6,6 +6,7 @@
  */
 import { SqliteStore } from "./sqlite/sqlite-store.js";
 import { isPostgresUrl } from "./locations.js";
+import { makeParentDir } from "./sqlite/parent-dir.js";
 import type { Store } from "./types.js";
 
 export type * from "./types.js";
@@ -20,5 +21,8 @@ export async function openStore(location: string): Promise<Store> {
     const { PostgresStore } = await import("./postgres/postgres-store.js");
     return PostgresStore.open({ url: location });
   }
+  // The folder is made asynchronously (bounded): a path that cannot be made fails here, and the
+  // event loop never waits on it.
+  if (location !== ":memory:") await makeParentDir(location);
   return new SqliteStore({ path: location });
 }

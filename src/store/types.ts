@@ -332,6 +332,7 @@ export interface SessionListQuery {
   limit: number;
   /** Opaque cursor from a previous page. */
   cursor?: string;
+  /** Also sessions that ended for good (user_close, compression…); recoverable ends are always listed. */
   includeEnded: boolean;
   includeHidden: boolean;
 }

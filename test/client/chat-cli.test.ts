@@ -2,6 +2,9 @@
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runChat } from "../../src/cli/chat.js";
+import { ChatRenderer } from "../../src/cli/chat-render.js";
+import { normalizeGatewayUrl } from "../../src/cli/gateway-url.js";
+import { styleFor } from "../../src/cli/terminal-style.js";
 import { runSessionsList } from "../../src/cli/sessions-list.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 
@@ -68,13 +71,96 @@ describe("tether chat (piped)", () => {
     expect(text).toMatch(/> count to 2\n1 2\n/);
   });
 
-  it("reports a connection failure and sets the exit code", async () => {
-    const out = collect();
+  it("an auth failure says the gateway needs a key and how to pass it, and is not labelled retryable", async () => {
     const before = process.exitCode;
-    await runChat({ url: srv.wsUrl, token: "wrong", input: new PassThrough(), output: out.stream });
-    expect(out.text()).toMatch(/tether chat: cannot connect/);
+    const none = collect();
+    await runChat({ url: srv.wsUrl, input: new PassThrough(), output: none.stream });
+    expect(none.text()).toBe(`tether chat: the gateway at ${srv.wsUrl} needs an API key: pass --token KEY or set TETHER_API_KEY\n`);
     expect(process.exitCode).toBe(1);
+    const wrong = collect();
+    await runChat({ url: srv.wsUrl, token: "wrong", input: new PassThrough(), output: wrong.stream });
+    expect(wrong.text()).toMatch(/refused this API key: check --token or TETHER_API_KEY/);
+    expect(wrong.text()).not.toContain("retryable");
+    const list = collect();
+    await runSessionsList({ url: srv.wsUrl, output: list.stream });
+    expect(list.text()).toMatch(/^tether: the gateway at .* needs an API key: pass --token KEY or set TETHER_API_KEY\n$/);
     process.exitCode = before;
+  });
+
+  it("--url takes what users paste: http://HOST:PORT (what serve prints), HOST:PORT, ws://HOST:PORT", async () => {
+    const hostPort = srv.url.replace(/^http:\/\//, "");
+    expect(normalizeGatewayUrl(srv.url)).toBe(srv.wsUrl);
+    expect(normalizeGatewayUrl(hostPort)).toBe(srv.wsUrl);
+    expect(normalizeGatewayUrl(`ws://${hostPort}`)).toBe(srv.wsUrl);
+    expect(normalizeGatewayUrl(`${srv.url}/`)).toBe(srv.wsUrl);
+    expect(normalizeGatewayUrl(srv.wsUrl)).toBe(srv.wsUrl);
+    expect(normalizeGatewayUrl("https://gw.example/tether/")).toBe("wss://gw.example/tether/ws");
+    for (const url of [srv.url, hostPort, `ws://${hostPort}`]) {
+      const input = new PassThrough();
+      const out = collect();
+      input.end("count to 2\n");
+      await runChat({ url, token: "k-chat", input, output: out.stream });
+      expect(out.text()).toMatch(/\n1 2\n/);
+    }
+    // Still wrong: one line naming what was expected, exit code 2, no stack trace.
+    const before = process.exitCode;
+    for (const bad of ["ftp://127.0.0.1:8787", "http://", "not a url at all"]) {
+      const out = collect();
+      await runChat({ url: bad, input: new PassThrough(), output: out.stream });
+      expect(out.text()).toBe(`tether chat: not a gateway URL: "${bad}" (expected ws://HOST:PORT/ws, http://HOST:PORT or HOST:PORT)\n`);
+      expect(process.exitCode).toBe(2);
+    }
+    process.exitCode = before;
+  });
+
+  it("/resume shows an interrupted reply as interrupted and a failed turn with its error", async () => {
+    const slow = await startTestServer({ demoDelayMs: 5 });
+    try {
+      const input = Object.assign(new PassThrough(), { isTTY: true });
+      const out = collect();
+      const done = runChat({ url: slow.wsUrl, input, output: out.stream });
+      await waitForText(out.text, "/help for commands");
+      const id = /session (\S+) \(/.exec(out.text())![1]!;
+      input.write("count to 1000\r");
+      await waitForText(out.text, " 20 ");
+      input.write("\x03");
+      await waitForText(out.text, "(turn interrupted)");
+      input.write("fail: auth/unauthorized\r");
+      await waitForText(out.text, "[auth/unauthorized]");
+      input.write("/quit\r");
+      await done;
+
+      const again = collect();
+      const next = new PassThrough();
+      next.end("/quit\n");
+      await runChat({ url: slow.wsUrl, sessionId: id, input: next, output: again.stream });
+      const history = again.text();
+      expect(history).toMatch(/^1 2 3 4 5 .* \(interrupted\)$/m);
+      expect(history).toMatch(/^> fail: auth\/unauthorized\n\[auth\/unauthorized\] demo provider: simulated failure auth\/unauthorized$/m);
+    } finally {
+      await slow.close();
+    }
+  });
+});
+
+describe("the chat renderer after a gateway crash", () => {
+  it("never prints a reply twice: text the server no longer has is marked as lost", () => {
+    const out = collect();
+    const render = new ChatRenderer(out.stream, styleFor(out.stream));
+    const count = (n: number) => Array.from({ length: n }, (_, i) => i + 1).join(" ");
+    const frame = (type: string, payload: Record<string, unknown>) => ({ type, session_id: "s", seq: 1, epoch: "e", ts: 0, payload }) as never;
+    render.frame(frame("message.start", { message_id: "m1", role: "assistant" }));
+    for (let i = 1; i <= 94; i++) render.frame(frame("message.delta", { message_id: "m1", text: i === 1 ? "1" : ` ${i}` }));
+    render.status({ state: "reconnecting", attempt: 1, delayMs: 100, reason: "socket closed" } as never);
+    render.status({ state: "connected", reconnected: true, restarted: true } as never);
+    // The restarted gateway completes the message from its last checkpoint: up to "87".
+    render.frame(frame("message.complete", { message_id: "m1", role: "assistant", content: count(87), status: "interrupted" }));
+    const text = out.text();
+    expect(text.split(count(87)).length).toBe(2); // "1 … 87" appears once: no reprint
+    expect(text).toContain(count(94));
+    expect(text).toMatch(/\[the last \d+ characters shown were lost when the gateway stopped\]/);
+    expect(text).toContain("(interrupted)");
+    expect(text.match(/^1 2 3 /gm)).toHaveLength(1);
   });
 });
 
@@ -87,6 +173,22 @@ describe("tether sessions list", () => {
     expect(lines[0]).toMatch(/^ID\s+STATE\s+TITLE\s+MODEL\s+MESSAGES\s+LAST ACTIVITY$/);
     expect(lines.length).toBeGreaterThan(1);
     expect(out.text()).toMatch(/just now|s ago/);
+  });
+});
+
+describe("a session the gateway reaped, in the terminal", () => {
+  it("tether sessions list and /sessions show it as idle (it resumes on open), not gone", async () => {
+    const first = await chat("count to 1\n");
+    const id = /session (\S+) \(/.exec(first)![1]!;
+    const rt = [...srv.server.manager.live()].find((r) => r.id === id);
+    if (rt) await srv.server.manager.end(rt, "orphan_reap", { broadcast: true });
+    const out = collect();
+    await runSessionsList({ url: srv.wsUrl, token: "k-chat", output: out.stream });
+    const row = out.text().split("\n").find((l) => l.startsWith(id))!;
+    expect(row).toMatch(/idle \(resumes on open\)/);
+    expect(row).toContain("count to 1"); // titled by its first prompt
+    const inChat = await chat("/sessions\n");
+    expect(inChat.split("\n").find((l) => l.includes(id))).toMatch(/idle \(resumes on open\)/);
   });
 });
 

@@ -48,6 +48,26 @@ describe("tether config show / models", () => {
     expect(lines).toContainEqual(expect.stringMatching(/^demo\s+demo\s+\(built-in, offline\)$/));
   });
 
+  it("prints no [object Object]: an empty auth.keys shows as none configured", () => {
+    const r = tether(["config", "show", "--config", cfg]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).not.toContain("[object Object]");
+    expect(r.stdout).toMatch(/^auth\.keys\s+"\(none configured\)"\s+\(default\)$/m);
+  });
+
+  it("names a TETHER_PROVIDER_URL provider for what it is, not always openai", () => {
+    const empty = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "config.yaml");
+    writeFileSync(empty, "# nothing\n");
+    const row = (url: string) => {
+      const r = tether(["models", "--config", empty], { TETHER_PROVIDER_URL: url, TETHER_MODEL: "m1" });
+      expect(r.status).toBe(0);
+      return r.stdout.split("\n").find((l) => l.includes(url))!;
+    };
+    expect(row("http://127.0.0.1:11434/v1")).toMatch(/^local\s+m1\s+http:\/\/127\.0\.0\.1:11434\/v1\s+default$/);
+    expect(row("https://openrouter.ai/api/v1")).toMatch(/^openrouter\s+m1\s/);
+    expect(row("https://api.openai.com/v1")).toMatch(/^openai\s+m1\s/);
+  });
+
   it("fails with the file line on an invalid value", () => {
     const bad = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "config.yaml");
     writeFileSync(bad, "port: 8787\nlifecycle:\n  stale_turn_s: -1\n");

@@ -1,8 +1,15 @@
 /** `tether serve` as users run it: its one stdout line, its flags and its refusal to be unsafe. */
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { tempDbPath } from "../support/start-server.js";
 import { spawnGateway, spawnGatewayExpectingFailure } from "../support/spawn-gateway.js";
 import { RpcSocket } from "../support/rpc-socket.js";
+
+const TETHER_BIN = fileURLToPath(new URL("../../bin/tether.js", import.meta.url));
 
 describe("tether serve", () => {
   it("prints exactly one line when ready, serves /healthz and /ws, honours env equivalents", async () => {
@@ -16,6 +23,7 @@ describe("tether serve", () => {
       expect(ready.status).toBe(200);
       const sock = await RpcSocket.open(g.wsUrl);
       expect(await sock.call("ping")).toMatchObject({ pong: true });
+      expect((await sock.call("gateway.info")).capabilities).toEqual(expect.arrayContaining(["http.openai", "http.sessions"]));
       sock.close();
     } finally {
       expect(await g.kill("SIGTERM")).toBe(0);
@@ -23,13 +31,45 @@ describe("tether serve", () => {
     expect(g.stdoutLines.filter((l) => l.length > 0)).toEqual([`tether listening on ${g.url}`]);
   });
 
+  it("SIGTERM exits at once even when nobody reads its logs any more (`tether serve 2>&1 | head -2`)", async () => {
+    // The gateway's stdout and stderr are one pipe, as with `2>&1 | head -2`; once it printed its
+    // first lines the reader goes away, so every later write ("stopping"…) fails with EPIPE.
+    // An existing config file: no "wrote a starter config" line right after the first ones.
+    const config = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "c.yaml");
+    writeFileSync(config, "# empty\n");
+    const child = spawn("sh", ["-c", `exec "${process.execPath}" "${TETHER_BIN}" serve --port 0 --db "${tempDbPath()}" 2>&1`], {
+      stdio: ["ignore", "pipe", "ignore"],
+      env: { ...process.env, TETHER_LOG_LEVEL: "info", TETHER_CONFIG: config },
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    let out = "";
+    await new Promise<void>((resolve) =>
+      child.stdout!.on("data", (d: Buffer) => {
+        out += d.toString();
+        // Both first lines (the "gateway started" log and the listening line), as head -2 would.
+        if (out.includes("tether listening on") && out.includes('"msg":"gateway started"')) resolve();
+      }),
+    );
+    child.stdout!.destroy();
+    await new Promise((r) => setTimeout(r, 300)); // the gateway is idle: nothing more was written yet
+    child.kill("SIGTERM");
+    const timeout = new Promise<string>((r) => setTimeout(() => r("still running 15 s after SIGTERM"), 15_000));
+    const code = await Promise.race([exited, timeout]);
+    if (typeof code === "string") child.kill("SIGKILL");
+    expect(code).toBe(0);
+  }, 30_000);
+
   it("--ws-only serves only /ws and /healthz", async () => {
     const g = await spawnGateway(["--port", "0", "--db", tempDbPath(), "--ws-only"]);
     try {
       expect((await fetch(`${g.url}/healthz`)).status).toBe(200);
       expect((await fetch(`${g.url}/readyz`)).status).toBe(404);
       const sock = await RpcSocket.open(g.wsUrl);
-      expect(await sock.call("gateway.info")).toMatchObject({ name: "tether" });
+      const info = await sock.call("gateway.info");
+      expect(info).toMatchObject({ name: "tether" });
+      // It tells the truth: no HTTP API here, so no http.* capability.
+      expect(info.capabilities.filter((c: string) => c.startsWith("http."))).toEqual([]);
+      expect(info.capabilities).toContain("ws");
       sock.close();
     } finally {
       await g.kill();

@@ -36,7 +36,7 @@ describe("config reload", () => {
     const a = await RpcSocket.open(g.wsUrl);
     const s1 = (await a.call("session.create", {})).session_id;
     a.close();
-    await until(async () => (await stateOf(watcher, s1)) === "ended");
+    await until(async () => (await stateOf(watcher, s1)) === "idle"); // reaped: resumes on open
 
     writeFileSync(cfg, "# orphan_grace_s removed\n");
     g.child.kill("SIGHUP");

@@ -143,3 +143,65 @@ describe("delegation and /review with the fake upstream", () => {
     sock.close();
   });
 });
+
+describe("/review's own model (config review)", () => {
+  let ai: FakeOpenAI;
+  beforeAll(async () => {
+    ai = await startFakeOpenAI();
+  });
+  afterAll(async () => {
+    await ai.close();
+  });
+
+  async function reviewOnce(srv: TestServer, sessionText: string | null) {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const { session_id } = await sock.call("session.create", {});
+    if (sessionText) {
+      const t = await sock.call("prompt.submit", { session_id, text: sessionText });
+      await sock.waitForEvent(session_id, (f) => f.type === "turn.complete" && f.payload.turn_id === t.turn_id);
+    }
+    const review = await sock.call("prompt.submit", { session_id, text: "/review" });
+    await sock.waitForEvent(session_id, (f) => f.type === "turn.complete" && f.payload.turn_id === review.turn_id);
+    const landed = await sock.waitForEvent(session_id, (f) => f.type === "delegation.delivered");
+    sock.close();
+    return landed;
+  }
+
+  it("review: { base_url, model } sends the reviewer to its own endpoint and model; the session stays on its own", async () => {
+    const srv = await startTestServer({ config: { review: { base_url: ai.url, model: "reviewer-x", api_key: "rk-1" } } });
+    try {
+      const before = ai.requests.length;
+      ai.script(reply.text(["Reviewed."]));
+      const landed = await reviewOnce(srv, "count to 3"); // the session's own turn runs on demo
+      expect(landed.payload.message.content).toContain("Reviewed.");
+      const calls = ai.requests.slice(before);
+      expect(calls).toHaveLength(1);
+      expect(calls[0]!.body.model).toBe("reviewer-x");
+      expect(calls[0]!.headers.authorization).toBe("Bearer rk-1");
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it("review: { model } picks a model of a configured provider; empty inherits the session's model", async () => {
+    const providers = { up: { base_url: ai.url, models: ["main-1", "rev-2"] } };
+    const picked = await startTestServer({ config: { providers, default_provider: "up", review: { model: "rev-2" } } });
+    try {
+      const before = ai.requests.length;
+      ai.script(reply.text(["Main."]), reply.text(["Reviewed by rev-2."]));
+      await reviewOnce(picked, "hello");
+      expect(ai.requests.slice(before).map((r) => r.body.model)).toEqual(["main-1", "rev-2"]);
+    } finally {
+      await picked.close();
+    }
+    const inherited = await startTestServer({ config: { providers, default_provider: "up" } });
+    try {
+      const before = ai.requests.length;
+      ai.script(reply.text(["Main."]), reply.text(["Reviewed by main-1."]));
+      await reviewOnce(inherited, "hello");
+      expect(ai.requests.slice(before).map((r) => r.body.model)).toEqual(["main-1", "main-1"]);
+    } finally {
+      await inherited.close();
+    }
+  });
+});

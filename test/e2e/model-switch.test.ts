@@ -1,7 +1,7 @@
 /** config.set { key: "model" } over WebSocket, against a real OpenAI-compatible upstream. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
-import { startTestServer, type TestServer } from "../support/start-server.js";
+import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
 import { RpcSocket } from "../support/rpc-socket.js";
 
 let ai: FakeOpenAI;
@@ -98,5 +98,41 @@ describe("model switching", () => {
     expect(demo).toEqual({ status: "applied" });
     expect((await sock.call("session.resume", { session_id: sid })).provider).toBe("demo");
     sock.close();
+  });
+
+  it("the system prompt keeps the session's own cwd after a model switch, and after a resume that heals a vanished provider", async () => {
+    const other = await startFakeOpenAI();
+    const db = tempDbPath();
+    const providers = { up: { base_url: ai.url, models: ["small", "big"] }, other: { base_url: other.url, models: ["o-1"] } };
+    const first = await startTestServer({ dbPath: db, config: { providers } });
+    let sid: string;
+    try {
+      const sock = await RpcSocket.open(first.wsUrl);
+      const snap = await sock.call("session.create", { provider: "up", model: "small", cwd: "/srv/app-x", system_prompt: "cwd={cwd} profile={profile}" });
+      sid = snap.session_id;
+      // The switch path: config.set to another provider, then a turn there.
+      expect(await sock.call("config.set", { session_id: sid, key: "model", value: "other/o-1" })).toEqual({ status: "applied" });
+      other.script(reply.text(["ok"]));
+      await turn(sock, sid, "where are we?");
+      expect(other.requests.at(-1)!.body.messages[0]).toEqual({ role: "system", content: "cwd=/srv/app-x profile=default" });
+      sock.close();
+    } finally {
+      await first.close();
+    }
+    // The heal path: `other` was renamed; the resume re-chooses (model.switched) and rebuilds the prompt.
+    const second = await startTestServer({ dbPath: db, config: { providers: { renamed: { base_url: other.url, models: ["o-1"] } } } });
+    try {
+      const sock = await RpcSocket.open(second.wsUrl);
+      const back = await sock.call("session.resume", { session_id: sid! });
+      expect(back).toMatchObject({ provider: "renamed", model: "o-1" });
+      other.script(reply.text(["still ok"]));
+      await turn(sock, sid!, "and now?");
+      expect(other.requests.at(-1)!.body.messages[0]).toEqual({ role: "system", content: "cwd=/srv/app-x profile=default" });
+      expect(process.cwd()).not.toBe("/srv/app-x");
+      sock.close();
+    } finally {
+      await second.close();
+      await other.close();
+    }
   });
 });

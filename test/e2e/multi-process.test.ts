@@ -44,10 +44,10 @@ describe("two processes on one store", () => {
     for (let i = 0; i < 100; i++) {
       const list = await sb.call("session.list", { include_ended: true });
       summary = list.sessions.find((s: any) => s.session_id === deadSession);
-      if (summary?.state === "ended") break;
+      if (summary?.state === "idle") break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    expect(summary).toMatchObject({ state: "ended", end_reason: "startup_orphan_reap" });
+    expect(summary).toMatchObject({ state: "idle", end_reason: "startup_orphan_reap" });
 
     // B's own turn ran on untouched.
     const done = await sb.waitForEvent(liveSession, (f) => f.type === "turn.complete" && f.turn_id === liveTurn.turn_id);

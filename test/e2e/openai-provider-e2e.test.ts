@@ -22,7 +22,7 @@ describe("gateway with an OpenAI-compatible provider", () => {
   it("streams the model's text, runs the tool it calls, and sends the history on the next turn", async () => {
     const sock = await RpcSocket.open(srv.wsUrl);
     const snap = await sock.call("session.create", { system_prompt: "Be brief." });
-    expect(snap).toMatchObject({ provider: "openai", model: "test-model" });
+    expect(snap).toMatchObject({ provider: "local", model: "test-model" }); // TETHER_PROVIDER_URL on 127.0.0.1
     const sid = snap.session_id;
 
     ai.script(

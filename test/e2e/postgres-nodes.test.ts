@@ -67,10 +67,10 @@ describe.skipIf(!pgAvailable)("tether serve nodes on one PostgreSQL", () => {
     let summary: any;
     for (let i = 0; i < 100; i++) {
       summary = (await sb.call("session.list", { include_ended: true })).sessions.find((s: any) => s.session_id === sid);
-      if (summary?.state === "ended") break;
+      if (summary?.state === "idle") break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    expect(summary).toMatchObject({ state: "ended", end_reason: "startup_orphan_reap" });
+    expect(summary).toMatchObject({ state: "idle", end_reason: "startup_orphan_reap" });
 
     const resumed = await sb.call("session.resume", { session_id: sid });
     expect(resumed.messages.at(-1)).toMatchObject({ role: "assistant", status: "interrupted" });

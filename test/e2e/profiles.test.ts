@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SqliteStore } from "../../src/store/index.js";
-import { startTestServer, type TestServer } from "../support/start-server.js";
+import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
+import { spawnGateway } from "../support/spawn-gateway.js";
 import { RpcSocket } from "../support/rpc-socket.js";
 
 const dir = mkdtempSync(join(tmpdir(), "tether-profiles-"));
@@ -102,4 +103,29 @@ describe("profiles", () => {
     expect(broken.status).toBe(503);
     expect(((await broken.json()) as { error: { code: string } }).error.code).toBe("storage_unavailable");
   });
+
+  it.skipIf(process.platform !== "linux")(
+    "a profile whose db folder cannot be made (under /proc/self) answers 5070 at once and freezes nothing",
+    async () => {
+      // Node's recursive mkdir loops forever on this path: it froze the whole gateway, /healthz too.
+      const config = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "config.yaml");
+      writeFileSync(config, "profiles:\n  stuck:\n    db: /proc/self/tether-nope/tether.db\n");
+      const g = await spawnGateway(["--port", "0", "--db", tempDbPath()], { TETHER_CONFIG: config });
+      const bounded = <T>(p: Promise<T>) =>
+        Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error("no answer within 5 s")), 5_000))]);
+      try {
+        const sock = await RpcSocket.open(g.wsUrl);
+        const answer = sock.request("session.create", { profile: "stuck" });
+        // While that profile fails, the gateway answers everything else.
+        expect((await bounded(fetch(`${g.url}/healthz`))).status).toBe(200);
+        expect((await bounded(answer)).error).toMatchObject({ code: 5070, data: { profile: "stuck" } });
+        expect((await bounded(sock.call("session.create", {}))).profile).toBe("default");
+        expect((await bounded(sock.request("session.list", { profile: "stuck" }))).error).toMatchObject({ code: 5070 });
+        sock.close();
+      } finally {
+        await g.kill("SIGKILL");
+      }
+    },
+    30_000,
+  );
 });

@@ -73,7 +73,7 @@ describe.skipIf(!pgAvailable || !redisAvailable)("scale-out: PostgreSQL store + 
     const expected = Array.from({ length: 400 }, (_, i) => i + 1).join(" ");
     expect(textOf(streaming.content, fromB, streaming.message_id)).toContain(expected);
     // Node B never took the session over: A still owns and runs it.
-    expect(a!.server.manager.stats().active_turns.length + b!.server.manager.stats().active_turns.length).toBe(0);
+    expect(a!.server.manager.operatorStats().active_turns.length + b!.server.manager.operatorStats().active_turns.length).toBe(0);
   });
 
   it("a client cut from node A mid-turn catches up on node B with since(): nothing lost, nothing twice", async () => {
@@ -159,5 +159,25 @@ describe.skipIf(!pgAvailable || !redisAvailable)("scale-out: PostgreSQL store + 
     expect(reply!.payload.content).toContain(Array.from({ length: 20 }, (_, i) => i + 1).join(" "));
     expect(b!.server.manager.liveCount).toBe(1);
     expect(b!.server.manager.lifecycle.timers.has(sid)).toBe(false); // watched, so not parked
+  });
+  it("session.reclaimed relayed from another node reaches only the session's principal", async () => {
+    const keys = { auth: { keys: { "alice-key": "alice", "bob-key": "bob" } } };
+    const store = pgTestUrl();
+    const bus = redisTestUrl();
+    const a = await startTestServer({ demoDelayMs: 2, config: { store, bus, ...keys } });
+    const b = await startTestServer({ demoDelayMs: 2, config: { store, bus, ...keys } });
+    servers.push(a, b);
+    const aliceOnA = await open(`${a.wsUrl}?token=alice-key`);
+    const aliceOnB = await open(`${b.wsUrl}?token=alice-key`);
+    const bobOnB = await open(`${b.wsUrl}?token=bob-key`);
+    const sid = (await aliceOnA.call("session.create", {})).session_id;
+    const runtime = [...a.server.manager.live()].find((rt) => rt.id === sid)!;
+    await a.server.manager.end(runtime, "idle_ttl", { broadcast: true });
+    await aliceOnB.waitFor(() => aliceOnB.events.some((f) => f.type === "session.reclaimed"));
+    expect(aliceOnB.events.find((f) => f.type === "session.reclaimed")!.payload).toEqual({ session_id: sid, reason: "idle_ttl" });
+    // A later global frame to everyone would arrive after it: a ping round trip on B is enough here,
+    // the relay is delivered to every B connection in the same synchronous step.
+    await bobOnB.call("ping");
+    expect(bobOnB.events.filter((f) => f.type === "session.reclaimed")).toEqual([]);
   });
 });

@@ -46,6 +46,58 @@ describe("sessions", () => {
     sock.close();
   });
 
+  it("a session the gateway reaped is listed by default as idle and resumes; closed and hidden ones stay out", async () => {
+    const p2 = await startTestServer({ config: { lifecycle: { orphan_grace_s: 20 } } });
+    try {
+      const sock = await RpcSocket.open(p2.wsUrl);
+      const reaped = await sock.call("session.create", { title: "reaped" });
+      const closed = await sock.call("session.create", { title: "closed" });
+      const plumbing = await sock.call("session.create", { title: "plumbing", hidden: true });
+      await sock.call("session.close", { session_id: closed.session_id });
+      const manager = p2.server.manager;
+      for (const id of [reaped.session_id, plumbing.session_id]) {
+        const rt = [...manager.live()].find((r) => r.id === id)!;
+        await manager.end(rt, "orphan_reap", { broadcast: true }); // what the grace does to a detached session
+      }
+      const listed = (await sock.call("session.list", {})).sessions;
+      expect(listed.map((s: any) => s.session_id)).toEqual([reaped.session_id]);
+      expect(listed[0]).toMatchObject({ state: "idle", end_reason: "orphan_reap", title: "reaped" });
+      // The sessions API's default listing says the same.
+      const api = await (await fetch(`${p2.url}/api/sessions`)).json();
+      expect(api.sessions.map((s: any) => [s.session_id, s.state])).toEqual([[reaped.session_id, "idle"]]);
+      // Every other end (and the hidden one) with include_ended / include_hidden.
+      const all = (await sock.call("session.list", { include_ended: true, include_hidden: true })).sessions;
+      expect(Object.fromEntries(all.map((s: any) => [s.title, s.state]))).toEqual({ reaped: "idle", closed: "ended", plumbing: "idle" });
+      // idle resumes on open, as it was.
+      const back = await sock.call("session.resume", { session_id: reaped.session_id });
+      expect(back).toMatchObject({ session_id: reaped.session_id, state: "live" });
+      expect((await sock.call("session.list", {})).sessions[0]).toMatchObject({ session_id: reaped.session_id, state: "live" });
+      sock.close();
+    } finally {
+      await p2.close();
+    }
+  });
+
+  it("an untitled session is titled by its first prompt; a named one keeps its name; a command titles nothing", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const untitled = await sock.call("session.create", {});
+    const named = await sock.call("session.create", { title: "mine" });
+    const commanded = await sock.call("session.create", {});
+    await runTurn(sock, commanded.session_id, "/compress");
+    await runTurn(sock, untitled.session_id, "  Plan   the trip to Lisbon\nwith a second line");
+    await runTurn(sock, untitled.session_id, "and then this");
+    await runTurn(sock, named.session_id, "hello there");
+    const titles = Object.fromEntries(
+      (await sock.call("session.list", { limit: 500 })).sessions.map((s: any) => [s.session_id, s.title]),
+    );
+    expect(titles[untitled.session_id]).toBe("Plan the trip to Lisbon");
+    expect(titles[named.session_id]).toBe("mine");
+    expect(titles[commanded.session_id]).toBe("");
+    // Viewers learn it like any rename: a session.info frame.
+    expect(sock.sessionEvents(untitled.session_id).some((f) => f.type === "session.info" && f.payload.title === "Plan the trip to Lisbon")).toBe(true);
+    sock.close();
+  });
+
   it("pages a transcript with session.messages", async () => {
     const sock = await RpcSocket.open(srv.wsUrl);
     const s = await sock.call("session.create", {});

@@ -231,6 +231,8 @@ describe("serving modes and metrics", () => {
     const ws = await RpcSocket.open(server.wsUrl);
     await req("/healthz");
     await req("/v1/chat/completions", { method: "POST", body: chat() });
+    const closed = await req("/api/sessions", { method: "POST", body: "{}" });
+    await req(`/api/sessions/${closed.body.session_id}`, { method: "DELETE" });
     const r = await req("/metrics");
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toContain("text/plain");
@@ -241,7 +243,7 @@ describe("serving modes and metrics", () => {
       /^tether_turns_active 0$/m,
       /^tether_ring_bytes \d+$/m,
       /^tether_frames_delivered_total\{type="message.delta"\} [1-9]\d*$/m,
-      /^tether_sessions_ended_total\{reason="client_disconnect"\} 1$/m,
+      /^tether_sessions_ended_total\{reason="user_close"\} 1$/m,
       /^tether_connections\{transport="ws"\} 1$/m,
       /^tether_http_request_duration_seconds_count\{method="POST",route="\/v1\/chat\/completions",status="200"\} 1$/m,
     ]) {

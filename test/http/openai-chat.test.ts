@@ -37,9 +37,38 @@ describe("chat completions with the demo provider", () => {
     expect(data.usage!.total_tokens).toBeGreaterThan(0);
     const sessionId = response.headers.get("x-session-id");
     expect(sessionId).toMatch(/^ses_/);
-    // One-shot: a hidden session, closed when the response ended.
+    // A hidden session, detached (not closed) once the response ended…
     const summary = await getJson(`${server.url}/api/sessions/${sessionId}`);
-    expect(summary).toMatchObject({ state: "ended", end_reason: "client_disconnect", message_count: 2 });
+    expect(summary).toMatchObject({ state: "detached", message_count: 2 });
+    expect(summary.end_reason).toBeUndefined();
+    // …so the id it answered with continues it.
+    const next = await client(server)
+      .chat.completions.create({ model: "demo", messages: [{ role: "user", content: "count to 2" }] }, { headers: { "X-Session-Id": sessionId! } })
+      .withResponse();
+    expect(next.data.choices[0]!.message.content).toBe("1 2");
+    expect(next.response.headers.get("x-session-id")).toBe(sessionId);
+    const page = await getJson(`${server.url}/api/sessions/${sessionId}/messages`);
+    expect(page.messages.map((m: any) => m.content)).toEqual(["count to 5", "1 2 3 4 5", "count to 2", "1 2"]);
+    // Out of the default listing (hidden), there with include_hidden.
+    expect((await getJson(`${server.url}/api/sessions`)).sessions.map((s: any) => s.session_id)).not.toContain(sessionId);
+    expect((await getJson(`${server.url}/api/sessions?include_hidden=true`)).sessions.map((s: any) => s.session_id)).toContain(sessionId);
+  });
+
+  it("a completion's session, reaped once nobody uses it, still continues by its X-Session-Id", async () => {
+    server = await startTestServer({ config: { lifecycle: { orphan_grace_s: 20 } } });
+    const first = await client(server)
+      .chat.completions.create({ model: "demo", messages: [{ role: "user", content: "count to 1" }] })
+      .withResponse();
+    const sessionId = first.response.headers.get("x-session-id")!;
+    const runtime = [...server.server.manager.live()].find((rt) => rt.id === sessionId)!;
+    await server.server.manager.end(runtime, "orphan_reap", { broadcast: true }); // what the grace does
+    expect((await getJson(`${server.url}/api/sessions/${sessionId}`)).end_reason).toBe("orphan_reap");
+    const again = await client(server).chat.completions.create(
+      { model: "demo", messages: [{ role: "user", content: "count to 2" }] },
+      { headers: { "X-Session-Id": sessionId } },
+    );
+    expect(again.choices[0]!.message.content).toBe("1 2");
+    expect((await getJson(`${server.url}/api/sessions/${sessionId}/messages`)).messages).toHaveLength(4);
   });
 
   it("streams chunks, a final chunk with finish_reason, the usage chunk and [DONE]", async () => {

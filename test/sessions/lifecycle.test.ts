@@ -104,6 +104,24 @@ describe("disconnect and rebind races", () => {
     expect(isLive(h, snap.session_id)).toBe(true);
   });
 
+  it("the disconnect re-checks at that instant that no resume is binding: a close_on_disconnect session survives its last viewer leaving mid-resume", async () => {
+    const h = await harness();
+    const a = new TestViewer("a");
+    const snap = await h.manager.create(ME, { close_on_disconnect: true }, a);
+    // The old connection's close lands while a resume by the new one is in flight (before it attached).
+    const resuming = h.manager.resume(ME, snap.session_id, new TestViewer("b"));
+    h.manager.detachViewer(a);
+    const back = await resuming;
+    await settle();
+    expect(back.session_id).toBe(snap.session_id);
+    expect(isLive(h, snap.session_id)).toBe(true);
+    const row = (await h.store.getSession(snap.session_id))!;
+    expect(row.ended_at).toBeNull();
+    expect((await h.store.readEvents(snap.session_id, 0, 100)).map((e) => e.type)).not.toContain("session.closed");
+    // And the lease never said "detached" meanwhile (a sibling could have taken the session).
+    expect((await h.store.getLease(snap.session_id))!.detached).toBe(false);
+  });
+
   it("a reap timer firing while a resume is in flight does not reap the session", async () => {
     const h = await harness();
     const a = new TestViewer("a");

@@ -97,6 +97,50 @@ describe("model identity", () => {
     expect(await modelEvents(b, chat.session_id)).toEqual([]);
   });
 
+  it("room_plumbing sessions rebuild from the profile's current config like follow_profile_config; others keep theirs", async () => {
+    const db = tempDbPath();
+    const a = await proc(db, "A", { providers: { local: LOCAL }, default_provider: "demo" });
+    const room = await a.manager.create(ME, { room_plumbing: true, hidden: true }, new TestViewer("v1"));
+    const chat = await a.manager.create(ME, { hidden: true }, new TestViewer("v2"));
+    expect(room.provider).toBe("demo");
+    await a.manager.shutdown();
+
+    const b = await proc(db, "B", { providers: { local: LOCAL }, default_provider: "local" });
+    expect(await b.manager.resume(ME, room.session_id, new TestViewer("v3"))).toMatchObject({ provider: "local", model: "llama" });
+    expect(await modelEvents(b, room.session_id)).toEqual([
+      { from: { provider: "demo", model: "demo" }, to: { provider: "local", model: "llama" }, reason: "profile_config" },
+    ]);
+    expect(await b.manager.resume(ME, chat.session_id, new TestViewer("v4"))).toMatchObject({ provider: "demo", model: "demo" });
+    expect(await modelEvents(b, chat.session_id)).toEqual([]);
+  });
+
+  it("a provider that is gone: another provider serving the session's model first, then the base URL, then the default", async () => {
+    const db = tempDbPath();
+    const a = await proc(db, "A", {
+      providers: { old: { base_url: "http://127.0.0.1:9/v1", models: ["llama", "qwen"] }, other: { base_url: "http://127.0.0.1:10/v1", models: ["mistral"] } },
+    });
+    const picked = await a.manager.create(ME, { provider: "old", model: "qwen" }, new TestViewer("v1"));
+    const byUrl = await a.manager.create(ME, { provider: "old", model: "llama" }, new TestViewer("v2"));
+    const lost = await a.manager.create(ME, { provider: "other", model: "mistral" }, new TestViewer("v3"));
+    await a.manager.shutdown();
+
+    // `old` and `other` are gone; `mirror` serves qwen elsewhere, `renamed` took old's base URL.
+    const b = await proc(db, "B", {
+      providers: {
+        renamed: { base_url: "http://127.0.0.1:9/v1", models: ["llama"] },
+        mirror: { base_url: "http://127.0.0.1:11/v1", models: ["qwen"] },
+      },
+      default_provider: "renamed",
+    });
+    // 1. The model this session picked, on another provider that serves it (not its base URL's).
+    expect(await b.manager.resume(ME, picked.session_id, new TestViewer("w1"))).toMatchObject({ provider: "mirror", model: "qwen" });
+    // 2. Nobody lists llama but the provider now at its base URL does.
+    expect(await b.manager.resume(ME, byUrl.session_id, new TestViewer("w2"))).toMatchObject({ provider: "renamed", model: "llama" });
+    // 3. Neither: the profile default.
+    expect(await b.manager.resume(ME, lost.session_id, new TestViewer("w3"))).toMatchObject({ provider: "renamed", model: "llama" });
+    for (const s of [picked, byUrl, lost]) expect((await modelEvents(b, s.session_id))[0]).toMatchObject({ reason: "provider_unavailable" });
+  });
+
   it("renders {cwd}, {date} and {profile} in the system prompt from the session's own values", async () => {
     const db = tempDbPath();
     const clock = new FakeClock(Date.UTC(2026, 10, 29, 12));

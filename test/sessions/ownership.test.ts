@@ -2,7 +2,10 @@
  * Several "processes" (SessionManagers with their own process ids) on one SQLite file and one
  * fake clock: leases, superseding, the startup sweep, and the shutdown budget.
  */
+import { spawn, type ChildProcess } from "node:child_process";
+import { hostname } from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
+import { pidAlive, procState } from "../../src/lib/pid-alive.js";
 import { FakeClock } from "../../src/lib/clock.js";
 import { SqliteStore } from "../../src/store/index.js";
 import type { WriteOp } from "../../src/store/types.js";
@@ -118,6 +121,124 @@ describe("ownership across processes", () => {
     expect((await fresh.store.getSession(theirs.session_id))!.ended_at).toBeNull();
     expect(isLive(sibling, theirs.session_id)).toBe(true);
     expect((await fresh.store.getLease(theirs.session_id))!.owner).toBe("SIBLING");
+  });
+});
+
+/**
+ * A real zombie: `sleep 30` (after exec) is the parent of a short `sleep` and never waits for it,
+ * so once that child exits it stays a zombie — exactly what a SIGKILLed gateway is until reaped.
+ */
+async function zombie(): Promise<{ pid: number; parent: ChildProcess }> {
+  const parent = spawn("sh", ["-c", "sleep 0.05 & echo $!; exec sleep 30"], { stdio: ["ignore", "pipe", "ignore"] });
+  const pid = await new Promise<number>((resolve) => parent.stdout!.once("data", (d: Buffer) => resolve(Number(d.toString().trim()))));
+  for (let i = 0; i < 200 && procState(pid) !== "Z"; i++) await new Promise((r) => setTimeout(r, 10));
+  return { pid, parent };
+}
+
+describe.skipIf(process.platform !== "linux")("a crashed process on this host is dead at once, zombie or not", () => {
+  it("pidAlive: a zombie is dead although kill(pid, 0) still succeeds on it", async () => {
+    const { pid, parent } = await zombie();
+    try {
+      expect(procState(pid)).toBe("Z");
+      expect(() => process.kill(pid, 0)).not.toThrow(); // why kill(0) alone was wrong
+      expect(pidAlive(pid)).toBe(false);
+      expect(pidAlive(process.pid)).toBe(true);
+      expect(pidAlive(parent.pid!)).toBe(true);
+    } finally {
+      parent.kill("SIGKILL");
+    }
+  });
+
+  it("a restarted gateway resumes the sessions of one that lingers as a zombie without waiting (no 4009)", async () => {
+    const db = tempDbPath();
+    const clock = new FakeClock();
+    const crashed = await proc(db, clock, "CRASHED");
+    const snap = await crashed.manager.create(ME, {}, new TestViewer("v")); // held with a viewer
+    crashed.manager.lifecycle.stop(); // it was SIGKILLed: no more beats, no cleanup…
+    const { pid, parent } = await zombie();
+    try {
+      // …and its heartbeat row names a pid on this host that is now a zombie, beaten just now.
+      await crashed.store.removeHeartbeat("CRASHED"); // (the upsert keeps a row's pid)
+      await crashed.store.beat({ id: "CRASHED", pid, host: hostname(), started_at: clock.now(), last_beat: clock.now() }, clock.now() + 30_000);
+      const restarted = await proc(db, clock, "RESTARTED"); // its first beat judges local pids
+      const back = await restarted.manager.resume(ME, snap.session_id, new TestViewer("v2"));
+      expect(back.session_id).toBe(snap.session_id);
+      expect(await restarted.store.getHeartbeat("CRASHED")).toBeNull();
+      expect((await restarted.store.getLease(snap.session_id))!.owner).toBe("RESTARTED");
+    } finally {
+      parent.kill("SIGKILL");
+    }
+  });
+});
+
+describe("automatic ends of a session another live process took over", () => {
+  it("reap, idle TTL, LRU and shutdown drop only the local runtime: no lease release, no session.reclaimed, the row stays open", async () => {
+    const db = tempDbPath();
+    const clock = new FakeClock();
+    // A beats rarely, so its beat does not notice the takeover first: the end itself must.
+    const a = await proc(db, clock, "A", { heartbeat_s: 1000, orphan_grace_s: 20 });
+    const b = await proc(db, clock, "B", { heartbeat_s: 1000 });
+    const released: string[] = [];
+    const realRelease = a.store.releaseLease.bind(a.store);
+    a.store.releaseLease = async (sid: string, owner: string, token: number) => {
+      released.push(sid);
+      return realRelease(sid, owner, token);
+    };
+    /** A parks a session; B's resume takes it over; A still holds its (stale) runtime. */
+    const takenOver = async () => {
+      const va = new TestViewer("va");
+      const snap = await a.manager.create(ME, {}, va);
+      const rt = [...a.manager.live()].find((r) => r.id === snap.session_id)!;
+      a.manager.detachViewer(va);
+      await settle();
+      await b.manager.resume(ME, snap.session_id, new TestViewer(`vb-${snap.session_id}`));
+      return { sid: snap.session_id, rt };
+    };
+    const expectUntouched = async (sid: string) => {
+      expect(isLive(a, sid)).toBe(false);
+      expect(released).not.toContain(sid);
+      expect(a.globals.filter((g) => g.type === "session.reclaimed")).toEqual([]);
+      expect((await b.store.getSession(sid))!.ended_at).toBeNull();
+      expect((await b.store.getLease(sid))!).toMatchObject({ owner: "B", token: 2 });
+      expect(isLive(b, sid)).toBe(true);
+    };
+
+    const reaped = await takenOver();
+    await clock.advance(20_000); // A's orphan grace fires
+    await settle();
+    await expectUntouched(reaped.sid);
+
+    for (const reason of ["idle_ttl", "lru_evicted"]) {
+      const s = await takenOver();
+      await a.manager.end(s.rt, reason, { broadcast: true }); // as reclaimIdle / enforceCap do
+      await expectUntouched(s.sid);
+    }
+
+    const stopped = await takenOver();
+    await a.manager.shutdown();
+    await expectUntouched(stopped.sid);
+  });
+
+  it("the startup sweep's own lease check spares a live sibling's session even when the orphan query names it", async () => {
+    const db = tempDbPath();
+    const clock = new FakeClock();
+    const sibling = await proc(db, clock, "SIBLING");
+    const theirs = await sibling.manager.create(ME, {}, new TestViewer("v"));
+    const sweeper = await proc(db, clock, "SWEEPER");
+    // The SQL filter would leave it out; a stale read (the sibling took the lease right after it)
+    // must not be enough to end it: the sweep checks the lease again itself.
+    sweeper.store.findOrphanedSessions = async () => (await sweeper.store.listOpenSessions()).map((r) => r.id);
+    expect(await sweeper.manager.lifecycle.sweep()).toBe(0);
+    expect((await sweeper.store.getSession(theirs.session_id))!.ended_at).toBeNull();
+    expect((await sweeper.store.getLease(theirs.session_id))!.owner).toBe("SIBLING");
+    expect(isLive(sibling, theirs.session_id)).toBe(true);
+    // Its own (dead-owner) orphans it does end: the override did not break the sweep.
+    const dead = await proc(db, clock, "DEAD");
+    const orphan = await dead.manager.create(ME, {}, new TestViewer("d"));
+    dead.manager.lifecycle.stop();
+    await dead.store.removeHeartbeat("DEAD");
+    expect(await sweeper.manager.lifecycle.sweep()).toBe(1);
+    expect((await sweeper.store.getSession(orphan.session_id))!.end_reason).toBe("startup_orphan_reap");
   });
 });
 

@@ -55,7 +55,7 @@ export type StreamStep =
   | { type: "done" };
 
 export type ScriptedReply =
-  | { kind: "http_error"; status: number; body: unknown }
+  | { kind: "http_error"; status: number; body: unknown; headers?: Record<string, string> }
   | {
       kind: "stream";
       steps: StreamStep[];
@@ -125,8 +125,8 @@ export const reply = {
   },
 
   /** An HTTP error with the OpenAI error envelope `{ error: { message, type, code } }`. */
-  httpError(status: number, message: string, code?: string, type = "error"): ScriptedReply {
-    return { kind: "http_error", status, body: { error: { message, type, code: code ?? null } } };
+  httpError(status: number, message: string, code?: string, type = "error", headers?: Record<string, string>): ScriptedReply {
+    return { kind: "http_error", status, body: { error: { message, type, code: code ?? null } }, ...(headers ? { headers } : {}) };
   },
 
   /** Some text chunks, then `data: {not json`. */
@@ -203,7 +203,7 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     if (!next) {
       return sendJson(res, 500, { error: { message: "fake-openai: no scripted reply left", type: "server_error", code: null } });
     }
-    if (next.kind === "http_error") return sendJson(res, next.status, next.body);
+    if (next.kind === "http_error") return sendJson(res, next.status, next.body, next.headers);
     const model = (body as { model?: unknown } | undefined)?.model;
     await streamReply(res, next, typeof model === "string" ? model : "fake-model", `chatcmpl-fake-${++completionSeq}`);
   }
@@ -281,9 +281,9 @@ async function streamReply(
   res.end();
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(text) });
   res.end(text);
 }
 

@@ -6,6 +6,7 @@ import { resolveConfig, type ConfigInput, type LifecycleConfig } from "../../src
 import { GroupCommitter, RingBudget } from "../../src/events/index.js";
 import { FakeClock } from "../../src/lib/clock.js";
 import { randomIds } from "../../src/lib/ids.js";
+import { pino } from "pino";
 import { silentLogger, type Logger } from "../../src/lib/logger.js";
 import type { Provider, ProviderChunk, StreamRequest } from "../../src/agent/provider.js";
 import { buildProviderCatalog } from "../../src/agent/provider-catalog.js";
@@ -63,6 +64,8 @@ export async function startHarness(opts: {
   start?: boolean;
   /** Extra config (providers, models guards…) on top of the defaults. */
   config?: ConfigInput;
+  /** Where the manager logs (default: silent); see `capturingLogger`. */
+  logger?: Logger;
 }): Promise<Harness> {
   const store = opts.store ?? new SqliteStore({ path: opts.dbPath });
   const config = resolveConfig({}, { ...(opts.config ?? {}), lifecycle: opts.lifecycle });
@@ -79,7 +82,7 @@ export async function startHarness(opts: {
     {},
     extra,
   );
-  const logger = silentLogger();
+  const logger = opts.logger ?? silentLogger();
   const manager = new SessionManager({
     store,
     committer: new GroupCommitter(store),
@@ -103,6 +106,13 @@ export async function startHarness(opts: {
   manager.onGlobal((frame) => globals.push(frame));
   if (opts.start !== false) await manager.start();
   return { manager, store, clock, globals, logger };
+}
+
+/** A real pino logger whose JSON lines land in `lines` (parsed), for tests of what is logged. */
+export function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: "debug" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  return { logger, lines };
 }
 
 /** Lets queued promise callbacks and immediates run without moving the fake clock. */

@@ -3,7 +3,7 @@
  * fresh temp folder. Tests talk to it over real sockets.
  */
 import { resolveConfig, type ConfigInput } from "../../src/config/index.js";
-import { silentLogger } from "../../src/lib/logger.js";
+import { silentLogger, type Logger } from "../../src/lib/logger.js";
 import { startServer, type RunningServer } from "../../src/cli/server.js";
 import { tempDbPath } from "./temp-db.js";
 
@@ -25,6 +25,8 @@ export interface TestServerOptions {
   dbPath?: string;
   providerUrl?: string;
   config?: ConfigInput;
+  /** Where the gateway logs (default: silent). */
+  logger?: Logger;
 }
 
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
@@ -41,7 +43,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
       ...opts.config,
     },
   );
-  const server = await startServer(config, { logger: silentLogger() });
+  const server = await startServer(config, { logger: opts.logger ?? silentLogger() });
   return {
     url: server.url,
     wsUrl: `${server.url.replace(/^http/, "ws")}/ws`,

@@ -136,6 +136,22 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       expect(p2.nextCursor).toBeNull();
     });
 
+    it("lists sessions the gateway ended for a recoverable reason by default; those ended for good only when asked", async () => {
+      const store = await fresh();
+      await store.commit([
+        { op: "session.insert", row: sessionRow("open", { last_activity_at: 10 }) },
+        { op: "session.insert", row: sessionRow("reaped", { last_activity_at: 20, ended_at: 21, end_reason: "orphan_reap" }) },
+        { op: "session.insert", row: sessionRow("stopped", { last_activity_at: 30, ended_at: 31, end_reason: "shutdown" }) },
+        { op: "session.insert", row: sessionRow("closed", { last_activity_at: 40, ended_at: 41, end_reason: "user_close" }) },
+        { op: "session.insert", row: sessionRow("rotated", { last_activity_at: 50, ended_at: 51, end_reason: "compression" }) },
+        { op: "session.insert", row: sessionRow("plumbing", { last_activity_at: 60, ended_at: 61, end_reason: "idle_ttl", flags: { hidden: true } }) },
+      ]);
+      const q = { principal: "default", limit: 10, includeEnded: false, includeHidden: false };
+      expect((await store.listSessions(q)).items.map((i) => i.row.id)).toEqual(["stopped", "reaped", "open"]);
+      expect((await store.listSessions({ ...q, includeEnded: true })).items.map((i) => i.row.id)).toEqual(["rotated", "closed", "stopped", "reaped", "open"]);
+      expect((await store.listSessions({ ...q, includeHidden: true })).items.map((i) => i.row.id)).toEqual(["plumbing", "stopped", "reaped", "open"]);
+    });
+
     it("lists sessions by activity with cursor pagination, filtering ended and hidden ones", async () => {
       const store = await fresh();
       await store.commit([

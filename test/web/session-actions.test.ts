@@ -319,6 +319,29 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     await page.close();
   });
 
+  it("a session the gateway reaped stays in the list as idle, and opening it resumes it", async () => {
+    const page = await browser.page();
+    await openApp(page, srv.url);
+    await newSession(page); // the page shows this one (its id is in the URL)
+    // Another one, made over HTTP and watched by nobody; then reaped as the orphan grace would.
+    const made = await (await fetch(`${srv.url}/api/sessions`, { method: "POST", body: JSON.stringify({ title: "reaped one" }) })).json();
+    const id = made.session_id as string;
+    const rt = [...srv.server.manager.live()].find((r) => r.id === id)!;
+    await srv.server.manager.end(rt, "orphan_reap", { broadcast: true });
+    await reload(page);
+    const item = sidebarItem(page, id);
+    await item.waitFor();
+    expect(await item.getAttribute("data-state")).toBe("idle");
+    expect(await item.locator(".state").innerText()).toBe("idle · resumes on open");
+    await item.locator(".session-title").click();
+    await page.waitForFunction((sid) => decodeURIComponent(location.hash) === `#/s/${sid}`, id);
+    await send(page, "count to 2");
+    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
+    expect(await page.locator('[data-kind="assistant"]').last().innerText()).toContain("1 2");
+    await expect.poll(async () => (await (await fetch(`${srv.url}/api/sessions/${id}`)).json()).state).toBe("live");
+    await page.close();
+  });
+
   it("a model switch during a turn is pending, then applies when the next turn starts", async () => {
     const page = await browser.page();
     await openApp(page, srv.url);

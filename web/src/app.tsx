@@ -211,6 +211,8 @@ function ModelSwitcher({ ctl, model, selectRef }: { ctl: AppController; model: S
 }
 
 function stateLabel(s: SessionSummary): string {
+  // idle: the gateway ended it for a recoverable reason; opening it resumes it as it was.
+  if (s.state === "idle") return "idle · resumes on open";
   if (s.state !== "ended") return s.state;
   return `ended · ${(s.end_reason ?? "").replace(/_/g, " ")}`;
 }

@@ -132,7 +132,7 @@ export interface SessionModel {
   title: string;
   model: string;
   provider: string;
-  state: "live" | "detached" | "ended";
+  state: "live" | "detached" | "idle" | "ended";
   endReason?: string;
   running: boolean;
   currentTurn?: string;

@@ -14,6 +14,7 @@ import { HTTPException } from "hono/http-exception";
 import { routePath } from "hono/route";
 import type { AppEnv, HttpApi, HttpApiDeps } from "./context.js";
 import { corsGuard } from "./cors.js";
+import { closeAfterEarlyAnswer } from "./early-close.js";
 import { errorType, HttpErrors, INTERNAL_ERROR, renderError } from "./errors.js";
 import { TurnLimiter } from "./limits.js";
 import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
@@ -48,6 +49,9 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
     const e = renderError(HttpErrors.notFound(`No route for ${c.req.method} ${c.req.path}`))!;
     return c.json(e.body, 404);
   });
+
+  // First, so it sees every answer (errors included) as it leaves.
+  app.use("*", closeAfterEarlyAnswer());
 
   if (deps.metrics) {
     const metrics = deps.metrics;

@@ -24,6 +24,8 @@ export class HttpError extends Error {
     message: string,
     readonly param: string | null = null,
     readonly headers: Record<string, string> = {},
+    /** The envelope's `type` when the status alone does not say it (e.g. `insufficient_quota`). */
+    readonly type?: string,
   ) {
     super(message);
     this.name = "HttpError";
@@ -37,8 +39,15 @@ export const HttpErrors = {
     }),
   originForbidden: (origin: string) => new HttpError(403, "origin_not_allowed", `Origin not allowed: ${origin}`),
   notFound: (what: string) => new HttpError(404, "not_found", what),
-  modelNotFound: (model: string) =>
-    new HttpError(404, "model_not_found", `The model \`${model}\` does not exist or you do not have access to it.`, "model"),
+  /** Names the models there are: a first request with an OpenAI model name must learn what to send. */
+  modelNotFound: (model: string, available: readonly string[] = []) =>
+    new HttpError(
+      404,
+      "model_not_found",
+      `The model \`${model}\` does not exist or you do not have access to it.` +
+        (available.length > 0 ? ` Models on this gateway: ${available.join(", ")} (GET /v1/models).` : ""),
+      "model",
+    ),
   responseNotFound: (id: string, param: string | null = null) =>
     new HttpError(404, "response_not_found", `No response with id ${id}`, param),
   invalidJson: (detail: string) => new HttpError(400, "invalid_json", `Malformed JSON body: ${detail}`),
@@ -68,13 +77,23 @@ export interface RenderedError {
   headers: Record<string, string>;
 }
 
-/** Maps anything thrown by a handler to status, envelope and headers; null for a bug. */
+/** HTTP-only errors a retry can fix; every other HttpError tells clients not to retry. */
+const RETRYABLE_HTTP_CODES = new Set(["idempotency_key_in_progress"]);
+
+/**
+ * Maps anything thrown by a handler to status, envelope and headers; null for a bug. An error
+ * that retrying cannot fix carries `x-should-retry: false`: OpenAI's clients retry 409, 429 and
+ * 5xx by themselves unless told not to.
+ */
 export function renderError(err: unknown): RenderedError | null {
   if (err instanceof HttpError) {
+    const headers = { ...err.headers };
+    const retryable = err.status === 429 || (err.status >= 500 && headers["x-should-retry"] !== "false") || RETRYABLE_HTTP_CODES.has(err.code);
+    if (!retryable) headers["x-should-retry"] = "false";
     return {
       status: err.status,
-      body: { error: { message: err.message, type: errorType(err.status), param: err.param, code: err.code } },
-      headers: err.headers,
+      body: { error: { message: err.message, type: err.type ?? errorType(err.status), param: err.param, code: err.code } },
+      headers,
     };
   }
   if (err instanceof TetherError) {
@@ -82,6 +101,7 @@ export function renderError(err: unknown): RenderedError | null {
     const issues = err.data?.issues as Array<{ path: string }> | undefined;
     const headers: Record<string, string> = {};
     if (err.code === ErrorCode.RateLimited || err.code === ErrorCode.AtCapacity) headers["retry-after"] = "1";
+    if (!info.retryable) headers["x-should-retry"] = "false";
     return {
       status: info.httpStatus,
       body: { error: { message: err.message, type: errorType(info.httpStatus), param: issues?.[0]?.path ?? null, code: info.name } },

@@ -12,7 +12,7 @@ import { HttpErrors } from "./errors.js";
 
 export function resolveModel(api: HttpApi, model: string): ModelInfo {
   const found = api.models.find((m) => m.id === model);
-  if (!found) throw HttpErrors.modelNotFound(model);
+  if (!found) throw HttpErrors.modelNotFound(model, api.models.map((m) => m.id));
   return found;
 }
 

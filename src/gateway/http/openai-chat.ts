@@ -1,11 +1,12 @@
 /**
  * `POST /v1/chat/completions`, OpenAI-compatible, streaming and not.
  *
- * Without `X-Session-Id` the call is one-shot: a hidden session seeded from the request's messages
+ * Without `X-Session-Id` the call makes a new hidden session seeded from the request's messages
  * (system/developer → system prompt, earlier user/assistant messages → transcript, the last user
- * message → the turn), closed when the response ends (`client_disconnect`). With `X-Session-Id`
- * the stored session continues: its history comes from the store, only the last user message of the
- * request is used. The session id is echoed in `X-Session-Id` either way.
+ * message → the turn). It is not closed when the response ends: the `X-Session-Id` the answer
+ * carries continues it (like any detached session it is reaped after the grace, and resumes by id
+ * all the same). With `X-Session-Id` the stored session continues: its history comes from the
+ * store, only the last user message of the request is used. The id is echoed either way.
  *
  * The session lives in the profile the request names (`X-Tether-Profile` or `?profile=`, default
  * `default`), run with that profile's config (system prompt, tools…). A continued session is looked
@@ -27,7 +28,8 @@ import { readJson } from "./json-body.js";
 import { resolveModel } from "./models.js";
 import { ChatMessage, toConversation } from "./openai-input.js";
 import { sseResponse, type SseWriter } from "./sse.js";
-import { followTurn, turnFailure, type TurnEnd } from "./turn-follow.js";
+import { followTurn, type TurnEnd } from "./turn-follow.js";
+import { turnErrorObject, turnFailure } from "./turn-errors.js";
 
 export const SESSION_HEADER = "x-session-id";
 
@@ -90,8 +92,9 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
           {
             provider: model.provider,
             model: model.id,
+            // Hidden (out of default listings), but not closed with the response: the id it
+            // answers with must continue it.
             hidden: true,
-            close_on_disconnect: true,
             title: "chat.completions",
             ...(conversation.system !== undefined ? { system_prompt: conversation.system } : {}),
           },
@@ -168,8 +171,8 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
         });
         if (end.status === "gone" || end.status === "closed") return;
         if (end.status === "error") {
-          const e = turnFailure(end.error);
-          await sse.send(JSON.stringify({ error: { message: e.message, type: "server_error", param: null, code: e.code } }));
+          // The same type and code the non-streamed answer would carry.
+          await sse.send(JSON.stringify({ error: turnErrorObject(end.error) }));
           return;
         }
         await finishStream(sse, chunk, includeUsage, completion(content, end));

@@ -34,6 +34,7 @@ import {
   type Usage,
 } from "../../protocol/index.js";
 import type { ResponseRow } from "../../sessions/http-support.js";
+import { turnErrorObject } from "./turn-errors.js";
 
 export const SEQ_STRIDE = 8;
 
@@ -60,7 +61,8 @@ export interface ResponseObject {
   metadata: Record<string, unknown>;
   output: OutputMessage[];
   usage: { input_tokens: number; output_tokens: number; total_tokens: number; input_tokens_details: { cached_tokens: 0 }; output_tokens_details: { reasoning_tokens: 0 } } | null;
-  error: { code: string; message: string } | null;
+  /** OpenAI's shape, `type` included (the AI SDK refuses a failed Response without it). */
+  error: { code: string; message: string; type: string; param: null } | null;
   incomplete_details: { reason: string } | null;
   parallel_tool_calls: boolean;
   tool_choice: "auto";
@@ -242,8 +244,8 @@ export class ResponseBuilder {
     if (status === "complete") this.response.status = "completed";
     else if (status === "error") {
       this.response.status = "failed";
-      const e = this.turnError;
-      this.response.error = { code: e?.code ?? "turn_failed", message: e ? `${e.layer}: ${e.message}` : "The turn failed" };
+      // The same code and type a chat completion of this failure answers with.
+      this.response.error = turnErrorObject(this.turnError);
     } else if (this.row.cancel_requested) this.response.status = "cancelled";
     else {
       this.response.status = "incomplete";

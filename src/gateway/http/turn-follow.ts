@@ -8,7 +8,6 @@ import {
   type TurnStatus,
   type Usage,
 } from "../../protocol/index.js";
-import { HttpError } from "./errors.js";
 import type { FrameTap } from "./frame-tap.js";
 
 export interface TurnEnd {
@@ -41,12 +40,4 @@ export async function followTurn(
       return end;
     }
   }
-}
-
-/** A failed turn as an HTTP error: the upstream's rate limit stays a 429, anything else is a 502. */
-export function turnFailure(error: TurnErrorInfo | undefined): HttpError {
-  if (!error) return new HttpError(502, "turn_failed", "The turn failed");
-  const status = error.code === "rate_limited" ? 429 : 502;
-  const headers: Record<string, string> = status === 429 ? { "retry-after": "1" } : {};
-  return new HttpError(status, error.code, `${error.layer}: ${error.message}`, null, headers);
 }

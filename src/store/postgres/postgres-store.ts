@@ -6,6 +6,7 @@
  * write after it fails with FenceError — two owners can never interleave in one transcript.
  */
 import pg from "pg";
+import { RECOVERABLE_END_REASONS } from "../../protocol/index.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { messageToColumns, rowToMessage, rowToSession, sessionPatchToColumns, sessionToColumns } from "../sqlite/rows.js";
 import {
@@ -303,7 +304,8 @@ export class PostgresStore implements Store {
       return `$${params.length}`;
     };
     if (qy.profile !== undefined) where.push(`s.profile = ${arg(qy.profile)}`);
-    if (!qy.includeEnded) where.push("s.ended_at IS NULL");
+    // Sessions the gateway ended for a recoverable reason are listed (they resume on open).
+    if (!qy.includeEnded) where.push(`(s.ended_at IS NULL OR s.end_reason = ANY(${arg([...RECOVERABLE_END_REASONS])}))`);
     if (!qy.includeHidden) where.push(`(s.flags::jsonb -> 'hidden') IS DISTINCT FROM 'true'::jsonb`);
     const cursor = decodeCursor(qy.cursor);
     if (cursor) {

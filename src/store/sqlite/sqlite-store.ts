@@ -4,8 +4,6 @@
  * async so that callers do not change when PostgreSQL stands in.
  */
 import { SqliteRetention } from "./retention.js";
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import {
   FenceError,
@@ -28,13 +26,17 @@ import type {
   Store,
   WriteOp,
 } from "../types.js";
+import { RECOVERABLE_END_REASONS } from "../../protocol/index.js";
 import { MIGRATIONS } from "./migrations.js";
+import { makeParentDirSync } from "./parent-dir.js";
 import { HttpTables } from "./http-rows.js";
 import { DelegationTables } from "./delegation-rows.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { messageToColumns, rowToMessage, rowToSession, sessionPatchToColumns, sessionToColumns } from "./rows.js";
 
 type Statement = Database.Statement;
+
+const RECOVERABLE = [...RECOVERABLE_END_REASONS];
 
 export interface SqliteStoreOptions {
   /** File path, or ":memory:". Parent folders are created. */
@@ -57,7 +59,7 @@ export class SqliteStore implements Store {
 
   constructor(options: SqliteStoreOptions) {
     this.path = options.path;
-    if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+    if (options.path !== ":memory:") makeParentDirSync(options.path);
     this.db = new Database(options.path);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");
@@ -237,7 +239,11 @@ export class SqliteStore implements Store {
       where.push("s.profile = ?");
       params.push(q.profile);
     }
-    if (!q.includeEnded) where.push("s.ended_at IS NULL");
+    if (!q.includeEnded) {
+      // Sessions the gateway ended for a recoverable reason are listed (they resume on open).
+      where.push(`(s.ended_at IS NULL OR s.end_reason IN (${RECOVERABLE.map(() => "?").join(", ")}))`);
+      params.push(...RECOVERABLE);
+    }
     if (!q.includeHidden) where.push("json_extract(s.flags, '$.hidden') IS NOT 1");
     const cursor = decodeCursor(q.cursor);
     if (cursor) {
