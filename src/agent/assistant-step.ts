@@ -18,6 +18,8 @@ import { ProviderError, type ChatMessage } from "./provider.js";
 import { DEFAULT_CHECKPOINT_MS, type TurnContext } from "./turn-context.js";
 import { internalError } from "./turn-errors.js";
 import { newMessageRow, type TurnFrames } from "./turn-frames.js";
+import { endModelSpan, startModelSpan } from "./turn-tracing.js";
+import { NOOP_SPAN, type SpanHandle } from "../lib/tracing.js";
 
 export interface AssistantStep {
   messageId: string;
@@ -26,10 +28,17 @@ export interface AssistantStep {
   /** Only for a complete message: calls from a cut-off stream are never run. */
   toolCalls: ToolCall[];
   usage?: Usage;
+  /** The provider's finish reason (`stop`, `tool_calls`, `length`, …), when it gave one. */
+  finishReason?: string;
   error?: TurnErrorInfo;
 }
 
-export async function streamAssistantMessage(ctx: TurnContext, frames: TurnFrames, logger: Logger): Promise<AssistantStep> {
+export async function streamAssistantMessage(
+  ctx: TurnContext,
+  frames: TurnFrames,
+  logger: Logger,
+  turnSpan: SpanHandle = NOOP_SPAN,
+): Promise<AssistantStep> {
   const messageId = ctx.ids.next("msg");
   frames.emit<MessageStartPayload>(EventType.MessageStart, { message_id: messageId, role: "assistant" }, [
     { op: "message.insert", row: newMessageRow(ctx.sessionId, messageId, "assistant", "", "streaming", ctx.clock.now()) },
@@ -42,6 +51,7 @@ export async function streamAssistantMessage(ctx: TurnContext, frames: TurnFrame
   });
 
   const step: AssistantStep = { messageId, content: "", status: "complete", toolCalls: [] };
+  const span = startModelSpan(turnSpan, ctx);
   try {
     const specs = ctx.tools.specs();
     const stream = ctx.provider.stream({
@@ -72,6 +82,7 @@ export async function streamAssistantMessage(ctx: TurnContext, frames: TurnFrame
           step.usage = chunk.usage;
           break;
         case "finish":
+          step.finishReason = chunk.reason;
           break;
       }
     }
@@ -89,6 +100,7 @@ export async function streamAssistantMessage(ctx: TurnContext, frames: TurnFrame
     }
   }
   if (step.status !== "complete") step.toolCalls = [];
+  endModelSpan(span, ctx, { ...step, toolCalls: step.toolCalls.length });
 
   const payload: MessageCompletePayload = {
     message_id: messageId,

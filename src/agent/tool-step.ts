@@ -10,14 +10,18 @@ import type { ChatMessage } from "./provider.js";
 import { ToolInputError } from "./tools/index.js";
 import type { TurnContext } from "./turn-context.js";
 import { newMessageRow, type TurnFrames } from "./turn-frames.js";
+import { endToolSpan, startToolSpan } from "./turn-tracing.js";
+import { NOOP_SPAN, type SpanHandle } from "../lib/tracing.js";
 
 export async function runToolCall(
   ctx: TurnContext,
   frames: TurnFrames,
   logger: Logger,
   call: ToolCall,
+  turnSpan: SpanHandle = NOOP_SPAN,
 ): Promise<ChatMessage> {
   const started = ctx.clock.monotonic();
+  const span = startToolSpan(turnSpan, call);
   let args: unknown = call.arguments;
   let error: string | undefined;
   try {
@@ -56,6 +60,7 @@ export async function runToolCall(
     duration_ms: Math.max(0, Math.round(ctx.clock.monotonic() - started)),
   };
   if (error !== undefined) payload.error = error;
+  endToolSpan(span, payload.duration_ms, error);
   const messageId = ctx.ids.next("msg");
   frames.emit(EventType.ToolComplete, payload, [
     {

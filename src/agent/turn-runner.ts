@@ -25,6 +25,8 @@ import { runToolCall } from "./tool-step.js";
 import { DEFAULT_MAX_ITERATIONS, type TurnContext, type TurnOutcome } from "./turn-context.js";
 import { internalError, maxIterationsError, storageWriteError } from "./turn-errors.js";
 import { emitUserMessage, TurnFrames, turnErrorMessageOp } from "./turn-frames.js";
+import { endTurnSpan, startTurnSpan } from "./turn-tracing.js";
+import type { SpanHandle } from "../lib/tracing.js";
 
 export type { TurnContext, TurnOutcome } from "./turn-context.js";
 
@@ -41,6 +43,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
   const started = ctx.clock.monotonic();
   const usage = { total: { ...ZERO_USAGE } as Usage };
   let result: LoopResult;
+  const span = startTurnSpan(ctx);
 
   try {
     frames.emit<TurnStartPayload>(
@@ -49,7 +52,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
       ctx.startOps ?? [],
     );
     commitUserMessage(ctx, frames);
-    result = await agentLoop(ctx, frames, logger, (u) => (usage.total = addUsage(usage.total, u)));
+    result = await agentLoop(ctx, frames, logger, (u) => (usage.total = addUsage(usage.total, u)), span);
   } catch (err) {
     logger.error({ err }, "turn failed unexpectedly");
     result = { status: "error", error: internalError(err) };
@@ -71,6 +74,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
     if (result.status !== "error") result = { status: "error", error: storageWriteError(err) };
   }
 
+  endTurnSpan(span, result.status, usage.total, result.error);
   const ms = Math.round(ctx.clock.monotonic() - started);
   logger.info({ status: result.status, error: result.error, usage: usage.total, duration_ms: ms }, "turn finished");
   const outcome: TurnOutcome = { status: result.status, usage: usage.total };
@@ -89,6 +93,7 @@ async function agentLoop(
   frames: TurnFrames,
   logger: Logger,
   addToTotal: (u: Usage) => void,
+  span: SpanHandle,
 ): Promise<LoopResult> {
   const max = ctx.maxIterations ?? DEFAULT_MAX_ITERATIONS;
   let retries = 0;
@@ -96,7 +101,7 @@ async function agentLoop(
     if (ctx.signal.aborted) return { status: "interrupted" };
     if (iteration >= max) return { status: "error", error: maxIterationsError(max) };
 
-    const step = await streamAssistantMessage(ctx, frames, logger);
+    const step = await streamAssistantMessage(ctx, frames, logger, span);
     // A retryable failure (the classifier decided) is tried again, with back-off, saying so.
     const retry = ctx.retry;
     if (step.status === "error" && step.error?.retryable && retry && retries < retry.maxRetries && !ctx.signal.aborted) {
@@ -131,7 +136,7 @@ async function agentLoop(
     const results: ChatMessage[] = [];
     for (const call of step.toolCalls) {
       if (ctx.signal.aborted) break;
-      results.push(await runToolCall(ctx, frames, logger, call));
+      results.push(await runToolCall(ctx, frames, logger, call, span));
     }
     // Only answered calls go into the history: a call without a result is invalid input for
     // every OpenAI-compatible server (the stored transcript is filtered the same way on load).

@@ -20,6 +20,7 @@ import type {
   SessionListQuery,
   SessionRow,
 } from "./rows.js";
+import type { RetentionStore } from "./retention-types.js";
 import type { WriteOp } from "./write-ops.js";
 
 export interface DelegationQuery {
@@ -110,6 +111,8 @@ export interface Store {
 
   /** Delegations (background sub-agents); absent = the store does not support them yet. */
   readonly delegations?: DelegationStore;
+  /** Deleting sessions ended long ago (`retention.ended_after_days`); absent = not supported. */
+  readonly retention?: RetentionStore;
 
   /** True when the store answers a trivial query. */
   ping(): Promise<boolean>;

@@ -162,4 +162,11 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       ALTER TABLE delegations ADD COLUMN context TEXT, ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 6,
+    name: "retention: ended sessions by end time",
+    sql: `
+      CREATE INDEX sessions_ended ON sessions (ended_at) WHERE ended_at IS NOT NULL;
+    `,
+  },
 ];

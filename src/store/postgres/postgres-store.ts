@@ -31,6 +31,7 @@ import { PgWrites } from "./apply-ops.js";
 import { PgDelegationTables } from "./delegation-tables.js";
 import { PgHttpTables } from "./http-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
+import { PgRetention } from "./retention.js";
 
 export interface PostgresStoreOptions {
   /** `postgres://user@host:port/db`; a `schema` query parameter selects (and creates) a schema. */
@@ -41,10 +42,7 @@ export interface PostgresStoreOptions {
   max?: number;
 }
 
-/** True for the locations `openStore` hands to PostgreSQL. */
-export function isPostgresUrl(location: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(location);
-}
+export { isPostgresUrl } from "../locations.js";
 
 /** Splits Tether's own `schema` parameter off a PostgreSQL URL (pg would pass it to the server). */
 export function parsePostgresUrl(url: string): { connectionString: string; schema: string | undefined } {
@@ -72,6 +70,8 @@ export class PostgresStore implements Store {
   private readonly pool: pg.Pool;
   /** Background sub-agents (`delegations`). */
   readonly delegations: PgDelegationTables;
+  /** Deleting sessions ended long ago (retention). */
+  readonly retention: PgRetention;
   /** The HTTP API's tables (responses, idempotency keys). */
   private readonly http: PgHttpTables;
   private readonly writes: PgWrites;
@@ -81,6 +81,7 @@ export class PostgresStore implements Store {
     this.pool = pool;
     this.schema = schema;
     this.delegations = new PgDelegationTables(pool);
+    this.retention = new PgRetention(pool, (fn) => this.tx(fn));
     this.http = new PgHttpTables(pool, (fn) => this.tx(fn));
     this.writes = new PgWrites(this.http, this.delegations);
   }

@@ -30,6 +30,7 @@ import { SqliteWrites } from "./apply-ops.js";
 import { DelegationTables } from "./delegation-tables.js";
 import { HttpTables } from "./http-tables.js";
 import { MIGRATIONS } from "./migrations.js";
+import { SqliteRetention } from "./retention.js";
 
 type Statement = Database.Statement;
 
@@ -51,6 +52,8 @@ export class SqliteStore implements Store {
   private readonly http: HttpTables;
   /** Background sub-agents (`delegations`). */
   readonly delegations: DelegationTables;
+  /** Deleting sessions ended long ago (retention). */
+  readonly retention: SqliteRetention;
 
   constructor(options: SqliteStoreOptions) {
     this.path = options.path;
@@ -112,6 +115,7 @@ export class SqliteStore implements Store {
     };
     this.http = new HttpTables(db);
     this.delegations = new DelegationTables(db);
+    this.retention = new SqliteRetention(db);
     const writes = new SqliteWrites(db, this.http, this.delegations);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       for (const op of ops) writes.apply(op);
