@@ -12,6 +12,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",
+    // dist/ rebuilt when stale: tests that spawn `tether serve` run the compiled build.
+    globalSetup: ["./test/support/global-setup.ts"],
     reporters: ["default", "./test/support/summary-reporter.ts"],
     projects: [
       {

@@ -5,7 +5,7 @@
  * bench/.last-results.json.
  *
  *   npm run bench                      # everything (~2 minutes on 2 cores)
- *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools, comma-separated
+ *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | startup | retention | tracing, comma-separated
  *   npm run bench -- --quick           # smaller sizes, for working on the harness itself
  *   npm run bench -- --scale           # scale-out: PostgreSQL + Redis, 1 vs 2 nodes (bench/scale.ts)
  *
@@ -22,7 +22,11 @@ import type { CatchupResult, CatchupVariant } from "./catchup.js";
 import type { IdleResult } from "./idle-sessions.js";
 import type { SlowViewerResult } from "./slow-viewer.js";
 import type { ToolRoundTripResult } from "./tool-roundtrip.js";
+import type { StartupResult } from "./startup.js";
+import type { RetentionBenchResult } from "./retention.js";
+import type { TracingBenchResult } from "./tracing.js";
 import { fmtInt, fmtMs, fmtRatio, median, progress } from "./stats.js";
+import { build } from "../scripts/build.mjs";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -50,6 +54,9 @@ const SIZES = quick
       idle: { sessions: 2_000, warmup: 200 },
       slowviewer: { n: 100_000, fastViewers: 3, pairs: 3 },
       tools: { calls: 50, rounds: 3 },
+      startup: { runs: 3 },
+      retention: { pairs: 1, sessions: 100, rows: 500, deltas: 1000 },
+      tracing: { turnsPerBlock: 50, blocks: 2 },
     }
   : {
       // 50k, not 100k: appends cost grows faster than linearly with the backlog (see the report),
@@ -72,6 +79,12 @@ const SIZES = quick
       slowviewer: { n: 100_000, fastViewers: 3, pairs: 5 },
       // 200 calls a round: long enough (~0.2 s) that one slow call cannot move the median.
       tools: { calls: 200, rounds: 7 },
+      // ~1.5 s per pair (each process idles 1 s before its RSS is read).
+      startup: { runs: 9 },
+      // 200 sessions × (1,000 events + 1,000 messages) to delete: far more than the job gets
+      // through during the measured turn (~3.5 s), so it deletes all the while.
+      retention: { pairs: 3, sessions: 200, rows: 1000, deltas: 3000 },
+      tracing: { turnsPerBlock: 400, blocks: 6 },
     };
 
 interface Row {
@@ -245,6 +258,87 @@ async function runTools(): Promise<void> {
   });
 }
 
+async function runStartup(): Promise<void> {
+  const { benchStartup } = await import("./startup.js");
+  const r: StartupResult = await benchStartup(SIZES.startup);
+  results.startup = r;
+  const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+  const okStart = r.tetherMs <= 300;
+  const okRss = r.tetherRss <= 80 * 2 ** 20;
+  rows.push({
+    name: `startup: spawn → listening line (tether serve, SQLite; median of ${r.runs})`,
+    value: fmtMs(r.tetherMs),
+    baseline: fmtMs(r.floorMs),
+    ratio: `${fmtRatio(r.tetherMs / r.floorMs)} (lower is better)`,
+    target: "≤ 300 ms",
+    ok: okStart ? "yes" : "NO",
+    verdict:
+      `startup: tether serve prints its listening line ${fmtMs(r.tetherMs)} after spawn vs ${fmtMs(r.floorMs)} for \`node -e\` ` +
+      `printing a line (${fmtRatio(r.tetherMs / r.floorMs)}×) — ${okStart ? "meets" : "MISSES"} ≤ 300 ms; /healthz and a WebSocket ping ` +
+      `answered ${fmtMs(r.tetherServingMs)} after spawn (samples ${r.tetherSamples.join(", ")} ms; floor ${r.floorSamples.join(", ")} ms).`,
+  });
+  rows.push({
+    name: "startup: idle RSS (no sessions, after /healthz + ping, 1 s settled)",
+    value: mib(r.tetherRss),
+    baseline: mib(r.floorRss),
+    ratio: fmtRatio(r.tetherRss / r.floorRss),
+    target: "≤ 80 MiB",
+    ok: okRss ? "yes" : "NO",
+    verdict:
+      `idle RSS: ${mib(r.tetherRss)} for an idle gateway vs ${mib(r.floorRss)} for an idle \`node -e\` ` +
+      `(+${mib(r.tetherRss - r.floorRss)}) — ${okRss ? "meets" : "MISSES"} ≤ 80 MiB.`,
+  });
+}
+
+async function runRetention(): Promise<void> {
+  const { benchRetention } = await import("./retention.js");
+  const r: RetentionBenchResult = await benchRetention(SIZES.retention);
+  results.retention = r;
+  rows.push({
+    name: `retention: delta latency p99 while deleting ${fmtInt(r.sessions)} expired sessions (${fmtInt(r.deltas)} deltas, ${r.pairs} pairs)`,
+    value: fmtMs(r.with.p99),
+    baseline: fmtMs(r.without.p99),
+    ratio: `${fmtRatio(r.with.p99 / Math.max(1, r.without.p99))} (lower is better)`,
+    target: "—",
+    ok: "—",
+    verdict:
+      `retention: a viewer's deltas arrive p50 ${fmtMs(r.with.p50)} / p99 ${fmtMs(r.with.p99)} / max ${fmtMs(r.with.max)} after emission ` +
+      `while the job deletes ${fmtInt(r.sessions)} sessions of ${fmtInt(r.rows)} events + ${fmtInt(r.rows)} messages each, vs ` +
+      `p50 ${fmtMs(r.without.p50)} / p99 ${fmtMs(r.without.p99)} / max ${fmtMs(r.without.max)} without it (medians of ${r.pairs} pairs; ` +
+      `${fmtInt(r.deletedDuringTurn)} sessions deleted while the turn streamed, in ${fmtInt(r.stepsPerSweep)} delete transactions).`,
+  });
+}
+
+async function runTracing(): Promise<void> {
+  const { benchTracing } = await import("./tracing.js");
+  const r: TracingBenchResult = await benchTracing(SIZES.tracing);
+  results.tracing = r;
+  const overhead = r.cpuOnMs / r.cpuOffMs - 1;
+  const offShare = r.offHookNsPerTurn / (r.cpuOffMs * 1e6);
+  rows.push({
+    name: `tracing on: CPU per turn with a tool call (${r.blocks} alternating blocks × ${r.turnsPerBlock} turns)`,
+    value: fmtMs(r.cpuOnMs),
+    baseline: fmtMs(r.cpuOffMs),
+    ratio: `${fmtRatio(r.cpuOnMs / r.cpuOffMs)} (lower is better)`,
+    target: "—",
+    ok: "—",
+    verdict:
+      `tracing on: ${fmtMs(r.cpuOnMs)} of CPU per turn (4 spans + commit checks, OTLP/HTTP export of ${fmtInt(r.spansExported)} spans) vs ` +
+      `${fmtMs(r.cpuOffMs)} off: ${overhead >= 0 ? "+" : ""}${(overhead * 100).toFixed(1)}%.`,
+  });
+  rows.push({
+    name: "tracing off: the hooks' cost per turn (no-op spans) vs the turn's CPU",
+    value: `${r.offHookNsPerTurn.toFixed(0)} ns`,
+    baseline: fmtMs(r.cpuOffMs),
+    ratio: `${(offShare * 100).toFixed(4)}%`,
+    target: "—",
+    ok: "—",
+    verdict:
+      `tracing off: the tracing hooks of one turn cost ${r.offHookNsPerTurn.toFixed(0)} ns (${(offShare * 100).toFixed(4)}% of the ` +
+      `${fmtMs(r.cpuOffMs)} a turn takes); no OpenTelemetry module is loaded (test/unit/startup-imports.test.ts).`,
+  });
+}
+
 function printTable(): void {
   const head: Row = { name: "benchmark", value: "value", baseline: "baseline", ratio: "ratio", target: "target", ok: "—", verdict: "" };
   const cols: Array<keyof Row> = ["name", "value", "baseline", "ratio", "target", "ok"];
@@ -303,10 +397,15 @@ const RUNNERS = [
   ["idle", runIdle],
   ["slowviewer", runSlowViewer],
   ["tools", runTools],
+  ["startup", runStartup],
+  ["retention", runRetention],
+  ["tracing", runTracing],
 ] as const;
 
 const t0 = performance.now();
 const childOut = args.find((a) => a.startsWith("--child-out="))?.slice("--child-out=".length);
+// Benchmarks that spawn `tether serve` run dist/: rebuilt first when a source is newer.
+if (childOut === undefined) await build({ js: true, types: false });
 for (const [name, fn] of RUNNERS) {
   if (!wanted(name)) continue;
   progress(name, "starting");

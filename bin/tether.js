@@ -1,7 +1,11 @@
 #!/usr/bin/env node
-// Runs the TypeScript sources directly through tsx's loader: no build step between a fresh clone
-// and a running gateway.
-import { register } from "tsx/esm/api";
+// The `tether` command: runs the compiled build in dist/ (`npm run build`; `npm install` of a
+// checkout builds it through `prepare`, and an installed package ships it).
+import { existsSync } from "node:fs";
 
-register();
-await import("../src/cli/main.ts");
+const main = new URL("../dist/cli.js", import.meta.url);
+if (!existsSync(main)) {
+  process.stderr.write("tether: dist/ is missing: run `npm run build` (or `npm install`) in the package folder first\n");
+  process.exit(1);
+}
+await import(main.href);

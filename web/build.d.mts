@@ -1,3 +1,3 @@
-/** Types of build.mjs, for the tests that build the web client before opening it. */
-export function webBuildIsFresh(): boolean;
-export function buildWeb(options?: { force?: boolean; quiet?: boolean }): Promise<boolean>;
+/** Types of web/build.mjs, for TypeScript callers (tests). */
+export declare function webBuildIsFresh(): boolean;
+export declare function buildWeb(opts?: { force?: boolean; quiet?: boolean }): Promise<boolean>;

@@ -19,6 +19,8 @@ import type { WriteOp } from "../store/types.js";
 import { DEFAULT_CHECKPOINT_MS, type TurnContext } from "./turn-context.js";
 import { internalError } from "./turn-errors.js";
 import { newMessageRow, type TurnFrames } from "./turn-frames.js";
+import { endModelSpan, startModelSpan } from "./turn-tracing.js";
+import { NOOP_SPAN, type SpanHandle } from "../lib/tracing.js";
 
 export interface AssistantStep {
   messageId: string;
@@ -27,6 +29,8 @@ export interface AssistantStep {
   /** Only for a complete message: calls from a cut-off stream are never run. */
   toolCalls: ToolCall[];
   usage?: Usage;
+  /** The provider's finish reason (`stop`, `tool_calls`, `length`, …), when it gave one. */
+  finishReason?: string;
   error?: TurnErrorInfo;
 }
 
@@ -37,6 +41,7 @@ export async function streamAssistantMessage(
   specs: ToolSpec[],
   /** More ops for the final `message.complete` of a message that calls tools (the approval requests of its calls). */
   completeOps?: (toolCalls: ToolCall[]) => WriteOp[],
+  turnSpan: SpanHandle = NOOP_SPAN,
 ): Promise<AssistantStep> {
   const messageId = ctx.ids.next("msg");
   frames.emit<MessageStartPayload>(EventType.MessageStart, { message_id: messageId, role: "assistant" }, [
@@ -50,6 +55,7 @@ export async function streamAssistantMessage(
   });
 
   const step: AssistantStep = { messageId, content: "", status: "complete", toolCalls: [] };
+  const span = startModelSpan(turnSpan, ctx);
   try {
     const stream = ctx.provider.stream({
       model: ctx.model,
@@ -79,6 +85,7 @@ export async function streamAssistantMessage(
           step.usage = chunk.usage;
           break;
         case "finish":
+          step.finishReason = chunk.reason;
           break;
       }
     }
@@ -96,6 +103,7 @@ export async function streamAssistantMessage(
     }
   }
   if (step.status !== "complete") step.toolCalls = [];
+  endModelSpan(span, ctx, { ...step, toolCalls: step.toolCalls.length });
 
   const payload: MessageCompletePayload = {
     message_id: messageId,

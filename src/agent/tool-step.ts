@@ -12,6 +12,8 @@ import type { ChatMessage } from "./provider.js";
 import { executeTool, refusedRun, ToolErrorCode, type ToolOffer, type ToolRun } from "./tools/index.js";
 import type { TurnContext } from "./turn-context.js";
 import { newMessageRow, type TurnFrames } from "./turn-frames.js";
+import { endToolSpan, startToolSpan } from "./turn-tracing.js";
+import { NOOP_SPAN, type SpanHandle } from "../lib/tracing.js";
 
 /** The call's arguments as JSON, or why they are not. Models send "" for a call without parameters. */
 export function parseToolArguments(call: ToolCall): { args: unknown; error?: string } {
@@ -33,15 +35,19 @@ export async function runToolCall(
    * covers it). `startOps`/`completeOps` ride on its `tool.start`/`tool.complete`.
    */
   opts: { approved?: boolean; startOps?: WriteOp[]; completeOps?: WriteOp[] } = {},
+  turnSpan: SpanHandle = NOOP_SPAN,
 ): Promise<ChatMessage> {
   const started = ctx.clock.monotonic();
+  const span = startToolSpan(turnSpan, call);
   const { args, error: badJson } = parseToolArguments(call);
   frames.emit<ToolStartPayload>(EventType.ToolStart, { call_id: call.id, name: call.name, args }, opts.startOps);
   const run =
     badJson !== undefined
       ? refusedRun(ToolErrorCode.InvalidArguments, badJson)
       : await decideAndRun(ctx, logger, call, args, offer, opts.approved === true);
-  return completeToolCall(ctx, frames, call, run, started, opts.completeOps);
+  const message = completeToolCall(ctx, frames, call, run, started, opts.completeOps);
+  endToolSpan(span, Math.max(0, Math.round(ctx.clock.monotonic() - started)), run.error?.message);
+  return message;
 }
 
 async function decideAndRun(ctx: TurnContext, logger: Logger, call: ToolCall, args: unknown, offer: ToolOffer, approved: boolean): Promise<ToolRun> {

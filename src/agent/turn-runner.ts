@@ -33,6 +33,8 @@ import { DEFAULT_MAX_ITERATIONS, type TurnContext, type TurnOutcome, type TurnOu
 import { internalError, maxIterationsError, storageWriteError } from "./turn-errors.js";
 import { emitUserMessage, TurnFrames, turnErrorMessageOp } from "./turn-frames.js";
 import type { PendingCall, PendingDecision } from "./turn-requests.js";
+import { endTurnSpan, startTurnSpan } from "./turn-tracing.js";
+import type { SpanHandle } from "../lib/tracing.js";
 
 export type { TurnContext, TurnOutcome } from "./turn-context.js";
 
@@ -52,6 +54,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
   const frames = new TurnFrames(ctx.log, ctx.turnId, ctx.traceId);
   const started = ctx.clock.monotonic();
   const totals: Totals = { usage: { ...ZERO_USAGE } };
+  const span = startTurnSpan(ctx);
   let result: LoopResult;
   try {
     frames.emit<TurnStartPayload>(
@@ -60,12 +63,12 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
       ctx.startOps ?? [],
     );
     commitUserMessage(ctx, frames);
-    result = await agentLoop(ctx, frames, logger, totals);
+    result = await agentLoop(ctx, frames, logger, totals, span);
   } catch (err) {
     logger.error({ err }, "turn failed unexpectedly");
     result = { status: "error", error: internalError(err) };
   }
-  return settle(ctx, frames, logger, result, totals, started);
+  return settle(ctx, frames, logger, result, totals, started, span);
 }
 
 export interface ContinueOptions {
@@ -83,6 +86,7 @@ export async function continueTurn(ctx: TurnContext, decisions: PendingDecision[
   const frames = new TurnFrames(ctx.log, ctx.turnId, ctx.traceId);
   const started = ctx.clock.monotonic();
   const totals: Totals = { usage: { ...ZERO_USAGE } };
+  const span = startTurnSpan(ctx);
   let result: LoopResult;
   try {
     const needsOffer = decisions.some((d) => d.action === "run") && !opts.end;
@@ -95,7 +99,7 @@ export async function continueTurn(ctx: TurnContext, decisions: PendingDecision[
             approved: true,
             ...(d.startOps ? { startOps: d.startOps } : {}),
             ...(d.completeOps ? { completeOps: d.completeOps } : {}),
-          }),
+          }, span),
         );
         continue;
       }
@@ -104,12 +108,12 @@ export async function continueTurn(ctx: TurnContext, decisions: PendingDecision[
     }
     if (opts.end) result = { status: opts.end };
     else if (ctx.signal.aborted) result = { status: "interrupted" };
-    else result = await agentLoop(ctx, frames, logger, totals);
+    else result = await agentLoop(ctx, frames, logger, totals, span);
   } catch (err) {
     logger.error({ err }, "continuing the turn failed unexpectedly");
     result = { status: "error", error: internalError(err) };
   }
-  return settle(ctx, frames, logger, result, totals, started);
+  return settle(ctx, frames, logger, result, totals, started, span);
 }
 
 /** `tool.start` (unless the log has it) and `tool.complete` with a tool error, for a call that does not run. */
@@ -125,7 +129,15 @@ function turnLogger(ctx: TurnContext): Logger {
 }
 
 /** Flushes, writes the end of the turn (unless it parked), and reports the outcome. */
-async function settle(ctx: TurnContext, frames: TurnFrames, logger: Logger, loop: LoopResult, totals: Totals, started: number): Promise<TurnOutcome> {
+async function settle(
+  ctx: TurnContext,
+  frames: TurnFrames,
+  logger: Logger,
+  loop: LoopResult,
+  totals: Totals,
+  started: number,
+  span: SpanHandle,
+): Promise<TurnOutcome> {
   let result = loop;
   // A transcript write that failed during the turn must not end in a "complete" turn.
   try {
@@ -143,6 +155,8 @@ async function settle(ctx: TurnContext, frames: TurnFrames, logger: Logger, loop
       if (result.status !== "error") result = { status: "error", error: storageWriteError(err) };
     }
   }
+  // A parked turn's span ends here too (as `awaiting`); its continuation gets a span of its own.
+  endTurnSpan(span, result.status === "awaiting" ? "complete" : result.status, totals.usage, result.error);
   const ms = Math.round(ctx.clock.monotonic() - started);
   logger.info({ status: result.status, error: result.error, usage: totals.usage, duration_ms: ms }, result.status === "awaiting" ? "turn parked" : "turn finished");
   const outcome: TurnOutcome = { status: result.status, usage: totals.usage };
@@ -156,7 +170,7 @@ function commitUserMessage(ctx: TurnContext, frames: TurnFrames): void {
   ctx.history.push({ role: "user", content: ctx.input });
 }
 
-async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, totals: Totals): Promise<LoopResult> {
+async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, totals: Totals, span: SpanHandle): Promise<LoopResult> {
   const max = ctx.maxIterations ?? DEFAULT_MAX_ITERATIONS;
   let retries = 0;
   const noticed = new Set<string>();
@@ -174,7 +188,7 @@ async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, t
       const opened = ctx.requests.open(pending, frames);
       announce = opened.announce;
       return opened.ops;
-    });
+    }, span);
     announce?.();
     // A retryable failure (the classifier decided) is tried again, with back-off, saying so.
     const retry = ctx.retry;
@@ -212,7 +226,7 @@ async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, t
     for (const call of step.toolCalls) {
       if (ctx.signal.aborted) break;
       if (waiting.has(call.id)) continue;
-      results.push(await runToolCall(ctx, frames, logger, call, offer, { approved: ctx.requests?.approved(call.name) === true }));
+      results.push(await runToolCall(ctx, frames, logger, call, offer, { approved: ctx.requests?.approved(call.name) === true }, span));
     }
     // Only answered calls go into the history — a call without a result is invalid input for every
     // OpenAI-compatible server (the stored transcript is filtered the same way on load) — and the

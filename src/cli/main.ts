@@ -5,6 +5,8 @@
  *   tether chat [--url ws://127.0.0.1:8787/ws] [--token KEY] [--session ID]
  *   tether sessions list [--all]
  *   tether tools [--profile NAME] [--json]
+ *   tether export SESSION [--format jsonl|markdown] [--out FILE]
+ *   tether backup FILE [--db PATH]
  */
 import { Command } from "commander";
 import { VERSION } from "./version.js";
@@ -50,6 +52,34 @@ sessions
   .action(async (opts: { url: string; token?: string; all?: boolean }) => {
     const { runSessionsList } = await import("./sessions-list.js");
     await runSessionsList({ url: opts.url, token: opts.token, all: opts.all });
+  });
+
+program
+  .command("export")
+  .description("write a session's transcript (and its compression lineage) to stdout or a file")
+  .argument("<session>", "session id")
+  .option("--format <format>", "jsonl | markdown", "jsonl")
+  .option("--out <file>", "write to this file instead of stdout")
+  .option("--url <url>", "gateway URL: ws://HOST:PORT/ws, http://HOST:PORT or HOST:PORT (env TETHER_URL)", process.env.TETHER_URL ?? DEFAULT_WS_URL)
+  .option("--token <key>", "API key (env TETHER_API_KEY)", process.env.TETHER_API_KEY)
+  .option("--profile <name>", "the profile the session belongs to")
+  .action(async (sessionId: string, opts: { format: string; out?: string; url: string; token?: string; profile?: string }) => {
+    const { runExport } = await import("./export.js");
+    await runExport({ sessionId, ...opts });
+  });
+
+program
+  .command("backup")
+  .description("an online, consistent copy of the SQLite store while the gateway serves (PostgreSQL: pg_dump)")
+  .argument("<file>", "where to write the copy")
+  .option("--db <path>", "SQLite store to copy (env TETHER_DB; default as for `tether serve`)")
+  .option("--store <url>", "store location, as for `tether serve` (env TETHER_STORE)")
+  .option("--config <path>", "config file (env TETHER_CONFIG; default ~/.tether/config.yaml)")
+  .option("--force", "replace FILE if it exists")
+  .action(async (file: string, opts: { db?: string; store?: string; config?: string; force?: boolean }) => {
+    const [{ runBackup }, { loadConfig }] = await Promise.all([import("./backup.js"), import("../config/index.js")]);
+    const { config } = loadConfig({ env: process.env, flags: { dbPath: opts.db, store: opts.store }, configPath: opts.config });
+    await runBackup({ source: config.store ?? config.dbPath, dest: file, force: opts.force === true });
   });
 
 const configCmd = program.command("config").description("inspect the configuration");

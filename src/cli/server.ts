@@ -4,25 +4,27 @@
  */
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Hono } from "hono";
 import { systemClock, type Clock } from "../lib/clock.js";
 import { randomIds, type IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
-import { expandHome, isLoopbackHost, toolsConfigFor, type TetherConfig } from "../config/index.js";
+import { expandHome, isLoopbackHost, toolsConfigFor, tracingEnabled, type TetherConfig } from "../config/index.js";
+import { enableTracing, tracing } from "../lib/tracing.js";
 import { openStore } from "../store/index.js";
 import { GroupCommitter, newEpoch, RingBudget } from "../events/index.js";
 import { openBus, type Bus } from "../events/bus/index.js";
 import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-catalog.js";
 import { createDefaultTools, ToolRuntime } from "../agent/tools/index.js";
 import { McpPool } from "../agent/tools/mcp/index.js";
-import { bridgeGlobals, DEFAULT_PROFILE, HttpRecords, ProfileRegistry, SessionManager, type Profile } from "../sessions/index.js";
+import { bridgeGlobals, DEFAULT_PROFILE, HttpRecords, ProfileRegistry, RetentionJob, SessionManager, type Profile, type SweepResult } from "../sessions/index.js";
 import { join } from "node:path";
 import type { Store } from "../store/types.js";
 import { createHttpServer } from "../gateway/http-server.js";
 import { attachWsEndpoint, type WsEndpoint } from "../gateway/ws-server.js";
 import { createAuthenticator } from "../gateway/auth.js";
-import { createGatewayHttpServer } from "../gateway/http/app.js";
+import { createHttpApp, serveHttpApp } from "../gateway/http/app.js";
 import { PromMetrics } from "../gateway/http/metrics.js";
-import type { ModelInfo } from "../gateway/http/context.js";
+import type { AppEnv, ModelInfo } from "../gateway/http/context.js";
 import { VERSION } from "./version.js";
 
 /** What `gateway.info` advertises, so clients can feature-detect instead of guessing from versions. */
@@ -55,8 +57,14 @@ export interface RunningServer {
   manager: SessionManager;
   profiles: ProfileRegistry;
   ws: WsEndpoint;
+  /** The HTTP API (OpenAI-compatible, sessions, /metrics, the web client); null with `--ws-only`. */
+  app: Hono<AppEnv> | null;
+  /** The node:http server the gateway serves on: its own, or the one it was attached to. */
+  server: Server;
   /** Live reload: limits, lifecycle and model guards apply to live sessions; providers to new opens. */
   applyConfig(config: TetherConfig): void;
+  /** Runs a retention sweep of every open store now (the background job's, for tests and benchmarks). */
+  sweepRetention(): Promise<SweepResult[]>;
   /** Graceful stop: interrupts turns, writes everything, closes sockets and the store. */
   close(): Promise<void>;
 }
@@ -65,6 +73,12 @@ export interface ServerDeps {
   logger: Logger;
   clock?: Clock;
   ids?: IdGenerator;
+  /**
+   * An application's own node:http server (Tether embedded in it, see src/embed/): the WebSocket
+   * endpoint joins its `/ws` upgrades and nothing listens — the application routes its requests
+   * and owns its listener. `url` and `port` are then the server's address if it listens already.
+   */
+  attachTo?: Server;
 }
 
 /** The models the OpenAI-compatible API offers: every routable model, the default first. */
@@ -91,6 +105,8 @@ interface ProcessParts {
   /** One tool runtime per profile: its MCP servers (one shared connection each) and its policy. */
   tools: Map<string, ToolRuntime>;
   current: { config: TetherConfig; catalog: ProviderCatalog };
+  /** Retention (`retention.ended_after_days`, off by default): one background job per open store. */
+  retention: RetentionJob[];
 }
 
 /** The tool runtime of `profile`, built on first use from the config as it is now. */
@@ -111,6 +127,9 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const clock = deps.clock ?? systemClock;
   const epoch = newEpoch(clock.now());
   const processId = `proc-${epoch}`;
+  // Traces first, so the start's own commits are traced too; OpenTelemetry is loaded only when on.
+  // One tracer per process: a second gateway in the same process shares the first one's.
+  const stopTracing = tracingEnabled(config.tracing) && !tracing().enabled ? await startTracing(config, processId) : null;
   const storeLocation = config.store ?? config.dbPath;
   const store = await openStore(storeLocation);
   const parts: ProcessParts = {
@@ -130,12 +149,14 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     ringBudget: new RingBudget(config.limits.processRingBytes),
     tools: new Map(),
     current: { config, catalog: buildProviderCatalog(config, clock) },
+    retention: [],
   };
   const defaultProfile = makeProfile(parts, store, DEFAULT_PROFILE);
   const unbridge = bridgeGlobals(defaultProfile.sessions, parts.bus);
   await defaultProfile.sessions.start();
+  startRetention(parts, store);
   const { profiles, profileStores } = profileRegistry(parts, defaultProfile);
-  const { server, ws } = transports(parts, profiles, () => store.ping());
+  const { app, server, ws } = transports(parts, profiles, () => store.ping(), deps.attachTo);
   const manager = defaultProfile.sessions;
   parts.metrics?.bind({
     sessions: () => manager.viewerCounts(),
@@ -143,9 +164,8 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     ringBytes: () => manager.operatorStats().ring_bytes,
     wsConnections: () => ws.connections,
   });
-  const port = await listen(server, config);
-  const hostForUrl = config.host.includes(":") ? `[${config.host}]` : config.host;
-  const url = `http://${hostForUrl}:${port}`;
+  if (!deps.attachTo) await listen(server, config);
+  const { url, port } = addressOf(server, config, deps.attachTo !== undefined);
   logger.info(
     { url, epoch, store: redactUrl(storeLocation), bus: config.bus ? redactUrl(config.bus) : "local", ws_only: config.wsOnly, provider: parts.current.catalog.defaultProvider },
     "gateway started",
@@ -159,6 +179,9 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     manager,
     profiles,
     ws,
+    app,
+    server,
+    sweepRetention: () => Promise.all(parts.retention.map((j) => j.sweep())),
     applyConfig(next: TetherConfig) {
       const nextCatalog = buildProviderCatalog(next, clock);
       parts.current = { config: next, catalog: nextCatalog };
@@ -168,6 +191,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     },
     close() {
       closing ??= (async () => {
+        await Promise.allSettled(parts.retention.map((j) => j.stop()));
         await Promise.allSettled(profiles.all().map((p) => p.sessions.shutdown()));
         // After the turns stopped: closing the MCP clients ends their stdio servers.
         await Promise.allSettled([...parts.tools.values()].map((t) => t.close()));
@@ -175,18 +199,33 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
         await parts.bus.close().catch(() => undefined);
         // Frames written during the stop are out; now the sockets can go.
         await ws.close();
-        // close() waits for every connection to end: open SSE streams and keep-alive sockets would
-        // hold it forever, so they are cut right after it stops accepting.
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeAllConnections();
-        await closed;
+        if (!deps.attachTo) await closeServer(server);
         await store.close();
         for (const ps of profileStores) await ps.close().catch(() => undefined);
+        // Last: the spans of the stop itself are flushed too.
+        await stopTracing?.().catch((err: unknown) => logger.warn({ err }, "flushing traces failed"));
         logger.info({ epoch }, "gateway stopped");
       })();
       return closing;
     },
   };
+}
+
+function startTracing(config: TetherConfig, processId: string): Promise<() => Promise<void>> {
+  return enableTracing({
+    ...(config.tracing.endpoint ? { endpoint: config.tracing.endpoint } : {}),
+    serviceName: config.tracing.service_name,
+    serviceVersion: VERSION,
+    instanceId: processId,
+    commitThresholdMs: config.tracing.commit_threshold_ms,
+  });
+}
+
+/** Retention of one store, in the background (it reads the config as last reloaded). */
+function startRetention(parts: ProcessParts, store: Store): void {
+  const job = new RetentionJob({ store, clock: parts.clock, logger: parts.logger, config: () => parts.current.config.retention });
+  parts.retention.push(job);
+  job.start();
 }
 
 /** One profile on its own store: its sessions (with the config as it is now) and its HTTP records. */
@@ -236,6 +275,7 @@ function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profil
       profileStores.push(profileStore);
       const profile = makeProfile(parts, profileStore, name);
       await profile.sessions.start();
+      startRetention(parts, profileStore);
       parts.logger.info({ profile: name, store: path }, "profile opened");
       return profile;
     },
@@ -243,16 +283,25 @@ function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profil
   return { profiles, profileStores };
 }
 
-/** The HTTP API (or the bare server with --ws-only) and the WebSocket endpoint on it. */
-function transports(parts: ProcessParts, profiles: ProfileRegistry, ready: () => Promise<boolean>): { server: Server; ws: WsEndpoint } {
+/**
+ * The HTTP API (or the bare server with --ws-only) and the WebSocket endpoint on it — or, embedded,
+ * on the application's own server (`attachTo`), which routes its requests itself.
+ */
+function transports(
+  parts: ProcessParts,
+  profiles: ProfileRegistry,
+  ready: () => Promise<boolean>,
+  attachTo: Server | undefined,
+): { app: Hono<AppEnv> | null; server: Server; ws: WsEndpoint } {
   const { config, catalog } = parts.current;
   const { logger, clock } = parts;
   const auth = createAuthenticator(config.apiKey, config.auth.keys);
   // One pair of send-buffer limits for every viewer transport: WebSocket and SSE.
   const flow = { softBytes: config.limits.sendBufferSoftBytes, hardBytes: config.limits.sendBufferHardBytes };
-  const server = config.wsOnly
-    ? createHttpServer({ ready, wsOnly: true })
-    : createGatewayHttpServer({ profiles, auth, logger, clock, ids: parts.ids, config: config.http, models: listModels(catalog), metrics: parts.metrics, flow, ready });
+  const app = config.wsOnly
+    ? null
+    : createHttpApp({ profiles, auth, logger, clock, ids: parts.ids, config: config.http, models: listModels(catalog), metrics: parts.metrics, flow, ready });
+  const server = attachTo ?? (app ? serveHttpApp(app) : createHttpServer({ ready, wsOnly: true }));
   const ws = attachWsEndpoint(server, {
     manager: profiles,
     auth,
@@ -268,11 +317,11 @@ function transports(parts: ProcessParts, profiles: ProfileRegistry, ready: () =>
         ? { intervalMs: config.heartbeatMs, timeoutMs: config.heartbeatTimeoutMs }
         : null,
   });
-  return { server, ws };
+  return { app, server, ws };
 }
 
-/** Listens on the configured host and port; resolves the port (0 = any). */
-async function listen(server: Server, config: TetherConfig): Promise<number> {
+/** Listens on the configured host and port (0 = any). */
+async function listen(server: Server, config: TetherConfig): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.port, config.host, () => {
@@ -280,7 +329,25 @@ async function listen(server: Server, config: TetherConfig): Promise<number> {
       resolve();
     });
   });
-  return (server.address() as AddressInfo).port;
+}
+
+/** Our own listener is named as configured (`localhost` stays `localhost`); an attached one as bound. */
+function addressOf(server: Server, config: TetherConfig, attached: boolean): { url: string; port: number } {
+  const address = server.address() as AddressInfo | null;
+  const port = address?.port ?? 0;
+  const host = attached ? (address?.address ?? config.host) : config.host;
+  const hostForUrl = host.includes(":") ? `[${host}]` : host;
+  return { url: address ? `http://${hostForUrl}:${port}` : "", port };
+}
+
+/**
+ * close() waits for every connection to end: open SSE streams and keep-alive sockets would hold it
+ * forever, so they are cut right after it stops accepting.
+ */
+async function closeServer(server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeAllConnections();
+  await closed;
 }
 
 /** A store or bus location for logs: a URL's password is never printed. */

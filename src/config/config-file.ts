@@ -3,9 +3,10 @@
  * commented starter file is written, so people discover what can be set.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { dirname, resolve } from "node:path";
-import { isMap, LineCounter, parseDocument } from "yaml";
+import type * as Yaml from "yaml";
 import { ConfigError, ConfigSchema, type ConfigInput } from "./config.js";
 import { toSchemaKeys } from "./schema-keys.js";
 
@@ -101,6 +102,13 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 # retry:                     # retry model calls that failed with a retryable error
 #   max_retries: 0
 #   base_delay_ms: 1000
+
+# retention:                 # delete sessions ended long ago, in the background (default: keep all)
+#   ended_after_days: 90
+
+# tracing:                   # OpenTelemetry over OTLP/HTTP (or set OTEL_EXPORTER_OTLP_ENDPOINT)
+#   endpoint: http://127.0.0.1:4318
+#   commit_threshold_ms: 50  # store commits slower than this become spans
 `;
 
 /** Writes the commented starter file if there is none. Returns true when it wrote one. */
@@ -115,11 +123,31 @@ export function ensureConfigFile(path: string): boolean {
   }
 }
 
+/**
+ * The YAML parser, loaded on first use: the starter file is all comments, and a gateway started
+ * with it should not pay for loading a YAML parser (~70 modules) before it listens.
+ */
+let yaml: typeof Yaml | undefined;
+function loadYaml(): typeof Yaml {
+  yaml ??= createRequire(import.meta.url)("yaml") as typeof Yaml;
+  return yaml;
+}
+
+/** True when the text sets nothing: only blank lines and comments (the starter file). */
+function onlyComments(text: string): boolean {
+  return text.split("\n").every((line) => {
+    const t = line.trim();
+    return t === "" || t.startsWith("#");
+  });
+}
+
 /** Reads and maps the file. A missing file is an empty config; a malformed one is a ConfigError. */
 export function readConfigFile(path: string): ConfigFile {
   const empty: ConfigFile = { path, input: {}, locate: (p) => `"${p.join(".")}"`, setPaths: new Set() };
   if (!existsSync(path)) return empty;
   const text = readFileSync(path, "utf8");
+  if (onlyComments(text)) return empty;
+  const { isMap, LineCounter, parseDocument } = loadYaml();
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: true });
   if (doc.errors.length > 0) {
@@ -147,9 +175,9 @@ export function readConfigFile(path: string): ConfigFile {
   return { path, input, locate, setPaths };
 }
 
-function findKeyLine(doc: ReturnType<typeof parseDocument>, written: PropertyKey[]): number | undefined {
+function findKeyLine(doc: Yaml.Document, written: PropertyKey[]): number | undefined {
   const parent = written.length > 1 ? doc.getIn(written.slice(0, -1), true) : doc.contents;
-  if (!isMap(parent)) return undefined;
+  if (!loadYaml().isMap(parent)) return undefined;
   for (const pair of parent.items) {
     const key = pair.key as { value?: unknown; range?: [number, number, number] } | null;
     if (key && String(key.value) === String(written[written.length - 1])) return key.range?.[0];

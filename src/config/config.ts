@@ -98,6 +98,42 @@ export const HttpSchema = z.object({
 
 export type HttpConfig = z.infer<typeof HttpSchema>;
 
+/**
+ * OpenTelemetry traces (OTLP/HTTP). Off unless enabled here, by `endpoint`, or by the standard
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (and not `OTEL_SDK_DISABLED=true`).
+ */
+export const TracingSchema = z.object({
+  /** Export spans. Unset: on exactly when an endpoint is known (`endpoint` or the OTEL variables). */
+  enabled: z.boolean().optional(),
+  /** OTLP/HTTP base URL, e.g. http://127.0.0.1:4318 (`/v1/traces` is appended). Default: the OTEL_* variables. */
+  endpoint: z.string().url().optional(),
+  /** Store commits slower than this become `tether.store.commit` spans. */
+  commit_threshold_ms: z.number().min(0).default(50),
+  /** `service.name` (OTEL_SERVICE_NAME wins). */
+  service_name: z.string().min(1).default("tether"),
+});
+
+export type TracingConfig = z.infer<typeof TracingSchema>;
+
+/** Whether spans are exported: `enabled` if said, else whether an endpoint is configured. */
+export function tracingEnabled(t: TracingConfig): boolean {
+  return t.enabled ?? t.endpoint !== undefined;
+}
+
+/** Retention: sessions ended long ago are deleted with everything they own, by a background job. */
+export const RetentionSchema = z.object({
+  /** Delete sessions ended at least this many days ago (events, messages, records); unset = keep forever. */
+  ended_after_days: z.number().positive().optional(),
+  /** Rows (events, messages) deleted per transaction: what bounds how long one step holds the store. */
+  batch_rows: z.number().int().positive().max(100_000).default(2000),
+  /** Pause between two steps, so the hot path gets the store (and the event loop) in between. */
+  batch_pause_ms: z.number().int().min(0).default(20),
+  /** How often the job looks for sessions to delete (it also runs once shortly after start). */
+  interval_s: z.number().positive().default(3600),
+});
+
+export type RetentionConfig = z.infer<typeof RetentionSchema>;
+
 const NAME = z.string().regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '.', '_' or '-'");
 
 /** A named upstream: an OpenAI-compatible server. API keys come from the environment, never the file. */
@@ -189,6 +225,8 @@ export const ConfigSchema = z.object({
   /** More API keys, each naming its principal: key → principal. */
   auth: z.object({ keys: z.record(z.string().min(1), z.string().min(1)).default({}) }).prefault({}),
   http: HttpSchema.prefault({}),
+  tracing: TracingSchema.prefault({}),
+  retention: RetentionSchema.prefault({}),
   /** Named OpenAI-compatible providers, besides the built-in `demo`. */
   providers: z.record(NAME, ProviderSchema).default({}),
   /** The provider and model new sessions use; default: the first configured provider, else `demo`. */
@@ -280,6 +318,10 @@ export function configFromEnv(env: NodeJS.ProcessEnv): ConfigInput {
   if (soft !== undefined || hard !== undefined) out.limits = { sendBufferSoftBytes: soft, sendBufferHardBytes: hard };
   const keys = envStr(env, "TETHER_API_KEYS");
   if (keys) out.auth = { keys: parseApiKeys(keys) };
+  // The standard OpenTelemetry variables turn traces on (the exporter reads the rest of them itself).
+  const otelOff = (envStr(env, "OTEL_SDK_DISABLED") ?? "").toLowerCase() === "true" || (envStr(env, "OTEL_TRACES_EXPORTER") ?? "").toLowerCase() === "none";
+  if (otelOff) out.tracing = { enabled: false };
+  else if (envStr(env, "OTEL_EXPORTER_OTLP_ENDPOINT") || envStr(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) out.tracing = { enabled: true };
   const origins = envStr(env, "TETHER_CORS_ORIGINS");
   if (origins) out.http = { cors_origins: origins.split(",").map((o) => o.trim()).filter((o) => o !== "") };
   return out;

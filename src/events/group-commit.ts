@@ -8,6 +8,8 @@
  * promise per write; `enqueue(ops)` is the promise form for everything else.
  */
 import type { Store, WriteOp } from "../store/types.js";
+import { tracing } from "../lib/tracing.js";
+import { recordSlowCommit } from "./commit-tracing.js";
 
 export type CommitDone<C = undefined> = (err: unknown, ctx: C) => void;
 
@@ -91,11 +93,16 @@ export class GroupCommitter {
       all = flat;
     }
     let failed: unknown = null;
+    // Timed only when traces are on: a slow commit becomes a span (commit-tracing.ts).
+    const t = tracing();
+    const t0 = t.enabled ? performance.now() : 0;
+    const wall0 = t.enabled ? Date.now() : 0;
     try {
       await this.store.commit(all);
     } catch (err) {
       failed = err;
     }
+    if (t.enabled) recordSlowCommit(t, this.store.kind, wall0, performance.now() - t0, all, failed);
     if (failed === null) {
       for (let i = 0; i < n; i++) settle(dones[i]!, ctxs[i], null);
       return;

@@ -15,6 +15,8 @@ export const EndReason = {
   Compression: "compression",
   /** A sub-agent's (delegate) session whose task ended. */
   DelegationComplete: "delegation_complete",
+  /** Being deleted by retention (`retention.ended_after_days`); gone shortly after. Not recoverable. */
+  Retention: "retention",
 } as const;
 
 export type EndReasonName = (typeof EndReason)[keyof typeof EndReason];

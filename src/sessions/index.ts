@@ -9,3 +9,5 @@ export * from "./profiles.js";
 export { HttpRecords, type IdempotencyRecord, type NewResponse, type ResponseRecord, type ResponseRecordPatch } from "./http-records.js";
 export type { Admission, StartedTurn, TurnRequest } from "./turn-entry.js";
 export { bridgeGlobals } from "./cluster/bus-bridge.js";
+export { EXPORT_FORMATS, isExportFormat, type ExportFormat, type ExportedTranscript } from "./views/session-export.js";
+export { RetentionJob, type SweepResult } from "./lifecycle/retention.js";

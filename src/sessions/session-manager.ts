@@ -40,6 +40,7 @@ import { onLiveTip, tipOf, type TipRoutingDeps } from "./rotation/tip-routing.js
 import type { ForwardedCalls } from "./cluster/node-routing.js";
 import { applyLiveConfig, assembleSessions, type SessionParts } from "./assembly.js";
 import { createSession } from "./creating.js";
+import { exportSession, type ExportedTranscript, type ExportFormat } from "./views/session-export.js";
 import { resumeSession, type ResumeDeps } from "./resuming.js";
 import { startTurn, type StartedTurn, type TurnRequest } from "./turn-entry.js";
 import { reopenStored } from "./lifecycle/reopening.js";
@@ -174,6 +175,11 @@ export class SessionManager implements ForwardedCalls {
 
   messages(caller: Caller, sessionId: string, afterMessageId: string | undefined, limit = 100): Promise<{ messages: Message[]; next_cursor: string | null }> {
     return this.parts.views.messages(caller, sessionId, afterMessageId, limit);
+  }
+
+  /** The transcript with its compression lineage, as a file (views/session-export.ts). */
+  export(caller: Caller, sessionId: string, format: ExportFormat): Promise<ExportedTranscript> {
+    return exportSession(this.deps.store, caller, sessionId, format, this.deps.clock.now());
   }
 
   // ---- Turns ----

@@ -22,6 +22,7 @@ import type {
   SessionListQuery,
   SessionRow,
 } from "./rows.js";
+import type { RetentionStore } from "./retention-types.js";
 import type { WriteOp } from "./write-ops.js";
 
 export interface DelegationQuery {
@@ -125,6 +126,8 @@ export interface Store {
   readonly delegations?: DelegationStore;
   /** Open requests (approvals, MCP input) and stored approvals. */
   readonly requests: RequestStore;
+  /** Deleting sessions ended long ago (`retention.ended_after_days`); absent = not supported. */
+  readonly retention?: RetentionStore;
 
   /** True when the store answers a trivial query. */
   ping(): Promise<boolean>;

@@ -229,6 +229,7 @@ describe("serving modes and metrics", () => {
   it("exposes Prometheus metrics: sessions, turns, frames per type, ends by reason, connections, latency", async () => {
     server = await startTestServer();
     const ws = await RpcSocket.open(server.wsUrl);
+    await req("/healthz");
     await req("/v1/chat/completions", { method: "POST", body: chat() });
     const closed = await req("/api/sessions", { method: "POST", body: "{}" });
     await req(`/api/sessions/${closed.body.session_id}`, { method: "DELETE" });
@@ -248,6 +249,8 @@ describe("serving modes and metrics", () => {
     ]) {
       expect(text).toMatch(line);
     }
+    // Health probes are not API traffic: not in the latency histogram.
+    expect(text).not.toMatch(/route="\/healthz"/);
     ws.close();
   });
 });

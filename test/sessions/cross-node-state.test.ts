@@ -7,7 +7,8 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/lib/clock.js";
 import type { LifecycleConfig } from "../../src/config/index.js";
-import { PostgresStore, SqliteStore } from "../../src/store/index.js";
+import { SqliteStore } from "../../src/store/index.js";
+import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
 import type { Store } from "../../src/store/types.js";
 import { dropTestSchemas, pgAvailable, pgTestUrl } from "../support/pg.js";
 import { tempDbPath } from "../support/temp-db.js";

@@ -1,6 +1,7 @@
 /** The Bus contract on the in-process bus and on a real Redis server. */
 import { afterAll, describe } from "vitest";
-import { LocalBus, LocalBusHub, RedisBus } from "../../src/events/bus/index.js";
+import { LocalBus, LocalBusHub } from "../../src/events/bus/index.js";
+import { RedisBus } from "../../src/events/bus/redis-bus.js";
 import { busContract } from "../support/bus-contract.js";
 import { dropTestKeys, redisAvailable, redisTestUrl, testPrefix } from "../support/redis.js";
 

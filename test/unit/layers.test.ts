@@ -21,6 +21,8 @@ const ALLOWED: Record<string, string[]> = {
   sessions: ["protocol", "lib", "store", "events", "agent", "config"],
   gateway: ["protocol", "lib", "sessions", "config"],
   cli: ["protocol", "lib", "config", "store", "events", "agent", "sessions", "gateway", "client"],
+  // The package's `tether` entry point (embedding): the composition root, as a library.
+  embed: ["protocol", "lib", "config", "store", "events", "agent", "sessions", "gateway", "client", "cli"],
 };
 
 /**

@@ -1,7 +1,8 @@
 /** The Store contract on a real PostgreSQL server, plus what is PostgreSQL's own. */
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { openStore, PostgresStore } from "../../src/store/index.js";
+import { openStore } from "../../src/store/index.js";
+import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
 import { PG_MIGRATIONS } from "../../src/store/postgres/migrations.js";
 import { FenceError } from "../../src/store/types.js";
 import { dropTestSchemas, PG_URL, pgAvailable, pgTestUrl, testSchema } from "../support/pg.js";

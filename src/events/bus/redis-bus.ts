@@ -54,9 +54,7 @@ end
 return refused`;
 const BLOCK_MS = 5000;
 
-export function isRedisUrl(location: string): boolean {
-  return /^rediss?:\/\//i.test(location);
-}
+export { isRedisUrl } from "./locations.js";
 
 export class RedisBus implements Bus {
   readonly kind = "redis";

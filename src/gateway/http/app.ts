@@ -54,8 +54,11 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   app.use("*", closeAfterEarlyAnswer());
 
   if (deps.metrics) {
-    const histogram = deps.metrics.requestSeconds;
+    const metrics = deps.metrics;
     app.use("*", async (c, next) => {
+      // Health probes are not API traffic: a balancer's checks every few seconds would swamp the
+      // histogram of a quiet gateway (and load prom-client into one nobody uses).
+      if (c.req.path === "/healthz" || c.req.path === "/readyz") return next();
       const started = performance.now();
       await next();
       let route = "unmatched";
@@ -64,7 +67,7 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
       } catch {
         // no route matched
       }
-      histogram.observe({ method: c.req.method, route, status: String(c.res.status) }, (performance.now() - started) / 1000);
+      metrics.requestSeconds.observe({ method: c.req.method, route, status: String(c.res.status) }, (performance.now() - started) / 1000);
     });
   }
 
@@ -112,7 +115,11 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
 }
 
 export function createGatewayHttpServer(deps: HttpApiDeps): Server {
-  const app = createHttpApp(deps);
+  return serveHttpApp(createHttpApp(deps));
+}
+
+/** A node:http server answering every request with `app` (the WebSocket endpoint attaches to it). */
+export function serveHttpApp(app: Hono<AppEnv>): Server {
   // overrideGlobalObjects (the adapter's default) swaps in its lightweight Request/Response; with
   // the originals, hono's bodyLimit cannot re-wrap a streamed (chunked) request body.
   return createAdaptorServer({ fetch: app.fetch, overrideGlobalObjects: true }) as Server;

@@ -12,6 +12,7 @@
  *   POST   /api/sessions/{id}/requests/{request_id}   { choice?, note?, content?, output?, error? } → { request_id, status, choice, by }
  *   GET    /api/approvals                 the caller's stored `always` approvals; DELETE /api/approvals/{tool} revokes one
  *   GET    /api/sessions/{id}/events      SSE: `id: <seq>`, `event: <type>`, `data: <Frame>`
+ *   GET    /api/sessions/{id}/export      ?format=jsonl|markdown → the transcript and its compression lineage
  *
  * Every route addresses the profile named by `X-Tether-Profile` or `?profile=` (create: also the
  * body's `profile`), default `default`: each profile has its own store.
@@ -26,7 +27,7 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import { RequestRespondParams, SessionCreateParams } from "../../protocol/method-params.js";
-import type { SessionManager } from "../../sessions/index.js";
+import { EXPORT_FORMATS, isExportFormat, type SessionManager } from "../../sessions/index.js";
 import { callerOf, idempotencyRecords, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpErrors } from "./errors.js";
 import { claimIdempotency, underClaim } from "./idempotency.js";
@@ -56,7 +57,7 @@ export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
   app.get("/api/sessions/:id/events", (c) => sessionEvents(c, api));
 }
 
-/** The list, one session, its messages. */
+/** The list, one session, its messages, its export. */
 function mountReads(app: Hono<AppEnv>): void {
   app.get("/api/sessions", async (c) => {
     const params: Parameters<SessionManager["list"]>[1] = {};
@@ -85,6 +86,17 @@ function mountReads(app: Hono<AppEnv>): void {
     const after = c.req.query("after") || c.req.query("after_message_id") || undefined;
     const limit = queryInt(c, "limit", 1000);
     return c.json(await (await sessionsOf(c)).messages(callerOf(c), id(c), after, limit === undefined ? undefined : Math.max(1, limit)));
+  });
+
+  app.get("/api/sessions/:id/export", async (c) => {
+    const format = c.req.query("format") ?? "jsonl";
+    if (!isExportFormat(format)) throw HttpErrors.invalid("format", `format must be one of ${EXPORT_FORMATS.join(", ")}, got "${format}"`);
+    const file = await (await sessionsOf(c)).export(callerOf(c), id(c), format);
+    return c.body(file.body, 200, {
+      "content-type": file.contentType,
+      "content-disposition": `attachment; filename="${file.filename}"`,
+      "cache-control": "no-store",
+    });
   });
 }
 

@@ -11,13 +11,13 @@
  * - Without a build, `/` answers 503 with a page saying how to build it.
  */
 import { readFile, stat } from "node:fs/promises";
-import { extname, resolve, sep } from "node:path";
-import { fileURLToPath } from "node:url";
+import { extname, join, resolve, sep } from "node:path";
 import type { Context, Hono } from "hono";
+import { packageRoot } from "../../lib/package-root.js";
 import type { AppEnv } from "./context.js";
 
-/** `web/dist` of this checkout (src/gateway/http → repo root). */
-export const DEFAULT_WEB_ROOT = fileURLToPath(new URL("../../../web/dist/", import.meta.url));
+/** `web/dist` of this package (a checkout or an installed package: `files` ships it). */
+export const DEFAULT_WEB_ROOT = join(packageRoot(), "web", "dist");
 
 const CONTENT_TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",

@@ -164,6 +164,13 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   },
   {
     version: 6,
+    name: "retention: ended sessions by end time",
+    sql: `
+      CREATE INDEX sessions_ended ON sessions (ended_at) WHERE ended_at IS NOT NULL;
+    `,
+  },
+  {
+    version: 7,
     name: "requests: open requests of turns (approvals, input) and stored always-approvals",
     sql: `
       CREATE TABLE requests (

@@ -32,6 +32,7 @@ import { PgDelegationTables } from "./delegation-tables.js";
 import { PgRequestTables } from "./request-tables.js";
 import { PgHttpTables } from "./http-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
+import { PgRetention } from "./retention.js";
 
 export interface PostgresStoreOptions {
   /** `postgres://user@host:port/db`; a `schema` query parameter selects (and creates) a schema. */
@@ -42,10 +43,7 @@ export interface PostgresStoreOptions {
   max?: number;
 }
 
-/** True for the locations `openStore` hands to PostgreSQL. */
-export function isPostgresUrl(location: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(location);
-}
+export { isPostgresUrl } from "../locations.js";
 
 /** Splits Tether's own `schema` parameter off a PostgreSQL URL (pg would pass it to the server). */
 export function parsePostgresUrl(url: string): { connectionString: string; schema: string | undefined } {
@@ -75,6 +73,8 @@ export class PostgresStore implements Store {
   readonly delegations: PgDelegationTables;
   /** Open requests and stored approvals (`requests`, `approvals`). */
   readonly requests: PgRequestTables;
+  /** Deleting sessions ended long ago (retention). */
+  readonly retention: PgRetention;
   /** The HTTP API's tables (responses, idempotency keys). */
   private readonly http: PgHttpTables;
   private readonly writes: PgWrites;
@@ -85,6 +85,7 @@ export class PostgresStore implements Store {
     this.schema = schema;
     this.delegations = new PgDelegationTables(pool);
     this.requests = new PgRequestTables(pool);
+    this.retention = new PgRetention(pool, (fn) => this.tx(fn));
     this.http = new PgHttpTables(pool, (fn) => this.tx(fn));
     this.writes = new PgWrites(this.http, this.delegations, this.requests);
   }

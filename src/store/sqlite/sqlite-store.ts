@@ -31,6 +31,7 @@ import { DelegationTables } from "./delegation-tables.js";
 import { RequestTables } from "./request-tables.js";
 import { HttpTables } from "./http-tables.js";
 import { MIGRATIONS } from "./migrations.js";
+import { SqliteRetention } from "./retention.js";
 
 type Statement = Database.Statement;
 
@@ -54,6 +55,8 @@ export class SqliteStore implements Store {
   readonly delegations: DelegationTables;
   /** Open requests and stored approvals (`requests`, `approvals`). */
   readonly requests: RequestTables;
+  /** Deleting sessions ended long ago (retention). */
+  readonly retention: SqliteRetention;
 
   constructor(options: SqliteStoreOptions) {
     this.path = options.path;
@@ -116,6 +119,7 @@ export class SqliteStore implements Store {
     this.http = new HttpTables(db);
     this.delegations = new DelegationTables(db);
     this.requests = new RequestTables(db);
+    this.retention = new SqliteRetention(db);
     const writes = new SqliteWrites(db, this.http, this.delegations, this.requests);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       for (const op of ops) writes.apply(op);

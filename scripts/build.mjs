@@ -1,0 +1,144 @@
+#!/usr/bin/env node
+/**
+ * Builds the package into dist/ when it is missing or older than its sources:
+ *
+ *   node scripts/build.mjs            JavaScript (esbuild) and type declarations (tsc), if stale
+ *   node scripts/build.mjs --js       JavaScript only, if stale (what tests and `npm start` need)
+ *   node scripts/build.mjs --force    both, always
+ *
+ * JavaScript: esbuild bundles src/ into a few ES modules (entry points below + shared chunks),
+ * with the runtime dependencies left as imports of node_modules — except zod, which is bundled
+ * so that the 45 message locales Tether never uses are not loaded (and compiled) at every start.
+ * Dynamic imports (PostgreSQL, Redis, the CLI's subcommands) stay separate chunks, loaded when used.
+ * Why a bundle and not one file per module: a start loads ~140 of our modules and ~95 of zod's;
+ * Node's ESM loader pays for each, and the start is measured (`npm run bench -- --only=startup`).
+ *
+ * Declarations: `tsc -p tsconfig.build.json` into dist/types/ (what `exports` points `types` at).
+ *
+ * `npm run build` runs it (with the web client), `prepare` runs that on `npm install` / `npm ci`
+ * of a checkout, `pretest`/`prestart` and vitest's global setup run `--js`, so a stale dist/ is
+ * never what a test spawns.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const repo = dirname(dirname(fileURLToPath(import.meta.url)));
+const dist = join(repo, "dist");
+const STAMPS = { js: join(dist, ".js-stamp"), types: join(dist, "types", ".stamp") };
+
+/** The package's entry points: `tether` (bin), `tether` (embed), `tether/client`, `tether/protocol`. */
+export const ENTRY_POINTS = {
+  cli: "src/cli/main.ts",
+  index: "src/embed/index.ts",
+  client: "src/client/index.ts",
+  protocol: "src/protocol/index.ts",
+};
+
+const SOURCES = ["src", "package.json", "package-lock.json", "tsconfig.json", "tsconfig.build.json", "scripts/build.mjs"].map((p) => join(repo, p));
+
+function newestMtime(path) {
+  if (!existsSync(path)) return 0;
+  const st = statSync(path);
+  if (!st.isDirectory()) return st.mtimeMs;
+  let newest = st.mtimeMs;
+  for (const entry of readdirSync(path)) newest = Math.max(newest, newestMtime(join(path, entry)));
+  return newest;
+}
+
+/** True when `stamp` exists and no source changed since it was written. */
+export function isFresh(kind) {
+  const stamp = STAMPS[kind];
+  if (!existsSync(stamp)) return false;
+  const built = statSync(stamp).mtimeMs;
+  return SOURCES.every((s) => newestMtime(s) <= built);
+}
+
+/** esbuild plugin: zod's `locales` namespace keeps only English (the default error messages). */
+const zodEnglishOnly = {
+  name: "zod-english-only",
+  setup(build) {
+    build.onResolve({ filter: /\/locales\/index\.js$/ }, (args) => {
+      if (!/[\\/]zod[\\/]/.test(args.importer)) return undefined;
+      return { path: join(dirname(args.importer), args.path), namespace: "zod-locales" };
+    });
+    build.onLoad({ filter: /.*/, namespace: "zod-locales" }, (args) => ({
+      contents: `export { default as en } from ${JSON.stringify(join(dirname(args.path), "en.js"))};\n`,
+      resolveDir: dirname(args.path),
+      loader: "js",
+    }));
+  },
+};
+
+/** Every runtime dependency but zod stays an import of node_modules. */
+function externals() {
+  const pkg = JSON.parse(readFileSync(join(repo, "package.json"), "utf8"));
+  const names = [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.optionalDependencies ?? {})].filter((n) => n !== "zod");
+  return names.flatMap((n) => [n, `${n}/*`]);
+}
+
+export async function buildJs() {
+  const esbuild = await import("esbuild");
+  // Only our own output: dist/types (declarations) is left alone.
+  for (const entry of existsSync(dist) ? readdirSync(dist) : []) {
+    if (entry !== "types") rmSync(join(dist, entry), { recursive: true, force: true });
+  }
+  await esbuild.build({
+    absWorkingDir: repo,
+    entryPoints: ENTRY_POINTS,
+    outdir: dist,
+    bundle: true,
+    splitting: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    sourcemap: true,
+    // Shared code and lazily imported parts (PostgreSQL, Redis, subcommands). Paths to package
+    // files are found from the package root at run time (src/lib/package-root.ts), not by depth.
+    chunkNames: "chunks/[name]-[hash]",
+    external: externals(),
+    plugins: [zodEnglishOnly],
+    logLevel: "warning",
+    legalComments: "none",
+  });
+  mkdirSync(dist, { recursive: true });
+  writeFileSync(STAMPS.js, `${new Date().toISOString()}\n`);
+}
+
+export function buildTypes() {
+  rmSync(join(dist, "types"), { recursive: true, force: true });
+  const tsc = join(repo, "node_modules", "typescript", "bin", "tsc");
+  execFileSync(process.execPath, [tsc, "-p", join(repo, "tsconfig.build.json")], { stdio: "inherit" });
+  writeFileSync(STAMPS.types, `${new Date().toISOString()}\n`);
+}
+
+/** Builds what is stale (or everything with `force`); returns what it built. */
+export async function build({ js = true, types = true, force = false } = {}) {
+  const built = [];
+  if (js && (force || !isFresh("js"))) {
+    await buildJs();
+    built.push("js");
+  }
+  if (types && (force || !isFresh("types"))) {
+    buildTypes();
+    built.push("types");
+  }
+  return built;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const args = process.argv.slice(2);
+  const force = args.includes("--force");
+  const jsOnly = args.includes("--js");
+  const started = Date.now();
+  build({ js: true, types: !jsOnly, force }).then(
+    (built) => {
+      if (built.length > 0) console.error(`tether: built ${built.join(" + ")} into dist/ in ${Date.now() - started} ms`);
+    },
+    (err) => {
+      console.error(err instanceof Error ? err.message : err);
+      process.exit(1);
+    },
+  );
+}

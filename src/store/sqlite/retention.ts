@@ -1,0 +1,66 @@
+/** SQLite statements of `RetentionStore`: ended sessions by end time, deleted a bounded step at a time. */
+import type Database from "better-sqlite3";
+import { RETENTION_END_REASON, type EndedSession, type PurgeStep, type RetentionStore } from "../retention-types.js";
+
+interface EndedRow {
+  id: string;
+  ended_at: number;
+  end_reason: string | null;
+  flags: string;
+}
+
+export class SqliteRetention implements RetentionStore {
+  private readonly s;
+  private readonly purge: (id: string, endedBefore: number, maxRows: number) => PurgeStep;
+
+  constructor(db: Database.Database) {
+    this.s = {
+      // On the partial index of ended sessions (migration 6).
+      ended: db.prepare(
+        `SELECT id, ended_at, end_reason, flags FROM sessions
+          WHERE ended_at IS NOT NULL AND ended_at <= ? AND (ended_at > ? OR (ended_at = ? AND id > ?))
+          ORDER BY ended_at, id LIMIT ?`,
+      ),
+      row: db.prepare(`SELECT ended_at, end_reason FROM sessions WHERE id = ?`),
+      mark: db.prepare(`UPDATE sessions SET end_reason = ? WHERE id = ?`),
+      events: db.prepare(`DELETE FROM events WHERE session_id = ? AND seq IN (SELECT seq FROM events WHERE session_id = ? ORDER BY seq LIMIT ?)`),
+      messages: db.prepare(`DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id = ? LIMIT ?)`),
+      records: [
+        db.prepare(`DELETE FROM idempotency WHERE session_id = ?`),
+        db.prepare(`DELETE FROM responses WHERE session_id = ?`),
+        db.prepare(`DELETE FROM requests WHERE session_id = ?`),
+        db.prepare(`DELETE FROM leases WHERE session_id = ?`),
+        db.prepare(`DELETE FROM delegations WHERE origin_session_id = ?`),
+      ],
+      session: db.prepare(`DELETE FROM sessions WHERE id = ?`),
+    };
+    this.purge = db.transaction((id: string, endedBefore: number, maxRows: number): PurgeStep => {
+      const row = this.s.row.get(id) as { ended_at: number | null; end_reason: string | null } | undefined;
+      if (!row || row.ended_at === null || (row.ended_at > endedBefore && row.end_reason !== RETENTION_END_REASON)) return "skipped";
+      if (row.end_reason !== RETENTION_END_REASON) this.s.mark.run(RETENTION_END_REASON, id);
+      let budget = maxRows;
+      budget -= this.s.events.run(id, id, budget).changes;
+      if (budget <= 0) return "more";
+      budget -= this.s.messages.run(id, budget).changes;
+      if (budget <= 0) return "more";
+      for (const st of this.s.records) st.run(id);
+      this.s.session.run(id);
+      return "deleted";
+    });
+  }
+
+  async listEndedBefore(endedBefore: number, limit: number, after?: { ended_at: number; id: string }): Promise<EndedSession[]> {
+    const a = after ?? { ended_at: -1, id: "" };
+    const rows = this.s.ended.all(endedBefore, a.ended_at, a.ended_at, a.id, limit) as EndedRow[];
+    return rows.map((r) => ({
+      id: r.id,
+      ended_at: r.ended_at,
+      end_reason: r.end_reason,
+      continued_in: ((JSON.parse(r.flags) as { continued_in?: string }).continued_in ?? null) || null,
+    }));
+  }
+
+  async purgeSession(id: string, endedBefore: number, maxRows: number): Promise<PurgeStep> {
+    return this.purge(id, endedBefore, maxRows);
+  }
+}

@@ -1,0 +1,10 @@
+/**
+ * Runs once before any test file: rebuilds dist/ when a source is newer than the last build, so
+ * every test that spawns `tether serve` (bin/tether.js → dist/) runs the code under test, also when
+ * vitest is started directly (`npx vitest run FILE`) rather than through `npm test`'s pretest.
+ */
+import { build } from "../../scripts/build.mjs";
+
+export default async function setup(): Promise<void> {
+  await build({ js: true, types: false });
+}

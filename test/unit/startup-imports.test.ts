@@ -1,0 +1,58 @@
+/**
+ * What `tether serve` loads before it listens, read from the compiled build: the static import
+ * graph of dist/cli.js and of the `serve` chunk it imports. Heavy packages that a single SQLite
+ * node does not need — PostgreSQL, Redis, OpenTelemetry, the YAML parser, prom-client — must only
+ * be reachable through a dynamic import() or a require() on first use, never statically: each one
+ * is tens of milliseconds and megabytes of a start (`npm run bench -- --only=startup`).
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const DIST = new URL("../../dist/", import.meta.url).pathname;
+
+/** Static `import … from "x"` / `import "x"` / `export … from "x"` specifiers of a bundled module. */
+function staticImports(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  const out: string[] = [];
+  for (const m of text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s*"([^"]+)"|^\s*import\s*"([^"]+)"/gm)) out.push((m[1] ?? m[2])!);
+  return out;
+}
+
+function walk(entry: string): { files: Set<string>; packages: Set<string> } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (file: string) => {
+    if (files.has(file)) return;
+    files.add(file);
+    for (const spec of staticImports(file)) {
+      if (spec.startsWith(".")) visit(join(dirname(file), spec));
+      else packages.add(spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0]!);
+    }
+  };
+  visit(entry);
+  return { files, packages };
+}
+
+describe("the start of tether serve (dist/)", () => {
+  it("loads no PostgreSQL, Redis, OpenTelemetry, YAML or prom-client module before it listens", () => {
+    const serveChunk = readdirSync(join(DIST, "chunks")).find((f) => /^serve-.*\.js$/.test(f));
+    expect(serveChunk).toBeDefined();
+    const cli = walk(join(DIST, "cli.js"));
+    const serve = walk(join(DIST, "chunks", serveChunk!));
+    const loaded = new Set([...cli.packages, ...serve.packages]);
+    // What it does need, so the walk is known to see the graph:
+    for (const needed of ["commander", "better-sqlite3", "ws", "pino"]) expect(loaded).toContain(needed);
+    const heavy = [...loaded].filter((p) => ["pg", "ioredis", "yaml", "prom-client"].includes(p) || p.startsWith("@opentelemetry/"));
+    expect(heavy).toEqual([]);
+  });
+
+  it("keeps zod's message locales out of the bundle (English only)", () => {
+    const text = readdirSync(join(DIST, "chunks"))
+      .filter((f) => f.endsWith(".js"))
+      .map((f) => readFileSync(join(DIST, "chunks", f), "utf8"))
+      .join("\n");
+    expect(text).toContain("node_modules/zod/v4/locales/en.js");
+    expect(text).not.toContain("node_modules/zod/v4/locales/fr.js");
+  });
+});
