@@ -29,6 +29,7 @@ import type { Store } from "../store.js";
 import type { WriteOp } from "../write-ops.js";
 import { PgWrites } from "./apply-ops.js";
 import { PgDelegationTables } from "./delegation-tables.js";
+import { PgEnvelopeTables } from "./envelope-tables.js";
 import { PgRequestTables } from "./request-tables.js";
 import { PgHttpTables } from "./http-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
@@ -73,6 +74,8 @@ export class PostgresStore implements Store {
   readonly delegations: PgDelegationTables;
   /** Open requests and stored approvals (`requests`, `approvals`). */
   readonly requests: PgRequestTables;
+  /** The agent outbox (`agent_envelopes`). */
+  readonly envelopes: PgEnvelopeTables;
   /** Deleting sessions ended long ago (retention). */
   readonly retention: PgRetention;
   /** The HTTP API's tables (responses, idempotency keys). */
@@ -85,9 +88,10 @@ export class PostgresStore implements Store {
     this.schema = schema;
     this.delegations = new PgDelegationTables(pool);
     this.requests = new PgRequestTables(pool);
+    this.envelopes = new PgEnvelopeTables(pool);
     this.retention = new PgRetention(pool, (fn) => this.tx(fn));
     this.http = new PgHttpTables(pool, (fn) => this.tx(fn));
-    this.writes = new PgWrites(this.http, this.delegations, this.requests);
+    this.writes = new PgWrites(this.http, this.delegations, this.requests, this.envelopes);
   }
 
   /** Connects, creates the schema if named, and applies pending migrations (serialized across nodes). */
