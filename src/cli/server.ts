@@ -16,7 +16,7 @@ import { openBus, type Bus } from "../events/bus/index.js";
 import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-catalog.js";
 import { createDefaultTools, ToolRuntime } from "../agent/tools/index.js";
 import { McpPool } from "../agent/tools/mcp/index.js";
-import { bridgeGlobals, DEFAULT_PROFILE, HttpRecords, ProfileRegistry, RetentionJob, SessionManager, type Profile, type SweepResult } from "../sessions/index.js";
+import { bridgeGlobals, DEFAULT_PROFILE, type Messaging, HttpRecords, ProfileRegistry, RetentionJob, SessionManager, type Profile, type SweepResult } from "../sessions/index.js";
 import { join } from "node:path";
 import type { Store } from "../store/types.js";
 import { createHttpServer } from "../gateway/http-server.js";
@@ -107,6 +107,8 @@ interface ProcessParts {
   current: { config: TetherConfig; catalog: ProviderCatalog };
   /** Retention (`retention.ended_after_days`, off by default): one background job per open store. */
   retention: RetentionJob[];
+  /** Bots, rooms and the agent outbox across the profiles (set once the profile registry exists). */
+  messaging?: Messaging;
 }
 
 /** The tool runtime of `profile`, built on first use from the config as it is now. */
@@ -116,7 +118,12 @@ function toolsFor(parts: ProcessParts, profile: string): ToolRuntime {
     const config = toolsConfigFor(parts.current.config, profile);
     const logger = parts.logger.child({ profile });
     const mcp = new McpPool({ clock: parts.clock, logger, env: process.env, config });
-    runtime = new ToolRuntime({ builtin: createDefaultTools(), sources: [mcp], config, logger });
+    // message_agent sends through the process's outbox, which exists once the profiles do.
+    const messenger = () =>
+      parts.messaging && {
+        prepare: (req: { sessionId: string; to: string; text: string }) => parts.messaging!.outbox.prepare(profile, req.sessionId, req.to, req.text),
+      };
+    runtime = new ToolRuntime({ builtin: createDefaultTools({ messenger }), sources: [mcp], config, logger });
     parts.tools.set(profile, runtime);
   }
   return runtime;
@@ -156,6 +163,8 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   await defaultProfile.sessions.start();
   startRetention(parts, store);
   const { profiles, profileStores } = profileRegistry(parts, defaultProfile);
+  parts.messaging = profiles.messaging;
+  profiles.messaging.start();
   const { app, server, ws } = transports(parts, profiles, () => store.ping(), deps.attachTo);
   const manager = defaultProfile.sessions;
   parts.metrics?.bind({
@@ -192,6 +201,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     close() {
       closing ??= (async () => {
         await Promise.allSettled(parts.retention.map((j) => j.stop()));
+        profiles.messaging.stop();
         await Promise.allSettled(profiles.all().map((p) => p.sessions.shutdown()));
         // After the turns stopped: closing the MCP clients ends their stdio servers.
         await Promise.allSettled([...parts.tools.values()].map((t) => t.close()));
@@ -268,6 +278,9 @@ function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profil
     profileNames: () => Object.keys(parts.current.config.profiles).filter((n) => n !== DEFAULT_PROFILE),
     botOf: (name) => parts.current.config.profiles[name]?.bot,
     roomHopLimit: () => parts.current.config.messaging.room_hop_limit,
+    outbox: () => parts.current.config.messaging,
+    ids: parts.ids,
+    processId: parts.processId,
     logger: parts.logger,
     clock: parts.clock,
     open: async (name) => {
