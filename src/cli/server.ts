@@ -269,6 +269,8 @@ function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profil
   const profiles = new ProfileRegistry({
     defaultProfile,
     profileNames: () => Object.keys(parts.current.config.profiles).filter((n) => n !== DEFAULT_PROFILE),
+    botOf: (name) => parts.current.config.profiles[name]?.bot,
+    roomHopLimit: () => parts.current.config.messaging.room_hop_limit,
     logger: parts.logger,
     clock: parts.clock,
     open: async (name) => {
