@@ -46,6 +46,10 @@ export interface TurnContext {
   requests?: TurnRequests;
   /** Asks the user for input during a tool call (MCP elicitation); absent = such requests are declined. */
   requestInput?: ToolContext["requestInput"];
+  /** The session's cwd (workspace tools). */
+  cwd?: string;
+  /** The session's background processes (workspace terminal). */
+  processes?: ToolContext["processes"];
   /** Retries of a model call that failed with a retryable error. @default none */
   retry?: { maxRetries: number; baseDelayMs: number };
 }

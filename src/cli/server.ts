@@ -16,6 +16,7 @@ import { openBus, type Bus } from "../events/bus/index.js";
 import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-catalog.js";
 import { createDefaultTools, ToolRuntime } from "../agent/tools/index.js";
 import { McpPool } from "../agent/tools/mcp/index.js";
+import { WorkspaceSource } from "../agent/tools/workspace/index.js";
 import { bridgeGlobals, DEFAULT_PROFILE, HttpRecords, ProfileRegistry, RetentionJob, SessionManager, type Profile, type SweepResult } from "../sessions/index.js";
 import { join } from "node:path";
 import type { Store } from "../store/types.js";
@@ -118,7 +119,9 @@ function toolsFor(parts: ProcessParts, profile: string): ToolRuntime {
     const config = toolsConfigFor(parts.current.config, profile);
     const logger = parts.logger.child({ profile });
     const mcp = new McpPool({ clock: parts.clock, logger, env: process.env, config });
-    runtime = new ToolRuntime({ builtin: createDefaultTools(), sources: [mcp], config, logger });
+    // Off unless the profile sets `tools.workspace: true` (the source lists nothing until then).
+    const workspace = new WorkspaceSource({ clock: parts.clock, config });
+    runtime = new ToolRuntime({ builtin: createDefaultTools(), sources: [mcp, workspace], config, logger });
     parts.tools.set(profile, runtime);
   }
   return runtime;
@@ -268,6 +271,8 @@ function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profil
   const profiles = new ProfileRegistry({
     defaultProfile,
     profileNames: () => Object.keys(parts.current.config.profiles).filter((n) => n !== DEFAULT_PROFILE),
+    botOf: (name) => parts.current.config.profiles[name]?.bot,
+    roomHopLimit: () => parts.current.config.messaging.room_hop_limit,
     logger: parts.logger,
     clock: parts.clock,
     open: async (name) => {

@@ -7,6 +7,7 @@ export type { SeedMessage } from "./core/seed-history.js";
 export type { Viewer } from "./core/viewer.js";
 export * from "./profiles.js";
 export { HttpRecords, type IdempotencyRecord, type NewResponse, type ResponseRecord, type ResponseRecordPatch } from "./http-records.js";
+export type { NewRun, RunRecord, RunRecordPatch, RunRecords } from "./runs/run-records.js";
 export type { Admission, StartedTurn, TurnRequest } from "./turn-entry.js";
 export { bridgeGlobals } from "./cluster/bus-bridge.js";
 export { EXPORT_FORMATS, isExportFormat, type ExportFormat, type ExportedTranscript } from "./views/session-export.js";
