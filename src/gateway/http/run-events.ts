@@ -185,7 +185,7 @@ export class RunBuilder {
     } else {
       this.status = "failed";
     }
-    return { event: RunEventType.Failed, payload: { status: this.status, error: this.error ?? null } };
+    return { event: RunEventType.Failed, payload: { status: this.status, error: this.error ?? null, output: this.output ?? "" } };
   }
 
   /**
