@@ -56,6 +56,10 @@ export interface TurnContext {
   callOptions?: () => CallOptions | undefined;
   /** The turn has no new user message: the model answers the history as it stands (tool results a client sent). */
   noInput?: boolean;
+  /** The session's cwd (workspace tools). */
+  cwd?: string;
+  /** The session's background processes (workspace terminal). */
+  processes?: ToolContext["processes"];
   /** Retries of a model call that failed with a retryable error. @default none */
   retry?: { maxRetries: number; baseDelayMs: number };
 }

@@ -53,5 +53,16 @@ export function connectionHandlers(
       sessions.respond(who(ctx), p.session_id, p.request_id, { choice: p.choice, note: p.note, content: p.content, output: p.output, error: p.error }),
     [Method.ApprovalsList]: (_p, sessions, ctx) => sessions.approvals(who(ctx)),
     [Method.ApprovalsRevoke]: (p, sessions, ctx) => sessions.revokeApproval(who(ctx), p.tool),
+    // Bots and rooms span profiles: the registry's messaging; a bot's chat is then resumed as any session.
+    [Method.BotChat]: async (p, sessions, ctx) => {
+      const chat = await profiles.messaging.botChat(who(ctx), p.profile);
+      const snap = await sessions.reopen(who(ctx), chat.session_id, viewer);
+      return { ...snap, bot: { profile: chat.bot.profile, name: chat.bot.name, description: chat.bot.description }, created: chat.created };
+    },
+    [Method.RoomCreate]: (p, _sessions, ctx) => profiles.messaging.rooms.create(who(ctx), p.profile, p.title, p.members),
+    [Method.RoomPost]: (p, _sessions, ctx) => profiles.messaging.rooms.post(who(ctx), p.profile, p.room_id, p.text),
+    [Method.RoomMessages]: (p, _sessions, ctx) => profiles.messaging.rooms.messages(who(ctx), p.profile, p.room_id, p.after_message_id, p.limit),
+    [Method.RoomMembersAdd]: (p, _sessions, ctx) => profiles.messaging.rooms.members(who(ctx), p.profile, p.room_id, { add: p.members }),
+    [Method.RoomMembersRemove]: (p, _sessions, ctx) => profiles.messaging.rooms.members(who(ctx), p.profile, p.room_id, { remove: p.members }),
   };
 }

@@ -45,6 +45,11 @@ export interface RequestOpenedPayload {
   server?: string;
   message?: string;
   schema?: Record<string, unknown>;
+  /**
+   * approval: what the tool says the call will do, besides its args (`terminal`: `{ command, cwd }`,
+   * the exact command and the absolute folder it runs in).
+   */
+  detail?: Record<string, unknown>;
   /** When it resolves by itself (`tools.approval_timeout_s`), epoch ms. */
   expires_at?: number;
 }

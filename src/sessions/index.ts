@@ -7,6 +7,7 @@ export type { SeedMessage } from "./core/seed-history.js";
 export type { Viewer } from "./core/viewer.js";
 export * from "./profiles.js";
 export { HttpRecords, type IdempotencyRecord, type NewResponse, type ResponseRecord, type ResponseRecordPatch } from "./http-records.js";
+export type { NewRun, RunRecord, RunRecordPatch, RunRecords } from "./runs/run-records.js";
 export type { Admission, StartedTurn, TurnConfig, TurnRequest } from "./turn-entry.js";
 /** What a transport may ask of a turn's model calls (OpenAI's tool_choice, sampling parameters). */
 export type { CallOptions, ToolChoice } from "../agent/provider.js";

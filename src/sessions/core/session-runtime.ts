@@ -52,6 +52,8 @@ export interface RuntimeHooks {
   awaitAnswers(rt: SessionRuntime, turn: TurnRef, signal: AbortSignal): Promise<ParkedAnswers | undefined>;
   /** Asks the user for input during a call (MCP elicitation) as a request of kind `input`. */
   requestInput(rt: SessionRuntime, turn: TurnRef): ToolContext["requestInput"];
+  /** The session's background processes for the workspace terminal (absent: not available). */
+  processes?(rt: SessionRuntime): ToolContext["processes"];
 }
 
 /** A turn, by its ids. */
@@ -468,6 +470,7 @@ export class SessionRuntime {
   private turnContext(turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[]): TurnContext {
     const { clock, ids, settings } = this.env;
     const requestInput = this.hooks.requestInput(this, turn);
+    const processes = this.hooks.processes?.(this);
     return {
       sessionId: this.id,
       turnId: turn.turnId,
@@ -491,6 +494,8 @@ export class SessionRuntime {
       maxIterations: settings.maxIterations,
       startOps,
       ...(requestInput ? { requestInput } : {}),
+      ...(this.row.flags.cwd !== undefined ? { cwd: this.row.flags.cwd } : {}),
+      ...(processes ? { processes } : {}),
       ...(settings.retry && settings.retry.max_retries > 0
         ? { retry: { maxRetries: settings.retry.max_retries, baseDelayMs: settings.retry.base_delay_ms } }
         : {}),

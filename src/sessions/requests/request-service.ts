@@ -231,6 +231,8 @@ export class RequestService {
       const annotations = c.offered.tool.annotations;
       const payload: Record<string, unknown> = { kind: RequestKind.Approval, call_id: c.call.id, tool: c.call.name, args: c.args, choices: [...APPROVAL_CHOICES] };
       if (c.offered.source.startsWith("mcp:")) payload.server = c.offered.source.slice(4);
+      const detail = c.offered.tool.describe?.(c.args, { cwd: rt.row.flags.cwd });
+      if (detail) payload.detail = detail;
       if (timeoutS > 0) payload.expires_at = this.deps.clock.now() + timeoutS * 1000;
       return this.newRow(rt, turn, RequestKind.Approval, c.call.id, c.call.name, i, annotations?.readOnly === true || annotations?.idempotent === true, payload);
     });
