@@ -90,8 +90,7 @@ describe.skipIf(!chromiumAvailable)("web client per-message actions in Chromium"
 
     // A code block: its language in a head bar above the code (never over it), and a Copy button.
     await send(page, "show code:\n```js\nconst a = 1;\n```");
-    await expect.poll(() => page.locator('[data-kind="assistant"]').last().getAttribute("data-status")).toBe("complete");
-    const block = page.locator('[data-kind="assistant"]').last().locator(".code-block");
+    const block = page.locator('[data-kind="assistant"][data-status="complete"] .code-block');
     await block.waitFor();
     expect(await block.locator(".code-lang").innerText()).toBe("js");
     await block.scrollIntoViewIfNeeded();
