@@ -35,7 +35,7 @@ export function connectionHandlers(
     [Method.SessionResume]: (p, sessions, ctx) => sessions.resume(who(ctx), p.session_id, viewer, { afterSeq: p.after_seq }),
     [Method.SessionReopen]: (p, sessions, ctx) => sessions.reopen(who(ctx), p.session_id, viewer),
     [Method.SessionDetach]: (p, sessions, ctx) => sessions.detach(who(ctx), p.session_id, viewer),
-    [Method.SessionUpdate]: (p, sessions, ctx) => sessions.update(who(ctx), p.session_id, { title: p.title }),
+    [Method.SessionUpdate]: (p, sessions, ctx) => sessions.update(who(ctx), p.session_id, { title: p.title, ...(p.client_tools ? { client_tools: p.client_tools } : {}) }),
     [Method.SessionList]: (p, sessions, ctx) => sessions.list(who(ctx), p ?? {}),
     [Method.SessionMessages]: (p, sessions, ctx) => sessions.messages(who(ctx), p.session_id, p.after_message_id, p.limit),
     [Method.SessionClose]: (p, sessions, ctx) => sessions.close(who(ctx), p.session_id),
@@ -65,5 +65,6 @@ export function connectionHandlers(
     [Method.RoomMessages]: (p, _sessions, ctx) => profiles.messaging.rooms.messages(who(ctx), p.profile, p.room_id, p.after_message_id, p.limit),
     [Method.RoomMembersAdd]: (p, _sessions, ctx) => profiles.messaging.rooms.members(who(ctx), p.profile, p.room_id, { add: p.members }),
     [Method.RoomMembersRemove]: (p, _sessions, ctx) => profiles.messaging.rooms.members(who(ctx), p.profile, p.room_id, { remove: p.members }),
+    [Method.AgentOutbox]: async (p, _sessions, ctx) => ({ envelopes: await profiles.messaging.outbox.list(who(ctx), p.profile ?? "default", p.session_id) }),
   };
 }

@@ -9,6 +9,7 @@
 import { todoTool } from "./todo-tool.js";
 import { delegateTool } from "./delegate-tool.js";
 import { ToolRegistry } from "./registry.js";
+import { messageAgentTool, type AgentMessenger } from "./message-agent-tool.js";
 
 export {
   ToolRegistry,
@@ -19,7 +20,9 @@ export {
   type Tool,
   type ToolAnnotations,
   type ToolContext,
+  type ToolEffects,
 } from "./registry.js";
+export { messageAgentTool, type AgentMessenger } from "./message-agent-tool.js";
 export {
   DEFAULT_TOOL_TIMEOUT_MS,
   type OfferedTool,
@@ -33,11 +36,13 @@ export { ToolRuntime, type SourceListing, type ToolRuntimeOptions, type ToolSour
 export { defaultPolicy, globToRegExp, ToolPolicies, type PolicyRule } from "./policy.js";
 export { ToolErrorCode, ToolFailure, toolErrorInfo, type ToolErrorCodeName } from "./tool-errors.js";
 export { executeTool, refusedRun, type ToolRun } from "./execute.js";
+export { CLIENT_SOURCE, clientToolCollision, withClientTools } from "./client-tools.js";
 export { createTodoList, type TodoList } from "./todo-list.js";
 export { todoTool } from "./todo-tool.js";
 export { delegateTool } from "./delegate-tool.js";
 
 /** A registry with every built-in tool. */
-export function createDefaultTools(): ToolRegistry {
-  return new ToolRegistry().register(todoTool).register(delegateTool);
+export function createDefaultTools(opts: { messenger?: () => AgentMessenger | undefined } = {}): ToolRegistry {
+  const tools = new ToolRegistry().register(todoTool).register(delegateTool);
+  return opts.messenger ? tools.register(messageAgentTool(opts.messenger)) : tools;
 }
