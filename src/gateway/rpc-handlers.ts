@@ -35,13 +35,16 @@ export function connectionHandlers(
     [Method.SessionResume]: (p, sessions, ctx) => sessions.resume(who(ctx), p.session_id, viewer, { afterSeq: p.after_seq }),
     [Method.SessionReopen]: (p, sessions, ctx) => sessions.reopen(who(ctx), p.session_id, viewer),
     [Method.SessionDetach]: (p, sessions, ctx) => sessions.detach(who(ctx), p.session_id, viewer),
-    [Method.SessionUpdate]: (p, sessions, ctx) => sessions.update(who(ctx), p.session_id, { title: p.title, ...(p.client_tools ? { client_tools: p.client_tools } : {}) }),
+    [Method.SessionUpdate]: (p, sessions, ctx) =>
+      sessions.update(who(ctx), p.session_id, { title: p.title, archived: p.archived, ...(p.client_tools ? { client_tools: p.client_tools } : {}) }),
+    [Method.SessionDelete]: (p, sessions, ctx) => sessions.delete(who(ctx), p.session_id),
     [Method.SessionList]: (p, sessions, ctx) => sessions.list(who(ctx), p ?? {}),
     [Method.SessionMessages]: (p, sessions, ctx) => sessions.messages(who(ctx), p.session_id, p.after_message_id, p.limit),
     [Method.SessionClose]: (p, sessions, ctx) => sessions.close(who(ctx), p.session_id),
     [Method.SessionInterrupt]: (p, sessions, ctx) => sessions.interrupt(who(ctx), p.session_id),
     [Method.PromptSubmit]: async (p, sessions, ctx) =>
       (await sessions.startTurn({ caller: who(ctx), session: { id: p.session_id }, text: p.text, requestId: p.request_id })).result,
+    [Method.SessionSteer]: (p, sessions, ctx) => sessions.steer(who(ctx), p.session_id, p.text),
     // The catch-up answer is assembled as JSON text (stored payloads spliced in, never re-parsed).
     [Method.EventsSince]: async (p, sessions, ctx) =>
       (await sessions.sinceJson(who(ctx), p.session_id, p.after_seq, { transient: p.include_transient ?? true })) as unknown as SinceResult,

@@ -45,6 +45,8 @@ export const DisplayKind = {
   AgentReply: "agent_reply",
   /** A message another agent sent to this bot (`message_agent`), as its turn's prompt. */
   AgentMessage: "agent_message",
+  /** Guidance steered into a running turn (`session.steer`, `POST /v1/runs/{id}/steer`; `role: "user"`). */
+  Steer: "steer",
 } as const;
 
 export type DisplayKindName = (typeof DisplayKind)[keyof typeof DisplayKind];
@@ -155,6 +157,8 @@ export interface SessionSummary {
   state: SessionState;
   end_reason?: string;
   parent_session_id?: string;
+  /** Present (true) on a session its user archived (`session.update { archived }`). */
+  archived?: true;
   started_at: number;
   last_activity_at: number;
   message_count: number;
