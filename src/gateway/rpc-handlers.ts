@@ -42,6 +42,7 @@ export function connectionHandlers(
     [Method.SessionInterrupt]: (p, sessions, ctx) => sessions.interrupt(who(ctx), p.session_id),
     [Method.PromptSubmit]: async (p, sessions, ctx) =>
       (await sessions.startTurn({ caller: who(ctx), session: { id: p.session_id }, text: p.text, requestId: p.request_id })).result,
+    [Method.SessionSteer]: (p, sessions, ctx) => sessions.steer(who(ctx), p.session_id, p.text),
     // The catch-up answer is assembled as JSON text (stored payloads spliced in, never re-parsed).
     [Method.EventsSince]: async (p, sessions, ctx) =>
       (await sessions.sinceJson(who(ctx), p.session_id, p.after_seq, { transient: p.include_transient ?? true })) as unknown as SinceResult,
@@ -64,5 +65,6 @@ export function connectionHandlers(
     [Method.RoomMessages]: (p, _sessions, ctx) => profiles.messaging.rooms.messages(who(ctx), p.profile, p.room_id, p.after_message_id, p.limit),
     [Method.RoomMembersAdd]: (p, _sessions, ctx) => profiles.messaging.rooms.members(who(ctx), p.profile, p.room_id, { add: p.members }),
     [Method.RoomMembersRemove]: (p, _sessions, ctx) => profiles.messaging.rooms.members(who(ctx), p.profile, p.room_id, { remove: p.members }),
+    [Method.AgentOutbox]: async (p, _sessions, ctx) => ({ envelopes: await profiles.messaging.outbox.list(who(ctx), p.profile ?? "default", p.session_id) }),
   };
 }

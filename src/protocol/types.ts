@@ -45,6 +45,8 @@ export const DisplayKind = {
   AgentReply: "agent_reply",
   /** A message another agent sent to this bot (`message_agent`), as its turn's prompt. */
   AgentMessage: "agent_message",
+  /** Guidance steered into a running turn (`session.steer`, `POST /v1/runs/{id}/steer`; `role: "user"`). */
+  Steer: "steer",
 } as const;
 
 export type DisplayKindName = (typeof DisplayKind)[keyof typeof DisplayKind];
@@ -215,4 +217,34 @@ export interface BotInfo {
   profile: string;
   name: string;
   description: string;
+}
+
+/** `display_metadata` of an `agent_reply` message: which envelope, from which agent, to which. */
+export interface AgentReplyMetadata {
+  envelope_id: string;
+  /** The agent that answered, as addressed (`bot` or `bot@peer`). */
+  from: string;
+  /** The sender's bot name. */
+  to: string;
+  /** The session whose tool call sent the message (the reply went to its live tip). */
+  sender_session_id: string;
+  peer?: string;
+}
+
+/** One envelope of `agent.outbox`. */
+export interface EnvelopeSummary {
+  envelope_id: string;
+  to: string;
+  /** pending → sent → replied → delivered (failed: the recipient will never answer). */
+  status: "pending" | "sent" | "replied" | "delivered" | "failed";
+  /** Failed attempts so far; the next is not before `next_attempt_at`. */
+  attempts: number;
+  last_error: string | null;
+  next_attempt_at: number;
+  created_at: number;
+  sent_at: number | null;
+  replied_at: number | null;
+  delivered_at: number | null;
+  delivered_session_id: string | null;
+  delivered_message_id: string | null;
 }
