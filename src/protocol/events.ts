@@ -31,10 +31,13 @@ export const EventType = {
   RequestOpened: "request.opened",
   RequestResolved: "request.resolved",
   TurnAwaiting: "turn.awaiting",
+  ProcessStarted: "process.started",
+  ProcessExited: "process.exited",
   // session, transient
   MessageDelta: "message.delta",
   ReasoningDelta: "reasoning.delta",
   DelegationProgress: "delegation.progress",
+  ProcessOutput: "process.output",
 } as const;
 
 export type EventTypeName = (typeof EventType)[keyof typeof EventType];
@@ -48,6 +51,7 @@ export const TRANSIENT_EVENTS: ReadonlySet<string> = new Set<string>([
   EventType.MessageDelta,
   EventType.ReasoningDelta,
   EventType.DelegationProgress,
+  EventType.ProcessOutput,
 ]);
 
 export function isTransientEvent(type: string): boolean {

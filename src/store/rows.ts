@@ -297,3 +297,26 @@ export interface ApprovalRow {
   by: string;
   created_at: number;
 }
+
+/**
+ * A background process of a session (the workspace terminal's `background: true`), `processes`
+ * (migration 9). Written when it starts and when it ends; `owner` is the gateway process that
+ * runs it, so a row still `running` that no live runtime of this process holds is `lost`.
+ */
+export interface ProcessRow {
+  id: string;
+  session_id: string;
+  command: string;
+  cwd: string;
+  pid: number;
+  status: "running" | "exited" | "killed" | "lost";
+  exit_code: number | null;
+  signal: string | null;
+  started_at: number;
+  ended_at: number | null;
+  /** The last few KiB of its output, as of its end (empty while running). */
+  output_tail: string;
+  owner: string;
+}
+
+export type ProcessPatch = Partial<Pick<ProcessRow, "status" | "exit_code" | "signal" | "ended_at" | "output_tail">>;

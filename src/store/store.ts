@@ -16,6 +16,7 @@ import type {
   LeaseState,
   MessageRow,
   Page,
+  ProcessRow,
   RequestRow,
   ResponseRow,
   SessionListItem,
@@ -64,6 +65,12 @@ export interface RequestStore {
   sessionApprovals(sessionIds: readonly string[]): Promise<string[]>;
   /** The principal's `always` approvals, by tool. */
   listApprovals(principal: string): Promise<ApprovalRow[]>;
+}
+
+/** Background processes of sessions (the workspace terminal). SQLite and PostgreSQL implement it. */
+export interface ProcessStore {
+  /** The session's processes, oldest first. */
+  listProcesses(sessionId: string): Promise<ProcessRow[]>;
 }
 
 export interface Store {
@@ -126,6 +133,8 @@ export interface Store {
   readonly delegations?: DelegationStore;
   /** Open requests (approvals, MCP input) and stored approvals. */
   readonly requests: RequestStore;
+  /** Background processes of sessions (migration 9). */
+  readonly processes: ProcessStore;
   /** Deleting sessions ended long ago (`retention.ended_after_days`); absent = not supported. */
   readonly retention?: RetentionStore;
 

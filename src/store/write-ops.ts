@@ -12,6 +12,8 @@ import type {
   LeaseRow,
   MessagePatch,
   MessageRow,
+  ProcessPatch,
+  ProcessRow,
   RequestPatch,
   RequestRow,
   ResponsePatch,
@@ -58,7 +60,9 @@ export type WriteOp =
    */
   | { op: "request.update"; id: string; patch: RequestPatch; from?: Array<RequestRow["status"]> }
   | { op: "approval.put"; row: ApprovalRow }
-  | { op: "approval.delete"; principal: string; tool: string };
+  | { op: "approval.delete"; principal: string; tool: string }
+  | { op: "process.insert"; row: ProcessRow }
+  | { op: "process.update"; id: string; patch: ProcessPatch };
 
 /** The HTTP API's writes (`responses`, `http_idempotency`). */
 export type HttpOp = Extract<WriteOp, { op: "response.insert" | "response.update" | "http_idempotency.complete" | "http_idempotency.release" }>;
@@ -68,6 +72,9 @@ export type DelegationOp = Extract<WriteOp, { op: "delegation.insert" | "delegat
 
 /** Writes of open requests and stored approvals (`requests`, `approvals`). */
 export type RequestOp = Extract<WriteOp, { op: "request.insert" | "request.update" | "approval.put" | "approval.delete" }>;
+
+/** Writes of background processes (`processes`). */
+export type ProcessOp = Extract<WriteOp, { op: "process.insert" | "process.update" }>;
 
 /** The `default` of every op switch: `op` is `never` there as long as every case is handled. */
 export function unsupportedOp(op: never, store: string): never {

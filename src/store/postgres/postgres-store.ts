@@ -30,6 +30,7 @@ import type { WriteOp } from "../write-ops.js";
 import { PgWrites } from "./apply-ops.js";
 import { PgDelegationTables } from "./delegation-tables.js";
 import { PgRequestTables } from "./request-tables.js";
+import { PgProcessTables } from "./process-tables.js";
 import { PgHttpTables } from "./http-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 import { PgRetention } from "./retention.js";
@@ -73,6 +74,8 @@ export class PostgresStore implements Store {
   readonly delegations: PgDelegationTables;
   /** Open requests and stored approvals (`requests`, `approvals`). */
   readonly requests: PgRequestTables;
+  /** Background processes of sessions (`processes`). */
+  readonly processes: PgProcessTables;
   /** Deleting sessions ended long ago (retention). */
   readonly retention: PgRetention;
   /** The HTTP API's tables (responses, idempotency keys). */
@@ -85,9 +88,10 @@ export class PostgresStore implements Store {
     this.schema = schema;
     this.delegations = new PgDelegationTables(pool);
     this.requests = new PgRequestTables(pool);
+    this.processes = new PgProcessTables(pool);
     this.retention = new PgRetention(pool, (fn) => this.tx(fn));
     this.http = new PgHttpTables(pool, (fn) => this.tx(fn));
-    this.writes = new PgWrites(this.http, this.delegations, this.requests);
+    this.writes = new PgWrites(this.http, this.delegations, this.requests, this.processes);
   }
 
   /** Connects, creates the schema if named, and applies pending migrations (serialized across nodes). */

@@ -29,6 +29,7 @@ import type { WriteOp } from "../write-ops.js";
 import { SqliteWrites } from "./apply-ops.js";
 import { DelegationTables } from "./delegation-tables.js";
 import { RequestTables } from "./request-tables.js";
+import { ProcessTables } from "./process-tables.js";
 import { HttpTables } from "./http-tables.js";
 import { MIGRATIONS } from "./migrations.js";
 import { SqliteRetention } from "./retention.js";
@@ -55,6 +56,8 @@ export class SqliteStore implements Store {
   readonly delegations: DelegationTables;
   /** Open requests and stored approvals (`requests`, `approvals`). */
   readonly requests: RequestTables;
+  /** Background processes of sessions (`processes`). */
+  readonly processes: ProcessTables;
   /** Deleting sessions ended long ago (retention). */
   readonly retention: SqliteRetention;
 
@@ -119,8 +122,9 @@ export class SqliteStore implements Store {
     this.http = new HttpTables(db);
     this.delegations = new DelegationTables(db);
     this.requests = new RequestTables(db);
+    this.processes = new ProcessTables(db);
     this.retention = new SqliteRetention(db);
-    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests);
+    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       for (const op of ops) writes.apply(op);
     });
