@@ -85,12 +85,14 @@ export interface ServerDeps {
 }
 
 /** The models the OpenAI-compatible API offers: every routable model, the default first. */
-export function listModels(catalog: ProviderCatalog): ModelInfo[] {
+export function listModels(catalog: ProviderCatalog, requireConfirmation: readonly string[] = []): ModelInfo[] {
   const models: ModelInfo[] = [{ id: catalog.defaultModel, provider: catalog.defaultProvider }];
   for (const entry of catalog.list()) {
     const names = entry.models.length > 0 ? entry.models : [entry.defaultModel];
     for (const id of names) if (!models.some((m) => m.id === id)) models.push({ id, provider: entry.name });
   }
+  // Marked so a client can show a lock before asking (config.set still answers confirm_required).
+  for (const m of models) if (requireConfirmation.includes(m.id) || requireConfirmation.includes(`${m.provider}/${m.id}`)) m.requires_confirmation = true;
   return models;
 }
 
@@ -307,7 +309,7 @@ function transports(
   const flow = { softBytes: config.limits.sendBufferSoftBytes, hardBytes: config.limits.sendBufferHardBytes };
   const app = config.wsOnly
     ? null
-    : createHttpApp({ profiles, auth, logger, clock, ids: parts.ids, config: config.http, models: listModels(catalog), metrics: parts.metrics, flow, ready });
+    : createHttpApp({ profiles, auth, logger, clock, ids: parts.ids, config: config.http, models: listModels(catalog, config.models.require_confirmation), metrics: parts.metrics, flow, ready });
   const server = attachTo ?? (app ? serveHttpApp(app) : createHttpServer({ ready, wsOnly: true }));
   const ws = attachWsEndpoint(server, {
     manager: profiles,

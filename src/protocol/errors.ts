@@ -17,6 +17,8 @@ export const ErrorCode = {
   RequestNotFound: 4011,
   RequestResolved: 4012,
   PayloadTooLarge: 4013,
+  /** A client tool's name is a tool the gateway already offers (built-in or MCP). */
+  ToolNameTaken: 4020,
   RateLimited: 4029,
   /** The session has no background process of that id (`process.*`). */
   ProcessNotFound: 4030,
@@ -54,6 +56,7 @@ export const ERROR_TABLE: Record<ErrorCodeValue, ErrorInfo> = {
   4011: { name: "request_not_found", httpStatus: 404, retryable: false, message: "No such open request" },
   4012: { name: "request_already_resolved", httpStatus: 409, retryable: false, message: "The request was already answered" },
   4013: { name: "payload_too_large", httpStatus: 413, retryable: false, message: "Payload too large" },
+  4020: { name: "tool_name_taken", httpStatus: 400, retryable: false, message: "A client tool has the name of a server tool" },
   4060: { name: "not_a_room", httpStatus: 400, retryable: false, message: "The session is not a room" },
   4061: { name: "unknown_bot", httpStatus: 404, retryable: false, message: "No such bot" },
   4062: { name: "envelope_not_found", httpStatus: 404, retryable: false, message: "No such envelope" },

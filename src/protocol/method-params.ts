@@ -13,7 +13,16 @@ const seq = z.number().int().min(0);
 
 export const EmptyParams = z.object({}).optional();
 
+/** A tool the client executes itself: OpenAI's function name rules (letters, digits, `_`, `-`; at most 64). */
+export const ClientToolParam = z.object({
+  name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "1-64 letters, digits, _ or -"),
+  description: z.string().max(10_000).optional(),
+  parameters: z.record(z.string(), z.unknown()).optional(),
+});
+const clientTools = z.array(ClientToolParam).max(128).optional();
+
 export const SessionCreateParams = z.object({
+  client_tools: clientTools,
   profile: z.string().min(1).max(100).optional(),
   title: z.string().max(500).optional(),
   model: z.string().min(1).max(200).optional(),
@@ -50,7 +59,7 @@ export const SessionMessagesParams = z.object({
 
 export const SessionIdParams = z.object({ session_id: sessionId, profile });
 
-export const SessionUpdateParams = z.object({ session_id: sessionId, title: z.string().max(500).optional(), profile });
+export const SessionUpdateParams = z.object({ session_id: sessionId, title: z.string().max(500).optional(), client_tools: clientTools, profile });
 
 export const PromptSubmitParams = z.object({
   session_id: sessionId,

@@ -94,3 +94,15 @@ export interface StoredApproval {
   by: string;
   created_at: number;
 }
+
+/**
+ * A tool the client executes itself (`session.create { client_tools }`, `session.update`; OpenAI
+ * function tools on the HTTP API): offered to the model beside the gateway's tools, a call of it
+ * opens a request of kind `client_tool` answered with `output` or `error`.
+ */
+export interface ClientToolSpec {
+  name: string;
+  description?: string;
+  /** JSON schema of the arguments object. */
+  parameters?: Record<string, unknown>;
+}

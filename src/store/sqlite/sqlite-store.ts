@@ -31,6 +31,7 @@ import { DelegationTables } from "./delegation-tables.js";
 import { RequestTables } from "./request-tables.js";
 import { ProcessTables } from "./process-tables.js";
 import { HttpTables } from "./http-tables.js";
+import { RunTables } from "./run-tables.js";
 import { MIGRATIONS } from "./migrations.js";
 import { SqliteRetention } from "./retention.js";
 
@@ -58,6 +59,8 @@ export class SqliteStore implements Store {
   readonly requests: RequestTables;
   /** Background processes of sessions (`processes`). */
   readonly processes: ProcessTables;
+  /** The /v1/runs API's runs and session keys. */
+  readonly runs: RunTables;
   /** Deleting sessions ended long ago (retention). */
   readonly retention: SqliteRetention;
 
@@ -123,6 +126,7 @@ export class SqliteStore implements Store {
     this.delegations = new DelegationTables(db);
     this.requests = new RequestTables(db);
     this.processes = new ProcessTables(db);
+    this.runs = new RunTables(db);
     this.retention = new SqliteRetention(db);
     const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
