@@ -5,7 +5,7 @@
  * bench/.last-results.json.
  *
  *   npm run bench                      # everything (~2 minutes on 2 cores)
- *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | startup | retention | tracing, comma-separated
+ *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | startup | retention | tracing | agents, comma-separated
  *   npm run bench -- --quick           # smaller sizes, for working on the harness itself
  *   npm run bench -- --scale           # scale-out: PostgreSQL + Redis, 1 vs 2 nodes (bench/scale.ts)
  *
@@ -25,6 +25,7 @@ import type { ToolRoundTripResult } from "./tool-roundtrip.js";
 import type { StartupResult } from "./startup.js";
 import type { RetentionBenchResult } from "./retention.js";
 import type { TracingBenchResult } from "./tracing.js";
+import type { AgentHopResult } from "./agent-hop.js";
 import { fmtInt, fmtMs, fmtRatio, median, progress } from "./stats.js";
 import { build } from "../scripts/build.mjs";
 
@@ -57,6 +58,7 @@ const SIZES = quick
       startup: { runs: 3 },
       retention: { pairs: 1, sessions: 100, rows: 500, deltas: 1000 },
       tracing: { turnsPerBlock: 50, blocks: 2 },
+      agents: { hops: 20, warmup: 3 },
     }
   : {
       // 50k, not 100k: appends cost grows faster than linearly with the backlog (see the report),
@@ -85,6 +87,7 @@ const SIZES = quick
       // through during the measured turn (~3.5 s), so it deletes all the while.
       retention: { pairs: 3, sessions: 200, rows: 1000, deltas: 3000 },
       tracing: { turnsPerBlock: 400, blocks: 6 },
+      agents: { hops: 200, warmup: 20 },
     };
 
 interface Row {
@@ -339,6 +342,26 @@ async function runTracing(): Promise<void> {
   });
 }
 
+async function runAgents(): Promise<void> {
+  const { benchAgentHop } = await import("./agent-hop.js");
+  const r: AgentHopResult = await benchAgentHop(SIZES.agents);
+  results.agents = r;
+  const ok = r.hopP50Ms < 50;
+  rows.push({
+    name: `agent hop: message_agent → reply in the sender's live tip (two local bots, ${r.hops} hops, p50)`,
+    value: fmtMs(r.hopP50Ms),
+    baseline: fmtMs(r.turnP50Ms),
+    ratio: `${fmtRatio(r.hopP50Ms / r.turnP50Ms)} (lower is better)`,
+    target: "p50 < 50 ms",
+    ok: ok ? "yes" : "NO",
+    verdict:
+      `agents: a message from bot alpha to bot beta comes back as beta's reply in alpha's chat p50 ${fmtMs(r.hopP50Ms)} / p90 ` +
+      `${fmtMs(r.hopP90Ms)} after the envelope was committed (push wake, claim, send, beta's turn, reply, delivery), vs p50 ` +
+      `${fmtMs(r.turnP50Ms)} / p90 ${fmtMs(r.turnP90Ms)} for beta's turn alone (${fmtRatio(r.hopP50Ms / r.turnP50Ms)}×) — ` +
+      `${ok ? "meets" : "MISSES"} p50 < 50 ms.`,
+  });
+}
+
 function printTable(): void {
   const head: Row = { name: "benchmark", value: "value", baseline: "baseline", ratio: "ratio", target: "target", ok: "—", verdict: "" };
   const cols: Array<keyof Row> = ["name", "value", "baseline", "ratio", "target", "ok"];
@@ -400,6 +423,7 @@ const RUNNERS = [
   ["startup", runStartup],
   ["retention", runRetention],
   ["tracing", runTracing],
+  ["agents", runAgents],
 ] as const;
 
 const t0 = performance.now();

@@ -30,6 +30,7 @@ import { SqliteWrites } from "./apply-ops.js";
 import { DelegationTables } from "./delegation-tables.js";
 import { RequestTables } from "./request-tables.js";
 import { ProcessTables } from "./process-tables.js";
+import { EnvelopeTables } from "./envelope-tables.js";
 import { HttpTables } from "./http-tables.js";
 import { RunTables } from "./run-tables.js";
 import { MIGRATIONS } from "./migrations.js";
@@ -59,6 +60,8 @@ export class SqliteStore implements Store {
   readonly requests: RequestTables;
   /** Background processes of sessions (`processes`). */
   readonly processes: ProcessTables;
+  /** The agent outbox (`agent_envelopes`). */
+  readonly envelopes: EnvelopeTables;
   /** The /v1/runs API's runs and session keys. */
   readonly runs: RunTables;
   /** Deleting sessions ended long ago (retention). */
@@ -126,9 +129,10 @@ export class SqliteStore implements Store {
     this.delegations = new DelegationTables(db);
     this.requests = new RequestTables(db);
     this.processes = new ProcessTables(db);
+    this.envelopes = new EnvelopeTables(db);
     this.runs = new RunTables(db);
     this.retention = new SqliteRetention(db);
-    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes);
+    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       for (const op of ops) writes.apply(op);
     });
