@@ -33,6 +33,7 @@ export const EventType = {
   TurnAwaiting: "turn.awaiting",
   ProcessStarted: "process.started",
   ProcessExited: "process.exited",
+  TurnSteered: "turn.steered",
   // session, transient
   MessageDelta: "message.delta",
   ReasoningDelta: "reasoning.delta",
@@ -221,6 +222,16 @@ export interface SessionNoticePayload {
 export interface TurnAwaitingPayload {
   turn_id: string;
   request_ids: string[];
+}
+
+/**
+ * `turn.steered` (durable): guidance joined the running turn before its next model call, as the
+ * user message `message_id` (`display_kind: "steer"`), committed with it.
+ */
+export interface TurnSteeredPayload {
+  turn_id: string;
+  message_id: string;
+  text: string;
 }
 
 export interface SessionReclaimedPayload {
