@@ -47,6 +47,10 @@ export const SessionListParams = z
     cursor: z.string().max(500).optional(),
     include_ended: z.boolean().optional(),
     include_hidden: z.boolean().optional(),
+    /** Sessions whose title or any message contains it (case-insensitive). */
+    query: z.string().min(1).max(200).optional(),
+    /** true: only archived sessions; absent or false: only sessions not archived. */
+    archived: z.boolean().optional(),
   })
   .optional();
 
@@ -59,7 +63,13 @@ export const SessionMessagesParams = z.object({
 
 export const SessionIdParams = z.object({ session_id: sessionId, profile });
 
-export const SessionUpdateParams = z.object({ session_id: sessionId, title: z.string().max(500).optional(), client_tools: clientTools, profile });
+export const SessionUpdateParams = z.object({
+  session_id: sessionId,
+  title: z.string().max(500).optional(),
+  client_tools: clientTools,
+  archived: z.boolean().optional(),
+  profile,
+});
 
 export const PromptSubmitParams = z.object({
   session_id: sessionId,
@@ -159,6 +169,7 @@ export const METHOD_PARAMS = {
   [Method.SessionReopen]: SessionIdParams,
   [Method.SessionDetach]: SessionIdParams,
   [Method.SessionUpdate]: SessionUpdateParams,
+  [Method.SessionDelete]: SessionIdParams,
   [Method.SessionInterrupt]: SessionIdParams,
   [Method.PromptSubmit]: PromptSubmitParams,
   [Method.SessionSteer]: SessionSteerParams,

@@ -47,6 +47,7 @@ export const Method = {
   SessionReopen: "session.reopen",
   SessionDetach: "session.detach",
   SessionUpdate: "session.update",
+  SessionDelete: "session.delete",
   SessionInterrupt: "session.interrupt",
   PromptSubmit: "prompt.submit",
   SessionSteer: "session.steer",
@@ -141,6 +142,7 @@ export interface MethodMap {
   "session.reopen": { params: z.input<typeof SessionIdParams>; result: Snapshot };
   "session.detach": { params: z.input<typeof SessionIdParams>; result: { detached: boolean } };
   "session.update": { params: z.input<typeof SessionUpdateParams>; result: SessionSummary };
+  "session.delete": { params: z.input<typeof SessionIdParams>; result: { deleted: true } };
   "session.interrupt": {
     params: z.input<typeof SessionIdParams>;
     result: { status: "interrupted" | "idle" };

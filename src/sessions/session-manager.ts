@@ -34,7 +34,7 @@ import type { TetherConfig } from "../config/index.js";
 import type { ProviderCatalog } from "../agent/provider-catalog.js";
 import { continuationAncestors } from "./core/live-tip.js";
 import { assertOwner, requireLive, requireRow, storage } from "./core/session-access.js";
-import { renameSession, titleFromFirstPrompt } from "./core/session-info.js";
+import { archiveSession, renameSession, titleFromFirstPrompt } from "./core/session-info.js";
 import type { SessionRuntime } from "./core/session-runtime.js";
 import { seedHistory, type SeedMessage } from "./core/seed-history.js";
 import type { Caller, CreateParams, GlobalListener, ListParams, SessionManagerDeps } from "./core/types.js";
@@ -49,6 +49,7 @@ import { resumeSession, type ResumeDeps } from "./resuming.js";
 import { startTurn, type StartedTurn, type TurnConfig, type TurnRequest } from "./turn-entry.js";
 import { setClientTools } from "./core/client-tools.js";
 import { reopenStored } from "./lifecycle/reopening.js";
+import { deleteSession } from "./lifecycle/session-delete.js";
 import { openRequestsOf } from "./views/snapshots.js";
 import type { RequestAnswer } from "./requests/request-shapes.js";
 
@@ -163,10 +164,16 @@ export class SessionManager implements ForwardedCalls {
   }
 
   /** Renames a session; viewers see a new `session.info`. */
-  async update(caller: Caller, sessionId: string, patch: { title?: string; client_tools?: ClientToolSpec[] }): Promise<SessionSummary> {
+  async update(caller: Caller, sessionId: string, patch: { title?: string; client_tools?: ClientToolSpec[]; archived?: boolean }): Promise<SessionSummary> {
     await renameSession({ ...this.deps, registry: this.parts.registry }, caller, sessionId, patch.title);
+    await archiveSession({ ...this.deps, registry: this.parts.registry }, caller, sessionId, patch.archived);
     if (patch.client_tools !== undefined) await this.configure(caller, sessionId, { clientTools: patch.client_tools, callOptions: this.parts.registry.get(sessionId)?.callOptions });
     return this.get(caller, sessionId);
+  }
+
+  /** `session.delete`: closed if open, then deleted with its transcript (lifecycle/session-delete.ts). */
+  delete(caller: Caller, sessionId: string): Promise<{ deleted: true }> {
+    return deleteSession({ store: this.deps.store, clock: this.deps.clock, close: (c, id) => this.close(c, id) }, caller, sessionId);
   }
 
   /** One session's summary. */

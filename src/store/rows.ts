@@ -6,6 +6,8 @@ import type { TodoState, ToolCall } from "../protocol/index.js";
 
 export interface SessionFlags {
   hidden?: boolean;
+  /** Archived by its user: out of the default list, kept whole (session.update `archived`). */
+  archived?: boolean;
   follow_profile_config?: boolean;
   room_plumbing?: boolean;
   close_on_disconnect?: boolean;
@@ -246,6 +248,10 @@ export interface SessionListQuery {
   /** Also sessions that ended for good (user_close, compression…); recoverable ends are always listed. */
   includeEnded: boolean;
   includeHidden: boolean;
+  /** Only sessions whose title or a message's content contains this text (case-insensitive). */
+  search?: string;
+  /** true: only archived sessions (`flags.archived`); false: only the others. */
+  archived?: boolean;
 }
 
 export interface SessionListItem {

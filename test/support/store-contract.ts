@@ -171,6 +171,28 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       expect((await store.listSessions({ ...q, includeHidden: true })).items.map((i) => i.row.id)).toEqual(["plumbing", "stopped", "reaped", "open"]);
     });
 
+    it("searches titles and message contents (case-insensitive, % and _ literal), and lists archived sessions apart", async () => {
+      const store = await fresh();
+      await store.commit([
+        { op: "session.insert", row: sessionRow("t", { last_activity_at: 10, title: "Release PLANNING" }) },
+        { op: "session.insert", row: sessionRow("c", { last_activity_at: 20, title: "chat" }) },
+        { op: "session.insert", row: sessionRow("p", { last_activity_at: 30, title: "100% sure" }) },
+        { op: "session.insert", row: sessionRow("arch", { last_activity_at: 40, title: "old planning", flags: { archived: true } }) },
+        { op: "session.insert", row: sessionRow("x", { last_activity_at: 50, title: "planning", principal: "someone-else" }) },
+        { op: "message.insert", row: messageRow("m1", "c", 1, { content: "let us plan the planning meeting" }) },
+        { op: "message.insert", row: messageRow("m2", "p", 1, { content: "nothing here" }) },
+      ]);
+      const q = { principal: "default", limit: 10, includeEnded: false, includeHidden: false };
+      const ids = async (over: object) => (await store.listSessions({ ...q, ...over })).items.map((i) => i.row.id);
+      expect(await ids({ search: "planning" })).toEqual(["arch", "c", "t"]);
+      expect(await ids({ search: "planning", archived: false })).toEqual(["c", "t"]);
+      expect(await ids({ search: "planning", archived: true })).toEqual(["arch"]);
+      expect(await ids({ archived: false })).toEqual(["p", "c", "t"]);
+      expect(await ids({ search: "0%" })).toEqual(["p"]);
+      expect(await ids({ search: "_" })).toEqual([]);
+      expect(await ids({ search: "PLAN THE" })).toEqual(["c"]);
+    });
+
     it("lists sessions by activity with cursor pagination, filtering ended and hidden ones", async () => {
       const store = await fresh();
       await store.commit([

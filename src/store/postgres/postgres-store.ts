@@ -204,6 +204,14 @@ export class PostgresStore implements Store {
     // Sessions the gateway ended for a recoverable reason are listed (they resume on open).
     if (!qy.includeEnded) where.push(`(s.ended_at IS NULL OR s.end_reason = ANY(${arg([...RECOVERABLE_END_REASONS])}))`);
     if (!qy.includeHidden) where.push(`(s.flags::jsonb -> 'hidden') IS DISTINCT FROM 'true'::jsonb`);
+    if (qy.archived !== undefined) {
+      where.push(qy.archived ? `(s.flags::jsonb -> 'archived') = 'true'::jsonb` : `(s.flags::jsonb -> 'archived') IS DISTINCT FROM 'true'::jsonb`);
+    }
+    if (qy.search !== undefined) {
+      // % _ and \ in the text match themselves.
+      const like = arg(`%${qy.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      where.push(`(s.title ILIKE ${like} OR EXISTS (SELECT 1 FROM messages m2 WHERE m2.session_id = s.id AND m2.content ILIKE ${like}))`);
+    }
     const cursor = decodeCursor(qy.cursor);
     if (cursor) {
       const at = arg(cursor.at);

@@ -165,6 +165,13 @@ export class SqliteStore implements Store {
       params.push(...RECOVERABLE);
     }
     if (!q.includeHidden) where.push("json_extract(s.flags, '$.hidden') IS NOT 1");
+    if (q.archived !== undefined) where.push(q.archived ? "json_extract(s.flags, '$.archived') IS 1" : "json_extract(s.flags, '$.archived') IS NOT 1");
+    if (q.search !== undefined) {
+      // LIKE is case-insensitive for ASCII in SQLite; % _ and \ in the text match themselves.
+      const like = `%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      where.push("(s.title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m2 WHERE m2.session_id = s.id AND m2.content LIKE ? ESCAPE '\\'))");
+      params.push(like, like);
+    }
     const cursor = decodeCursor(q.cursor);
     if (cursor) {
       where.push("(s.last_activity_at < ? OR (s.last_activity_at = ? AND s.id < ?))");
