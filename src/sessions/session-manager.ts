@@ -17,6 +17,8 @@ import type {
   Message,
   ClientToolSpec,
   OpenRequest,
+  ProcessInfo,
+  ProcessOutputPage,
   RequestRespondResult,
   SessionSummary,
   SinceResult,
@@ -101,7 +103,11 @@ export class SessionManager implements ForwardedCalls {
     this.unserve?.();
     this.parts.routing?.remote.close();
     this.parts.lifecycle.stop();
-    return this.parts.ending.endAllWithin(budgetMs);
+    // Every end stops its session's background processes (SIGTERM, SIGKILL after a grace); the
+    // sweep after it catches any whose runtime went another way (a rotation).
+    const ended = await this.parts.ending.endAllWithin(budgetMs);
+    await this.parts.processes.stopAll();
+    return ended;
   }
 
   /** Global frames (`session.reclaimed`) for every connection. */
@@ -327,6 +333,36 @@ export class SessionManager implements ForwardedCalls {
     return { revoked: had };
   }
 
+  // ---- Background processes (workspace terminal) ----
+
+  /**
+   * `process.list`: the session's background processes. Like every read of live state it needs the
+   * session live: on the node that owns it (forwarded there), else 4001 — a client polling a session
+   * that is gone stops on that, and starts again once it resumed the session.
+   */
+  async processList(caller: Caller, sessionId: string): Promise<{ processes: ProcessInfo[] }> {
+    const routed = await this.forwardToOwner(caller, sessionId, "process.list", {});
+    if (routed.forwarded) return routed.result as { processes: ProcessInfo[] };
+    const runtime = await this.requireLive(caller, sessionId, "process.list");
+    return { processes: await this.parts.processes.list(runtime) };
+  }
+
+  /** `process.kill`: SIGTERM to the process group, SIGKILL after a grace; answers once it ended. */
+  async processKill(caller: Caller, sessionId: string, id: string): Promise<{ process: ProcessInfo }> {
+    const routed = await this.forwardToOwner(caller, sessionId, "process.kill", { id });
+    if (routed.forwarded) return routed.result as { process: ProcessInfo };
+    const runtime = await this.requireLive(caller, sessionId, "process.kill");
+    return { process: await this.parts.processes.kill(runtime, id) };
+  }
+
+  /** `process.output`: a page of the captured output from `afterOffset`, or its last `tail` bytes. */
+  async processOutput(caller: Caller, sessionId: string, id: string, opts: { afterOffset?: number | undefined; tail?: number | undefined }): Promise<ProcessOutputPage> {
+    const routed = await this.forwardToOwner(caller, sessionId, "process.output", { id, after_offset: opts.afterOffset, tail: opts.tail });
+    if (routed.forwarded) return routed.result as ProcessOutputPage;
+    const runtime = await this.requireLive(caller, sessionId, "process.output");
+    return this.parts.processes.output(runtime, id, opts);
+  }
+
   // ---- Events ----
 
   async since(caller: Caller, sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<SinceResult> {
@@ -381,6 +417,11 @@ export class SessionManager implements ForwardedCalls {
   /** Scale-out routing of a call that changes a session not live here (cluster/node-routing.ts). */
   private forwardOrTakeOver(caller: Caller, sessionId: string, method: string, params: Record<string, unknown>) {
     return this.parts.routing ? this.parts.routing.forwardOrTakeOver(caller, sessionId, method, params) : Promise.resolve({ forwarded: false as const });
+  }
+
+  /** Scale-out: a read of live state goes to the node that owns the session, never takes it over. */
+  private forwardToOwner(caller: Caller, sessionId: string, method: string, params: Record<string, unknown>) {
+    return this.parts.routing ? this.parts.routing.forwardToOwner(caller, sessionId, method, params) : Promise.resolve({ forwarded: false as const });
   }
 
   private requireLive(caller: Caller, sessionId: string, method: string): Promise<SessionRuntime> {

@@ -11,6 +11,7 @@ import {
   FenceError,
   RequestStateError,
   type DelegationRow,
+  type ProcessRow,
   type RequestRow,
   type MessageRow,
   type SessionRow,
@@ -604,6 +605,40 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         await store.commit([{ op: "approval.delete", principal: "alice", tool: "a__x" }]);
         expect((await store.requests.listApprovals("alice")).map((a) => a.tool)).toEqual(["b__x"]);
         expect((await store.requests.listApprovals("bob")).map((a) => a.tool)).toEqual(["a__x"]);
+      });
+    });
+
+    describe("background processes", () => {
+      const proc = (id: string, over: Partial<ProcessRow> = {}): ProcessRow => ({
+        id,
+        session_id: "s1",
+        command: "npm run dev",
+        cwd: "/srv/app",
+        pid: 4242,
+        status: "running",
+        exit_code: null,
+        signal: null,
+        started_at: 3000,
+        ended_at: null,
+        output_tail: "",
+        owner: "proc-a",
+        ...over,
+      });
+
+      it("round-trips process records, applies their end, lists a session's oldest first", async () => {
+        const store = await fresh();
+        await store.commit([
+          { op: "session.insert", row: sessionRow("s1") },
+          { op: "process.insert", row: proc("p2", { started_at: 3001 }) },
+          { op: "process.insert", row: proc("p1") },
+          { op: "process.insert", row: proc("p3", { session_id: "s2" }) },
+        ]);
+        expect(await store.processes.listProcesses("s1")).toEqual([proc("p1"), proc("p2", { started_at: 3001 })]);
+        await store.commit([{ op: "process.update", id: "p1", patch: { status: "exited", exit_code: 3, ended_at: 4000, output_tail: "bye\n" } }]);
+        expect((await store.processes.listProcesses("s1"))[0]).toEqual(proc("p1", { status: "exited", exit_code: 3, ended_at: 4000, output_tail: "bye\n" }));
+        await store.commit([{ op: "process.update", id: "p2", patch: { status: "killed", signal: "SIGTERM", ended_at: 4001 } }]);
+        expect((await store.processes.listProcesses("s1"))[1]).toMatchObject({ status: "killed", signal: "SIGTERM", exit_code: null });
+        expect(await store.processes.listProcesses("nobody")).toEqual([]);
       });
     });
 
