@@ -140,7 +140,6 @@ export class NodeRouting {
   }
 
   /**
-<<<<<<< HEAD
    * Whether this node still owns a parked session it holds. Another node's resume may take the
    * lease of a session parked here, and this node learns it only at its next beat: a call answered
    * from the runtime meanwhile ("started") would then have every write refused as stale, and its
@@ -154,7 +153,9 @@ export class NodeRouting {
     this.deps.logger.warn({ session_id: runtime.id, owner: lease?.owner }, "a parked session was taken over by another node: routing the call there");
     this.deps.supersede(runtime);
     return false;
-=======
+  }
+
+  /**
    * A call for a session live on a sibling node goes to that owner (answered as if local); else —
    * live here, not live anywhere, or its owner unreachable — it is not forwarded, and the caller
    * answers it here (a read of live state then says 4001). A forwarded call is never forwarded again.
@@ -178,7 +179,6 @@ export class NodeRouting {
       logger.warn({ session_id: sessionId, owner: lease.owner, method }, "owner unreachable: not forwarded");
       return { forwarded: false };
     }
->>>>>>> main
   }
 
   private async ownerAlive(owner: string, leaseExpiresAt: number): Promise<boolean> {
