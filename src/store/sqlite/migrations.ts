@@ -202,4 +202,17 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 10,
+    name: "delta log: the streamed text of messages still streaming, compacted at message.complete",
+    sql: `
+      CREATE TABLE message_deltas (
+        session_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        PRIMARY KEY (session_id, message_id, seq)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
