@@ -13,7 +13,7 @@ import {
   type Usage,
 } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
-import { ProviderError, type ChatMessage, type ToolSpec } from "./provider.js";
+import { ProviderError, type CallOptions, type ChatMessage, type ToolSpec } from "./provider.js";
 import type { WriteOp } from "../store/types.js";
 import type { TurnContext } from "./turn-context.js";
 import { internalError } from "./turn-errors.js";
@@ -41,6 +41,8 @@ export async function streamAssistantMessage(
   /** More ops for the final `message.complete` of a message that calls tools (the approval requests of its calls). */
   completeOps?: (toolCalls: ToolCall[]) => WriteOp[],
   turnSpan: SpanHandle = NOOP_SPAN,
+  /** The transport's tool choice and sampling parameters for this call. */
+  call: CallOptions = {},
 ): Promise<AssistantStep> {
   const messageId = ctx.ids.next("msg");
   frames.emit<MessageStartPayload>(EventType.MessageStart, { message_id: messageId, role: "assistant" }, [
@@ -54,6 +56,7 @@ export async function streamAssistantMessage(
       model: ctx.model,
       messages: requestMessages(ctx),
       ...(specs.length > 0 ? { tools: specs } : {}),
+      ...call,
       signal: ctx.signal,
     });
     for await (const chunk of stream) {

@@ -9,8 +9,10 @@
  *   fail: LAYER/CODE  fails with that TurnErrorInfo (unknown layer → "provider")
  *   summarize: TEXT   a short deterministic summary of TEXT (what compression sends)
  *   delegate: A; B    calls `delegate_task` with one task per goal, then confirms (results arrive later)
- *   call: T {json}    calls tool T (of those the turn offers) with those arguments; `call: A {…}; B {…}`
- *                     calls several in one step; then replies quoting each result (see demo-call-cue.ts)
+ *   call: T {json}    calls tool T (of those the turn offers, the client's own included) with those
+ *                     arguments; `call: A {…}; B {…}` calls several in one step (one per step with
+ *                     parallel_tool_calls: false); then replies quoting each result (demo-call-cue.ts)
+ *   tool_choice       `required` or a named function with no `call:` cue calls that tool with `{}`
  *   anything else     a short reply quoting the prompt, word by word
  */
 import { ERROR_LAYERS, type ErrorLayer, type ToolCall } from "../protocol/index.js";
@@ -45,8 +47,8 @@ export class DemoProvider implements Provider {
     const { prompt, toolResultSeen, userIndex } = lastUserTurn(req.messages);
     const cue = /^call:\s*([\s\S]*)$/i.exec(prompt);
     const plan = cue
-      ? planCalls(cue[1]!, req, toolResultSeen, userIndex)
-      : planReply(prompt, toolResultSeen, userIndex);
+      ? planCalls(cue[1]!, req, userIndex)
+      : (forcedCall(req, toolResultSeen, userIndex) ?? planReply(prompt, toolResultSeen, userIndex));
     if (plan.kind === "fail") throw new ProviderError(plan.info);
 
     let output = "";
@@ -147,19 +149,36 @@ function planReply(prompt: string, toolResultSeen: boolean, userIndex: number): 
   };
 }
 
-/** The `call:` cue: the offered tools it names, in one step; then a sentence quoting each result. */
-function planCalls(body: string, req: StreamRequest, toolResultSeen: boolean, userIndex: number): Plan {
+/**
+ * The `call:` cue: the offered tools it names, in one step (one per step with
+ * `parallel_tool_calls: false`; only the named one under a named `tool_choice`; none under
+ * `none`); then a sentence quoting each result. The calls already made are read from the history,
+ * so a conversation continued elsewhere (a client sending the whole history back) goes on alike.
+ */
+function planCalls(body: string, req: StreamRequest, userIndex: number): Plan {
   const cued = parseCallCue(body);
   if (!cued) return { kind: "text", chunks: words(`I could not read that call: write "call: TOOL {json}" or "call: A {…}; B {…}".`) };
-  const offered = new Set((req.tools ?? []).map((t) => t.name));
-  const calls = cued
-    .map((c, i) => ({ id: `call_demo_${userIndex}_${i}`, name: c.name, arguments: c.arguments }))
-    .filter((c) => offered.has(c.name));
+  const after = req.messages.slice(userIndex + 1);
+  const made = after.flatMap((m) => (m.role === "assistant" ? (m.tool_calls ?? []) : []));
+  const choice = req.toolChoice;
+  const offered = new Set(choice === "none" ? [] : (req.tools ?? []).map((t) => t.name));
+  let calls = cued.map((c, i) => ({ id: `call_demo_${userIndex}_${i}`, name: c.name, arguments: c.arguments })).filter((c) => offered.has(c.name));
+  if (typeof choice === "object") calls = calls.filter((c) => c.name === choice.name);
   const missing = cued.filter((c) => !offered.has(c.name)).map((c) => c.name);
-  if (toolResultSeen || calls.length === 0) {
-    return { kind: "text", chunks: words(describeResults(toolResultSeen ? calls : [], req.messages.slice(userIndex + 1), missing)) };
-  }
-  return { kind: "tool", calls };
+  const serial = req.parallelToolCalls === false;
+  const next = made.length === 0 ? calls : serial ? calls.slice(made.length) : [];
+  const step = serial ? next.slice(0, 1) : next;
+  if (step.length === 0) return { kind: "text", chunks: words(describeResults(made, after, missing)) };
+  return { kind: "tool", calls: step };
+}
+
+/** `tool_choice: required` or a named function without a `call:` cue: that tool (or the first offered), with `{}`. */
+function forcedCall(req: StreamRequest, toolResultSeen: boolean, userIndex: number): Plan | null {
+  const choice = req.toolChoice;
+  if (toolResultSeen || choice === undefined || choice === "auto" || choice === "none") return null;
+  const tool = typeof choice === "object" ? req.tools?.find((t) => t.name === choice.name) : req.tools?.[0];
+  if (!tool) return null;
+  return { kind: "tool", calls: [{ id: `call_demo_${userIndex}_0`, name: tool.name, arguments: "{}" }] };
 }
 
 /** The last user message and whether a tool result follows it (the tool step already ran). */

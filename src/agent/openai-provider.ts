@@ -136,6 +136,8 @@ export class OpenAIProvider implements Provider {
 
   private body(req: StreamRequest): Record<string, unknown> {
     const body: Record<string, unknown> = {
+      // The transport's parameters first: what Tether itself sets below always wins.
+      ...req.params,
       model: req.model || this.defaultModel,
       messages: req.messages.map(toWireMessage),
       stream: true,
@@ -146,6 +148,10 @@ export class OpenAIProvider implements Provider {
         type: "function",
         function: { name: t.name, description: t.description, parameters: t.parameters },
       }));
+      if (req.toolChoice !== undefined) {
+        body.tool_choice = typeof req.toolChoice === "string" ? req.toolChoice : { type: "function", function: { name: req.toolChoice.name } };
+      }
+      if (req.parallelToolCalls !== undefined) body.parallel_tool_calls = req.parallelToolCalls;
     }
     return body;
   }

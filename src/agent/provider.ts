@@ -28,7 +28,25 @@ export interface ToolSpec {
   parameters: Record<string, unknown>;
 }
 
-export interface StreamRequest {
+/**
+ * Which tool the model may call: `auto` (its choice), `none` (no tool: answer in text),
+ * `required` (at least one), or the named function (exactly that one) — OpenAI's `tool_choice`.
+ */
+export type ToolChoice = "auto" | "none" | "required" | { name: string };
+
+/**
+ * What a transport asks of the model calls of its turn, besides the conversation: OpenAI's
+ * `tool_choice`, `parallel_tool_calls`, and sampling parameters passed through as they came
+ * (`temperature`, `top_p`, `max_tokens`, `stop`, `seed`, `response_format`, …).
+ */
+export interface CallOptions {
+  toolChoice?: ToolChoice;
+  parallelToolCalls?: boolean;
+  /** Chat Completions body fields, sent to an OpenAI-compatible provider as they are. */
+  params?: Record<string, unknown>;
+}
+
+export interface StreamRequest extends CallOptions {
   model: string;
   messages: ChatMessage[];
   tools?: ToolSpec[];

@@ -72,6 +72,8 @@ async function decideAndRun(ctx: TurnContext, logger: Logger, call: ToolCall, ar
       todo: ctx.todo,
       signal: ctx.signal,
       ...(ctx.requestInput ? { requestInput: ctx.requestInput } : {}),
+      ...(ctx.cwd !== undefined ? { cwd: ctx.cwd } : {}),
+      ...(ctx.processes ? { processes: ctx.processes } : {}),
     },
     { timeoutMs: offer.timeoutMs, clock: ctx.clock, logger: logger.child({ tool: call.name, call_id: call.id }) },
   );

@@ -5,7 +5,7 @@ import type { WriteOp } from "../store/types.js";
 import type { Clock } from "../lib/clock.js";
 import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
-import type { ChatMessage, Provider } from "./provider.js";
+import type { CallOptions, ChatMessage, Provider, ToolSpec } from "./provider.js";
 import type { TurnRequests } from "./turn-requests.js";
 import type { ToolContext, TodoList, ToolSet } from "./tools/index.js";
 
@@ -44,6 +44,20 @@ export interface TurnContext {
   requests?: TurnRequests;
   /** Asks the user for input during a tool call (MCP elicitation); absent = such requests are declined. */
   requestInput?: ToolContext["requestInput"];
+  /** Tools the client executes itself, read at every model call (`session.update` may change them). */
+  clientTools?: () => readonly ToolSpec[];
+  /**
+   * What the transport asks of the model calls (tool choice, parallel calls, sampling parameters),
+   * read at every model call. A forced tool choice (`required`, a named function) applies to the
+   * first call of each run of the loop only — after the calls it forced, the model may answer.
+   */
+  callOptions?: () => CallOptions | undefined;
+  /** The turn has no new user message: the model answers the history as it stands (tool results a client sent). */
+  noInput?: boolean;
+  /** The session's cwd (workspace tools). */
+  cwd?: string;
+  /** The session's background processes (workspace terminal). */
+  processes?: ToolContext["processes"];
   /** Retries of a model call that failed with a retryable error. @default none */
   retry?: { maxRetries: number; baseDelayMs: number };
 }

@@ -3,7 +3,7 @@
  * agent loop and the sessions layer's durable requests.
  *
  * When a model step calls a tool whose policy is `ask` (and no earlier `session`/`always` answer
- * covers it), the runner asks `TurnRequests.open` for the durable request of each such call. The
+ * covers it), or a tool the client executes itself (source `client`), the runner asks `TurnRequests.open` for the durable request of each such call. The
  * ops it returns are committed with the assistant message that made the calls (one transaction);
  * its `announce` emits `request.opened` right after. The runner then runs the step's other calls,
  * and returns `awaiting`: no provider stream, no pending promise — a parked turn is just rows. When
@@ -12,7 +12,7 @@
  */
 import type { ToolCall } from "../protocol/index.js";
 import type { WriteOp } from "../store/types.js";
-import type { OfferedTool } from "./tools/index.js";
+import type { OfferedTool, ToolRun } from "./tools/index.js";
 import type { TurnFrames } from "./turn-frames.js";
 
 /** A call of the step that must wait for an answer. */
@@ -43,4 +43,6 @@ export type PendingDecision = (
    * `started`: its `tool.start` is already in the log (a crash cut it), so only the end is written.
    */
   | { call: ToolCall; action: "refuse"; code: string; message: string; started?: boolean }
+  /** A client tool the client ran: its answer is the call's result (`tool.start`, `tool.complete`). */
+  | { call: ToolCall; action: "result"; run: ToolRun }
 ) & { startOps?: WriteOp[]; completeOps?: WriteOp[] };

@@ -26,9 +26,10 @@ import {
 } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
 import { streamAssistantMessage } from "./assistant-step.js";
-import { addUsage, ZERO_USAGE, type ChatMessage } from "./provider.js";
+import { addUsage, ZERO_USAGE, type CallOptions, type ChatMessage } from "./provider.js";
 import { completeToolCall, parseToolArguments, runToolCall } from "./tool-step.js";
-import { refusedRun, ToolErrorCode, type ToolOffer } from "./tools/index.js";
+import { CLIENT_SOURCE, refusedRun, ToolErrorCode, withClientTools, type ToolOffer, type ToolRun } from "./tools/index.js";
+import type { WriteOp } from "../store/types.js";
 import { DEFAULT_MAX_ITERATIONS, type TurnContext, type TurnOutcome, type TurnOutcomeStatus } from "./turn-context.js";
 import { internalError, maxIterationsError, storageWriteError } from "./turn-errors.js";
 import { emitUserMessage, TurnFrames, turnErrorMessageOp } from "./turn-frames.js";
@@ -62,7 +63,8 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
       { turn_id: ctx.turnId, trace_id: ctx.traceId, input: ctx.input },
       ctx.startOps ?? [],
     );
-    commitUserMessage(ctx, frames);
+    // A turn without input continues the history as it stands (tool results a client sent).
+    if (!ctx.noInput) commitUserMessage(ctx, frames);
     result = await agentLoop(ctx, frames, logger, totals, span);
   } catch (err) {
     logger.error({ err }, "turn failed unexpectedly");
@@ -93,6 +95,10 @@ export async function continueTurn(ctx: TurnContext, decisions: PendingDecision[
     const offer = needsOffer ? await offerTools(ctx, frames, new Set()) : undefined;
     for (const d of decisions) {
       const cancelled = opts.end !== undefined || ctx.signal.aborted;
+      if (d.action === "result") {
+        ctx.history.push(writeClientResult(ctx, frames, d.call, d.run, d.completeOps ?? []));
+        continue;
+      }
       if (d.action === "run" && !cancelled && offer) {
         ctx.history.push(
           await runToolCall(ctx, frames, logger, d.call, offer, {
@@ -122,6 +128,13 @@ function writeRefusal(ctx: TurnContext, frames: TurnFrames, d: PendingDecision, 
   const { call } = d;
   if (!started) frames.emit(EventType.ToolStart, { call_id: call.id, name: call.name, args: parseToolArguments(call).args });
   return completeToolCall(ctx, frames, call, refusedRun(code, message), t, d.completeOps ?? []);
+}
+
+/** A client tool's answer as the call's `tool.start` and `tool.complete` (the client ran it meanwhile). */
+function writeClientResult(ctx: TurnContext, frames: TurnFrames, call: ToolCall, run: ToolRun, completeOps: WriteOp[]): ChatMessage {
+  const t = ctx.clock.monotonic();
+  frames.emit(EventType.ToolStart, { call_id: call.id, name: call.name, args: parseToolArguments(call).args });
+  return completeToolCall(ctx, frames, call, run, t, completeOps);
 }
 
 function turnLogger(ctx: TurnContext): Logger {
@@ -178,7 +191,7 @@ async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, t
     if (ctx.signal.aborted) return { status: "interrupted" };
     if (iteration >= max) return { status: "error", error: maxIterationsError(max) };
 
-    const offer = await offerTools(ctx, frames, noticed);
+    const offer = withClientTools(await offerTools(ctx, frames, noticed), ctx.clientTools?.() ?? []);
     let pending: PendingCall[] = [];
     let announce: (() => void) | undefined;
     const step = await streamAssistantMessage(ctx, frames, logger, offer.specs, (calls) => {
@@ -188,7 +201,7 @@ async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, t
       const opened = ctx.requests.open(pending, frames);
       announce = opened.announce;
       return opened.ops;
-    }, span);
+    }, span, callOptionsOf(ctx, iteration));
     announce?.();
     // A retryable failure (the classifier decided) is tried again, with back-off, saying so.
     const retry = ctx.retry;
@@ -242,12 +255,29 @@ async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, t
   }
 }
 
-/** The calls of a finished step that must wait for an answer: policy `ask`, not covered by an earlier one. */
+/**
+ * The transport's options for this model call. A forced choice (`required`, a named function)
+ * holds for the loop's first call only: after the calls it forced the model must be free to answer,
+ * or a turn that runs its tools in the gateway would call them until the iteration cap.
+ */
+function callOptionsOf(ctx: TurnContext, iteration: number): CallOptions {
+  const opts = ctx.callOptions?.();
+  if (!opts) return {};
+  const forced = opts.toolChoice !== undefined && opts.toolChoice !== "auto" && opts.toolChoice !== "none";
+  if (iteration > 0 && forced) return { ...opts, toolChoice: "auto" };
+  return opts;
+}
+
+/**
+ * The calls of a finished step that must wait for an answer: a client tool's (the client runs it),
+ * or policy `ask` not covered by an earlier answer.
+ */
 function callsToAsk(ctx: TurnContext, calls: ToolCall[], offer: ToolOffer): PendingCall[] {
   const out: PendingCall[] = [];
   for (const call of calls) {
     const offered = offer.get(call.name);
-    if (!offered || offered.policy !== "ask" || ctx.requests?.approved(call.name)) continue;
+    const client = offered?.source === CLIENT_SOURCE;
+    if (!offered || (!client && (offered.policy !== "ask" || ctx.requests?.approved(call.name)))) continue;
     const { args, error } = parseToolArguments(call);
     // Arguments that are not JSON are refused at once; nobody needs to approve a broken call.
     if (error === undefined) out.push({ call, args, offered });

@@ -16,6 +16,7 @@ import { openBus, type Bus } from "../events/bus/index.js";
 import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-catalog.js";
 import { createDefaultTools, ToolRuntime } from "../agent/tools/index.js";
 import { McpPool } from "../agent/tools/mcp/index.js";
+import { WorkspaceSource } from "../agent/tools/workspace/index.js";
 import { bridgeGlobals, DEFAULT_PROFILE, HttpRecords, ProfileRegistry, RetentionJob, SessionManager, type Profile, type SweepResult } from "../sessions/index.js";
 import { join } from "node:path";
 import type { Store } from "../store/types.js";
@@ -82,12 +83,14 @@ export interface ServerDeps {
 }
 
 /** The models the OpenAI-compatible API offers: every routable model, the default first. */
-export function listModels(catalog: ProviderCatalog): ModelInfo[] {
+export function listModels(catalog: ProviderCatalog, requireConfirmation: readonly string[] = []): ModelInfo[] {
   const models: ModelInfo[] = [{ id: catalog.defaultModel, provider: catalog.defaultProvider }];
   for (const entry of catalog.list()) {
     const names = entry.models.length > 0 ? entry.models : [entry.defaultModel];
     for (const id of names) if (!models.some((m) => m.id === id)) models.push({ id, provider: entry.name });
   }
+  // Marked so a client can show a lock before asking (config.set still answers confirm_required).
+  for (const m of models) if (requireConfirmation.includes(m.id) || requireConfirmation.includes(`${m.provider}/${m.id}`)) m.requires_confirmation = true;
   return models;
 }
 
@@ -116,7 +119,9 @@ function toolsFor(parts: ProcessParts, profile: string): ToolRuntime {
     const config = toolsConfigFor(parts.current.config, profile);
     const logger = parts.logger.child({ profile });
     const mcp = new McpPool({ clock: parts.clock, logger, env: process.env, config });
-    runtime = new ToolRuntime({ builtin: createDefaultTools(), sources: [mcp], config, logger });
+    // Off unless the profile sets `tools.workspace: true` (the source lists nothing until then).
+    const workspace = new WorkspaceSource({ clock: parts.clock, config });
+    runtime = new ToolRuntime({ builtin: createDefaultTools(), sources: [mcp, workspace], config, logger });
     parts.tools.set(profile, runtime);
   }
   return runtime;
@@ -266,6 +271,8 @@ function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profil
   const profiles = new ProfileRegistry({
     defaultProfile,
     profileNames: () => Object.keys(parts.current.config.profiles).filter((n) => n !== DEFAULT_PROFILE),
+    botOf: (name) => parts.current.config.profiles[name]?.bot,
+    roomHopLimit: () => parts.current.config.messaging.room_hop_limit,
     logger: parts.logger,
     clock: parts.clock,
     open: async (name) => {
@@ -300,7 +307,7 @@ function transports(
   const flow = { softBytes: config.limits.sendBufferSoftBytes, hardBytes: config.limits.sendBufferHardBytes };
   const app = config.wsOnly
     ? null
-    : createHttpApp({ profiles, auth, logger, clock, ids: parts.ids, config: config.http, models: listModels(catalog), metrics: parts.metrics, flow, ready });
+    : createHttpApp({ profiles, auth, logger, clock, ids: parts.ids, config: config.http, models: listModels(catalog, config.models.require_confirmation), metrics: parts.metrics, flow, ready });
   const server = attachTo ?? (app ? serveHttpApp(app) : createHttpServer({ ready, wsOnly: true }));
   const ws = attachWsEndpoint(server, {
     manager: profiles,

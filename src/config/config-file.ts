@@ -98,6 +98,8 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 #   policy:                  # auto | ask | deny, by name or glob; defaults: built-in auto,
 #     "files__read_*": auto  # MCP auto when the server marks the tool readOnlyHint, else ask
 #     "files__write_file": ask
+#   workspace: false         # terminal, read_file, write_file, … in the session's cwd (terminal and writes ask)
+#   workspace_roots: []      # folders outside the session's cwd the workspace tools may reach too
 
 # retry:                     # retry model calls that failed with a retryable error
 #   max_retries: 0

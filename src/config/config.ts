@@ -60,6 +60,26 @@ export const DelegationSchema = z.object({
 
 export type DelegationConfig = z.infer<typeof DelegationSchema>;
 
+/** A profile published as a bot: the name rooms and `message_agent` address it by, and what it does. */
+export const BotSchema = z.object({
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, "letters, digits, _ . - (at most 64)"),
+  description: z.string().max(2000).default(""),
+});
+
+export type BotConfig = z.infer<typeof BotSchema>;
+
+/** Agents that message agents: rooms and the agent outbox (`message_agent`). */
+export const MessagingSchema = z.object({
+  /** A post from a member wakes only the members it names, at most this many hops from the user's post. */
+  room_hop_limit: z.number().int().min(0).max(20).default(3),
+  /** The outbox's backstop poll, for a wake that was missed (delivery is pushed by the write itself). */
+  poll_s: z.number().positive().default(30),
+  /** Push wakes of the delivery worker (in-process and over the bus); off = the poll alone (tests). */
+  push: z.boolean().default(true),
+});
+
+export type MessagingConfig = z.infer<typeof MessagingSchema>;
+
 /**
  * The model `/review`'s reviewer runs on. Empty = the session's own. `provider` (+ `model`) picks a
  * configured provider; `base_url` (+ `api_key`, `model`) an endpoint of its own, routed as the
@@ -160,6 +180,8 @@ export const ProfileSchema = z.object({
   mcp_servers: McpServersSchema.optional(),
   /** Overrides the top-level `tools` keys it sets; its `policy` entries win over the top level's. */
   tools: ProfileToolsSchema.optional(),
+  /** This profile is a bot: `bot.chat`, a room member, a `message_agent` recipient by `name`. */
+  bot: BotSchema.optional(),
 });
 
 export type ProfileConfig = z.infer<typeof ProfileSchema>;
@@ -222,6 +244,7 @@ export const ConfigSchema = z.object({
   delegation: DelegationSchema.prefault({}),
   review: ReviewSchema.prefault({}),
   retry: RetrySchema.prefault({}),
+  messaging: MessagingSchema.prefault({}),
   /** More API keys, each naming its principal: key → principal. */
   auth: z.object({ keys: z.record(z.string().min(1), z.string().min(1)).default({}) }).prefault({}),
   http: HttpSchema.prefault({}),

@@ -71,6 +71,10 @@ export const ToolsSchema = z.object({
   approval_timeout_s: z.number().min(0).default(0),
   /** Overrides of the default policy (built-in tools `auto`; MCP tools `auto` if `readOnlyHint`, else `ask`). */
   policy: PolicyMapSchema.default({}),
+  /** The workspace tools (terminal, files, background processes) in the session's cwd. Off unless set. */
+  workspace: z.boolean().default(false),
+  /** Folders outside the session's cwd that workspace tools may reach too (absolute paths). */
+  workspace_roots: z.array(z.string().min(1)).default([]),
 });
 
 export type ToolsConfig = z.infer<typeof ToolsSchema>;
@@ -81,6 +85,8 @@ export const ProfileToolsSchema = z.object({
   connect_timeout_s: z.number().positive().optional(),
   approval_timeout_s: z.number().min(0).optional(),
   policy: PolicyMapSchema.optional(),
+  workspace: z.boolean().optional(),
+  workspace_roots: z.array(z.string().min(1)).optional(),
 });
 
 export type ProfileToolsConfig = z.infer<typeof ProfileToolsSchema>;
@@ -106,6 +112,8 @@ export function toolsConfigFor(config: ToolsConfigSource, profile: string): Reso
     connect_timeout_s: own?.tools?.connect_timeout_s ?? config.tools.connect_timeout_s,
     approval_timeout_s: own?.tools?.approval_timeout_s ?? config.tools.approval_timeout_s,
     policy: { ...config.tools.policy, ...(own?.tools?.policy ?? {}) },
+    workspace: own?.tools?.workspace ?? config.tools.workspace,
+    workspace_roots: own?.tools?.workspace_roots ?? config.tools.workspace_roots,
   };
   const policy = [
     ...Object.entries(own?.tools?.policy ?? {}),

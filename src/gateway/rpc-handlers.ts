@@ -35,7 +35,7 @@ export function connectionHandlers(
     [Method.SessionResume]: (p, sessions, ctx) => sessions.resume(who(ctx), p.session_id, viewer, { afterSeq: p.after_seq }),
     [Method.SessionReopen]: (p, sessions, ctx) => sessions.reopen(who(ctx), p.session_id, viewer),
     [Method.SessionDetach]: (p, sessions, ctx) => sessions.detach(who(ctx), p.session_id, viewer),
-    [Method.SessionUpdate]: (p, sessions, ctx) => sessions.update(who(ctx), p.session_id, { title: p.title }),
+    [Method.SessionUpdate]: (p, sessions, ctx) => sessions.update(who(ctx), p.session_id, { title: p.title, ...(p.client_tools ? { client_tools: p.client_tools } : {}) }),
     [Method.SessionList]: (p, sessions, ctx) => sessions.list(who(ctx), p ?? {}),
     [Method.SessionMessages]: (p, sessions, ctx) => sessions.messages(who(ctx), p.session_id, p.after_message_id, p.limit),
     [Method.SessionClose]: (p, sessions, ctx) => sessions.close(who(ctx), p.session_id),
@@ -53,5 +53,16 @@ export function connectionHandlers(
       sessions.respond(who(ctx), p.session_id, p.request_id, { choice: p.choice, note: p.note, content: p.content, output: p.output, error: p.error }),
     [Method.ApprovalsList]: (_p, sessions, ctx) => sessions.approvals(who(ctx)),
     [Method.ApprovalsRevoke]: (p, sessions, ctx) => sessions.revokeApproval(who(ctx), p.tool),
+    // Bots and rooms span profiles: the registry's messaging; a bot's chat is then resumed as any session.
+    [Method.BotChat]: async (p, sessions, ctx) => {
+      const chat = await profiles.messaging.botChat(who(ctx), p.profile);
+      const snap = await sessions.reopen(who(ctx), chat.session_id, viewer);
+      return { ...snap, bot: { profile: chat.bot.profile, name: chat.bot.name, description: chat.bot.description }, created: chat.created };
+    },
+    [Method.RoomCreate]: (p, _sessions, ctx) => profiles.messaging.rooms.create(who(ctx), p.profile, p.title, p.members),
+    [Method.RoomPost]: (p, _sessions, ctx) => profiles.messaging.rooms.post(who(ctx), p.profile, p.room_id, p.text),
+    [Method.RoomMessages]: (p, _sessions, ctx) => profiles.messaging.rooms.messages(who(ctx), p.profile, p.room_id, p.after_message_id, p.limit),
+    [Method.RoomMembersAdd]: (p, _sessions, ctx) => profiles.messaging.rooms.members(who(ctx), p.profile, p.room_id, { add: p.members }),
+    [Method.RoomMembersRemove]: (p, _sessions, ctx) => profiles.messaging.rooms.members(who(ctx), p.profile, p.room_id, { remove: p.members }),
   };
 }

@@ -84,6 +84,9 @@ export interface TurnStartPayload {
 export interface MessageStartPayload {
   message_id: string;
   role: "assistant" | "user" | "tool" | "system";
+  /** A message a room or the agent outbox wrote (`room_reply`, `agent_reply`…): as on the stored Message. */
+  display_kind?: string;
+  display_metadata?: Record<string, unknown>;
 }
 
 export interface MessageDeltaPayload {
@@ -101,6 +104,8 @@ export interface MessageCompletePayload {
   usage?: Usage;
   error?: TurnErrorInfo;
   tool_calls?: Array<{ id: string; name: string; arguments: string }>;
+  display_kind?: string;
+  display_metadata?: Record<string, unknown>;
 }
 
 export interface ToolStartPayload {

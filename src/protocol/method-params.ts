@@ -13,7 +13,16 @@ const seq = z.number().int().min(0);
 
 export const EmptyParams = z.object({}).optional();
 
+/** A tool the client executes itself: OpenAI's function name rules (letters, digits, `_`, `-`; at most 64). */
+export const ClientToolParam = z.object({
+  name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "1-64 letters, digits, _ or -"),
+  description: z.string().max(10_000).optional(),
+  parameters: z.record(z.string(), z.unknown()).optional(),
+});
+const clientTools = z.array(ClientToolParam).max(128).optional();
+
 export const SessionCreateParams = z.object({
+  client_tools: clientTools,
   profile: z.string().min(1).max(100).optional(),
   title: z.string().max(500).optional(),
   model: z.string().min(1).max(200).optional(),
@@ -50,7 +59,7 @@ export const SessionMessagesParams = z.object({
 
 export const SessionIdParams = z.object({ session_id: sessionId, profile });
 
-export const SessionUpdateParams = z.object({ session_id: sessionId, title: z.string().max(500).optional(), profile });
+export const SessionUpdateParams = z.object({ session_id: sessionId, title: z.string().max(500).optional(), client_tools: clientTools, profile });
 
 export const PromptSubmitParams = z.object({
   session_id: sessionId,
@@ -99,6 +108,25 @@ export const ProfileParams = z.object({ profile }).optional();
 
 export const ApprovalsRevokeParams = z.object({ profile, tool: z.string().min(1).max(200) });
 
+/** `bot.chat`: the bot is the profile the call names (its scope). */
+export const BotChatParams = z.object({ profile: z.string().min(1).max(100) });
+
+const memberList = z.array(z.string().min(1).max(100)).min(1).max(16);
+
+/** `room.create`: members are profiles, by bot name or profile name. The room lives in `profile`. */
+export const RoomCreateParams = z.object({ profile, title: z.string().max(500).optional(), members: memberList });
+
+export const RoomPostParams = z.object({ profile, room_id: sessionId, text: z.string().min(1).max(1_000_000) });
+
+export const RoomMessagesParams = z.object({
+  profile,
+  room_id: sessionId,
+  after_message_id: z.string().max(200).optional(),
+  limit: z.number().int().min(1).max(1000).optional(),
+});
+
+export const RoomMembersParams = z.object({ profile, room_id: sessionId, members: memberList });
+
 /** Parameter schema of every method (the `satisfies` makes a method without one a type error). */
 export const METHOD_PARAMS = {
   [Method.Ping]: EmptyParams,
@@ -121,4 +149,10 @@ export const METHOD_PARAMS = {
   [Method.RequestRespond]: RequestRespondParams,
   [Method.ApprovalsList]: ProfileParams,
   [Method.ApprovalsRevoke]: ApprovalsRevokeParams,
+  [Method.BotChat]: BotChatParams,
+  [Method.RoomCreate]: RoomCreateParams,
+  [Method.RoomPost]: RoomPostParams,
+  [Method.RoomMessages]: RoomMessagesParams,
+  [Method.RoomMembersAdd]: RoomMembersParams,
+  [Method.RoomMembersRemove]: RoomMembersParams,
 } as const satisfies Record<MethodName, z.ZodType>;

@@ -21,8 +21,13 @@ import type {
   SessionMessagesParams,
   SessionResumeParams,
   SessionUpdateParams,
+  BotChatParams,
+  RoomCreateParams,
+  RoomPostParams,
+  RoomMessagesParams,
+  RoomMembersParams,
 } from "./method-params.js";
-import type { ActiveTurn, DelegationSummary, Message, MessageSnapshot, SessionSummary, Snapshot, TodoState } from "./types.js";
+import type { ActiveTurn, BotInfo, DelegationSummary, Message, MessageSnapshot, RoomInfo, RoomPostResult, SessionSummary, Snapshot, TodoState } from "./types.js";
 import type { RequestRespondResult, StoredApproval } from "./requests.js";
 
 export const PROTOCOL_VERSION = 1;
@@ -48,6 +53,12 @@ export const Method = {
   RequestRespond: "request.respond",
   ApprovalsList: "approvals.list",
   ApprovalsRevoke: "approvals.revoke",
+  BotChat: "bot.chat",
+  RoomCreate: "room.create",
+  RoomPost: "room.post",
+  RoomMessages: "room.messages",
+  RoomMembersAdd: "room.members.add",
+  RoomMembersRemove: "room.members.remove",
 } as const;
 
 export type MethodName = (typeof Method)[keyof typeof Method];
@@ -123,6 +134,12 @@ export interface MethodMap {
   "request.respond": { params: z.input<typeof RequestRespondParams>; result: RequestRespondResult };
   "approvals.list": { params: z.input<typeof ProfileParams>; result: { approvals: StoredApproval[] } };
   "approvals.revoke": { params: z.input<typeof ApprovalsRevokeParams>; result: { revoked: boolean } };
+  "bot.chat": { params: z.input<typeof BotChatParams>; result: Snapshot & { bot: BotInfo; created: boolean } };
+  "room.create": { params: z.input<typeof RoomCreateParams>; result: RoomInfo };
+  "room.post": { params: z.input<typeof RoomPostParams>; result: RoomPostResult };
+  "room.messages": { params: z.input<typeof RoomMessagesParams>; result: { messages: Message[]; next_cursor: string | null } };
+  "room.members.add": { params: z.input<typeof RoomMembersParams>; result: RoomInfo };
+  "room.members.remove": { params: z.input<typeof RoomMembersParams>; result: RoomInfo };
 }
 
 const METHOD_NAMES: ReadonlySet<string> = new Set<string>(Object.values(Method));

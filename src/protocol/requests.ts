@@ -45,6 +45,11 @@ export interface RequestOpenedPayload {
   server?: string;
   message?: string;
   schema?: Record<string, unknown>;
+  /**
+   * approval: what the tool says the call will do, besides its args (`terminal`: `{ command, cwd }`,
+   * the exact command and the absolute folder it runs in).
+   */
+  detail?: Record<string, unknown>;
   /** When it resolves by itself (`tools.approval_timeout_s`), epoch ms. */
   expires_at?: number;
 }
@@ -88,4 +93,16 @@ export interface StoredApproval {
   tool: string;
   by: string;
   created_at: number;
+}
+
+/**
+ * A tool the client executes itself (`session.create { client_tools }`, `session.update`; OpenAI
+ * function tools on the HTTP API): offered to the model beside the gateway's tools, a call of it
+ * opens a request of kind `client_tool` answered with `output` or `error`.
+ */
+export interface ClientToolSpec {
+  name: string;
+  description?: string;
+  /** JSON schema of the arguments object. */
+  parameters?: Record<string, unknown>;
 }

@@ -37,6 +37,14 @@ export const DisplayKind = {
   CompressionSummary: "compression_summary",
   /** A delivered delegation result (`role: "user"`); its metadata is DelegationResultMetadata. */
   DelegationComplete: "async_delegation_complete",
+  /** A user's post in a room (`room.post`); metadata `{ from: "user" }`. */
+  RoomPost: "room_post",
+  /** A room member's answer (`role: "assistant"`); its metadata is RoomReplyMetadata. */
+  RoomReply: "room_reply",
+  /** A reply from another agent delivered by the outbox (`role: "user"`); metadata AgentReplyMetadata. */
+  AgentReply: "agent_reply",
+  /** A message another agent sent to this bot (`message_agent`), as its turn's prompt. */
+  AgentMessage: "agent_message",
 } as const;
 
 export type DisplayKindName = (typeof DisplayKind)[keyof typeof DisplayKind];
@@ -169,4 +177,42 @@ export interface ActiveTurn {
   trace_id: string;
   elapsed_s: number;
   streaming: boolean;
+}
+
+/** A room's member: the profile that answers, under its bot name (or its profile name). */
+export interface RoomMemberInfo {
+  profile: string;
+  name: string;
+}
+
+/** `room.create`, `room.members.add/remove`: the room (a session id) and its members, in order. */
+export interface RoomInfo {
+  room_id: string;
+  title: string;
+  members: RoomMemberInfo[];
+}
+
+/** `room.post`: the post as stored, and who will answer it (the replies arrive as `room_reply` messages). */
+export interface RoomPostResult {
+  message_id: string;
+  responders: RoomMemberInfo[];
+}
+
+/** `display_metadata` of a `room_reply` message. */
+export interface RoomReplyMetadata {
+  room_id: string;
+  /** The member's profile. */
+  member: string;
+  /** Its bot name. */
+  name: string;
+  /** 1 for an answer to the user's post, one more for each member-to-member step. */
+  hop: number;
+  member_session_id: string;
+}
+
+/** A bot of this gateway (`bot.chat`). */
+export interface BotInfo {
+  profile: string;
+  name: string;
+  description: string;
 }

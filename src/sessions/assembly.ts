@@ -30,6 +30,7 @@ import { NodeRouting } from "./cluster/node-routing.js";
 import { RemoteView } from "./cluster/remote-view.js";
 import { RuntimeAssembly } from "./runtime-assembly.js";
 import { RequestService } from "./requests/request-service.js";
+import { SessionWork } from "./messaging/session-work.js";
 
 /** The parts of one manager: for the SessionManager, the composition root and tests — never transports. */
 export interface SessionParts {
@@ -50,6 +51,8 @@ export interface SessionParts {
   readonly requests: RequestService;
   /** Scale-out: forwards to and serves sessions a sibling node owns (null on one node). */
   readonly routing: NodeRouting | null;
+  /** What bots, rooms and the agent outbox do with this profile's sessions (messaging/). */
+  readonly work: SessionWork;
 }
 
 type LifecycleParts = Pick<SessionParts, "ownership" | "logs" | "ending" | "lifecycle" | "binding">;
@@ -73,11 +76,12 @@ export function assembleSessions(deps: SessionManagerDeps): SessionParts {
   const compressor = new Compressor({ store, clock, logger, settings, registry, rotation });
   const delegations = delegationWing(deps, settings, registry, switching, lifecycle);
   const routing = clusterWing(deps, registry, lifecycle);
+  const work = new SessionWork({ profile: settings.profile?.name ?? "default", store, clock, ids, logger, committer: deps.committer, registry, binding, ownership, switching });
   // views (a Snapshot lists the session's delegations: the wing is handed down as a lister)
   const views = new SessionViews({ store, epoch: deps.epoch, clock, registry, ownership, delegations });
   // the top: the one assembler of a runtime, installed last in the registry's door
   registry.useOpener(new RuntimeAssembly({ store, clock, ids, logger, tools: deps.tools, settings, registry, switching, compressor, delegations, requests, ...lifecycle }));
-  return { settings, registry, globals, switching, views, compressor, delegations, requests, routing, ...lifecycle };
+  return { settings, registry, globals, switching, views, compressor, delegations, requests, routing, work, ...lifecycle };
 }
 
 /** Live reload: every part reads the new values at its next decision (providers: at the next open). */

@@ -6,6 +6,7 @@
  */
 import { EventType, type Snapshot } from "../protocol/index.js";
 import { storage } from "./core/session-access.js";
+import { checkClientTools } from "./core/client-tools.js";
 import { sessionInfo } from "./core/session-info.js";
 import type { Caller, CreateParams, SessionManagerDeps } from "./core/types.js";
 import type { Viewer } from "./core/viewer.js";
@@ -33,6 +34,8 @@ export function createSession(
     now: deps.clock.now(),
   });
   return binding.binding(row.id, async () => {
+    // Refused before the row exists: a request with a colliding client tool leaves nothing behind.
+    await checkClientTools(deps.tools, row.id, params.client_tools ?? []);
     await storage(() => deps.committer.enqueue([{ op: "session.insert", row }, ownership.insertOp(row.id)]));
     const runtime = await registry.open(row.id);
     runtime.log.emit(EventType.SessionInfo, sessionInfo(row));

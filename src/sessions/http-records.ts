@@ -9,6 +9,7 @@ import type { GroupCommitter } from "../events/index.js";
 import type { HttpIdempotencyRow, Store } from "../store/types.js";
 import { storage } from "./core/session-access.js";
 import type { Caller } from "./core/types.js";
+import { RunRecords } from "./runs/run-records.js";
 
 /** One OpenAI Responses API response (`resp_…`): which session and turn produce it. */
 export interface ResponseRecord {
@@ -60,7 +61,12 @@ export interface HttpRecordsDeps {
 }
 
 export class HttpRecords {
-  constructor(private readonly deps: HttpRecordsDeps) {}
+  /** The `/v1/runs` API's runs and session keys (runs/run-records.ts). */
+  readonly runs: RunRecords;
+
+  constructor(private readonly deps: HttpRecordsDeps) {
+    this.runs = new RunRecords(deps);
+  }
 
   /** The caller's stored response; another principal's answers null (as a missing one). */
   async response(caller: Caller, id: string): Promise<ResponseRecord | null> {

@@ -16,6 +16,8 @@ import type { Caller, GlobalListener } from "./core/types.js";
 import type { Viewer } from "./core/viewer.js";
 import type { HttpRecords } from "./http-records.js";
 import type { SessionManager } from "./session-manager.js";
+import type { Directory } from "./messaging/directory.js";
+import { Messaging } from "./messaging/messaging.js";
 
 export const DEFAULT_PROFILE = "default";
 
@@ -36,6 +38,10 @@ export interface ProfileRegistryDeps {
   clock: Clock;
   /** A call waits at most this long for a profile's store to open, then answers 5070. @default 10_000 */
   openTimeoutMs?: number;
+  /** A profile's bot (config `profiles.NAME.bot`), read at each call. */
+  botOf?: (profile: string) => { name: string; description: string } | undefined;
+  /** `messaging.room_hop_limit`, read at each decision. @default 3 */
+  roomHopLimit?: () => number;
 }
 
 export const PROFILE_OPEN_TIMEOUT_MS = 10_000;
@@ -44,9 +50,24 @@ export class ProfileRegistry {
   private readonly profiles = new Map<string, Profile>();
   private readonly opening = new Map<string, Promise<Profile>>();
   private readonly globalListeners = new Set<GlobalListener>();
+  /** Bots and rooms across this gateway's profiles. */
+  readonly messaging: Messaging;
 
   constructor(private readonly deps: ProfileRegistryDeps) {
     this.adopt(deps.defaultProfile);
+    this.messaging = new Messaging({ directory: this.directory(), logger: deps.logger, hopLimit: deps.roomHopLimit ?? (() => 3) });
+  }
+
+  /** Every profile by its bot name (or its own), and its messaging wing. */
+  private directory(): Directory {
+    return {
+      entries: () =>
+        [DEFAULT_PROFILE, ...this.deps.profileNames()].map((profile) => {
+          const bot = this.deps.botOf?.(profile);
+          return { profile, name: bot?.name ?? profile, description: bot?.description ?? "", bot: bot !== undefined };
+        }),
+      wing: async (profile) => (await this.profile(profile)).sessions.parts.work,
+    };
   }
 
   get epoch(): string {

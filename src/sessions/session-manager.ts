@@ -15,6 +15,7 @@ import type {
   EncodedJson,
   Frame,
   Message,
+  ClientToolSpec,
   OpenRequest,
   RequestRespondResult,
   SessionSummary,
@@ -42,7 +43,8 @@ import { applyLiveConfig, assembleSessions, type SessionParts } from "./assembly
 import { createSession } from "./creating.js";
 import { exportSession, type ExportedTranscript, type ExportFormat } from "./views/session-export.js";
 import { resumeSession, type ResumeDeps } from "./resuming.js";
-import { startTurn, type StartedTurn, type TurnRequest } from "./turn-entry.js";
+import { startTurn, type StartedTurn, type TurnConfig, type TurnRequest } from "./turn-entry.js";
+import { setClientTools } from "./core/client-tools.js";
 import { reopenStored } from "./lifecycle/reopening.js";
 import { openRequestsOf } from "./views/snapshots.js";
 import type { RequestAnswer } from "./requests/request-shapes.js";
@@ -154,8 +156,9 @@ export class SessionManager implements ForwardedCalls {
   }
 
   /** Renames a session; viewers see a new `session.info`. */
-  async update(caller: Caller, sessionId: string, patch: { title?: string }): Promise<SessionSummary> {
+  async update(caller: Caller, sessionId: string, patch: { title?: string; client_tools?: ClientToolSpec[] }): Promise<SessionSummary> {
     await renameSession({ ...this.deps, registry: this.parts.registry }, caller, sessionId, patch.title);
+    if (patch.client_tools !== undefined) await this.configure(caller, sessionId, { clientTools: patch.client_tools, callOptions: this.parts.registry.get(sessionId)?.callOptions });
     return this.get(caller, sessionId);
   }
 
@@ -192,17 +195,35 @@ export class SessionManager implements ForwardedCalls {
   }
 
   /** Submits to the live tip: a prompt aimed at a session compression rotated lands on its continuation. */
-  async submit(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult> {
+  async submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts: { noInput?: boolean } = {}): Promise<SubmitResult> {
     return onLiveTip(this.tips, caller, sessionId, async (tipId, resolvedFrom) => {
-      const routed = await this.forwardOrTakeOver(caller, tipId, "prompt.submit", { text, request_id: requestId });
+      const routed = opts.noInput ? { forwarded: false as const } : await this.forwardOrTakeOver(caller, tipId, "prompt.submit", { text, request_id: requestId });
       const tipped = (r: SubmitResult): SubmitResult => (resolvedFrom ? { ...r, session_id: tipId, resolved_from: resolvedFrom } : r);
       if (routed.forwarded) return tipped(routed.result as SubmitResult);
       const runtime = await this.requireLive(caller, tipId, "prompt.submit");
-      const result = await runtime.submit(text, requestId);
+      const result = await runtime.submit(text, requestId, opts);
       this.parts.lifecycle.activity(runtime);
+      if (opts.noInput) return tipped(result);
       await titleFromFirstPrompt({ ...this.deps, registry: this.parts.registry }, caller, runtime, text, result);
       return tipped(result);
     });
+  }
+
+  /**
+   * The session's client tools (`undefined` = unchanged; checked against the gateway's tools: 4020)
+   * and the call options of what follows (`undefined` = none). A session served by another node
+   * takes only what it has there already: an HTTP turn always runs where it was opened.
+   */
+  async configure(caller: Caller, sessionId: string, cfg: TurnConfig): Promise<void> {
+    const runtime = this.parts.registry.get(sessionId);
+    if (!runtime) {
+      if (cfg.clientTools === undefined && cfg.callOptions === undefined) return;
+      await this.requireLive(caller, sessionId, "session.update");
+      return;
+    }
+    assertOwner(caller, runtime.row);
+    if (cfg.clientTools !== undefined) await setClientTools(runtime, this.deps.tools, cfg.clientTools);
+    runtime.callOptions = cfg.callOptions;
   }
 
   async interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }> {

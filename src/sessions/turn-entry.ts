@@ -11,7 +11,8 @@
  *
  *   const turn = await manager.startTurn({ caller, session: { id, resume: true }, text, viewer: tap });
  */
-import type { Snapshot, SubmitResult } from "../protocol/index.js";
+import type { ClientToolSpec, Snapshot, SubmitResult } from "../protocol/index.js";
+import type { CallOptions } from "../agent/provider.js";
 import type { SeedMessage } from "./core/seed-history.js";
 import type { Caller, CreateParams } from "./core/types.js";
 import type { Viewer } from "./core/viewer.js";
@@ -29,6 +30,15 @@ export interface TurnRequest {
   /** Earlier messages of the conversation, written into the transcript before the turn. */
   history?: readonly SeedMessage[];
   text: string;
+  /**
+   * No new user message: the model answers the history as it stands (a client sent back tool
+   * results with the whole conversation). `text` is then ignored.
+   */
+  noInput?: boolean;
+  /** The session's client tools from now on (checked against the gateway's own: 4020); absent = unchanged. */
+  clientTools?: readonly ClientToolSpec[];
+  /** What the turn's model calls are asked (tool choice, sampling); absent = nothing (each request says it anew). */
+  callOptions?: CallOptions;
   /** One turn per request id, across retries and restarts. */
   requestId?: string;
   /** Follows the session's frames from the open on (an HTTP stream); detached if the turn cannot start. */
@@ -50,8 +60,16 @@ export interface TurnEntrance {
   create(caller: Caller, params: CreateParams, viewer?: Viewer): Promise<Snapshot>;
   resume(caller: Caller, sessionId: string, viewer?: Viewer): Promise<Snapshot>;
   appendHistory(caller: Caller, sessionId: string, messages: readonly SeedMessage[]): Promise<{ latest_seq: number }>;
-  submit(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult>;
+  submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts?: { noInput?: boolean }): Promise<SubmitResult>;
+  /** The session's client tools and call options for what follows (see TurnRequest). */
+  configure(caller: Caller, sessionId: string, cfg: TurnConfig): Promise<void>;
   detach(caller: Caller, sessionId: string, viewer: Viewer): Promise<{ detached: boolean }>;
+}
+
+/** What `configure` sets: client tools (absent = unchanged) and call options (absent = none). */
+export interface TurnConfig {
+  clientTools?: readonly ClientToolSpec[] | undefined;
+  callOptions?: CallOptions | undefined;
 }
 
 const admitAll: Admission = (_caller, start) => start();
@@ -64,13 +82,21 @@ export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then?: (t
     let snap: Snapshot | undefined;
     try {
       snap = await open(sessions, req);
+      // Tools and call options before anything is written: a client tool named like a server tool fails here.
+      const configured = snap?.session_id ?? idOf(req);
+      if (configured) {
+        await sessions.configure(caller, configured, {
+          ...("create" in req.session ? {} : { clientTools: req.clientTools }),
+          callOptions: req.callOptions,
+        });
+      }
       let latestSeq = snap?.latest_seq ?? 0;
       if (req.history && req.history.length > 0) {
         latestSeq = (await sessions.appendHistory(caller, snap?.session_id ?? idOf(req), req.history)).latest_seq;
       }
       // The asked id, not the tip the resume found: submit resolves it, and says so in its answer.
       const target = "create" in req.session ? snap!.session_id : req.session.id;
-      const result = await sessions.submit(caller, target, req.text, req.requestId);
+      const result = await sessions.submit(caller, target, req.text, req.requestId, req.noInput ? { noInput: true } : undefined);
       const turn: StartedTurn = {
         result,
         sessionId: snap?.session_id ?? result.session_id ?? target,
@@ -86,7 +112,10 @@ export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then?: (t
 
 function open(sessions: TurnEntrance, req: TurnRequest): Promise<Snapshot | undefined> {
   const s = req.session;
-  if ("create" in s) return sessions.create(req.caller, s.create, req.viewer);
+  if ("create" in s) {
+    const create = req.clientTools && req.clientTools.length > 0 ? { ...s.create, client_tools: [...req.clientTools] } : s.create;
+    return sessions.create(req.caller, create, req.viewer);
+  }
   return s.resume ? sessions.resume(req.caller, s.id, req.viewer) : Promise.resolve(undefined);
 }
 

@@ -18,6 +18,16 @@ export interface SessionFlags {
   delegate?: { delegation_id: string; origin_session_id: string; task_index: number };
   /** Opt-in: a delegation result delivered here starts a turn. */
   wake_on_delivery?: boolean;
+  /** Tools the client executes itself (`client_tools`), offered at every model call. */
+  client_tools?: Array<{ name: string; description?: string; parameters?: Record<string, unknown> }>;
+  /** This session is a room (`room.create`): its member profiles, and how far each has read. */
+  room?: RoomFlags;
+}
+
+/** A room's members (profiles, in order) and, per member, the last room seq its session was given. */
+export interface RoomFlags {
+  members: string[];
+  seen: Record<string, number>;
 }
 
 export interface SessionRow {

@@ -23,6 +23,7 @@ import type {
   SessionRow,
 } from "./rows.js";
 import type { RetentionStore } from "./retention-types.js";
+import type { RunStore } from "./run-types.js";
 import type { WriteOp } from "./write-ops.js";
 
 export interface DelegationQuery {
@@ -134,6 +135,8 @@ export interface Store {
   readonly requests: RequestStore;
   /** Deleting sessions ended long ago (`retention.ended_after_days`); absent = not supported. */
   readonly retention?: RetentionStore;
+  /** The /v1/runs API's runs and session keys; absent = runs are unavailable. */
+  readonly runs?: RunStore;
 
   /** True when the store answers a trivial query. */
   ping(): Promise<boolean>;

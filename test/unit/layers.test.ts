@@ -41,6 +41,7 @@ const SESSION_ROOMS: Record<string, number> = {
   delegation: 3,
   cluster: 3,
   messaging: 3,
+  runs: 3,
   top: 4,
 };
 

@@ -18,7 +18,14 @@ import type { DelegationRow } from "../../src/store/types.js";
 
 describe("protocol constants", () => {
   it("display kinds and delegation kinds keep their wire values", () => {
-    expect(DisplayKind).toEqual({ CompressionSummary: "compression_summary", DelegationComplete: "async_delegation_complete" });
+    expect(DisplayKind).toEqual({
+      CompressionSummary: "compression_summary",
+      DelegationComplete: "async_delegation_complete",
+      RoomPost: "room_post",
+      RoomReply: "room_reply",
+      AgentReply: "agent_reply",
+      AgentMessage: "agent_message",
+    });
     expect(DELEGATION_KINDS).toEqual(["delegate", "review"]);
     for (const k of DELEGATION_KINDS) expect(isDelegationKind(k)).toBe(true);
     for (const v of ["Delegate", "", null, undefined, 1, {}]) expect(isDelegationKind(v)).toBe(false);

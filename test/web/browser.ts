@@ -94,3 +94,14 @@ export async function send(page: Page, text: string): Promise<void> {
   await box.fill(text);
   await box.press("Enter");
 }
+
+/** The model the top bar's model menu shows. */
+export async function shownModel(page: Page): Promise<string | null> {
+  return page.getByTestId("model-button").getAttribute("data-model");
+}
+
+/** Opens the model menu and picks `id` (a guarded model then asks first). */
+export async function pickModel(page: Page, id: string): Promise<void> {
+  await page.getByTestId("model-button").click();
+  await page.getByRole("listbox", { name: "Models" }).locator(`[role="option"][data-model="${id}"]`).click();
+}

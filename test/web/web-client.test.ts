@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
 import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
 import { spawnGateway, type SpawnedGateway } from "../support/spawn-gateway.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, screenshot, send, type Browser } from "./browser.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, pickModel, screenshot, send, shownModel, type Browser } from "./browser.js";
 
 const PHONE = { width: 390, height: 844 };
 
@@ -105,7 +105,7 @@ describe.skipIf(!chromiumAvailable)("web client in Chromium", () => {
     await page.close();
   });
 
-  it("shows an error card titled by its layer, and Retry runs the prompt again", async () => {
+  it("shows an error card titled by its layer; Regenerate replaces the failed reply and keeps it as a previous version", async () => {
     const page = await browser.page();
     await openApp(page, srv.url);
     await newSession(page);
@@ -116,9 +116,25 @@ describe.skipIf(!chromiumAvailable)("web client in Chromium", () => {
     expect(await card.getAttribute("data-code")).toBe("rate_limited");
     await expect.poll(() => card.locator(".diag").innerText()).toMatch(/turn turn_[\s\S]*trace [0-9a-f]{32}/);
     await screenshot(page, "06-error-desktop");
-    await card.getByRole("button", { name: "Retry" }).click();
-    await expect.poll(() => page.locator('[data-kind="error"]').count()).toBe(2);
-    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["fail: provider/rate_limited", "fail: provider/rate_limited"]);
+    const firstTurn = await card.locator(".diag").innerText();
+    await card.getByRole("button", { name: "Regenerate" }).click();
+    // A new turn on the same message, shown in the failed one's place: the prompt once, one card.
+    const versions = page.getByTestId("versions");
+    await expect.poll(() => versions.locator(".versions-count").innerText()).toBe("2 / 2");
+    await expect.poll(() => card.locator(".diag").innerText()).not.toBe(firstTurn);
+    expect(await page.locator('[data-kind="error"]').count()).toBe(1);
+    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["fail: provider/rate_limited"]);
+    // The old reply is kept as the previous version; its Regenerate is used up.
+    await versions.getByRole("button", { name: "Previous version" }).click();
+    await expect.poll(() => versions.locator(".versions-count").innerText()).toBe("1 / 2");
+    expect(await card.locator(".diag").innerText()).toBe(firstTurn);
+    expect(await card.getByRole("button", { name: "Regenerate" }).count()).toBe(0);
+    // "Switch model" opens the model menu.
+    await versions.getByRole("button", { name: "Next version" }).click();
+    await card.getByRole("button", { name: "Switch model" }).click();
+    await page.getByRole("listbox", { name: "Models" }).waitFor();
+    await page.keyboard.press("Escape");
+    await expect.poll(() => page.getByRole("listbox", { name: "Models" }).count()).toBe(0);
     await page.close();
   });
 
@@ -126,19 +142,29 @@ describe.skipIf(!chromiumAvailable)("web client in Chromium", () => {
     const page = await browser.page();
     await openApp(page, srv.url);
     await newSession(page);
-    const select = page.getByLabel("Model");
-    expect(await select.inputValue()).toBe("demo");
-    expect(await select.locator("option").allInnerTexts()).toEqual(expect.arrayContaining(["demo", "small", "big"]));
-    await select.selectOption("big");
+    // /v1/models marks the guarded model (what the lock is drawn from).
+    const listed = (await (await fetch(`${srv.url}/v1/models`)).json()) as { data: Array<{ id: string; requires_confirmation?: boolean }> };
+    expect(listed.data.filter((m) => m.requires_confirmation).map((m) => m.id)).toEqual(["big"]);
+    expect(await shownModel(page)).toBe("demo");
+    // Grouped by provider, a lock on the guarded model.
+    await page.getByTestId("model-button").click();
+    const menu = page.getByRole("listbox", { name: "Models" });
+    expect(await menu.getByRole("group").evaluateAll((gs) => gs.map((g) => g.getAttribute("aria-label")))).toEqual(["demo", "up"]);
+    expect(await menu.getByRole("group", { name: "up" }).getByRole("option").evaluateAll((os) => os.map((o) => o.getAttribute("aria-label")))).toEqual([
+      "small",
+      "big (asks for confirmation)",
+    ]);
+    await page.keyboard.press("Escape");
+    await pickModel(page, "big");
     const dialog = page.getByRole("alertdialog");
     await dialog.waitFor();
     expect(await dialog.innerText()).toContain("big is billed per token. Switch anyway?");
     await screenshot(page, "07-confirm-model-desktop");
     await dialog.getByRole("button", { name: "Cancel" }).click();
-    expect(await select.inputValue()).toBe("demo");
-    await select.selectOption("big");
+    expect(await shownModel(page)).toBe("demo");
+    await pickModel(page, "big");
     await page.getByRole("alertdialog").getByRole("button", { name: "Switch to big" }).click();
-    await expect.poll(() => select.inputValue()).toBe("big");
+    await expect.poll(() => shownModel(page)).toBe("big");
     await page.getByText("Model switched to big").waitFor();
     await page.close();
   });
@@ -159,6 +185,36 @@ describe.skipIf(!chromiumAvailable)("web client in Chromium", () => {
     await expect.poll(async () => (await assistantTexts(page))[1], { timeout: 10_000 }).toBe("1 2");
     expect(await page.locator('[data-kind="pending"]').count()).toBe(0);
     expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 400", "count to 2"]);
+    await page.close();
+  });
+
+  it("while offline the page says so at once: the reply paused, Stop disabled, the composer honest, words on a phone", async () => {
+    const page = await browser.page();
+    await openApp(page, srv.url);
+    await newSession(page);
+    await page.setViewportSize(PHONE);
+    await send(page, "count to 600");
+    await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
+    const conn = page.getByTestId("connection");
+    expect(await conn.locator(".conn-short").innerText()).toBe("Live");
+    const t0 = Date.now();
+    await browser.context.setOffline(true);
+    await page.getByTestId("paused-badge").waitFor({ timeout: 2000 });
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(await page.getByTestId("paused-badge").innerText()).toBe("paused — reconnecting");
+    expect(await conn.getAttribute("data-state")).not.toBe("connected");
+    // On a phone the pill has words, not a bare coloured dot.
+    expect(await conn.locator(".conn-short").innerText()).toMatch(/Offline|Retrying/);
+    expect(await page.getByRole("button", { name: "Interrupt (Esc)" }).isDisabled()).toBe(true);
+    expect(await page.getByLabel("Message").getAttribute("placeholder")).toMatch(/^(Offline|Reconnecting) — what you send now goes out when/);
+    // The caret stopped.
+    expect(await page.locator(".md.streaming.paused").count()).toBe(1);
+    await browser.context.setOffline(false);
+    await page.locator('[data-testid="connection"][data-state="connected"]').waitFor({ timeout: 15_000 });
+    await expect.poll(() => page.getByTestId("paused-badge").count(), { timeout: 15_000 }).toBe(0);
+    await page.getByRole("button", { name: "Interrupt (Esc)" }).click();
+    await page.getByTestId("interrupted-badge").waitFor();
+    expect(await page.getByTestId("interrupted-badge").innerText()).toBe("You stopped this");
     await page.close();
   });
 
@@ -223,14 +279,29 @@ describe.skipIf(!chromiumAvailable)("web client across a gateway restart", () =>
       await send(page, "count to 2000");
       // Past the first ~500 ms checkpoint of the streaming text.
       await expect.poll(async () => (await assistantTexts(page))[1]?.length ?? 0, { timeout: 10_000 }).toBeGreaterThan(250);
+      // A stalled gateway (stopped, its sockets open): the page notices by itself within seconds.
+      process.kill(g1.child.pid!, "SIGSTOP");
+      try {
+        await page.getByTestId("paused-badge").waitFor({ timeout: 9000 });
+        expect(await page.getByRole("button", { name: "Interrupt (Esc)" }).isDisabled()).toBe(true);
+      } finally {
+        process.kill(g1.child.pid!, "SIGCONT");
+      }
+      await page.locator('[data-testid="connection"][data-state="connected"]').waitFor({ timeout: 20_000 });
+      await expect.poll(() => page.getByTestId("paused-badge").count(), { timeout: 10_000 }).toBe(0);
       await g1.kill("SIGKILL");
       await page.locator('[data-testid="connection"]:not([data-state="connected"])').waitFor();
       const seenBefore = (await assistantTexts(page))[1]!;
+      // While the gateway is down the reply says it is paused; Stop cannot act.
+      await page.getByTestId("paused-badge").waitFor();
+      expect(await page.getByRole("button", { name: "Interrupt (Esc)" }).isDisabled()).toBe(true);
+      expect(await page.getByLabel("Message").getAttribute("placeholder")).toBe("Reconnecting — what you send now goes out when the gateway is back");
       const g2 = await start(db, port);
       await page.locator('[data-testid="connection"][data-state="connected"]').waitFor({ timeout: 20_000 });
       const interrupted = page.locator('[data-kind="assistant"][data-status="interrupted"]');
       await interrupted.waitFor({ timeout: 20_000 });
       await interrupted.getByTestId("interrupted-badge").waitFor();
+      expect(await interrupted.getByTestId("interrupted-badge").innerText()).toBe("Cut off by a gateway restart");
       const texts = await assistantTexts(page);
       expect(texts).toHaveLength(2);
       expect(texts[0]).toBe(countText(3));
@@ -238,6 +309,9 @@ describe.skipIf(!chromiumAvailable)("web client across a gateway restart", () =>
       expect(countText(2000).startsWith(texts[1]!)).toBe(true);
       expect(texts[1]!.length).toBeGreaterThan(0);
       expect(seenBefore.length).toBeGreaterThan(0);
+      // What the page showed before the crash is consistent with what it shows after (one prefix of
+      // the other: the store keeps the text as of its last checkpoint).
+      expect(seenBefore.startsWith(texts[1]!) || texts[1]!.startsWith(seenBefore)).toBe(true);
       expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 3", "count to 2000"]);
       await screenshot(page, "08-after-restart-desktop");
       // The page keeps working against the new process.

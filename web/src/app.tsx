@@ -1,23 +1,18 @@
 /** The page: top bar, sessions sidebar, transcript + composer, todo panel, dialogs. */
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
-import type { OpenRequest, SessionSummary } from "../../src/protocol/index.js";
+import type { OpenRequest } from "../../src/protocol/index.js";
 import { isRecoverableEnd } from "../../src/protocol/end-reasons.js";
-import { BlockView, PendingView, type BlockActions } from "./blocks.js";
+import type { BlockActions } from "./blocks.js";
 import type { AppController } from "./controller.js";
+import { endedSentence } from "./labels.js";
 import type { SessionModel } from "./model.js";
+import { ModelMenu } from "./model-menu.js";
+import { Sidebar } from "./sidebar.js";
+import { ExchangeList } from "./transcript.js";
 
 function useController(ctl: AppController): void {
   const [, setTick] = useState(0);
   useEffect(() => ctl.subscribe(() => setTick((t) => t + 1)), [ctl]);
-}
-
-export function relativeTime(ms: number, now = Date.now()): string {
-  const s = Math.round((now - ms) / 1000);
-  if (s < 45) return "just now";
-  if (s < 3600) return `${Math.max(1, Math.round(s / 60))} min ago`;
-  if (s < 86_400) return `${Math.round(s / 3600)} h ago`;
-  if (s < 172_800) return "yesterday";
-  return new Date(ms).toLocaleDateString();
 }
 
 async function copyText(text: string): Promise<boolean> {
@@ -41,7 +36,8 @@ async function copyText(text: string): Promise<boolean> {
 export function App({ ctl }: { ctl: AppController }) {
   useController(ctl);
   const [navOpen, setNavOpen] = useState(false);
-  const modelSelect = useRef<HTMLSelectElement>(null);
+  const [modelMenu, setModelMenu] = useState(false);
+  const phone = usePhone();
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -59,12 +55,15 @@ export function App({ ctl }: { ctl: AppController }) {
 
   const m = ctl.current;
   const actions: BlockActions = {
-    retry: (text) => void ctl.submit(text),
-    switchModel: () => modelSelect.current?.focus(),
+    switchModel: () => setModelMenu(true),
     copy: copyText,
+    paused: ctl.linkDown,
+    running: m?.running ?? false,
+    stopCause: (key) => m?.stops[key] ?? "unknown",
+    usage: (key) => m?.usage[key],
   };
   return (
-    <div class={`shell ${navOpen ? "nav-open" : ""}`}>
+    <div class={`shell ${navOpen ? "nav-open" : ""}`} data-link={ctl.linkDown ? "down" : "up"}>
       <header class="topbar">
         <button type="button" class="icon-btn only-phone" aria-label="Sessions" aria-expanded={navOpen} onClick={() => setNavOpen(!navOpen)}>
           ☰
@@ -76,11 +75,11 @@ export function App({ ctl }: { ctl: AppController }) {
         <div class="topbar-title" title={m?.title || undefined}>
           {m ? m.title || "Untitled session" : ""}
         </div>
-        {m && <ModelSwitcher ctl={ctl} model={m} selectRef={modelSelect} />}
+        {m && <ModelMenu ctl={ctl} model={m} open={modelMenu} setOpen={setModelMenu} />}
         <ConnectionIndicator ctl={ctl} />
       </header>
       <div class="body">
-        <Sidebar ctl={ctl} onPick={() => setNavOpen(false)} />
+        <Sidebar ctl={ctl} onPick={() => setNavOpen(false)} hidden={phone && !navOpen} />
         <div class="scrim only-phone" onClick={() => setNavOpen(false)} />
         <main class="chat" aria-label="Chat">
           {m ? (
@@ -100,17 +99,37 @@ export function App({ ctl }: { ctl: AppController }) {
           ) : (
             <Welcome ctl={ctl} />
           )}
+          {!m && <Toasts ctl={ctl} />}
         </main>
         {m && m.todo.items.length > 0 && <TodoPanel model={m} />}
       </div>
       {ctl.confirm && <ConfirmDialog ctl={ctl} />}
-      <div class="toasts" role="status" aria-live="polite">
-        {ctl.toasts.map((t) => (
-          <div key={t.id} class={`toast toast-${t.tone}`}>
-            {t.text}
-          </div>
-        ))}
-      </div>
+    </div>
+  );
+}
+
+/** The phone layout (the sidebar is a drawer there): matches the stylesheet's breakpoint. */
+function usePhone(): boolean {
+  const query = "(max-width: 820px)";
+  const [phone, setPhone] = useState(() => window.matchMedia(query).matches);
+  useEffect(() => {
+    const mq = window.matchMedia(query);
+    const on = () => setPhone(mq.matches);
+    mq.addEventListener("change", on);
+    return () => mq.removeEventListener("change", on);
+  }, []);
+  return phone;
+}
+
+/** The newest toast, in the page's flow above the composer: it covers nothing and never stacks. */
+function Toasts({ ctl }: { ctl: AppController }) {
+  return (
+    <div class="toasts" role="status" aria-live="polite">
+      {ctl.toasts.map((t) => (
+        <div key={t.id} class={`toast toast-${t.tone}`}>
+          {t.text}
+        </div>
+      ))}
     </div>
   );
 }
@@ -150,6 +169,8 @@ function ConnectionIndicator({ ctl }: { ctl: AppController }) {
   const s = ctl.status;
   let label: string;
   let state: string = s.state;
+  if (ctl.offline && s.state === "connected") return <ConnPill state="offline" label="Offline — waiting for the network" />;
+  if (ctl.stalled && s.state === "connected") return <ConnPill state="reconnecting" label="No answer — checking the connection…" />;
   switch (s.state) {
     case "connected":
       label = "Connected";
@@ -167,171 +188,30 @@ function ConnectionIndicator({ ctl }: { ctl: AppController }) {
     default:
       label = "Offline";
   }
+  if (ctl.offline) label = "Offline — waiting for the network";
   const title = s.state === "reconnecting" ? s.reason : s.state === "connected" ? `epoch ${s.epoch}` : undefined;
+  return <ConnPill state={state} label={label} title={title} />;
+}
+
+/** The connection pill: a dot and words (on a phone too: never colour alone). */
+function ConnPill({ state, label, title }: { state: string; label: string; title?: string | undefined }) {
   return (
-    <div class="conn" data-state={state} role="status" aria-live="polite" title={title} data-testid="connection">
+    <div class="conn" data-state={state} role="status" aria-live="polite" title={title ?? label} data-testid="connection">
       <span class="conn-dot" aria-hidden="true" />
       <span class="conn-label">{label}</span>
+      <span class="conn-short" aria-hidden="true">
+        {shortLabel(state)}
+      </span>
     </div>
   );
 }
 
-function ModelSwitcher({ ctl, model, selectRef }: { ctl: AppController; model: SessionModel; selectRef: { current: HTMLSelectElement | null } }) {
-  const options = ctl.models.some((o) => o.id === model.model) ? ctl.models : [{ id: model.model, provider: model.provider }, ...ctl.models];
-  const shown = model.pendingModel ?? model.model;
-  return (
-    <div class="model-switch">
-      <label class="sr-only" for="model-select">
-        Model
-      </label>
-      <select
-        id="model-select"
-        ref={selectRef}
-        value={shown}
-        disabled={model.state === "ended"}
-        onChange={(e) => {
-          const v = (e.target as HTMLSelectElement).value;
-          (e.target as HTMLSelectElement).value = shown; // stays until the gateway says so
-          if (v !== shown) void ctl.switchModel(v);
-        }}
-      >
-        {options.map((o) => (
-          <option key={o.id} value={o.id}>
-            {o.id}
-          </option>
-        ))}
-      </select>
-      {model.pendingModel && (
-        <span class="badge badge-queued" data-testid="model-pending" title={`Now: ${model.model}`}>
-          pending
-        </span>
-      )}
-    </div>
-  );
-}
-
-function stateLabel(s: SessionSummary): string {
-  // idle: the gateway ended it for a recoverable reason; opening it resumes it as it was.
-  if (s.state === "idle") return "idle · resumes on open";
-  if (s.state !== "ended") return s.state;
-  return `ended · ${(s.end_reason ?? "").replace(/_/g, " ")}`;
-}
-
-function Sidebar({ ctl, onPick }: { ctl: AppController; onPick(): void }) {
-  return (
-    <nav class="sidebar" aria-label="Sessions">
-      <div class="sidebar-head">
-        <button type="button" class="btn btn-primary btn-block" onClick={() => void ctl.newSession().then(onPick)}>
-          + New session
-        </button>
-      </div>
-      <ul class="session-list">
-        {ctl.sessions.length === 0 && <li class="session-empty">No sessions yet</li>}
-        {ctl.sessions.map((s) => (
-          <SessionItem key={s.session_id} ctl={ctl} s={s} active={s.session_id === ctl.currentId} onPick={onPick} />
-        ))}
-      </ul>
-    </nav>
-  );
-}
-
-function SessionItem({ ctl, s, active, onPick }: { ctl: AppController; s: SessionSummary; active: boolean; onPick(): void }) {
-  const [editing, setEditing] = useState(false);
-  const [title, setTitle] = useState(s.title);
-  const [confirmClose, setConfirmClose] = useState(false);
-  const name = s.title || "Untitled session";
-  const canReopen = s.state === "ended" && s.end_reason !== "compression";
-  return (
-    <li class={`session ${active ? "active" : ""}`} data-state={s.state} data-session-id={s.session_id}>
-      {editing ? (
-        <form
-          class="rename"
-          onSubmit={(e) => {
-            e.preventDefault();
-            setEditing(false);
-            void ctl.rename(s.session_id, title.trim());
-          }}
-        >
-          <input
-            aria-label="Session title"
-            value={title}
-            onInput={(e) => setTitle((e.target as HTMLInputElement).value)}
-            onKeyDown={(e) => {
-              if (e.key === "Escape") {
-                e.stopPropagation();
-                setEditing(false);
-              }
-            }}
-            autoFocus
-          />
-          <button type="submit" class="btn btn-sm btn-primary">
-            Save
-          </button>
-        </form>
-      ) : (
-        <button
-          type="button"
-          class="session-main"
-          aria-current={active ? "true" : undefined}
-          onClick={() => {
-            ctl.navigate(s.session_id);
-            onPick();
-          }}
-        >
-          <span class="session-title">{name}</span>
-          <span class="session-meta">
-            <span class={`state state-${s.state}`}>{stateLabel(s)}</span>
-            <span>{s.model}</span>
-            <span>{relativeTime(s.last_activity_at)}</span>
-          </span>
-        </button>
-      )}
-      {!editing && (
-        <div class="session-actions">
-          {confirmClose ? (
-            <>
-              <button type="button" class="btn btn-sm btn-danger" onClick={() => void ctl.close(s.session_id).then(() => setConfirmClose(false))}>
-                Close it
-              </button>
-              <button type="button" class="btn btn-sm" onClick={() => setConfirmClose(false)}>
-                Keep
-              </button>
-            </>
-          ) : (
-            <>
-              <button
-                type="button"
-                class="icon-btn"
-                aria-label={`Rename ${name}`}
-                title="Rename"
-                onClick={() => {
-                  setTitle(s.title);
-                  setEditing(true);
-                }}
-              >
-                ✎
-              </button>
-              {canReopen ? (
-                <button
-                  type="button"
-                  class="btn btn-sm"
-                  aria-label={`Reopen ${name}`}
-                  title={isRecoverableEnd(s.end_reason) ? "Resume where it stopped" : "Reopen the closed session"}
-                  onClick={() => void ctl.reopen(s.session_id)}
-                >
-                  Reopen
-                </button>
-              ) : s.state !== "ended" ? (
-                <button type="button" class="icon-btn" aria-label={`Close ${name}`} title="Close" onClick={() => setConfirmClose(true)}>
-                  ✕
-                </button>
-              ) : null}
-            </>
-          )}
-        </div>
-      )}
-    </li>
-  );
+function shortLabel(state: string): string {
+  if (state === "connected") return "Live";
+  if (state === "offline") return "Offline";
+  if (state === "catching_up") return "Syncing";
+  if (state === "closed") return "Closed";
+  return "Retrying";
 }
 
 function Welcome({ ctl }: { ctl: AppController }) {
@@ -392,31 +272,17 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
               </ul>
             </div>
           )}
-          {model.blocks.map((b) => (
-            <BlockView key={b.key} block={b} actions={actions} />
-          ))}
+          <ExchangeList ctl={ctl} model={model} actions={actions} />
           {model.requests.map((r) => (
             <RequestCard key={r.request_id} request={r} ctl={ctl} />
           ))}
-          {model.pending.map((q) => (
-            <PendingView
-              key={q.requestId}
-              prompt={q}
-              onDismiss={() => ctl.dismissPending(q.requestId)}
-              onRetry={() => {
-                ctl.dismissPending(q.requestId);
-                void ctl.submit(q.text);
-              }}
-            />
-          ))}
         </div>
       </div>
+      <Toasts ctl={ctl} />
       {ended ? (
         <div class="ended-bar" role="status">
-          <span>
-            This session ended{model.endReason ? ` (${model.endReason.replace(/_/g, " ")})` : ""}.
-          </span>
-          {model.endReason !== "compression" && (
+          <span>{endedSentence(model.endReason)}</span>
+          {model.endReason !== "compression" && model.endReason !== "retention" && (
             <button type="button" class="btn btn-primary btn-sm" onClick={() => void ctl.reopen(model.sessionId)}>
               {recoverable ? "Resume" : "Reopen"}
             </button>
@@ -427,6 +293,14 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
       )}
     </>
   );
+}
+
+/** What the composer says it will do with a message typed now: the truth about the link and the turn. */
+function composerPlaceholder(ctl: AppController, model: SessionModel): string {
+  if (ctl.offline) return "Offline — what you send now goes out when the network is back";
+  if (ctl.linkDown) return "Reconnecting — what you send now goes out when the gateway is back";
+  if (model.running) return "Type to queue a follow-up…";
+  return "Message Tether…";
 }
 
 function Composer({ ctl, model }: { ctl: AppController; model: SessionModel }) {
@@ -460,7 +334,7 @@ function Composer({ ctl, model }: { ctl: AppController; model: SessionModel }) {
         id="composer-input"
         ref={area}
         rows={1}
-        placeholder={model.running ? "Type to queue a follow-up…" : "Message Tether…"}
+        placeholder={composerPlaceholder(ctl, model)}
         value={text}
         onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
         onKeyDown={(e) => {
@@ -472,7 +346,14 @@ function Composer({ ctl, model }: { ctl: AppController; model: SessionModel }) {
       />
       <div class="composer-actions">
         {model.running && (
-          <button type="button" class="btn btn-stop" onClick={() => void ctl.interrupt()} aria-label="Interrupt (Esc)" title="Interrupt (Esc)">
+          <button
+            type="button"
+            class="btn btn-stop"
+            onClick={() => void ctl.interrupt()}
+            disabled={ctl.linkDown}
+            aria-label="Interrupt (Esc)"
+            title={ctl.linkDown ? "Cannot stop the reply while the gateway is unreachable" : "Interrupt (Esc)"}
+          >
             <span class="stop-square" aria-hidden="true" /> Stop
           </button>
         )}

@@ -1,5 +1,7 @@
 /** The transcript's blocks: messages, tool cards, error cards, delegations, notices. */
-import { useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import type { Usage } from "../../src/protocol/index.js";
+import { interruptedLabel, type StopCause } from "./labels.js";
 import type { Block, DelegationTaskView, PendingPrompt } from "./model.js";
 import { highlightJson, renderMarkdown } from "./markdown.js";
 
@@ -14,9 +16,31 @@ const LAYER_TITLES: Record<string, string> = {
   tool: "Tool error",
 };
 
-export function Markdown({ text, className }: { text: string; className?: string }) {
+/** Markdown, with a Copy button added to each code block's head bar. */
+export function Markdown({ text, className, copy }: { text: string; className?: string; copy?: (text: string) => Promise<boolean> }) {
   const html = useMemo(() => renderMarkdown(text), [text]);
-  return <div class={`md ${className ?? ""}`} dangerouslySetInnerHTML={{ __html: html }} />;
+  const root = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (!copy) return;
+    for (const head of root.current?.querySelectorAll<HTMLElement>(".code-head") ?? []) {
+      if (head.querySelector(".code-copy")) continue;
+      const btn = document.createElement("button");
+      btn.type = "button";
+      btn.className = "code-copy";
+      btn.textContent = "Copy";
+      btn.setAttribute("aria-label", "Copy code");
+      btn.addEventListener("click", () => {
+        const code = head.parentElement?.querySelector("code")?.textContent ?? "";
+        void copy(code).then((ok) => {
+          if (!ok) return;
+          btn.textContent = "Copied ✓";
+          setTimeout(() => (btn.textContent = "Copy"), 2000);
+        });
+      });
+      head.appendChild(btn);
+    }
+  }, [html, copy]);
+  return <div ref={root} class={`md ${className ?? ""}`} dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
 function Json({ value }: { value: unknown }) {
@@ -34,50 +58,171 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
+/** What the page lets a block do, and what it needs to know to say the truth. */
 export interface BlockActions {
-  retry(text: string): void;
   switchModel(): void;
   copy(text: string): Promise<boolean>;
+  /** The gateway cannot be reached: a streaming reply is paused, not live. */
+  paused: boolean;
+  /** Whether the session runs a turn now (no regenerate meanwhile). */
+  running: boolean;
+  stopCause(key: string): StopCause;
+  usage(key: string): Usage | undefined;
 }
 
-export function BlockView({ block, actions }: { block: Block; actions: BlockActions }) {
+/** Where a block sits: its exchange (user key), and whether that is the newest one. */
+export interface ExchangeActions {
+  /** Runs this exchange again (undefined when not offered: not the newest, or a turn runs). */
+  regenerate?: () => void;
+  /** Continues an interrupted reply (the newest exchange only). */
+  resume?: () => void;
+  /** Edits the user message and resends it. */
+  edit?: (text: string) => void;
+}
+
+function CopyButton({ text, copy, label = "Copy" }: { text: string; copy(text: string): Promise<boolean>; label?: string }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <button
+      type="button"
+      class="msg-action"
+      aria-label={copied ? "Copied" : label}
+      title={label}
+      onClick={async () => {
+        if (await copy(text)) {
+          setCopied(true);
+          setTimeout(() => setCopied(false), 2000);
+        }
+      }}
+    >
+      {copied ? "Copied ✓" : "Copy"}
+    </button>
+  );
+}
+
+function UserBlock({ block, actions, ex }: { block: Extract<Block, { kind: "user" }>; actions: BlockActions; ex: ExchangeActions }) {
+  const [editing, setEditing] = useState(false);
+  const [draft, setDraft] = useState(block.text);
+  if (editing && ex.edit) {
+    return (
+      <div class="row row-user" data-kind="user-edit" data-key={block.key}>
+        <form
+          class="bubble bubble-edit"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setEditing(false);
+            if (draft.trim() && draft.trim() !== block.text) ex.edit!(draft.trim());
+          }}
+        >
+          <textarea aria-label="Edit prompt" value={draft} onInput={(e) => setDraft((e.target as HTMLTextAreaElement).value)} autoFocus rows={3} />
+          <div class="edit-actions">
+            <button type="button" class="btn btn-sm" onClick={() => setEditing(false)}>
+              Cancel
+            </button>
+            <button type="submit" class="btn btn-sm btn-primary" disabled={!draft.trim()}>
+              Send
+            </button>
+          </div>
+        </form>
+      </div>
+    );
+  }
+  // The actions follow the message as a sibling, outside its [data-kind] element (the message only).
+  return (
+    <>
+      <div class="row row-user" data-kind="user" data-key={block.key}>
+        <div class="bubble bubble-user">
+          <div class="user-text">{block.text}</div>
+        </div>
+      </div>
+      <div class="msg-actions msg-actions-user">
+        <CopyButton text={block.text} copy={actions.copy} label="Copy prompt" />
+        {ex.edit && (
+          <button
+            type="button"
+            class="msg-action"
+            title="Edit and resend"
+            onClick={() => {
+              setDraft(block.text);
+              setEditing(true);
+            }}
+          >
+            Edit
+          </button>
+        )}
+      </div>
+    </>
+  );
+}
+
+function usageText(u: Usage): string {
+  return `${u.prompt_tokens.toLocaleString()} in · ${u.completion_tokens.toLocaleString()} out`;
+}
+
+function AssistantBlock({ block, actions, ex }: { block: Extract<Block, { kind: "assistant" }>; actions: BlockActions; ex: ExchangeActions }) {
+  const paused = block.status === "streaming" && actions.paused;
+  const usage = actions.usage(block.key);
+  return (
+    <div class="row row-assistant" data-kind="assistant" data-key={block.key} data-status={block.status} data-paused={paused ? "true" : undefined}>
+      <div class="avatar" aria-hidden="true">
+        T
+      </div>
+      <div class="assistant-body">
+        {block.reasoning && (
+          <details class="reasoning">
+            <summary>Reasoning</summary>
+            <div class="reasoning-text">{block.reasoning}</div>
+          </details>
+        )}
+        <Markdown text={block.text} className={block.status === "streaming" ? (paused ? "streaming paused" : "streaming") : ""} copy={actions.copy} />
+        {block.status === "streaming" && !block.text && <span class={`caret ${paused ? "paused" : ""}`} aria-hidden="true" />}
+        {paused ? (
+          <div class="badge badge-warn" role="note" data-testid="paused-badge">
+            paused — reconnecting
+          </div>
+        ) : (
+          block.status === "streaming" && <span class="sr-only">Streaming…</span>
+        )}
+        {block.status === "interrupted" && (
+          <div class="badge badge-warn" role="note" data-testid="interrupted-badge" data-cause={actions.stopCause(block.key)}>
+            {interruptedLabel(actions.stopCause(block.key))}
+          </div>
+        )}
+        {block.status !== "streaming" && (
+          <div class="msg-actions">
+            {block.text && <CopyButton text={block.text} copy={actions.copy} label="Copy reply" />}
+            {ex.resume && block.status === "interrupted" && (
+              <button type="button" class="msg-action" onClick={ex.resume}>
+                Continue
+              </button>
+            )}
+            {ex.regenerate && (
+              <button type="button" class="msg-action" onClick={ex.regenerate}>
+                Regenerate
+              </button>
+            )}
+            {usage && (
+              <span class="usage" data-testid="usage" title={`${usage.total_tokens.toLocaleString()} tokens in all`}>
+                {usageText(usage)}
+              </span>
+            )}
+          </div>
+        )}
+      </div>
+    </div>
+  );
+}
+
+export function BlockView({ block, actions, ex = {} }: { block: Block; actions: BlockActions; ex?: ExchangeActions }) {
   switch (block.kind) {
     case "user":
-      return (
-        <div class="row row-user" data-kind="user" data-key={block.key}>
-          <div class="bubble bubble-user">
-            <div class="user-text">{block.text}</div>
-          </div>
-        </div>
-      );
+      return <UserBlock block={block} actions={actions} ex={ex} />;
     case "assistant":
-      return (
-        <div class="row row-assistant" data-kind="assistant" data-key={block.key} data-status={block.status}>
-          <div class="avatar" aria-hidden="true">
-            T
-          </div>
-          <div class="assistant-body">
-            {block.reasoning && (
-              <details class="reasoning">
-                <summary>Reasoning</summary>
-                <div class="reasoning-text">{block.reasoning}</div>
-              </details>
-            )}
-            <Markdown text={block.text} className={block.status === "streaming" ? "streaming" : ""} />
-            {block.status === "streaming" && !block.text && <span class="caret" aria-hidden="true" />}
-            {block.status === "streaming" && <span class="sr-only">Streaming…</span>}
-            {block.status === "interrupted" && (
-              <div class="badge badge-warn" role="note" data-testid="interrupted-badge">
-                Interrupted — the reply stopped here
-              </div>
-            )}
-          </div>
-        </div>
-      );
+      return <AssistantBlock block={block} actions={actions} ex={ex} />;
     case "tool":
       return <ToolCard block={block} />;
     case "error":
-      return <ErrorCard block={block} actions={actions} />;
+      return <ErrorCard block={block} actions={actions} ex={ex} />;
     case "delegation":
       return <DelegationCard block={block} />;
     case "delegation-result":
@@ -226,7 +371,7 @@ function ToolCard({ block }: { block: Extract<Block, { kind: "tool" }> }) {
   );
 }
 
-function ErrorCard({ block, actions }: { block: Extract<Block, { kind: "error" }>; actions: BlockActions }) {
+function ErrorCard({ block, actions, ex }: { block: Extract<Block, { kind: "error" }>; actions: BlockActions; ex: ExchangeActions }) {
   const [copied, setCopied] = useState(false);
   const e = block.error;
   const title = e ? (LAYER_TITLES[e.layer] ?? `${e.layer} error`) : "The turn failed";
@@ -260,9 +405,9 @@ function ErrorCard({ block, actions }: { block: Extract<Block, { kind: "error" }
       </div>
       {e && <div class="error-message">{e.message}</div>}
       <div class="card-actions">
-        {e?.retryable && block.input !== undefined && (
-          <button type="button" class="btn btn-primary btn-sm" onClick={() => actions.retry(block.input!)}>
-            Retry
+        {e?.retryable && ex.regenerate && (
+          <button type="button" class="btn btn-primary btn-sm" onClick={ex.regenerate}>
+            Regenerate
           </button>
         )}
         <button type="button" class="btn btn-sm" onClick={() => actions.switchModel()}>
@@ -291,14 +436,14 @@ function ErrorCard({ block, actions }: { block: Extract<Block, { kind: "error" }
   );
 }
 
-export function PendingView({ prompt, onDismiss, onRetry }: { prompt: PendingPrompt; onDismiss(): void; onRetry(): void }) {
+export function PendingView({ prompt, paused, onDismiss, onRetry }: { prompt: PendingPrompt; paused: boolean; onDismiss(): void; onRetry(): void }) {
   return (
     <div class="row row-user pending" data-kind="pending" data-status={prompt.status}>
       <div class="bubble bubble-user bubble-pending">
         <div class="user-text">{prompt.text}</div>
         <div class="pending-meta">
           {prompt.status === "queued" && <span class="badge badge-queued">Queued — runs after the current turn</span>}
-          {prompt.status === "sending" && <span class="badge badge-queued">Sending…</span>}
+          {prompt.status === "sending" && <span class="badge badge-queued">{paused ? "Waiting for the connection…" : "Sending…"}</span>}
           {prompt.status === "failed" && (
             <>
               <span class="badge badge-error">Not sent: {prompt.error}</span>

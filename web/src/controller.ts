@@ -24,6 +24,12 @@ import {
 } from "./model.js";
 
 export const TOKEN_KEY = "tether.apiKey";
+/** Per-session page state kept in this browser: versions of exchanges, why replies stopped. */
+const PAGE_KEY = (sessionId: string) => `tether.page.${sessionId}`;
+/** A running turn silent this long while "connected": probe the socket (a stalled stream). */
+const STALL_MS = 4000;
+/** A probe unanswered this long: say so at once (the SDK drops the socket when it times out). */
+const STALL_SHOW_MS = 1000;
 
 export interface ModelOption {
   id: string;
@@ -61,12 +67,24 @@ export class AppController {
   /** The gateway restarted while this page was open (shown once, then cleared). */
   sessions: SessionSummary[] = [];
   models: ModelOption[] = [];
+  /** Models that ask for confirmation before a switch (`requires_confirmation` on /v1/models, or a confirm_required seen). */
+  guarded = new Set<string>();
   current: SessionModel | undefined;
   currentId: string | undefined;
   loading = false;
   sessionError: string | undefined;
   confirm: ConfirmRequest | undefined;
   toasts: Toast[] = [];
+  /** The browser said `offline` (cleared by `online` or a new connection). */
+  offline = false;
+  /** A running turn went silent and a probe of the socket is unanswered. */
+  stalled = false;
+  private lastFrameAt = Date.now();
+  private probing = false;
+  private stallTimer: ReturnType<typeof setInterval> | undefined;
+  /** Replies streaming when the link went down: if the gateway restarted, they were cut by it. */
+  private cutCandidates = new Set<string>();
+  private kept = new Map<string, string>();
   private client: TetherClient | undefined;
   private unsubscribe: (() => void) | undefined;
   private listeners = new Set<Listener>();
@@ -77,6 +95,7 @@ export class AppController {
 
   constructor(private readonly storage: Storage, private readonly location: Location) {
     this.token = storage.getItem(TOKEN_KEY);
+    this.offline = typeof navigator !== "undefined" && navigator.onLine === false;
   }
 
   subscribe(listener: Listener): () => void {
@@ -96,14 +115,82 @@ export class AppController {
     else setTimeout(run, 16);
   }
 
+  /** One toast at a time (the newest), shown in the page's flow above the composer, never over it. */
   toast(text: string, tone: Toast["tone"] = "info", ms = 4000): void {
     const id = ++this.toastSeq;
-    this.toasts = [...this.toasts, { id, text, tone }];
+    this.toasts = [{ id, text, tone }];
     this.changed();
     setTimeout(() => {
       this.toasts = this.toasts.filter((t) => t.id !== id);
       this.changed();
     }, ms);
+  }
+
+  /** The gateway cannot be reached right now: what streams is paused, Stop cannot act. */
+  get linkDown(): boolean {
+    return this.offline || this.stalled || this.status.state !== "connected";
+  }
+
+  /** The browser's `offline` event: shown at once, and the socket is probed. */
+  goOffline(): void {
+    this.offline = true;
+    this.markCutCandidates();
+    this.changed();
+    this.wake();
+  }
+
+  goOnline(): void {
+    this.offline = false;
+    this.changed();
+    this.wake();
+  }
+
+  private markCutCandidates(): void {
+    for (const b of this.current?.blocks ?? []) if (b.kind === "assistant" && b.status === "streaming") this.cutCandidates.add(b.key);
+  }
+
+  /** A running turn silent for STALL_MS: probe; if the probe hangs, the page says so at once. */
+  private checkStall(): void {
+    const m = this.current;
+    const client = this.client;
+    if (!m?.running || !client || this.probing || this.status.state !== "connected" || m.requests.length > 0) return;
+    if (Date.now() - this.lastFrameAt < STALL_MS) return;
+    this.probing = true;
+    const shown = setTimeout(() => {
+      this.stalled = true;
+      this.markCutCandidates();
+      this.changed();
+    }, STALL_SHOW_MS);
+    void client.wake().finally(() => {
+      clearTimeout(shown);
+      this.probing = false;
+      this.stalled = false;
+      this.lastFrameAt = Date.now();
+      this.changed();
+    });
+  }
+
+  /** Versions and stop causes of a session, as this browser kept them. */
+  private loadKept(sessionId: string): Pick<SessionModel, "versions" | "stops"> {
+    try {
+      const raw = this.storage.getItem(PAGE_KEY(sessionId));
+      const v = raw ? (JSON.parse(raw) as Partial<Pick<SessionModel, "versions" | "stops">>) : {};
+      return { versions: v.versions ?? {}, stops: v.stops ?? {} };
+    } catch {
+      return { versions: {}, stops: {} };
+    }
+  }
+
+  private keep(m: SessionModel): void {
+    const text = JSON.stringify({ versions: m.versions, stops: m.stops });
+    if (this.kept.get(m.sessionId) === text) return;
+    this.kept.set(m.sessionId, text);
+    if (Object.keys(m.versions).length === 0 && Object.keys(m.stops).length === 0) return;
+    try {
+      this.storage.setItem(PAGE_KEY(m.sessionId), text);
+    } catch {
+      // storage full or blocked: the versions show for this page's life only
+    }
   }
 
   private authHeaders(): Record<string, string> {
@@ -130,8 +217,9 @@ export class AppController {
     }
     this.needsKey = false;
     if (res.ok) {
-      const body = (await res.json()) as { data?: Array<{ id: string; owned_by: string }> };
+      const body = (await res.json()) as { data?: Array<{ id: string; owned_by: string; requires_confirmation?: boolean }> };
       this.models = (body.data ?? []).map((m) => ({ id: m.id, provider: m.owned_by }));
+      this.guarded = new Set((body.data ?? []).filter((m) => m.requires_confirmation).map((m) => m.id));
     }
     await this.connect();
   }
@@ -158,17 +246,34 @@ export class AppController {
       url: `${proto}//${this.location.host}/ws`,
       ...(this.token ? { token: this.token } : {}),
       backoff: { initialMs: 250, maxMs: 5000 },
+      // A page notices a dead link within seconds, not the SDK's default ~20 s.
+      pingIntervalMs: 5000,
+      pingTimeoutMs: 4000,
+      wakeProbeMs: 2500,
       onHandlerError: (err) => console.error("tether web: handler failed", err),
     });
     this.client = client;
     client.onStatus((s) => {
       this.status = s;
+      if (s.state !== "connected") this.markCutCandidates();
+      else {
+        this.lastFrameAt = Date.now();
+        if (s.reconnected) this.offline = false;
+        const m = this.current;
+        if (s.restarted && m) {
+          for (const b of m.blocks) if (b.kind === "assistant" && b.status === "interrupted" && this.cutCandidates.has(b.key)) m.stops[b.key] ??= "restart";
+          m.version++;
+          this.keep(m);
+        }
+        this.cutCandidates.clear();
+      }
       if (s.state === "connected" && s.reconnected) {
         if (s.restarted) this.toast("Gateway restarted — transcript recovered", "ok");
         void this.refreshSessions();
       }
       this.changed();
     });
+    this.stallTimer ??= setInterval(() => this.checkStall(), 1000);
     client.onGlobal((f) => {
       if (f.type === "session.reclaimed") void this.refreshSessions();
     });
@@ -243,6 +348,7 @@ export class AppController {
     const off = client.subscribe(
       sessionId,
       (frame) => {
+        this.lastFrameAt = Date.now();
         if (!model) early.push(frame);
         else if (applyFrame(model, frame)) this.onModelFrame(model, frame);
       },
@@ -266,7 +372,7 @@ export class AppController {
     try {
       const snap = await client.resumeSession(sessionId);
       if (seq !== this.openSeq) return;
-      model = fromSnapshot(snap, this.current);
+      model = fromSnapshot(snap, this.current, this.loadKept(snap.session_id));
       for (const f of early) if ((f.seq ?? 0) > snap.latest_seq) applyFrame(model, f);
       early = [];
       this.current = model;
@@ -319,7 +425,7 @@ export class AppController {
         todo: { revision: 0, items: [] },
         delegations,
       };
-      this.current = fromSnapshot(snap);
+      this.current = fromSnapshot(snap, undefined, this.loadKept(sessionId));
       this.current.endReason = endReason;
       return;
     }
@@ -341,6 +447,7 @@ export class AppController {
 
   private onModelFrame(model: SessionModel, frame: Frame): void {
     if (model !== this.current) return;
+    if (frame.type === "message.start" || frame.type === "message.complete") this.keep(model);
     if (frame.type === "turn.complete" || frame.type === "session.info" || frame.type === "session.closed" || frame.type === "model.switched") {
       void this.refreshSessions();
     }
@@ -358,7 +465,14 @@ export class AppController {
     }
   }
 
-  async submit(text: string): Promise<boolean> {
+  /** Runs the exchange of user message `userKey` again: its new turn replaces it (the old one stays a previous version). */
+  async regenerate(userKey: string, text?: string): Promise<boolean> {
+    const user = this.current?.blocks.find((b) => b.key === userKey && b.kind === "user");
+    if (!user || user.kind !== "user") return false;
+    return this.submit(text ?? user.text, { replaces: userKey });
+  }
+
+  async submit(text: string, opts: { replaces?: string } = {}): Promise<boolean> {
     const model = this.current;
     const client = this.client;
     if (!model || !client || !text.trim()) return false;
@@ -373,7 +487,7 @@ export class AppController {
       model.title = title;
       void client.call(Method.SessionUpdate, { session_id: model.sessionId, title }).then(() => this.refreshSessions(), () => undefined);
     }
-    model.pending = [...model.pending, { requestId, text, status: "sending" }];
+    model.pending = [...model.pending, { requestId, text, status: "sending", ...(opts.replaces ? { replaces: opts.replaces } : {}) }];
     model.version++;
     this.changed();
     // The same request_id on every retry: a prompt sent twice never runs twice.
@@ -381,6 +495,7 @@ export class AppController {
       try {
         const res = await client.call(Method.PromptSubmit, { session_id: model.sessionId, text, request_id: requestId }, { timeoutMs: 15_000 });
         settlePending(model, requestId, res);
+        this.keep(model);
         this.changed();
         return true;
       } catch (err) {
@@ -419,7 +534,10 @@ export class AppController {
 
   async interrupt(): Promise<void> {
     const model = this.current;
-    if (!model || !this.client) return;
+    if (!model || !this.client || this.linkDown) return;
+    // Said as "You stopped this" on the reply (this page pressed Stop).
+    for (const b of model.blocks) if (b.kind === "assistant" && b.status === "streaming") model.stops[b.key] = "you";
+    this.keep(model);
     try {
       await this.client.call(Method.SessionInterrupt, { session_id: model.sessionId });
     } catch (err) {
@@ -444,7 +562,6 @@ export class AppController {
     try {
       await this.requireClient().call(Method.SessionClose, { session_id: sessionId });
       await this.refreshSessions();
-      this.toast("Session closed", "info");
     } catch (err) {
       this.toast(`Close failed: ${errorText(err)}`, "error");
     }
@@ -474,6 +591,7 @@ export class AppController {
     try {
       const res = await this.client.call(Method.ConfigSet, { session_id: model.sessionId, key: "model", value: modelId, ...(confirm ? { confirm: true } : {}) });
       if (res.status === "confirm_required") {
+        this.guarded.add(modelId);
         this.confirm = { model: modelId, message: res.confirm_message ?? `Switching to ${modelId} needs confirmation.` };
       } else if (res.status === "pending" && modelId === model.model) {
         // Back to the model in use: the stashed switch is now a no-op (no model.switched comes).

@@ -12,7 +12,9 @@ window.addEventListener("hashchange", () => {
 document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "visible") ctl.wake();
 });
-window.addEventListener("online", () => ctl.wake());
+// `offline` is shown at once (the socket may look open for seconds); `online` probes it again.
+window.addEventListener("offline", () => ctl.goOffline());
+window.addEventListener("online", () => ctl.goOnline());
 window.addEventListener("focus", () => ctl.wake());
 
 render(<App ctl={ctl} />, document.getElementById("app")!);

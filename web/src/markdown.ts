@@ -47,8 +47,10 @@ const marked = new Marked({
       const language = (lang ?? "").trim().split(/\s+/)[0] ?? "";
       const known = language !== "" && hljs.getLanguage(language) !== undefined;
       const body = known ? hljs.highlight(text, { language, ignoreIllegals: true }).value : escapeHtml(text);
-      const label = language ? `<span class="code-lang">${escapeHtml(language)}</span>` : "";
-      return `<pre class="code">${label}<code class="hljs${known ? ` language-${escapeHtml(language)}` : ""}">${body}</code></pre>`;
+      // The language sits in a head bar above the code (never over its first line); the page adds
+      // a Copy button there (DOMPurify keeps buttons out of model output).
+      const label = `<span class="code-lang">${language ? escapeHtml(language) : "code"}</span>`;
+      return `<div class="code-block"><div class="code-head">${label}</div><pre class="code"><code class="hljs${known ? ` language-${escapeHtml(language)}` : ""}">${body}</code></pre></div>`;
     },
     // Raw HTML in model output is shown as text, not interpreted (DOMPurify is the second line).
     html({ text }: Tokens.HTML | Tokens.Tag): string {

@@ -41,6 +41,7 @@ import type {
   TurnCompletePayload,
   TurnErrorPayload,
   TurnStartPayload,
+  Usage,
 } from "../../src/protocol/index.js";
 
 export interface TurnErrorInfo {
@@ -130,6 +131,8 @@ export interface PendingPrompt {
   status: "sending" | "queued" | "failed";
   turnId?: string;
   error?: string;
+  /** Regenerate / edit-and-resend: the user message whose exchange this prompt's turn replaces. */
+  replaces?: string;
 }
 
 export interface SessionModel {
@@ -148,6 +151,12 @@ export interface SessionModel {
   requests: OpenRequest[];
   /** A model switch stashed until the running turn ends. */
   pendingModel?: string;
+  /** New user message key → the one its exchange replaces (see versions.ts); kept by the page. */
+  versions: Record<string, string>;
+  /** Why an interrupted reply stopped, when this page knows (assistant key → cause); kept by the page. */
+  stops: Record<string, "you" | "restart">;
+  /** Token usage of each finished assistant message (from `message.complete.usage`). */
+  usage: Record<string, Usage>;
   /** Bumped on every change, so views can tell. */
   version: number;
 }
@@ -159,6 +168,8 @@ interface Index {
   startedTurns: Set<string>;
   /** `${delegation_id}#${task_index}` → the `ts` of the frame that said the task started running. */
   taskStarts: Map<string, number>;
+  /** turn_id → the user key its exchange replaces (a regenerate whose user message is not shown yet). */
+  replacesByTurn: Map<string, string>;
 }
 
 const indexes = new WeakMap<SessionModel, Index>();
@@ -166,7 +177,7 @@ const indexes = new WeakMap<SessionModel, Index>();
 function idx(m: SessionModel): Index {
   let i = indexes.get(m);
   if (!i) {
-    i = { byKey: new Map(), turnInputs: new Map(), startedTurns: new Set(), taskStarts: new Map() };
+    i = { byKey: new Map(), turnInputs: new Map(), startedTurns: new Set(), taskStarts: new Map(), replacesByTurn: new Map() };
     for (const b of m.blocks) i.byKey.set(b.key, b);
     indexes.set(m, i);
   }
@@ -214,7 +225,8 @@ function precedingUserText(m: SessionModel, before: number): string | undefined 
 }
 
 /** A model from a Snapshot (session.create / session.resume). */
-export function fromSnapshot(snap: Snapshot, previous?: SessionModel): SessionModel {
+export function fromSnapshot(snap: Snapshot, previous?: SessionModel, kept?: Pick<SessionModel, "versions" | "stops">): SessionModel {
+  const same = previous?.sessionId === snap.session_id;
   const m: SessionModel = {
     sessionId: snap.session_id,
     title: snap.title,
@@ -226,6 +238,9 @@ export function fromSnapshot(snap: Snapshot, previous?: SessionModel): SessionMo
     todo: { revision: snap.todo.revision, items: [...snap.todo.items] },
     pending: previous?.sessionId === snap.session_id ? previous.pending : [],
     requests: [...(snap.open_requests ?? [])],
+    versions: { ...(kept?.versions ?? {}), ...(same ? previous!.versions : {}) },
+    stops: { ...(kept?.stops ?? {}), ...(same ? previous!.stops : {}) },
+    usage: same ? { ...previous!.usage } : {},
     version: (previous?.version ?? 0) + 1,
   };
   if (previous?.sessionId === snap.session_id) {
@@ -444,6 +459,8 @@ export function applyFrame(m: SessionModel, frame: Frame): boolean {
         const b: Block = { kind: "user", key: s.message_id, text: frame.turn_id ? (i.turnInputs.get(frame.turn_id) ?? "") : "" };
         if (frame.turn_id) b.turnId = frame.turn_id;
         add(m, b);
+        const replaces = frame.turn_id ? i.replacesByTurn.get(frame.turn_id) : undefined;
+        if (replaces && replaces !== b.key) m.versions[b.key] = replaces;
       } else if (s.role === "assistant") add(m, assistantBlock(s.message_id, "", "streaming", frame.turn_id));
       break;
     }
@@ -479,6 +496,7 @@ export function applyFrame(m: SessionModel, frame: Frame): boolean {
       const b = get(m, c.message_id, "assistant") ?? (add(m, assistantBlock(c.message_id, "", "streaming", frame.turn_id)) as Extract<Block, { kind: "assistant" }>);
       b.text = c.content;
       b.status = c.status;
+      if (c.usage) m.usage[c.message_id] = c.usage;
       if (!c.content && c.tool_calls?.length && c.status === "complete") {
         // A message that only calls tools: its cards stand for it.
         for (const call of c.tool_calls) add(m, { kind: "tool", key: call.id, name: call.name, args: parseArgs(call.arguments), done: false }, c.message_id);
@@ -559,7 +577,7 @@ export function applyFrame(m: SessionModel, frame: Frame): boolean {
       m.running = false;
       m.endReason = String(p["end_reason"] ?? "");
       m.pending = [];
-      add(m, { kind: "notice", key: `closed:${frame.seq}`, text: `Session ended (${m.endReason.replace(/_/g, " ")})`, tone: "warn" });
+      // No notice here: the ended bar says it, once.
       break;
     }
     case "session.rotated":
@@ -680,6 +698,12 @@ export function applyMessageSnapshot(m: SessionModel, snap: MessageSnapshot): vo
 export function settlePending(m: SessionModel, requestId: string, result: { turn_id: string; status: string }): void {
   const q = m.pending.find((x) => x.requestId === requestId);
   if (!q) return;
+  if (q.replaces && result.status !== "duplicate") {
+    const shown = m.blocks.find((b) => b.kind === "user" && b.turnId === result.turn_id);
+    if (shown) {
+      if (shown.key !== q.replaces) m.versions[shown.key] = q.replaces;
+    } else idx(m).replacesByTurn.set(result.turn_id, q.replaces);
+  }
   if (idx(m).startedTurns.has(result.turn_id) || result.status === "duplicate") {
     m.pending = m.pending.filter((x) => x !== q);
   } else {

@@ -9,6 +9,7 @@
 import type { SessionEventLog } from "../../events/types.js";
 import type { ToolSpec } from "../provider.js";
 import type { TodoList } from "./todo-list.js";
+import type { WorkspaceProcesses } from "./workspace/processes.js";
 import { DEFAULT_TOOL_TIMEOUT_MS, type OfferedTool, type ToolOffer, type ToolSet } from "./tool-set.js";
 
 export interface ToolContext {
@@ -24,6 +25,10 @@ export interface ToolContext {
    * kind `input`. Absent where nobody can be asked (the call's server then gets a decline).
    */
   requestInput?: (req: InputRequest) => Promise<InputAnswer>;
+  /** The session's working folder (absolute), where the workspace tools work; absent = none. */
+  cwd?: string;
+  /** The session's background processes (the workspace terminal); absent = not available here. */
+  processes?: WorkspaceProcesses;
 }
 
 /** What a tool asks the user (MCP elicitation, form mode). */
@@ -56,6 +61,11 @@ export interface Tool {
   spec: ToolSpec;
   annotations?: ToolAnnotations;
   execute(args: unknown, ctx: ToolContext): Promise<unknown>;
+  /**
+   * What an approval of this call shows besides its arguments (the terminal: the exact command and
+   * the folder it runs in, resolved against the session's cwd). Synchronous: it is built with the request.
+   */
+  describe?(args: unknown, ctx: { cwd?: string | undefined }): Record<string, unknown>;
 }
 
 /**

@@ -22,6 +22,7 @@ import type { Caller } from "../../sessions/index.js";
 import { mountModels } from "./models.js";
 import { mountChat } from "./openai-chat.js";
 import { ResponsesApi } from "./openai-responses.js";
+import { RunsApi } from "./runs-api.js";
 import { mountSessions } from "./sessions-api.js";
 import { mountWebClient } from "./web-client.js";
 
@@ -110,6 +111,7 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   mountModels(app, api);
   mountChat(app, api);
   new ResponsesApi(api).mount(app);
+  new RunsApi(api).mount(app);
   mountSessions(app, api);
   return app;
 }

@@ -19,6 +19,8 @@ export interface ModelInfo {
   id: string;
   /** The provider that serves it (`demo`, `openai`). */
   provider: string;
+  /** Listed in config `models.require_confirmation`: switching to it asks first. */
+  requires_confirmation?: boolean;
 }
 
 export interface HttpApiDeps {

@@ -17,7 +17,7 @@ export function resolveModel(api: HttpApi, model: string): ModelInfo {
 }
 
 function modelObject(m: ModelInfo) {
-  return { id: m.id, object: "model", created: 0, owned_by: m.provider };
+  return { id: m.id, object: "model", created: 0, owned_by: m.provider, ...(m.requires_confirmation ? { requires_confirmation: true } : {}) };
 }
 
 export function mountModels(app: Hono<AppEnv>, api: HttpApi): void {

@@ -1,12 +1,17 @@
 /**
- * `POST /v1/chat/completions`, OpenAI-compatible, streaming and not.
+ * `POST /v1/chat/completions`, OpenAI-compatible, streaming and not — with OpenAI's function
+ * calling: the request's `tools` are the client's own, offered beside the gateway's; a call of one
+ * ends the completion with `tool_calls` (chat-answer.ts), and the next request continues the turn.
  *
  * Without `X-Session-Id` the call makes a new hidden session seeded from the request's messages
- * (system/developer → system prompt, earlier user/assistant messages → transcript, the last user
- * message → the turn). It is not closed when the response ends: the `X-Session-Id` the answer
- * carries continues it (like any detached session it is reaped after the grace, and resumes by id
- * all the same). With `X-Session-Id` the stored session continues: its history comes from the
- * store, only the last user message of the request is used. The id is echoed either way.
+ * (system/developer → system prompt, earlier messages → transcript exactly as sent, tool calls and
+ * results included), and the turn starts with the last user message — or, when the list ends with
+ * tool results, the model answers them (a stateless client sends its whole loop back). It is not
+ * closed when the response ends: the `X-Session-Id` the answer carries continues it (like any
+ * detached session it is reaped after the grace, and resumes by id all the same). With
+ * `X-Session-Id` the stored session continues: its history comes from the store; only the last
+ * user message is used, or the trailing `role: "tool"` messages, which answer the calls its parked
+ * turn waits for (the turn resumes from the store). The id is echoed either way.
  *
  * The session lives in the profile the request names (`X-Tether-Profile` or `?profile=`, default
  * `default`), run with that profile's config (system prompt, tools…). A continued session is looked
@@ -19,20 +24,20 @@
  */
 import type { Hono } from "hono";
 import { z } from "zod";
-import { ErrorCode, EventType, TetherError, type Frame, type MessageDeltaPayload, type Usage } from "../../protocol/index.js";
-import type { Caller, Profile, StartedTurn } from "../../sessions/index.js";
-import { callerOf, clientGone, idempotencyRecords, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
-import { HttpError } from "./errors.js";
-import { boundToStream, FrameTap } from "./frame-tap.js";
+import { ErrorCode, RequestKind, TetherError } from "../../protocol/index.js";
+import type { Caller, Profile, SeedMessage, StartedTurn } from "../../sessions/index.js";
+import { callerOf, idempotencyRecords, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
+import { HttpError, HttpErrors } from "./errors.js";
+import { FrameTap } from "./frame-tap.js";
 import { claimIdempotency, underClaim, type IdempotencyClaim } from "./idempotency.js";
 import { readJson } from "./json-body.js";
 import { resolveModel } from "./models.js";
-import { ChatMessage, toConversation, type Conversation } from "./openai-input.js";
-import { sseResponse, type SseWriter } from "./sse.js";
-import { followTurn, type TurnEnd } from "./turn-follow.js";
-import { turnErrorObject, turnFailure } from "./turn-errors.js";
+import { ChatMessage } from "./openai-input.js";
+import { checkToolPairs, toChatConversation, type ChatConversation } from "./chat-input.js";
+import { chatCallParams, type ChatCallParams } from "./chat-params.js";
+import { answerChat, replayChat, SESSION_HEADER, streamChat, type ChatTurn, type StoredChat } from "./chat-answer.js";
 
-export const SESSION_HEADER = "x-session-id";
+export { SESSION_HEADER } from "./chat-answer.js";
 
 const ChatBody = z
   .object({
@@ -44,66 +49,50 @@ const ChatBody = z
   .passthrough();
 type ChatBody = z.infer<typeof ChatBody>;
 
-interface StoredChat {
-  session_id: string;
-  completion: ChatCompletion;
-}
-
-interface ChatCompletion {
-  id: string;
-  object: "chat.completion";
-  created: number;
-  model: string;
-  choices: Array<{ index: 0; message: { role: "assistant"; content: string }; finish_reason: string; logprobs: null }>;
-  usage: Usage;
-}
-
-const ZERO: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-
 export function mountChat(app: Hono<AppEnv>, api: HttpApi): void {
   app.post("/v1/chat/completions", async (c) => {
     const caller = callerOf(c);
     const body = await readJson(c, ChatBody);
+    const call = chatCallParams(body);
     const claim = await claimIdempotency(c, idempotencyRecords(api), caller);
-    if (claim.kind === "replay") return replay(c, api, body, claim.body as StoredChat);
-    return underClaim(claim, () => startChat(c, api, caller, body, claim));
+    const includeUsage = body.stream_options?.include_usage === true;
+    if (claim.kind === "replay") return replayChat(c, api, body.stream === true, includeUsage, claim.body as StoredChat);
+    return underClaim(claim, () => startChat(c, api, caller, body, call, claim));
   });
 }
 
-/** What a started chat completion streams or answers: its session, turn and identity. */
-interface ChatTurn {
-  sid: string;
-  turnId: string;
-  id: string;
-  created: number;
-  model: string;
-}
-
-async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: ChatBody, claim: IdempotencyClaim): Promise<Response> {
+async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: ChatBody, call: ChatCallParams, claim: IdempotencyClaim): Promise<Response> {
   const model = resolveModel(api, body.model);
-  const conversation = toConversation(body.messages, "messages");
+  const chat = toChatConversation(body.messages);
+  const continued = c.req.header(SESSION_HEADER);
+  // A conversation sent whole must pair every call with its result, as OpenAI's does.
+  if (!continued) checkToolPairs(body.messages);
   const profile = await profileOf(c);
   const tap = new FrameTap();
-  const started = await enterTurn(c, api, caller, profile, model, conversation, tap, claim).catch((err: unknown) => {
+  const created = Math.floor(api.clock.now() / 1000);
+  const turn = await (async (): Promise<ChatTurn> => {
+    if (continued && chat.toolResults.length > 0) return answerToolCalls(api, caller, profile, continued, chat, call, tap);
+    const started = await enterTurn(c, api, caller, profile, model, chat, call, tap, claim);
+    return {
+      sid: started.sessionId,
+      turnId: started.result.turn_id,
+      id: `chatcmpl-${started.result.turn_id}`,
+      created,
+      // A continued session answers with the model it really uses.
+      model: continued ? started.opened!.model : model.id,
+    };
+  })().catch((err: unknown) => {
     tap.close();
     throw err;
   });
   const { sessions } = profile;
-  const turn: ChatTurn = {
-    sid: started.sessionId,
-    turnId: started.result.turn_id,
-    id: `chatcmpl-${started.result.turn_id}`,
-    created: Math.floor(api.clock.now() / 1000),
-    // A continued session answers with the model it really uses.
-    model: c.req.header(SESSION_HEADER) ? started.opened!.model : model.id,
-  };
   const stop = async (cancel: boolean) => {
     tap.close();
     if (cancel) await sessions.cancelTurn(caller, turn.sid, turn.turnId).catch(() => undefined);
     await sessions.detach(caller, turn.sid, tap).catch(() => undefined);
   };
   if (!body.stream) return answerChat(c, turn, tap, stop, claim);
-  return streamChat(c, api, body, turn, tap, stop, claim);
+  return streamChat(c, api, body.stream_options?.include_usage === true, turn, tap, stop, claim);
 }
 
 /**
@@ -117,7 +106,8 @@ async function enterTurn(
   caller: Caller,
   profile: Profile,
   model: { id: string; provider: string },
-  conversation: Conversation,
+  chat: ChatConversation,
+  call: ChatCallParams,
   tap: FrameTap,
   claim: IdempotencyClaim,
 ): Promise<StartedTurn> {
@@ -129,14 +119,19 @@ async function enterTurn(
     // must continue it.
     hidden: true,
     title: "chat.completions",
-    ...(conversation.system !== undefined ? { system_prompt: conversation.system } : {}),
+    ...(chat.system !== undefined ? { system_prompt: chat.system } : {}),
   };
+  // Stateless continuation: the tool results that end the list are history too; the model answers them.
+  const results: SeedMessage[] = chat.toolResults.map((r) => ({ role: "tool", content: r.content, tool_call_id: r.callId }));
   try {
     return await profile.sessions.startTurn({
       caller,
       session: continued ? { id: continued, resume: true } : { create },
-      ...(continued ? {} : { history: conversation.seed }),
-      text: conversation.prompt,
+      ...(continued ? {} : { history: [...chat.seed, ...results] }),
+      text: chat.prompt,
+      ...(results.length > 0 ? { noInput: true } : {}),
+      clientTools: call.clientTools,
+      callOptions: call.callOptions,
       ...(claim.kind === "fresh" ? { requestId: `http:${claim.key}` } : {}),
       viewer: tap,
       admit: (who, run) => api.limiter.admit(who, run),
@@ -145,115 +140,59 @@ async function enterTurn(
     if (continued && err instanceof TetherError && err.code === ErrorCode.NotFound) {
       throw new HttpError(404, "session_not_found", `Session not found in profile "${profile.name}": ${continued}`, "X-Session-Id");
     }
+    throw toolErrorOf(err);
+  }
+}
+
+/** A client tool named like a server tool is a 400 naming the request's tool. */
+function toolErrorOf(err: unknown): unknown {
+  if (err instanceof TetherError && err.code === ErrorCode.ToolNameTaken) {
+    return HttpErrors.invalid(`tools.${String(err.data?.index ?? 0)}.function.name`, err.message);
+  }
+  return err;
+}
+
+/**
+ * `X-Session-Id` with trailing tool messages: each answers a client tool call the session's parked
+ * turn waits for (the request of kind `client_tool` with that call id), and the completion follows
+ * the same turn as it continues. A call id that is not pending is a 400 naming the message; so is
+ * a pending call of that turn left unanswered (the turn could not go on without it).
+ */
+async function answerToolCalls(api: HttpApi, caller: Caller, profile: Profile, sessionId: string, chat: ChatConversation, call: ChatCallParams, tap: FrameTap): Promise<ChatTurn> {
+  const { sessions } = profile;
+  const snap = await sessions.resume(caller, sessionId, tap).catch((err: unknown) => {
+    if (err instanceof TetherError && err.code === ErrorCode.NotFound) {
+      throw new HttpError(404, "session_not_found", `Session not found in profile "${profile.name}": ${sessionId}`, "X-Session-Id");
+    }
+    throw err;
+  });
+  const sid = snap.session_id;
+  try {
+    const pending = snap.open_requests.filter((r) => r.kind === RequestKind.ClientTool);
+    const requests = chat.toolResults.map((r) => {
+      const open = pending.find((p) => p.call_id === r.callId);
+      if (!open) throw HttpErrors.invalid(`messages.${r.index}.tool_call_id`, `No tool call ${r.callId} is pending in this session`);
+      return { result: r, open };
+    });
+    const turnId = requests[0]!.open.turn_id;
+    const answered = new Set(chat.toolResults.map((r) => r.callId));
+    const missing = pending.find((p) => p.turn_id === turnId && !answered.has(p.call_id ?? ""));
+    if (missing) throw HttpErrors.invalid("messages", `Tool call ${missing.call_id} (${missing.tool}) is waiting for its result too: send a tool message for every call`);
+    await sessions.configure(caller, sid, { clientTools: call.clientTools, callOptions: call.callOptions }).catch((err: unknown) => {
+      throw toolErrorOf(err);
+    });
+    for (const { result, open } of requests) {
+      await sessions.respond(caller, sid, open.request_id, { output: result.content }).catch((err: unknown) => {
+        // Answered meanwhile by someone else (another viewer, a retry): not pending any more.
+        if (err instanceof TetherError && (err.code === ErrorCode.RequestResolved || err.code === ErrorCode.RequestNotFound)) {
+          throw HttpErrors.invalid(`messages.${result.index}.tool_call_id`, `Tool call ${result.callId} is not pending any more: ${err.message}`);
+        }
+        throw err;
+      });
+    }
+    return { sid, turnId, id: `chatcmpl-${turnId}-${snap.latest_seq}`, created: Math.floor(api.clock.now() / 1000), model: snap.model };
+  } catch (err) {
+    await sessions.detach(caller, sid, tap).catch(() => undefined);
     throw err;
   }
-}
-
-function completionOf(turn: ChatTurn, content: string, end: TurnEnd): ChatCompletion {
-  return {
-    id: turn.id,
-    object: "chat.completion",
-    created: turn.created,
-    model: turn.model,
-    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop", logprobs: null }],
-    usage: end.usage ?? ZERO,
-  };
-}
-
-/** Not streamed: follows the turn to its end, then answers the whole completion. */
-async function answerChat(c: AppContext, turn: ChatTurn, tap: FrameTap, stop: (cancel: boolean) => Promise<void>, claim: IdempotencyClaim): Promise<Response> {
-  const gone = clientGone(c);
-  let content = "";
-  const end = await followTurn(tap, turn.turnId, gone.signal, (f) => {
-    if (f.type === EventType.MessageDelta) content += (f.payload as MessageDeltaPayload).text;
-  });
-  gone.finish();
-  await stop(end.status === "gone");
-  if (end.status === "error") throw turnFailure(end.error);
-  const result = completionOf(turn, content, end);
-  if (claim.kind === "fresh") await claim.record(200, { session_id: turn.sid, completion: result } satisfies StoredChat);
-  return c.json(result, 200, { [SESSION_HEADER]: turn.sid });
-}
-
-/** Streamed: one chunk per delta, then the finish chunk (and usage when asked), then `[DONE]`. */
-function streamChat(
-  c: AppContext,
-  api: HttpApi,
-  body: ChatBody,
-  turn: ChatTurn,
-  tap: FrameTap,
-  stop: (cancel: boolean) => Promise<void>,
-  claim: IdempotencyClaim,
-): Response {
-  c.header(SESSION_HEADER, turn.sid);
-  const includeUsage = body.stream_options?.include_usage === true;
-  const chunk = chunkOf(turn, includeUsage);
-  return sseResponse(c, { clock: api.clock, keepAliveMs: api.config.sse_keepalive_ms, metrics: api.metrics }, async (sse) => {
-    let content = "";
-    let end: TurnEnd = { status: "gone" };
-    boundToStream(tap, sse, api.flow.hardBytes, () =>
-      api.logger.warn({ session_id: turn.sid, turn_id: turn.turnId }, "slow chat-completion reader over the hard limit: ending the stream"),
-    );
-    try {
-      await sse.send(chunk({ role: "assistant", content: "" }, null));
-      end = await followTurn(tap, turn.turnId, sse.signal, async (f: Frame) => {
-        if (f.type !== EventType.MessageDelta) return;
-        const text = (f.payload as MessageDeltaPayload).text;
-        content += text;
-        await sse.send(chunk({ content: text }, null));
-      });
-      if (end.status === "gone" || end.status === "closed") return;
-      if (end.status === "error") {
-        // The same type and code the non-streamed answer would carry.
-        await sse.send(JSON.stringify({ error: turnErrorObject(end.error) }));
-        return;
-      }
-      const result = completionOf(turn, content, end);
-      await finishStream(sse, chunk, includeUsage, result);
-      if (claim.kind === "fresh") await claim.record(200, { session_id: turn.sid, completion: result } satisfies StoredChat);
-    } finally {
-      if (claim.kind === "fresh") await claim.release().catch(() => undefined);
-      await stop(end.status === "gone");
-    }
-  });
-}
-
-/** One `chat.completion.chunk` of this turn. */
-function chunkOf(turn: Pick<ChatTurn, "id" | "created" | "model">, includeUsage: boolean) {
-  return (delta: Record<string, unknown>, finish: string | null) =>
-    JSON.stringify({
-      id: turn.id,
-      object: "chat.completion.chunk",
-      created: turn.created,
-      model: turn.model,
-      choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
-      ...(includeUsage ? { usage: null } : {}),
-    });
-}
-
-async function finishStream(
-  sse: SseWriter,
-  chunk: (delta: Record<string, unknown>, finish: string | null) => string,
-  includeUsage: boolean,
-  result: ChatCompletion,
-): Promise<void> {
-  await sse.send(chunk({}, result.choices[0]!.finish_reason));
-  if (includeUsage) {
-    const { id, created, model, usage } = result;
-    await sse.send(JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage }));
-  }
-  await sse.send("[DONE]");
-}
-
-/** A replayed Idempotency-Key answers the original completion (as a stream when asked for one). */
-function replay(c: AppContext, api: HttpApi, body: ChatBody, stored: StoredChat): Response {
-  const result = stored.completion;
-  if (!body.stream) return c.json(result, 200, { [SESSION_HEADER]: stored.session_id });
-  c.header(SESSION_HEADER, stored.session_id);
-  const includeUsage = body.stream_options?.include_usage === true;
-  const chunk = chunkOf(result, includeUsage);
-  return sseResponse(c, { clock: api.clock, keepAliveMs: api.config.sse_keepalive_ms, metrics: api.metrics }, async (sse) => {
-    await sse.send(chunk({ role: "assistant", content: result.choices[0]!.message.content }, null));
-    await finishStream(sse, chunk, includeUsage, result);
-  });
 }

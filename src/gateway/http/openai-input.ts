@@ -10,11 +10,22 @@ import { HttpErrors } from "./errors.js";
 const TextPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
 const Content = z.union([z.string(), z.array(TextPart), z.null()]);
 
+/** An assistant message's call of a function, as OpenAI writes it. */
+export const ChatToolCall = z
+  .object({
+    id: z.string().min(1),
+    type: z.literal("function").optional(),
+    function: z.object({ name: z.string().min(1), arguments: z.string() }).passthrough(),
+  })
+  .passthrough();
+
 export const ChatMessage = z
   .object({
     role: z.enum(["system", "developer", "user", "assistant", "tool", "function"]),
     content: Content.optional(),
     name: z.string().optional(),
+    tool_calls: z.array(ChatToolCall).nullable().optional(),
+    tool_call_id: z.string().optional(),
   })
   .passthrough();
 
@@ -32,7 +43,7 @@ export interface Conversation {
   prompt: string;
 }
 
-function textOf(content: z.infer<typeof Content> | undefined): string {
+export function textOf(content: z.infer<typeof Content> | undefined): string {
   if (content === null || content === undefined) return "";
   if (typeof content === "string") return content;
   return content

@@ -4,15 +4,23 @@
  * message — `message.start` + `message.complete`, durable — and added to the model's history, so
  * the next turn sees the whole conversation.
  */
-import { EventType, type MessageCompletePayload, type MessageStartPayload } from "../../protocol/index.js";
+import { EventType, type MessageCompletePayload, type MessageStartPayload, type ToolCall } from "../../protocol/index.js";
+import type { ChatMessage } from "../../agent/provider.js";
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import { newMessageRow } from "../../agent/turn-frames.js";
 import type { SessionRuntime } from "./session-runtime.js";
 
+/**
+ * One earlier message. An assistant message may carry the tool calls it made and a `tool` message
+ * the result of one (`tool_call_id`): a client that runs its own tools sends its whole loop back,
+ * and the model must see it exactly as it was.
+ */
 export interface SeedMessage {
-  role: "user" | "assistant";
+  role: "user" | "assistant" | "tool";
   content: string;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
 }
 
 /** Writes `messages` into the runtime's transcript; returns the latest seq once they are delivered. */
@@ -24,18 +32,20 @@ export async function seedHistory(
 ): Promise<number> {
   for (const m of messages) {
     const id = ids.next("msg");
+    const calls = m.tool_calls && m.tool_calls.length > 0 ? m.tool_calls : undefined;
+    const extra = { ...(calls ? { tool_calls: calls } : {}), ...(m.tool_call_id !== undefined ? { tool_call_id: m.tool_call_id } : {}) };
     runtime.log.emit<MessageStartPayload>(
       EventType.MessageStart,
       { message_id: id, role: m.role },
-      { ops: [{ op: "message.insert", row: newMessageRow(runtime.id, id, m.role, m.content, "complete", clock.now()) }] },
+      { ops: [{ op: "message.insert", row: newMessageRow(runtime.id, id, m.role, m.content, "complete", clock.now(), extra) }] },
     );
-    runtime.log.emit<MessageCompletePayload>(EventType.MessageComplete, {
-      message_id: id,
-      role: m.role,
-      content: m.content,
-      status: "complete",
-    });
-    runtime.history.push({ role: m.role, content: m.content });
+    const complete: MessageCompletePayload = { message_id: id, role: m.role, content: m.content, status: "complete" };
+    if (calls) complete.tool_calls = calls;
+    runtime.log.emit<MessageCompletePayload>(EventType.MessageComplete, complete);
+    const chat: ChatMessage = { role: m.role, content: m.role === "assistant" && calls && m.content === "" ? null : m.content };
+    if (calls) chat.tool_calls = calls;
+    if (m.tool_call_id !== undefined) chat.tool_call_id = m.tool_call_id;
+    runtime.history.push(chat);
   }
   await runtime.log.flushed();
   await runtime.log.settled();

@@ -13,12 +13,13 @@ import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
 import type { EventLog } from "../../events/index.js";
 import type { SessionRow, WriteOp } from "../../store/types.js";
-import type { ChatMessage, Provider } from "../../agent/provider.js";
+import type { CallOptions, ChatMessage, Provider } from "../../agent/provider.js";
 import type { UsageMark } from "../../agent/compression/index.js";
 import { continueTurn, runTurn, type TurnContext, type TurnOutcome } from "../../agent/turn-runner.js";
 import type { PendingDecision, TurnRequests } from "../../agent/turn-requests.js";
 import { createTodoList, type TodoList, type ToolContext, type ToolSet } from "../../agent/tools/index.js";
 import type { LiveSettings } from "./live-settings.js";
+import { toToolSpec } from "./client-tools.js";
 import { turnLogOf, turnStartOps } from "./turn-bookkeeping.js";
 import { TurnQueue, type QueuedTurn } from "./turn-queue.js";
 import type { Viewer } from "./viewer.js";
@@ -51,6 +52,8 @@ export interface RuntimeHooks {
   awaitAnswers(rt: SessionRuntime, turn: TurnRef, signal: AbortSignal): Promise<ParkedAnswers | undefined>;
   /** Asks the user for input during a call (MCP elicitation) as a request of kind `input`. */
   requestInput(rt: SessionRuntime, turn: TurnRef): ToolContext["requestInput"];
+  /** The session's background processes for the workspace terminal (absent: not available). */
+  processes?(rt: SessionRuntime): ToolContext["processes"];
 }
 
 /** A turn, by its ids. */
@@ -127,6 +130,11 @@ export class SessionRuntime {
   private stashed: PendingSwitch | undefined;
   private lastUsage: UsageMark | undefined;
   private lastSignOfLife: number;
+  /**
+   * What the transport that drives the session asks of its model calls (an OpenAI request's
+   * tool choice and sampling parameters): set with each such request, read at every model call.
+   */
+  callOptions: CallOptions | undefined;
   /** The system prompt this runtime sends (context counting includes it). */
   readonly systemPrompt: string | undefined;
   private readonly lookupRequest: (requestId: string) => Promise<SubmitRecord | null>;
@@ -242,7 +250,7 @@ export class SessionRuntime {
     return this.viewers.size === 0;
   }
 
-  async submit(text: string, requestId: string | undefined): Promise<SubmitResult> {
+  async submit(text: string, requestId: string | undefined, opts: { noInput?: boolean } = {}): Promise<SubmitResult> {
     if (this.closing) throw new TetherError(ErrorCode.Closed, "Session is closing");
     this.touch();
     let claim: ((r: SubmitRecord | null) => void) | undefined;
@@ -270,6 +278,7 @@ export class SessionRuntime {
       traceId: this.env.ids.traceId(),
       text,
       requestId,
+      ...(opts.noInput ? { noInput: true } : {}),
     };
     claim?.({ turn_id: turn.turnId, trace_id: turn.traceId });
     const result = { turn_id: turn.turnId, trace_id: turn.traceId };
@@ -461,6 +470,7 @@ export class SessionRuntime {
   private turnContext(turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[]): TurnContext {
     const { clock, ids, settings } = this.env;
     const requestInput = this.hooks.requestInput(this, turn);
+    const processes = this.hooks.processes?.(this);
     return {
       sessionId: this.id,
       turnId: turn.turnId,
@@ -471,6 +481,9 @@ export class SessionRuntime {
       systemPrompt: this.systemPrompt,
       todo: this.todo,
       tools: this.env.tools,
+      clientTools: () => (this.row.flags.client_tools ?? []).map(toToolSpec),
+      callOptions: () => this.callOptions,
+      ...(turn.noInput ? { noInput: true } : {}),
       provider: this.currentProvider,
       model: this.currentModel,
       signal,
@@ -481,6 +494,8 @@ export class SessionRuntime {
       maxIterations: settings.maxIterations,
       startOps,
       ...(requestInput ? { requestInput } : {}),
+      ...(this.row.flags.cwd !== undefined ? { cwd: this.row.flags.cwd } : {}),
+      ...(processes ? { processes } : {}),
       ...(settings.retry && settings.retry.max_retries > 0
         ? { retry: { maxRetries: settings.retry.max_retries, baseDelayMs: settings.retry.base_delay_ms } }
         : {}),

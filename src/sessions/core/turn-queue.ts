@@ -14,6 +14,8 @@ export interface QueuedTurn {
   job?: (signal: AbortSignal) => Promise<void>;
   /** A turn parked on open requests, picked up again (after a restart, or by another process): no new turn.start. */
   parked?: boolean;
+  /** No new user message: the model answers the history as it stands (tool results a client sent). */
+  noInput?: boolean;
 }
 
 export interface RunningTurn extends QueuedTurn {

@@ -21,6 +21,7 @@ import type {
 } from "../../config/index.js";
 import type { ProviderCatalog } from "../../agent/provider-catalog.js";
 import type { ToolSet } from "../../agent/tools/index.js";
+import type { ClientToolSpec } from "../../protocol/index.js";
 import type { BusyPolicy } from "./live-settings.js";
 
 export interface SessionManagerDeps {
@@ -78,6 +79,8 @@ export interface CreateParams {
   metadata?: Record<string, unknown>;
   /** A delegation result delivered here starts a turn. */
   wake_on_delivery?: boolean;
+  /** Tools the client executes itself (checked against the gateway's own: 4020). */
+  client_tools?: ClientToolSpec[];
 }
 
 export interface ListParams {

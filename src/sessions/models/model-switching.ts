@@ -145,6 +145,7 @@ export class ModelSwitching {
 
   /** At turn start: apply a stashed switch — unless a guarded model arrives unconfirmed (backstop). */
   applyPending(runtime: SessionRuntime): void {
+    this.followProfile(runtime);
     const pending = runtime.takeStashedSwitch();
     if (!pending) return;
     if (this.isGuarded(pending.provider.name, pending.model) && !pending.confirmed) {
@@ -152,6 +153,27 @@ export class ModelSwitching {
       return;
     }
     this.switchNow(runtime, pending.provider, pending.model, "user");
+  }
+
+  /**
+   * A session that follows its profile's config (`follow_profile_config`, `room_plumbing`: a bot's
+   * chat, a room member) takes the profile's current default before every turn, not only at its
+   * next open: a config reload while it stays live must not leave it on a removed provider.
+   */
+  private followProfile(runtime: SessionRuntime): void {
+    const flags = runtime.row.flags;
+    if (!flags.follow_profile_config && !flags.room_plumbing) return;
+    try {
+      const want = this.profileDefault();
+      const provider = this.catalog.resolve(want.provider).provider;
+      if (runtime.row.provider === want.provider && runtime.model === want.model) {
+        if (runtime.provider !== provider) runtime.useModel(provider, want.model); // the same name, reloaded
+        return;
+      }
+      this.switchNow(runtime, provider, want.model, "profile_config");
+    } catch (err) {
+      this.deps.logger.warn({ err, session_id: runtime.id }, "the profile's default model is not routable; keeping the session's");
+    }
   }
 
   private switchNow(runtime: SessionRuntime, provider: Provider, model: string, reason: string): void {

@@ -26,7 +26,7 @@ import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
 import { RequestStateError, type RequestRow, type Store, type WriteOp } from "../../store/types.js";
 import type { PendingCall, TurnRequests } from "../../agent/turn-requests.js";
-import type { InputAnswer, InputRequest } from "../../agent/tools/index.js";
+import { CLIENT_SOURCE, type InputAnswer, type InputRequest } from "../../agent/tools/index.js";
 import type { TurnFrames } from "../../agent/turn-frames.js";
 import type { LiveRegistry } from "../core/live-registry.js";
 import type { LiveSettings } from "../core/live-settings.js";
@@ -208,7 +208,8 @@ export class RequestService {
   async recover(rt: SessionRuntime, rows: RequestRow[]): Promise<void> {
     const state = await this.stateOf(rt);
     for (const row of rows.filter((r) => r.kind === RequestKind.Input)) await this.resolveAsGateway(rt, row, "gateway", "done");
-    const approvals = rows.filter((r) => r.kind === RequestKind.Approval);
+    // A parked step waits on approvals and client tool calls alike.
+    const approvals = rows.filter((r) => r.kind === RequestKind.Approval || r.kind === RequestKind.ClientTool);
     if (approvals.length === 0) return;
     const last = approvals.at(-1)!;
     const turnRows = approvals.filter((r) => r.turn_id === last.turn_id).sort((a, b) => a.ordinal - b.ordinal);
@@ -223,9 +224,15 @@ export class RequestService {
     const turn = { turnId: frames.turnId, traceId: frames.traceId };
     const timeoutS = this.deps.settings.approvalTimeoutS;
     const rows = calls.map((c, i) => {
+      // A client tool's call waits for the client's output, not for a person's choice; no timeout.
+      if (c.offered.source === CLIENT_SOURCE) {
+        return this.newRow(rt, turn, RequestKind.ClientTool, c.call.id, c.call.name, i, false, { kind: RequestKind.ClientTool, call_id: c.call.id, tool: c.call.name, args: c.args });
+      }
       const annotations = c.offered.tool.annotations;
       const payload: Record<string, unknown> = { kind: RequestKind.Approval, call_id: c.call.id, tool: c.call.name, args: c.args, choices: [...APPROVAL_CHOICES] };
       if (c.offered.source.startsWith("mcp:")) payload.server = c.offered.source.slice(4);
+      const detail = c.offered.tool.describe?.(c.args, { cwd: rt.row.flags.cwd });
+      if (detail) payload.detail = detail;
       if (timeoutS > 0) payload.expires_at = this.deps.clock.now() + timeoutS * 1000;
       return this.newRow(rt, turn, RequestKind.Approval, c.call.id, c.call.name, i, annotations?.readOnly === true || annotations?.idempotent === true, payload);
     });

@@ -42,6 +42,11 @@ export function checkAnswer(row: RequestRow, answer: RequestAnswer): { choice: s
     }
     return { choice, carried: choice === "accept" ? { content: answer.content } : null };
   }
+  if (row.kind === RequestKind.ClientTool) {
+    if (answer.choice !== undefined || answer.content !== undefined) throw invalid(answer.choice !== undefined ? "choice" : "content", "a client tool call takes output or error");
+    if ((answer.output === undefined) === (answer.error === undefined)) throw invalid("output", "a client tool call takes exactly one of output and error");
+    return answer.error !== undefined ? { choice: "error", carried: { error: answer.error } } : { choice: "output", carried: { output: answer.output } };
+  }
   throw invalid("request_id", `requests of kind ${row.kind} are not answered here`);
 }
 

@@ -35,10 +35,11 @@ export function statsOf(runtimes: Iterable<SessionRuntime>, now: number, princip
 }
 
 /** Running plus queued turns of `principal`'s live sessions. */
-export function turnCountOf(runtimes: Iterable<SessionRuntime>, principal: string): number {
+export function turnCountOf(runtimes: Iterable<SessionRuntime>, principal: string, parked: (rt: SessionRuntime) => boolean = () => false): number {
   let n = 0;
   for (const rt of runtimes) {
-    if (rt.row.principal === principal) n += (rt.turns.running ? 1 : 0) + rt.turns.length;
+    // A turn parked on open requests (an approval, a client's tool call) uses nothing while it waits.
+    if (rt.row.principal === principal) n += (rt.turns.running && !parked(rt) ? 1 : 0) + rt.turns.length;
   }
   return n;
 }

@@ -37,6 +37,7 @@ export function newSessionRow(s: NewSession): SessionRow {
       cwd: params.cwd,
       metadata: params.metadata,
       wake_on_delivery: params.wake_on_delivery,
+      client_tools: params.client_tools && params.client_tools.length > 0 ? params.client_tools : undefined,
     },
     todo: { revision: 0, items: [] },
     started_at: now,

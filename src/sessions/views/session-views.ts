@@ -89,7 +89,7 @@ export class SessionViews {
 
   /** Running plus queued turns of the caller's live sessions: what the per-principal turn limit counts. */
   turnCount(caller: Caller): number {
-    return turnCountOf(this.deps.registry.values(), caller.principal);
+    return turnCountOf(this.deps.registry.values(), caller.principal, (rt) => this.deps.registry.stateOf(rt) === "awaiting");
   }
 
   /** Live sessions with a viewer (`live`) and without (`detached`), for metrics. */

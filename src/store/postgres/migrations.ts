@@ -217,4 +217,33 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    version: 11,
+    name: "runs: /v1/runs records and X-Session-Key bindings",
+    sql: `
+      CREATE TABLE runs (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        principal TEXT COLLATE "C" NOT NULL,
+        session_id TEXT COLLATE "C" NOT NULL,
+        turn_id TEXT NOT NULL,
+        after_seq BIGINT NOT NULL,
+        model TEXT NOT NULL,
+        session_key TEXT,
+        status TEXT NOT NULL,
+        stop_requested BOOLEAN NOT NULL DEFAULT FALSE,
+        result TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      );
+      CREATE INDEX runs_by_session ON runs (session_id);
+      CREATE TABLE run_session_keys (
+        principal TEXT COLLATE "C" NOT NULL,
+        key TEXT COLLATE "C" NOT NULL,
+        session_id TEXT COLLATE "C" NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (principal, key)
+      );
+      CREATE INDEX run_session_keys_by_session ON run_session_keys (session_id);
+    `,
+  },
 ];

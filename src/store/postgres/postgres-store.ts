@@ -32,6 +32,7 @@ import { PgWrites } from "./apply-ops.js";
 import { PgDelegationTables } from "./delegation-tables.js";
 import { PgRequestTables } from "./request-tables.js";
 import { PgHttpTables } from "./http-tables.js";
+import { PgRunTables } from "./run-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 import { PgRetention } from "./retention.js";
 
@@ -74,6 +75,8 @@ export class PostgresStore implements Store {
   readonly delegations: PgDelegationTables;
   /** Open requests and stored approvals (`requests`, `approvals`). */
   readonly requests: PgRequestTables;
+  /** The /v1/runs API's runs and session keys. */
+  readonly runs: PgRunTables;
   /** Deleting sessions ended long ago (retention). */
   readonly retention: PgRetention;
   /** The HTTP API's tables (responses, idempotency keys). */
@@ -86,6 +89,7 @@ export class PostgresStore implements Store {
     this.schema = schema;
     this.delegations = new PgDelegationTables(pool);
     this.requests = new PgRequestTables(pool);
+    this.runs = new PgRunTables(pool);
     this.retention = new PgRetention(pool, (fn) => this.tx(fn));
     this.http = new PgHttpTables(pool, (fn) => this.tx(fn));
     this.writes = new PgWrites(this.http, this.delegations, this.requests);

@@ -215,4 +215,33 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 11,
+    name: "runs: /v1/runs records and X-Session-Key bindings",
+    sql: `
+      CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        principal TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        turn_id TEXT NOT NULL,
+        after_seq INTEGER NOT NULL,
+        model TEXT NOT NULL,
+        session_key TEXT,
+        status TEXT NOT NULL,
+        stop_requested INTEGER NOT NULL DEFAULT 0,
+        result TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE INDEX runs_by_session ON runs (session_id);
+      CREATE TABLE run_session_keys (
+        principal TEXT NOT NULL,
+        key TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (principal, key)
+      ) WITHOUT ROWID;
+      CREATE INDEX run_session_keys_by_session ON run_session_keys (session_id);
+    `,
+  },
 ];

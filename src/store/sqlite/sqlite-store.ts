@@ -31,6 +31,7 @@ import { SqliteWrites } from "./apply-ops.js";
 import { DelegationTables } from "./delegation-tables.js";
 import { RequestTables } from "./request-tables.js";
 import { HttpTables } from "./http-tables.js";
+import { RunTables } from "./run-tables.js";
 import { MIGRATIONS } from "./migrations.js";
 import { SqliteRetention } from "./retention.js";
 
@@ -56,6 +57,8 @@ export class SqliteStore implements Store {
   readonly delegations: DelegationTables;
   /** Open requests and stored approvals (`requests`, `approvals`). */
   readonly requests: RequestTables;
+  /** The /v1/runs API's runs and session keys. */
+  readonly runs: RunTables;
   /** Deleting sessions ended long ago (retention). */
   readonly retention: SqliteRetention;
 
@@ -121,6 +124,7 @@ export class SqliteStore implements Store {
     this.http = new HttpTables(db);
     this.delegations = new DelegationTables(db);
     this.requests = new RequestTables(db);
+    this.runs = new RunTables(db);
     this.retention = new SqliteRetention(db);
     const writes = new SqliteWrites(db, this.http, this.delegations, this.requests);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {

@@ -1,0 +1,183 @@
+/**
+ * A chat completion as the client reads it: the whole object at the turn's end, or the stream of
+ * `chat.completion.chunk`s as the turn goes. A turn that waits for the client's own tools ends the
+ * completion with the assistant's `tool_calls` and `finish_reason: "tool_calls"` (streamed as
+ * `delta.tool_calls` chunks: one naming each call with its index and id, one with its arguments).
+ */
+import { EventType, type Frame, type MessageDeltaPayload, type Usage } from "../../protocol/index.js";
+import type { AppContext, HttpApi } from "./context.js";
+import { clientGone } from "./context.js";
+import { boundToStream, type FrameTap } from "./frame-tap.js";
+import type { IdempotencyClaim } from "./idempotency.js";
+import { sseResponse, type SseWriter } from "./sse.js";
+import { followTurn, type TurnEnd } from "./turn-follow.js";
+import { turnErrorObject, turnFailure } from "./turn-errors.js";
+import { ClientCalls, type ChatToolCall } from "./chat-tool-calls.js";
+
+export const SESSION_HEADER = "x-session-id";
+
+/** What a started (or continued) chat completion streams or answers: its session, turn and identity. */
+export interface ChatTurn {
+  sid: string;
+  turnId: string;
+  id: string;
+  created: number;
+  model: string;
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: "chat.completion";
+  created: number;
+  model: string;
+  choices: Array<{
+    index: 0;
+    message: { role: "assistant"; content: string | null; tool_calls?: ChatToolCall[] };
+    finish_reason: string;
+    logprobs: null;
+  }>;
+  usage: Usage;
+}
+
+/** What an `Idempotency-Key` record of a chat completion keeps. */
+export interface StoredChat {
+  session_id: string;
+  completion: ChatCompletion;
+}
+
+/** Ends the request's hold on the turn: closes the tap, cancels the turn when asked (the client left), detaches. */
+export type StopFollowing = (cancel: boolean) => Promise<void>;
+
+const ZERO: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+
+function completionOf(turn: ChatTurn, content: string, end: TurnEnd, calls: ClientCalls): ChatCompletion {
+  const toolCalls = end.status === "tool_calls";
+  const message: ChatCompletion["choices"][0]["message"] = { role: "assistant", content: toolCalls ? content || null : content };
+  if (toolCalls) message.tool_calls = calls.calls;
+  return {
+    id: turn.id,
+    object: "chat.completion",
+    created: turn.created,
+    model: turn.model,
+    choices: [{ index: 0, message, finish_reason: toolCalls ? "tool_calls" : "stop", logprobs: null }],
+    usage: toolCalls ? calls.usage : (end.usage ?? ZERO),
+  };
+}
+
+/** Not streamed: follows the turn to its end (or to its client tool calls), then answers the whole completion. */
+export async function answerChat(c: AppContext, turn: ChatTurn, tap: FrameTap, stop: StopFollowing, claim: IdempotencyClaim): Promise<Response> {
+  const gone = clientGone(c);
+  let content = "";
+  const calls = new ClientCalls();
+  const end = await followTurn(
+    tap,
+    turn.turnId,
+    gone.signal,
+    (f) => {
+      if (f.type === EventType.MessageDelta) content += (f.payload as MessageDeltaPayload).text;
+      calls.push(f);
+    },
+    (f) => calls.awaitsClient(f),
+  );
+  gone.finish();
+  await stop(end.status === "gone");
+  if (end.status === "error") throw turnFailure(end.error);
+  const result = completionOf(turn, content, end, calls);
+  if (claim.kind === "fresh") await claim.record(200, { session_id: turn.sid, completion: result } satisfies StoredChat);
+  return c.json(result, 200, { [SESSION_HEADER]: turn.sid });
+}
+
+type Chunk = (delta: Record<string, unknown>, finish: string | null) => string;
+
+/** Streamed: one chunk per delta and per client tool call, then the finish chunk (and usage when asked), then `[DONE]`. */
+export function streamChat(
+  c: AppContext,
+  api: HttpApi,
+  includeUsage: boolean,
+  turn: ChatTurn,
+  tap: FrameTap,
+  stop: StopFollowing,
+  claim: IdempotencyClaim,
+): Response {
+  c.header(SESSION_HEADER, turn.sid);
+  const chunk = chunkOf(turn, includeUsage);
+  return sseResponse(c, { clock: api.clock, keepAliveMs: api.config.sse_keepalive_ms, metrics: api.metrics }, async (sse) => {
+    let content = "";
+    let end: TurnEnd = { status: "gone" };
+    const calls = new ClientCalls();
+    boundToStream(tap, sse, api.flow.hardBytes, () =>
+      api.logger.warn({ session_id: turn.sid, turn_id: turn.turnId }, "slow chat-completion reader over the hard limit: ending the stream"),
+    );
+    try {
+      await sse.send(chunk({ role: "assistant", content: "" }, null));
+      end = await followTurn(
+        tap,
+        turn.turnId,
+        sse.signal,
+        async (f: Frame) => {
+          const call = calls.push(f);
+          if (call) return sendToolCall(sse, chunk, calls.calls.length - 1, call);
+          if (f.type !== EventType.MessageDelta) return;
+          const text = (f.payload as MessageDeltaPayload).text;
+          content += text;
+          await sse.send(chunk({ content: text }, null));
+        },
+        (f) => calls.awaitsClient(f),
+      );
+      if (end.status === "gone" || end.status === "closed") return;
+      if (end.status === "error") {
+        // The same type and code the non-streamed answer would carry.
+        await sse.send(JSON.stringify({ error: turnErrorObject(end.error) }));
+        return;
+      }
+      const result = completionOf(turn, content, end, calls);
+      await finishStream(sse, chunk, includeUsage, result);
+      if (claim.kind === "fresh") await claim.record(200, { session_id: turn.sid, completion: result } satisfies StoredChat);
+    } finally {
+      if (claim.kind === "fresh") await claim.release().catch(() => undefined);
+      await stop(end.status === "gone");
+    }
+  });
+}
+
+/** OpenAI's shape: the first chunk of a call names it (index, id, name), the next carries its arguments. */
+async function sendToolCall(sse: SseWriter, chunk: Chunk, index: number, call: ChatToolCall): Promise<void> {
+  await sse.send(chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] }, null));
+  await sse.send(chunk({ tool_calls: [{ index, function: { arguments: call.function.arguments } }] }, null));
+}
+
+/** One `chat.completion.chunk` of this turn. */
+function chunkOf(turn: Pick<ChatTurn, "id" | "created" | "model">, includeUsage: boolean): Chunk {
+  return (delta, finish) =>
+    JSON.stringify({
+      id: turn.id,
+      object: "chat.completion.chunk",
+      created: turn.created,
+      model: turn.model,
+      choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+      ...(includeUsage ? { usage: null } : {}),
+    });
+}
+
+async function finishStream(sse: SseWriter, chunk: Chunk, includeUsage: boolean, result: ChatCompletion): Promise<void> {
+  await sse.send(chunk({}, result.choices[0]!.finish_reason));
+  if (includeUsage) {
+    const { id, created, model, usage } = result;
+    await sse.send(JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage }));
+  }
+  await sse.send("[DONE]");
+}
+
+/** A replayed Idempotency-Key answers the original completion (as a stream when asked for one). */
+export function replayChat(c: AppContext, api: HttpApi, stream: boolean, includeUsage: boolean, stored: StoredChat): Response {
+  const result = stored.completion;
+  if (!stream) return c.json(result, 200, { [SESSION_HEADER]: stored.session_id });
+  c.header(SESSION_HEADER, stored.session_id);
+  const chunk = chunkOf(result, includeUsage);
+  return sseResponse(c, { clock: api.clock, keepAliveMs: api.config.sse_keepalive_ms, metrics: api.metrics }, async (sse) => {
+    const message = result.choices[0]!.message;
+    await sse.send(chunk({ role: "assistant", content: message.content ?? "" }, null));
+    for (const [i, call] of (message.tool_calls ?? []).entries()) await sendToolCall(sse, chunk, i, call);
+    await finishStream(sse, chunk, includeUsage, result);
+  });
+}

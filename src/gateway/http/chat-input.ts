@@ -1,0 +1,94 @@
+/**
+ * What a Chat Completions `messages` list says, for a client that runs its own tools: the system
+ * prompt, the earlier messages exactly as they were (assistant `tool_calls`, `role: "tool"`
+ * results), and what starts the work — the last user message, or the tool results that end the
+ * list (the client ran the calls the model asked for, and the model answers them next).
+ *
+ *   const chat = toChatConversation(body.messages);
+ *   chat.toolResults   // trailing tool messages: answers to pending calls (X-Session-Id), or history (stateless)
+ */
+import type { z } from "zod";
+import type { SeedMessage } from "../../sessions/index.js";
+import { HttpErrors } from "./errors.js";
+import { textOf, type ChatMessage } from "./openai-input.js";
+
+type Message = z.infer<typeof ChatMessage>;
+
+/** A `role: "tool"` message at the end of the list: the result of one call. */
+export interface ToolResult {
+  /** Its index in `messages` (errors name `messages.N.tool_call_id`). */
+  index: number;
+  callId: string;
+  content: string;
+}
+
+export interface ChatConversation {
+  system: string | undefined;
+  /** Every message before the prompt (or before the trailing tool results), as the model saw it. */
+  seed: SeedMessage[];
+  /** The last user message's text; "" when the list ends with tool results. */
+  prompt: string;
+  /** The tool messages that end the list (none when it ends with a user message). */
+  toolResults: ToolResult[];
+}
+
+export function toChatConversation(messages: Message[]): ChatConversation {
+  const lastIndex = messages.length - 1;
+  const last = messages[lastIndex]!;
+  let end = messages.length;
+  while (end > 0 && messages[end - 1]!.role === "tool") end--;
+  const toolResults = messages.slice(end).map((m, i) => toolResultOf(m, end + i));
+  let prompt = "";
+  if (toolResults.length === 0) {
+    if (last.role !== "user") {
+      throw HttpErrors.invalid(`messages.${lastIndex}.role`, "The last message must be a user message, or tool messages answering the assistant's tool_calls");
+    }
+    prompt = textOf(last.content);
+    if (prompt.trim() === "") throw HttpErrors.invalid(`messages.${lastIndex}.content`, "The last user message has no text");
+    end = lastIndex;
+  }
+  const system: string[] = [];
+  const seed: SeedMessage[] = [];
+  for (const [i, m] of messages.slice(0, end).entries()) {
+    if (m.role === "function") throw HttpErrors.invalid(`messages.${i}.role`, 'role "function" (the deprecated function calling) is not supported: use tools and role "tool"');
+    const text = textOf(m.content);
+    if (m.role === "system" || m.role === "developer") system.push(text);
+    else if (m.role === "tool") seed.push({ role: "tool", content: text, tool_call_id: toolResultOf(m, i).callId });
+    else if (m.role === "assistant") {
+      const calls = (m.tool_calls ?? []).map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments }));
+      if (text !== "" || calls.length > 0) seed.push({ role: "assistant", content: text, ...(calls.length > 0 ? { tool_calls: calls } : {}) });
+    } else if (text !== "") seed.push({ role: "user", content: text });
+  }
+  return { system: system.length > 0 ? system.join("\n\n") : undefined, seed, prompt, toolResults };
+}
+
+function toolResultOf(m: Message, index: number): ToolResult {
+  if (!m.tool_call_id) throw HttpErrors.invalid(`messages.${index}.tool_call_id`, "A tool message needs the tool_call_id of the call it answers");
+  return { index, callId: m.tool_call_id, content: textOf(m.content) };
+}
+
+/**
+ * A conversation sent whole (no `X-Session-Id`) must be one the model can read: every tool message
+ * answers a call an earlier assistant message made, and every call is answered — as OpenAI
+ * requires. The first message that breaks it is named.
+ */
+export function checkToolPairs(messages: Message[]): void {
+  const open = new Map<string, number>();
+  for (const [i, m] of messages.entries()) {
+    if (m.role === "assistant") {
+      for (const c of m.tool_calls ?? []) open.set(c.id, i);
+    } else if (m.role === "tool") {
+      if (!m.tool_call_id || !open.has(m.tool_call_id)) {
+        throw HttpErrors.invalid(`messages.${i}.tool_call_id`, `No tool call ${m.tool_call_id ?? "(none)"} is pending: a tool message must answer a call of an earlier assistant message`);
+      }
+      open.delete(m.tool_call_id);
+    } else if (open.size > 0) {
+      const [id, at] = [...open.entries()][0]!;
+      throw HttpErrors.invalid(`messages.${at}.tool_calls`, `The assistant message's tool call ${id} has no tool message answering it`);
+    }
+  }
+  if (open.size > 0) {
+    const [id, at] = [...open.entries()][0]!;
+    throw HttpErrors.invalid(`messages.${at}.tool_calls`, `The assistant message's tool call ${id} has no tool message answering it`);
+  }
+}

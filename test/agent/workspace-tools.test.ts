@@ -1,0 +1,230 @@
+/**
+ * The workspace tools on real files and real commands in a temporary folder: confinement (`..`,
+ * absolute paths, a symlink out), the terminal's exit code, duration, output cap and timeout (on a
+ * FakeClock), the file tools, and their policies through the tool runtime.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createDefaultTools, createTodoList, ToolOutput, ToolRuntime, type Tool, type ToolContext } from "../../src/agent/tools/index.js";
+import { executeTool } from "../../src/agent/tools/index.js";
+import { createWorkspaceTools, WorkspaceSource } from "../../src/agent/tools/workspace/index.js";
+import { FakeClock, systemClock, type Clock } from "../../src/lib/clock.js";
+import { silentLogger } from "../../src/lib/logger.js";
+import { toolsConfigFor, resolveConfig } from "../../src/config/index.js";
+import { RecordingEventLog } from "../support/recording-event-log.js";
+
+const root = mkdtempSync(join(tmpdir(), "tether-ws-"));
+const work = join(root, "work");
+const outside = join(root, "outside");
+
+beforeAll(() => {
+  mkdirSync(join(work, "src"), { recursive: true });
+  mkdirSync(outside);
+  writeFileSync(join(work, "src", "a.txt"), "one\ntwo\nthree\n");
+  writeFileSync(join(outside, "secret.txt"), "top secret\n");
+  symlinkSync(outside, join(work, "out-link"));
+  symlinkSync(join(outside, "secret.txt"), join(work, "secret-link.txt"));
+  symlinkSync(join(outside, "nothing-yet.txt"), join(work, "dangling.txt"));
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function tools(clock: Clock = systemClock, roots: string[] = []): Map<string, Tool> {
+  return new Map(createWorkspaceTools({ clock, roots: () => roots }).map((t) => [t.spec.name, t]));
+}
+
+function ctx(cwd: string | null = work, signal = new AbortController().signal): ToolContext {
+  const log = new RecordingEventLog();
+  return { sessionId: log.sessionId, turnId: "turn_1", traceId: "t".repeat(32), log, todo: createTodoList({ revision: 0, items: [] }), signal, ...(cwd ? { cwd } : {}) };
+}
+
+async function run(name: string, args: unknown, opts: { clock?: Clock; cwd?: string; roots?: string[] } = {}) {
+  const tool = tools(opts.clock, opts.roots).get(name)!;
+  return executeTool(tool, args, ctx(opts.cwd ?? work), { timeoutMs: 60_000, clock: opts.clock ?? systemClock, logger: silentLogger() });
+}
+
+describe("path confinement", () => {
+  it.each([
+    ["..", { path: "../outside/secret.txt" }],
+    ["an absolute path outside", { path: join(outside, "secret.txt") }],
+    ["a symlinked folder pointing out", { path: "out-link/secret.txt" }],
+    ["a symlinked file pointing out", { path: "secret-link.txt" }],
+  ])("read_file refuses %s", async (_what, args) => {
+    const r = await run("read_file", args);
+    expect(r.error).toMatchObject({ layer: "tool", code: "outside_workspace" });
+    expect(r.content).not.toContain("top secret");
+  });
+
+  it("write_file refuses escapes, including through a dangling symlink, and writes nothing", async () => {
+    for (const path of ["../outside/new.txt", join(outside, "new.txt"), "out-link/new.txt", "dangling.txt"]) {
+      const r = await run("write_file", { path, content: "x" });
+      expect(r.error?.code, path).toBe("outside_workspace");
+    }
+    expect(existsSync(join(outside, "new.txt"))).toBe(false);
+    expect(existsSync(join(outside, "nothing-yet.txt"))).toBe(false);
+  });
+
+  it("the terminal's cwd is confined too; an absolute path inside is fine", async () => {
+    expect((await run("terminal", { command: "pwd", cwd: "../outside" })).error?.code).toBe("outside_workspace");
+    expect((await run("terminal", { command: "pwd", cwd: "out-link" })).error?.code).toBe("outside_workspace");
+    const inside = await run("terminal", { command: "pwd", cwd: join(work, "src") });
+    expect(inside.error).toBeUndefined();
+    expect((inside.result as { output: string }).output.trim()).toBe(join(work, "src"));
+  });
+
+  it("a profile's workspace_roots lets paths reach that folder", async () => {
+    const r = await run("read_file", { path: join(outside, "secret.txt") }, { roots: [outside] });
+    expect(r.error).toBeUndefined();
+    expect((r.result as { content: string }).content).toBe("top secret\n");
+  });
+
+  it("a session without a cwd has no workspace", async () => {
+    const tool = tools().get("list_dir")!;
+    const c = ctx(null);
+    const r = await executeTool(tool, {}, c, { timeoutMs: 60_000, clock: systemClock, logger: silentLogger() });
+    expect(r.error).toMatchObject({ code: "no_workspace" });
+  });
+});
+
+describe("terminal", () => {
+  it("returns exit code, duration and output (stdout and stderr merged)", async () => {
+    const r = await run("terminal", { command: "echo out; echo err >&2; exit 3" });
+    expect(r.error).toBeUndefined();
+    expect(r.result).toMatchObject({ exit_code: 3, timed_out: false, output: "out\nerr\n", cwd: ".", elided_bytes: 0 });
+    expect(typeof (r.result as { duration_ms: number }).duration_ms).toBe("number");
+    expect(r.content).toContain("exit code 3");
+  });
+
+  it("caps long output: head and tail kept, the middle elided and said so", async () => {
+    // 200,000 numbered lines: far over the 32 KiB kept.
+    const r = await run("terminal", { command: "seq 1 200000" });
+    const res = r.result as { output: string; output_bytes: number; elided_bytes: number };
+    expect(res.output_bytes).toBe(1_288_895);
+    expect(res.elided_bytes).toBe(res.output_bytes - 32 * 1024);
+    expect(res.output.startsWith("1\n2\n3\n")).toBe(true);
+    expect(res.output.endsWith("199999\n200000\n")).toBe(true);
+    expect(res.output).toMatch(/\[… 1256127 bytes of output elided/);
+    expect(res.output).not.toContain("\n100000\n");
+  });
+
+  it("kills a command at its timeout_s (FakeClock) and reports it", async () => {
+    const clock = new FakeClock();
+    const tool = tools(clock).get("terminal")!;
+    const pending = executeTool(tool, { command: "echo started; sleep 30", timeout_s: 5 }, ctx(), { timeoutMs: 600_000, clock, logger: silentLogger() });
+    // Wait for the spawn (real I/O): the tool then holds its timeout timer (plus the executor's).
+    for (let i = 0; i < 200 && clock.pending < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    await clock.advance(4_999);
+    let settled = false;
+    void pending.then(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(settled).toBe(false);
+    await clock.advance(1);
+    // The kill is real: wait for the exit, then let the drain timer run.
+    for (let i = 0; i < 200 && !settled; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      await clock.advance(100);
+    }
+    const r = await pending;
+    expect(r.result).toMatchObject({ timed_out: true, exit_code: null, signal: "SIGKILL", output: "started\n" });
+    expect(r.content).toMatch(/timed out/);
+  });
+
+  it("refuses unknown arguments by name", async () => {
+    const r = await run("terminal", { command: "true", shell: "bash" });
+    expect(r.error).toMatchObject({ code: "invalid_arguments" });
+    expect(r.error!.message).toMatch(/shell/);
+  });
+
+  it("keeps the gateway's secrets out of the command's environment", async () => {
+    process.env.TETHER_API_KEY = "gw-secret";
+    process.env.SOME_SERVICE_TOKEN = "tok-secret";
+    try {
+      const r = await run("terminal", { command: "env" });
+      const out = (r.result as { output: string }).output;
+      expect(out).toContain("PATH=");
+      expect(out).not.toContain("gw-secret");
+      expect(out).not.toContain("tok-secret");
+    } finally {
+      delete process.env.TETHER_API_KEY;
+      delete process.env.SOME_SERVICE_TOKEN;
+    }
+  });
+
+  it("without a session's processes, background is refused", async () => {
+    const r = await run("terminal", { command: "sleep 1", background: true });
+    expect(r.error).toMatchObject({ code: "invalid_arguments", message: expect.stringMatching(/background processes are not available/) });
+  });
+
+  it("describes a call for its approval: the exact command and the absolute cwd", () => {
+    const t = tools().get("terminal")!;
+    expect(t.describe!({ command: "rm -rf build", cwd: "src" }, { cwd: work })).toEqual({ command: "rm -rf build", cwd: join(work, "src") });
+  });
+});
+
+describe("file tools", () => {
+  it("read_file pages by lines; list_dir lists; search_files finds", async () => {
+    const read = await run("read_file", { path: "src/a.txt", offset_line: 2, max_lines: 1 });
+    expect(read.result).toEqual({ path: join("src", "a.txt"), content: "two", first_line: 2, last_line: 2, total_lines: 4, truncated: true, next_offset_line: 3 });
+    const list = await run("list_dir", {});
+    expect((list.result as { entries: Array<{ name: string; type: string }> }).entries).toEqual(
+      expect.arrayContaining([{ name: "src", type: "dir" }, { name: "out-link", type: "symlink" }]),
+    );
+    const found = await run("search_files", { pattern: "^t" });
+    // The symlink out is never followed: only the workspace's own file matches.
+    expect((found.result as { matches: unknown[] }).matches).toEqual([
+      { file: join("src", "a.txt"), line: 2, text: "two" },
+      { file: join("src", "a.txt"), line: 3, text: "three" },
+    ]);
+    expect((await run("search_files", { pattern: "(" })).error?.code).toBe("invalid_arguments");
+  });
+
+  it("write_file creates folders; edit_file replaces an exact match and returns a diff", async () => {
+    const w = await run("write_file", { path: "new/dir/b.txt", content: "alpha\nbeta\ngamma\n" });
+    expect(w.result).toEqual({ path: join("new", "dir", "b.txt"), bytes: 17, created: true });
+    const e = await run("edit_file", { path: "new/dir/b.txt", old_string: "beta", new_string: "BETA" });
+    expect(readFileSync(join(work, "new", "dir", "b.txt"), "utf8")).toBe("alpha\nBETA\ngamma\n");
+    expect((e.result as { diff: string }).diff).toBe(
+      ["--- a/new/dir/b.txt", "+++ b/new/dir/b.txt", "@@ -1,4 +1,4 @@", " alpha", "-beta", "+BETA", " gamma", " "].join("\n"),
+    );
+    expect((await run("edit_file", { path: "new/dir/b.txt", old_string: "nope", new_string: "x" })).error?.code).toBe("no_match");
+    writeFileSync(join(work, "twice.txt"), "x x");
+    expect((await run("edit_file", { path: "twice.txt", old_string: "x", new_string: "y" })).error?.code).toBe("ambiguous_match");
+    const all = await run("edit_file", { path: "twice.txt", old_string: "x", new_string: "y", replace_all: true });
+    expect(all.result).toMatchObject({ replacements: 2 });
+    expect(readFileSync(join(work, "twice.txt"), "utf8")).toBe("y y");
+  });
+});
+
+describe("the workspace source", () => {
+  const configWith = (tools: Record<string, unknown>) => toolsConfigFor(resolveConfig({}, { tools } as never), "default");
+
+  it("offers nothing unless tools.workspace is true; then reads auto and the rest ask", async () => {
+    const off = new ToolRuntime({ builtin: createDefaultTools(), sources: [new WorkspaceSource({ clock: systemClock, config: configWith({}) })], config: configWith({}), logger: silentLogger() });
+    const none = await off.offer({ sessionId: "s", signal: new AbortController().signal });
+    expect(none.get("terminal")).toBeUndefined();
+
+    const config = configWith({ workspace: true });
+    const on = new ToolRuntime({ builtin: createDefaultTools(), sources: [new WorkspaceSource({ clock: systemClock, config })], config, logger: silentLogger() });
+    const offer = await on.offer({ sessionId: "s", signal: new AbortController().signal });
+    const policies = Object.fromEntries(
+      ["terminal", "process_output", "process_kill", "read_file", "list_dir", "search_files", "write_file", "edit_file"].map((n) => [n, offer.get(n)?.policy]),
+    );
+    expect(policies).toEqual({
+      terminal: "ask",
+      process_output: "auto",
+      process_kill: "ask",
+      read_file: "auto",
+      list_dir: "auto",
+      search_files: "auto",
+      write_file: "ask",
+      edit_file: "ask",
+    });
+    expect(offer.get("terminal")!.source).toBe("workspace");
+  });
+
+  it("ToolOutput of the terminal is the result plus a text for the model", async () => {
+    const r = await tools().get("terminal")!.execute({ command: "echo hi" }, ctx());
+    expect(r).toBeInstanceOf(ToolOutput);
+  });
+});

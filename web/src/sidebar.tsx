@@ -1,0 +1,136 @@
+/**
+ * The sessions list: a stable order (by when each session started, so renaming or closing never
+ * moves a row under the pointer), grouped Today / Yesterday / Earlier, each row with its actions
+ * beside its text (never over it) and a close confirm on a row of its own.
+ */
+import { useState } from "preact/hooks";
+import type { SessionSummary } from "../../src/protocol/index.js";
+import { isRecoverableEnd } from "../../src/protocol/end-reasons.js";
+import type { AppController } from "./controller.js";
+import { sessionStateLabel } from "./labels.js";
+import { grouped, relativeTime } from "./session-order.js";
+
+export function Sidebar({ ctl, onPick, hidden }: { ctl: AppController; onPick(): void; hidden: boolean }) {
+  return (
+    <nav class="sidebar" aria-label="Sessions" aria-hidden={hidden ? "true" : undefined} {...(hidden ? { inert: true } : {})}>
+      <div class="sidebar-head">
+        <button type="button" class="btn btn-primary btn-block" onClick={() => void ctl.newSession().then(onPick)}>
+          + New session
+        </button>
+      </div>
+      <div class="session-list">
+        {ctl.sessions.length === 0 && <div class="session-empty">No sessions yet</div>}
+        {grouped(ctl.sessions).map((g) => (
+          <section key={g.label} class="session-group" aria-label={g.label}>
+            <h3 class="session-group-head">{g.label}</h3>
+            <ul>
+              {g.items.map((s) => (
+                <SessionItem key={s.session_id} ctl={ctl} s={s} active={s.session_id === ctl.currentId} onPick={onPick} />
+              ))}
+            </ul>
+          </section>
+        ))}
+      </div>
+    </nav>
+  );
+}
+
+function RenameForm({ initial, onSave, onCancel }: { initial: string; onSave(title: string): void; onCancel(): void }) {
+  const [title, setTitle] = useState(initial);
+  return (
+    <form
+      class="rename"
+      onSubmit={(e) => {
+        e.preventDefault();
+        onSave(title.trim());
+      }}
+    >
+      <input
+        aria-label="Session title"
+        value={title}
+        onInput={(e) => setTitle((e.target as HTMLInputElement).value)}
+        onKeyDown={(e) => {
+          if (e.key === "Escape") {
+            e.stopPropagation();
+            onCancel();
+          }
+        }}
+        autoFocus
+      />
+      <button type="submit" class="btn btn-sm btn-primary">
+        Save
+      </button>
+    </form>
+  );
+}
+
+function SessionItem({ ctl, s, active, onPick }: { ctl: AppController; s: SessionSummary; active: boolean; onPick(): void }) {
+  const [editing, setEditing] = useState(false);
+  const [confirmClose, setConfirmClose] = useState(false);
+  const name = s.title || "Untitled session";
+  const canReopen = s.state === "ended" && s.end_reason !== "compression" && s.end_reason !== "retention";
+  return (
+    <li class={`session ${active ? "active" : ""}`} data-state={s.state} data-session-id={s.session_id}>
+      {editing ? (
+        <RenameForm
+          initial={s.title}
+          onCancel={() => setEditing(false)}
+          onSave={(title) => {
+            setEditing(false);
+            void ctl.rename(s.session_id, title);
+          }}
+        />
+      ) : (
+        <div class="session-row">
+          <button
+            type="button"
+            class="session-main"
+            aria-current={active ? "true" : undefined}
+            onClick={() => {
+              ctl.navigate(s.session_id);
+              onPick();
+            }}
+          >
+            <span class="session-title">{name}</span>
+            <span class="session-meta">
+              <span class={`state state-${s.state}`}>{sessionStateLabel(s)}</span>
+              <span>{s.model}</span>
+              <span>{relativeTime(s.last_activity_at)}</span>
+            </span>
+          </button>
+          <div class="session-actions">
+            <button type="button" class="icon-btn" aria-label={`Rename ${name}`} title="Rename" onClick={() => setEditing(true)}>
+              ✎
+            </button>
+            {canReopen ? (
+              <button
+                type="button"
+                class="btn btn-sm"
+                aria-label={`Reopen ${name}`}
+                title={isRecoverableEnd(s.end_reason) ? "Resume where it stopped" : "Reopen the closed session"}
+                onClick={() => void ctl.reopen(s.session_id)}
+              >
+                Reopen
+              </button>
+            ) : s.state !== "ended" ? (
+              <button type="button" class="icon-btn" aria-label={`Close ${name}`} title="Close" onClick={() => setConfirmClose(true)}>
+                ✕
+              </button>
+            ) : null}
+          </div>
+        </div>
+      )}
+      {confirmClose && !editing && (
+        <div class="session-confirm" role="group" aria-label={`Close ${name}?`}>
+          <span>Close this session?</span>
+          <button type="button" class="btn btn-sm btn-danger" onClick={() => void ctl.close(s.session_id).then(() => setConfirmClose(false))}>
+            Close it
+          </button>
+          <button type="button" class="btn btn-sm" onClick={() => setConfirmClose(false)} autoFocus>
+            Keep
+          </button>
+        </div>
+      )}
+    </li>
+  );
+}
