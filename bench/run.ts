@@ -5,7 +5,7 @@
  * bench/.last-results.json.
  *
  *   npm run bench                      # everything (~2 minutes on 2 cores)
- *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | startup | retention | tracing | crash, comma-separated
+ *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | startup | retention | tracing | agents | crash, comma-separated
  *   npm run bench -- --quick           # smaller sizes, for working on the harness itself
  *   npm run bench -- --scale           # scale-out: PostgreSQL + Redis, 1 vs 2 nodes (bench/scale.ts)
  *
@@ -26,6 +26,7 @@ import type { StartupResult } from "./startup.js";
 import type { RetentionBenchResult } from "./retention.js";
 import type { TracingBenchResult } from "./tracing.js";
 import type { CrashResult } from "./crash.js";
+import type { AgentHopResult } from "./agent-hop.js";
 import { fmtInt, fmtMs, fmtRatio, median, progress } from "./stats.js";
 import { build } from "../scripts/build.mjs";
 
@@ -59,6 +60,7 @@ const SIZES = quick
       retention: { pairs: 1, sessions: 100, rows: 500, deltas: 1000 },
       tracing: { turnsPerBlock: 50, blocks: 2 },
       crash: { kills: 5 },
+      agents: { hops: 20, warmup: 3 },
     }
   : {
       // 50k, not 100k: appends cost grows faster than linearly with the backlog (see the report),
@@ -89,6 +91,7 @@ const SIZES = quick
       tracing: { turnsPerBlock: 400, blocks: 6 },
       // 20 SIGKILLs, each at a random moment of a streaming turn, with a restart after each.
       crash: { kills: 20 },
+      agents: { hops: 200, warmup: 20 },
     };
 
 interface Row {
@@ -362,6 +365,23 @@ async function runCrash(): Promise<void> {
       `viewer was shown in ${r.rounds.filter((x) => x.lost === 0).length}/${r.kills} kills (${fmtInt(r.lostTotal)} of ${fmtInt(shown)} lost) — ` +
       `${ok ? "meets" : "MISSES"} 0 lost; kept but never shown (committed, not yet sent when it died): median ${fmtInt(median(unshown))}, ` +
       `max ${fmtInt(Math.max(0, ...unshown))} characters.`,
+async function runAgents(): Promise<void> {
+  const { benchAgentHop } = await import("./agent-hop.js");
+  const r: AgentHopResult = await benchAgentHop(SIZES.agents);
+  results.agents = r;
+  const ok = r.hopP50Ms < 50;
+  rows.push({
+    name: `agent hop: message_agent → reply in the sender's live tip (two local bots, ${r.hops} hops, p50)`,
+    value: fmtMs(r.hopP50Ms),
+    baseline: fmtMs(r.turnP50Ms),
+    ratio: `${fmtRatio(r.hopP50Ms / r.turnP50Ms)} (lower is better)`,
+    target: "p50 < 50 ms",
+    ok: ok ? "yes" : "NO",
+    verdict:
+      `agents: a message from bot alpha to bot beta comes back as beta's reply in alpha's chat p50 ${fmtMs(r.hopP50Ms)} / p90 ` +
+      `${fmtMs(r.hopP90Ms)} after the envelope was committed (push wake, claim, send, beta's turn, reply, delivery), vs p50 ` +
+      `${fmtMs(r.turnP50Ms)} / p90 ${fmtMs(r.turnP90Ms)} for beta's turn alone (${fmtRatio(r.hopP50Ms / r.turnP50Ms)}×) — ` +
+      `${ok ? "meets" : "MISSES"} p50 < 50 ms.`,
   });
 }
 
@@ -427,6 +447,7 @@ const RUNNERS = [
   ["retention", runRetention],
   ["tracing", runTracing],
   ["crash", runCrash],
+  ["agents", runAgents],
 ] as const;
 
 const t0 = performance.now();

@@ -107,6 +107,9 @@ export function completeToolCall(
       }),
     },
     ...extraOps,
+    ...(run.effects?.ops ?? []),
   ]);
+  const committed = run.effects?.committed;
+  if (committed) void ctx.log.flushed().then(committed, () => undefined);
   return { role: "tool", content: run.content, tool_call_id: call.id };
 }

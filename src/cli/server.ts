@@ -17,7 +17,7 @@ import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-ca
 import { createDefaultTools, ToolRuntime } from "../agent/tools/index.js";
 import { McpPool } from "../agent/tools/mcp/index.js";
 import { WorkspaceSource } from "../agent/tools/workspace/index.js";
-import { bridgeGlobals, DEFAULT_PROFILE, HttpRecords, ProfileRegistry, RetentionJob, SessionManager, type Profile, type SweepResult } from "../sessions/index.js";
+import { bridgeGlobals, DEFAULT_PROFILE, type Messaging, HttpRecords, ProfileRegistry, RetentionJob, SessionManager, type Profile, type SweepResult } from "../sessions/index.js";
 import { join } from "node:path";
 import type { Store } from "../store/types.js";
 import { createHttpServer } from "../gateway/http-server.js";
@@ -110,6 +110,8 @@ interface ProcessParts {
   current: { config: TetherConfig; catalog: ProviderCatalog };
   /** Retention (`retention.ended_after_days`, off by default): one background job per open store. */
   retention: RetentionJob[];
+  /** Bots, rooms and the agent outbox across the profiles (set once the profile registry exists). */
+  messaging?: Messaging;
 }
 
 /** The tool runtime of `profile`, built on first use from the config as it is now. */
@@ -121,7 +123,12 @@ function toolsFor(parts: ProcessParts, profile: string): ToolRuntime {
     const mcp = new McpPool({ clock: parts.clock, logger, env: process.env, config });
     // Off unless the profile sets `tools.workspace: true` (the source lists nothing until then).
     const workspace = new WorkspaceSource({ clock: parts.clock, config });
-    runtime = new ToolRuntime({ builtin: createDefaultTools(), sources: [mcp, workspace], config, logger });
+    // message_agent sends through the process's outbox, which exists once the profiles do.
+    const messenger = () =>
+      parts.messaging && {
+        prepare: (req: { sessionId: string; to: string; text: string }) => parts.messaging!.outbox.prepare(profile, req.sessionId, req.to, req.text),
+      };
+    runtime = new ToolRuntime({ builtin: createDefaultTools({ messenger }), sources: [mcp, workspace], config, logger });
     parts.tools.set(profile, runtime);
   }
   return runtime;
@@ -161,6 +168,8 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   await defaultProfile.sessions.start();
   startRetention(parts, store);
   const { profiles, profileStores } = profileRegistry(parts, defaultProfile);
+  parts.messaging = profiles.messaging;
+  profiles.messaging.start();
   const { app, server, ws } = transports(parts, profiles, () => store.ping(), deps.attachTo);
   const manager = defaultProfile.sessions;
   parts.metrics?.bind({
@@ -197,6 +206,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     close() {
       closing ??= (async () => {
         await Promise.allSettled(parts.retention.map((j) => j.stop()));
+        profiles.messaging.stop();
         await Promise.allSettled(profiles.all().map((p) => p.sessions.shutdown()));
         // After the turns stopped: closing the MCP clients ends their stdio servers.
         await Promise.allSettled([...parts.tools.values()].map((t) => t.close()));
@@ -273,6 +283,9 @@ function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profil
     profileNames: () => Object.keys(parts.current.config.profiles).filter((n) => n !== DEFAULT_PROFILE),
     botOf: (name) => parts.current.config.profiles[name]?.bot,
     roomHopLimit: () => parts.current.config.messaging.room_hop_limit,
+    outbox: () => parts.current.config.messaging,
+    ids: parts.ids,
+    processId: parts.processId,
     logger: parts.logger,
     clock: parts.clock,
     open: async (name) => {

@@ -64,5 +64,6 @@ export function connectionHandlers(
     [Method.RoomMessages]: (p, _sessions, ctx) => profiles.messaging.rooms.messages(who(ctx), p.profile, p.room_id, p.after_message_id, p.limit),
     [Method.RoomMembersAdd]: (p, _sessions, ctx) => profiles.messaging.rooms.members(who(ctx), p.profile, p.room_id, { add: p.members }),
     [Method.RoomMembersRemove]: (p, _sessions, ctx) => profiles.messaging.rooms.members(who(ctx), p.profile, p.room_id, { remove: p.members }),
+    [Method.AgentOutbox]: async (p, _sessions, ctx) => ({ envelopes: await profiles.messaging.outbox.list(who(ctx), p.profile ?? "default", p.session_id) }),
   };
 }

@@ -24,8 +24,6 @@ export const ErrorCode = {
   NotARoom: 4060,
   /** No bot of that name here or on the named peer (`bot.chat`, `message_agent`). */
   UnknownBot: 4061,
-  /** No such envelope in the caller's outbox. */
-  EnvelopeNotFound: 4062,
   AtCapacity: 4090,
   StorageUnavailable: 5070,
 } as const;
@@ -57,7 +55,6 @@ export const ERROR_TABLE: Record<ErrorCodeValue, ErrorInfo> = {
   4020: { name: "tool_name_taken", httpStatus: 400, retryable: false, message: "A client tool has the name of a server tool" },
   4060: { name: "not_a_room", httpStatus: 400, retryable: false, message: "The session is not a room" },
   4061: { name: "unknown_bot", httpStatus: 404, retryable: false, message: "No such bot" },
-  4062: { name: "envelope_not_found", httpStatus: 404, retryable: false, message: "No such envelope" },
   4029: { name: "rate_limited", httpStatus: 429, retryable: true, message: "Rate limited" },
   4090: { name: "at_capacity", httpStatus: 503, retryable: true, message: "Gateway at capacity" },
   5070: { name: "storage_unavailable", httpStatus: 503, retryable: true, message: "Storage unavailable" },

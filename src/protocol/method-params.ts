@@ -155,4 +155,5 @@ export const METHOD_PARAMS = {
   [Method.RoomMessages]: RoomMessagesParams,
   [Method.RoomMembersAdd]: RoomMembersParams,
   [Method.RoomMembersRemove]: RoomMembersParams,
+  [Method.AgentOutbox]: SessionIdParams,
 } as const satisfies Record<MethodName, z.ZodType>;

@@ -27,7 +27,7 @@ import type {
   RoomMessagesParams,
   RoomMembersParams,
 } from "./method-params.js";
-import type { ActiveTurn, BotInfo, DelegationSummary, Message, MessageSnapshot, RoomInfo, RoomPostResult, SessionSummary, Snapshot, TodoState } from "./types.js";
+import type { ActiveTurn, BotInfo, DelegationSummary, EnvelopeSummary, Message, MessageSnapshot, RoomInfo, RoomPostResult, SessionSummary, Snapshot, TodoState } from "./types.js";
 import type { RequestRespondResult, StoredApproval } from "./requests.js";
 
 export const PROTOCOL_VERSION = 1;
@@ -59,6 +59,7 @@ export const Method = {
   RoomMessages: "room.messages",
   RoomMembersAdd: "room.members.add",
   RoomMembersRemove: "room.members.remove",
+  AgentOutbox: "agent.outbox",
 } as const;
 
 export type MethodName = (typeof Method)[keyof typeof Method];
@@ -140,6 +141,7 @@ export interface MethodMap {
   "room.messages": { params: z.input<typeof RoomMessagesParams>; result: { messages: Message[]; next_cursor: string | null } };
   "room.members.add": { params: z.input<typeof RoomMembersParams>; result: RoomInfo };
   "room.members.remove": { params: z.input<typeof RoomMembersParams>; result: RoomInfo };
+  "agent.outbox": { params: z.input<typeof SessionIdParams>; result: { envelopes: EnvelopeSummary[] } };
 }
 
 const METHOD_NAMES: ReadonlySet<string> = new Set<string>(Object.values(Method));

@@ -216,3 +216,33 @@ export interface BotInfo {
   name: string;
   description: string;
 }
+
+/** `display_metadata` of an `agent_reply` message: which envelope, from which agent, to which. */
+export interface AgentReplyMetadata {
+  envelope_id: string;
+  /** The agent that answered, as addressed (`bot` or `bot@peer`). */
+  from: string;
+  /** The sender's bot name. */
+  to: string;
+  /** The session whose tool call sent the message (the reply went to its live tip). */
+  sender_session_id: string;
+  peer?: string;
+}
+
+/** One envelope of `agent.outbox`. */
+export interface EnvelopeSummary {
+  envelope_id: string;
+  to: string;
+  /** pending → sent → replied → delivered (failed: the recipient will never answer). */
+  status: "pending" | "sent" | "replied" | "delivered" | "failed";
+  /** Failed attempts so far; the next is not before `next_attempt_at`. */
+  attempts: number;
+  last_error: string | null;
+  next_attempt_at: number;
+  created_at: number;
+  sent_at: number | null;
+  replied_at: number | null;
+  delivered_at: number | null;
+  delivered_session_id: string | null;
+  delivered_message_id: string | null;
+}

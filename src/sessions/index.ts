@@ -14,3 +14,4 @@ export type { CallOptions, ToolChoice } from "../agent/provider.js";
 export { bridgeGlobals } from "./cluster/bus-bridge.js";
 export { EXPORT_FORMATS, isExportFormat, type ExportFormat, type ExportedTranscript } from "./views/session-export.js";
 export { RetentionJob, type SweepResult } from "./lifecycle/retention.js";
+export type { Messaging } from "./messaging/messaging.js";

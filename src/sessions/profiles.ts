@@ -12,6 +12,8 @@
 import { ErrorCode, TetherError, type StatsResult } from "../protocol/index.js";
 import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../lib/logger.js";
+import { randomIds, type IdGenerator } from "../lib/ids.js";
+import type { RemoteAgents } from "./messaging/outbox.js";
 import type { Caller, GlobalListener } from "./core/types.js";
 import type { Viewer } from "./core/viewer.js";
 import type { HttpRecords } from "./http-records.js";
@@ -42,6 +44,13 @@ export interface ProfileRegistryDeps {
   botOf?: (profile: string) => { name: string; description: string } | undefined;
   /** `messaging.room_hop_limit`, read at each decision. @default 3 */
   roomHopLimit?: () => number;
+  /** `messaging.poll_s` and `messaging.push`, read at each decision. @default 30 s, push on */
+  outbox?: () => { poll_s: number; push: boolean };
+  ids?: IdGenerator;
+  /** Names this process in the outbox's claims. */
+  processId?: string;
+  /** Bots of peer gateways (A2A, config `peers`). */
+  remote?: RemoteAgents;
 }
 
 export const PROFILE_OPEN_TIMEOUT_MS = 10_000;
@@ -55,7 +64,16 @@ export class ProfileRegistry {
 
   constructor(private readonly deps: ProfileRegistryDeps) {
     this.adopt(deps.defaultProfile);
-    this.messaging = new Messaging({ directory: this.directory(), logger: deps.logger, hopLimit: deps.roomHopLimit ?? (() => 3) });
+    this.messaging = new Messaging({
+      directory: this.directory(),
+      logger: deps.logger,
+      hopLimit: deps.roomHopLimit ?? (() => 3),
+      clock: deps.clock,
+      ids: deps.ids ?? randomIds,
+      processId: deps.processId ?? `proc-${deps.defaultProfile.sessions.epoch}`,
+      outbox: deps.outbox ?? (() => ({ poll_s: 30, push: true })),
+      ...(deps.remote ? { remote: deps.remote } : {}),
+    });
   }
 
   /** Every profile by its bot name (or its own), and its messaging wing. */
@@ -67,6 +85,11 @@ export class ProfileRegistry {
           return { profile, name: bot?.name ?? profile, description: bot?.description ?? "", bot: bot !== undefined };
         }),
       wing: async (profile) => (await this.profile(profile)).sessions.parts.work,
+      senders: async () => {
+        const names = new Set([DEFAULT_PROFILE, ...this.deps.profileNames().filter((p) => this.deps.botOf?.(p)), ...this.profiles.keys()]);
+        const wings = await Promise.allSettled([...names].map(async (p) => (await this.profile(p)).sessions.parts.work));
+        return wings.flatMap((w) => (w.status === "fulfilled" ? [w.value] : []));
+      },
     };
   }
 

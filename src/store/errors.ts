@@ -43,3 +43,14 @@ export class RequestStateError extends Error {
     super(`request ${requestId} was already answered`);
   }
 }
+
+/** An `envelope.update` fenced by `owner` found the envelope's claim held by nobody or another process. */
+export class EnvelopeClaimLostError extends Error {
+  override name = "EnvelopeClaimLostError";
+  constructor(
+    readonly envelopeId: string,
+    readonly owner: string,
+  ) {
+    super(`envelope ${envelopeId} is no longer claimed by ${owner}`);
+  }
+}

@@ -299,3 +299,49 @@ export interface ApprovalRow {
   by: string;
   created_at: number;
 }
+
+/**
+ * One message an agent sent another (`message_agent`), in the sender's profile store: the durable
+ * outbox. It moves only forward, each step on a confirmed write: `pending` (written with the tool
+ * call's result) → `sent` (the recipient took it: a local bot's turn started, or the peer gateway
+ * accepted the A2A message) → `replied` (the answer is stored here) → `delivered` (the answer is in
+ * the sender's live tip, exactly once: `envelope.deliver` refuses a second time). `failed` ends one
+ * whose recipient will never answer (its reply says why, and is delivered like any other).
+ */
+export interface EnvelopeRow {
+  id: string;
+  principal: string;
+  /** The session whose tool call sent it: the reply goes to that session's live tip. */
+  from_session_id: string;
+  from_profile: string;
+  /** The sender's bot name (its profile name when it is no bot). */
+  from_name: string;
+  /** As given to the tool: `bot` or `bot@peer`. */
+  to: string;
+  to_name: string;
+  /** The peer gateway (config `peers`), null for a bot of this gateway. */
+  peer: string | null;
+  text: string;
+  status: "pending" | "sent" | "replied" | "delivered" | "failed";
+  /** Send or delivery attempts that failed so far (the back-off counts them). */
+  attempts: number;
+  /** The worker's poll takes it up from this time on (a failed attempt pushes it back). */
+  next_attempt_at: number;
+  claimed_by: string | null;
+  claim_expires_at: number | null;
+  last_error: string | null;
+  /** Where the recipient works on it: its session and turn (a local bot), or the A2A task id. */
+  recipient_session_id: string | null;
+  recipient_turn_id: string | null;
+  reply: string | null;
+  created_at: number;
+  sent_at: number | null;
+  replied_at: number | null;
+  delivered_at: number | null;
+  delivered_session_id: string | null;
+  delivered_message_id: string | null;
+}
+
+export type EnvelopePatch = Partial<
+  Pick<EnvelopeRow, "status" | "attempts" | "next_attempt_at" | "last_error" | "recipient_session_id" | "recipient_turn_id" | "reply" | "sent_at" | "replied_at">
+>;

@@ -6,6 +6,7 @@
 import type {
   ApprovalRow,
   DelegationRow,
+  EnvelopeRow,
   EventRow,
   HeartbeatRow,
   HttpIdempotencyRow,
@@ -54,6 +55,29 @@ export interface DelegationStore {
    * false when the owner or status is no longer the one seen.
    */
   takeOverDelegation(id: string, fromOwner: string, toOwner: string): Promise<boolean>;
+}
+
+export interface EnvelopeQuery {
+  /** Only envelopes sent from these sessions (a lineage). */
+  fromSessionIds?: string[];
+  statuses?: Array<EnvelopeRow["status"]>;
+  /** Only those whose `next_attempt_at` is at or before this time. */
+  dueBy?: number;
+  limit: number;
+}
+
+/** The agent outbox (`message_agent`). SQLite and PostgreSQL implement it. */
+export interface EnvelopeStore {
+  getEnvelope(id: string): Promise<EnvelopeRow | null>;
+  /** Oldest first. */
+  listEnvelopes(query: EnvelopeQuery): Promise<EnvelopeRow[]>;
+  /**
+   * Takes the claim of an envelope still moving (`pending`, `sent`, `replied`) for `owner` until
+   * `now + ttlMs`, unless another owner holds an unexpired one. True when taken.
+   */
+  claimEnvelope(id: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
+  /** Gives the claim back after a failed attempt: one more attempt counted, the next not before `nextAttemptAt`. */
+  releaseEnvelope(id: string, owner: string, nextAttemptAt: number, error: string | null): Promise<void>;
 }
 
 /** Open requests and stored approvals (tool approvals, MCP input). SQLite and PostgreSQL implement it. */
@@ -133,6 +157,8 @@ export interface Store {
   readonly delegations?: DelegationStore;
   /** Open requests (approvals, MCP input) and stored approvals. */
   readonly requests: RequestStore;
+  /** The agent outbox (`message_agent`); absent = the store does not support it. */
+  readonly envelopes?: EnvelopeStore;
   /** Deleting sessions ended long ago (`retention.ended_after_days`); absent = not supported. */
   readonly retention?: RetentionStore;
   /** The /v1/runs API's runs and session keys; absent = runs are unavailable. */

@@ -7,6 +7,8 @@ import type {
   ApprovalRow,
   DelegationPatch,
   DelegationRow,
+  EnvelopePatch,
+  EnvelopeRow,
   EventRow,
   IdempotencyRow,
   LeaseRow,
@@ -65,7 +67,18 @@ export type WriteOp =
    */
   | { op: "request.update"; id: string; patch: RequestPatch; from?: Array<RequestRow["status"]> }
   | { op: "approval.put"; row: ApprovalRow }
-  | { op: "approval.delete"; principal: string; tool: string };
+  | { op: "approval.delete"; principal: string; tool: string }
+  | { op: "envelope.insert"; row: EnvelopeRow }
+  /**
+   * With `owner`: applies only while that process holds the envelope's claim, else fails the whole
+   * transaction with EnvelopeClaimLostError (its claim expired and another process took it).
+   */
+  | { op: "envelope.update"; id: string; patch: EnvelopePatch; owner?: string }
+  /**
+   * Marks an envelope's reply delivered (into `session_id` as `message_id`) and drops its claim.
+   * Fails the whole transaction with AlreadyDeliveredError if it already was.
+   */
+  | { op: "envelope.deliver"; id: string; session_id: string; message_id: string; at: number };
 
 /** The HTTP API's writes (`responses`, `http_idempotency`). */
 export type HttpOp = Extract<WriteOp, { op: "response.insert" | "response.update" | "http_idempotency.complete" | "http_idempotency.release" }>;
@@ -75,6 +88,9 @@ export type DelegationOp = Extract<WriteOp, { op: "delegation.insert" | "delegat
 
 /** Writes of open requests and stored approvals (`requests`, `approvals`). */
 export type RequestOp = Extract<WriteOp, { op: "request.insert" | "request.update" | "approval.put" | "approval.delete" }>;
+
+/** Writes of the agent outbox (`agent_envelopes`). */
+export type EnvelopeOp = Extract<WriteOp, { op: "envelope.insert" | "envelope.update" | "envelope.deliver" }>;
 
 /** The `default` of every op switch: `op` is `never` there as long as every case is handled. */
 export function unsupportedOp(op: never, store: string): never {

@@ -6,6 +6,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import {
   AlreadyDeliveredError,
   DelegationLostError,
+  EnvelopeClaimLostError,
+  type EnvelopeRow,
   FenceError,
   RequestStateError,
   type DelegationRow,
@@ -617,5 +619,89 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect((await store.requests.listApprovals("bob")).map((a) => a.tool)).toEqual(["a__x"]);
       });
     });
+
+    describe("agent envelopes", () => {
+      const envelope = (id: string, over: Partial<EnvelopeRow> = {}): EnvelopeRow => ({
+        id,
+        principal: "default",
+        from_session_id: "s1",
+        from_profile: "alpha",
+        from_name: "alpha",
+        to: "beta",
+        to_name: "beta",
+        peer: null,
+        text: "hello é",
+        status: "pending",
+        attempts: 0,
+        next_attempt_at: 1000,
+        claimed_by: null,
+        claim_expires_at: null,
+        last_error: null,
+        recipient_session_id: null,
+        recipient_turn_id: null,
+        reply: null,
+        created_at: 1000,
+        sent_at: null,
+        replied_at: null,
+        delivered_at: null,
+        delivered_session_id: null,
+        delivered_message_id: null,
+        ...over,
+      });
+
+      it("round-trips, updates and lists envelopes by sender, status and due time", async () => {
+        const store = await fresh();
+        const e = store.envelopes;
+        if (!e) return;
+        await store.commit([
+          { op: "envelope.insert", row: envelope("e1") },
+          { op: "envelope.insert", row: envelope("e2", { from_session_id: "s2", created_at: 1001, next_attempt_at: 5000, peer: "west", to: "beta@west" }) },
+        ]);
+        expect(await e.getEnvelope("e1")).toEqual(envelope("e1"));
+        expect(await e.getEnvelope("e2")).toEqual(envelope("e2", { from_session_id: "s2", created_at: 1001, next_attempt_at: 5000, peer: "west", to: "beta@west" }));
+        expect(await e.getEnvelope("nope")).toBeNull();
+        await store.commit([{ op: "envelope.update", id: "e1", patch: { status: "replied", reply: "hi", replied_at: 1500, recipient_session_id: "r1" } }]);
+        expect(await e.getEnvelope("e1")).toMatchObject({ status: "replied", reply: "hi", replied_at: 1500, recipient_session_id: "r1" });
+        expect((await e.listEnvelopes({ fromSessionIds: ["s1", "s2"], limit: 10 })).map((r) => r.id)).toEqual(["e1", "e2"]);
+        expect((await e.listEnvelopes({ statuses: ["pending"], limit: 10 })).map((r) => r.id)).toEqual(["e2"]);
+        expect((await e.listEnvelopes({ statuses: ["pending", "replied"], dueBy: 2000, limit: 10 })).map((r) => r.id)).toEqual(["e1"]);
+        expect(await e.listEnvelopes({ fromSessionIds: [], limit: 10 })).toEqual([]);
+      });
+
+      it("claims once until expiry or release; a release counts the attempt; a fenced update needs the claim", async () => {
+        const store = await fresh();
+        const e = store.envelopes;
+        if (!e) return;
+        await store.commit([{ op: "session.insert", row: sessionRow("s1") }, { op: "envelope.insert", row: envelope("e1") }]);
+        expect(await e.claimEnvelope("e1", "p1", 1000, 100)).toBe(true);
+        expect(await e.claimEnvelope("e1", "p2", 1050, 100)).toBe(false);
+        await store.commit([{ op: "envelope.update", id: "e1", owner: "p1", patch: { status: "sent", sent_at: 1060 } }]);
+        expect(await e.claimEnvelope("e1", "p2", 1101, 100)).toBe(true); // expired
+        const stale = store.commit([
+          { op: "message.insert", row: messageRow("m1", "s1", 1) },
+          { op: "envelope.update", id: "e1", owner: "p1", patch: { status: "replied" } },
+        ]);
+        await expect(stale).rejects.toBeInstanceOf(EnvelopeClaimLostError);
+        expect(await store.loadMessages("s1")).toEqual([]);
+        await e.releaseEnvelope("e1", "p1", 9999, "ignored"); // not p1's: no effect
+        expect(await e.getEnvelope("e1")).toMatchObject({ claimed_by: "p2", attempts: 0, status: "sent" });
+        await e.releaseEnvelope("e1", "p2", 3000, "peer down");
+        expect(await e.getEnvelope("e1")).toMatchObject({ claimed_by: null, attempts: 1, next_attempt_at: 3000, last_error: "peer down" });
+      });
+
+      it("delivers an envelope once: a second envelope.deliver refuses its whole transaction", async () => {
+        const store = await fresh();
+        const e = store.envelopes;
+        if (!e) return;
+        await store.commit([{ op: "session.insert", row: sessionRow("s1") }, { op: "envelope.insert", row: envelope("e1", { status: "replied" }) }]);
+        await store.commit([{ op: "message.insert", row: messageRow("m1", "s1", 1) }, { op: "envelope.deliver", id: "e1", session_id: "s1", message_id: "m1", at: 2000 }]);
+        expect(await e.getEnvelope("e1")).toMatchObject({ status: "delivered", delivered_session_id: "s1", delivered_message_id: "m1", delivered_at: 2000 });
+        const twice = store.commit([{ op: "message.insert", row: messageRow("m2", "s1", 2) }, { op: "envelope.deliver", id: "e1", session_id: "s1", message_id: "m2", at: 2100 }]);
+        await expect(twice).rejects.toBeInstanceOf(AlreadyDeliveredError);
+        expect((await store.loadMessages("s1")).map((m) => m.id)).toEqual(["m1"]);
+        expect(await e.claimEnvelope("e1", "p1", 3000, 100)).toBe(false); // delivered: nothing to claim
+      });
+    });
+
 });
 }

@@ -11,7 +11,7 @@
 import type { TurnErrorInfo } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
-import { ToolInputError, ToolOutput, type Tool, type ToolContext } from "./registry.js";
+import { ToolInputError, ToolOutput, type Tool, type ToolContext, type ToolEffects } from "./registry.js";
 import { ToolErrorCode, ToolFailure, toolErrorInfo } from "./tool-errors.js";
 
 export interface ToolRun {
@@ -19,6 +19,8 @@ export interface ToolRun {
   /** The tool message the model reads. */
   content: string;
   error?: TurnErrorInfo;
+  /** Written with the call's `tool.complete` (ToolOutput.effects). */
+  effects?: ToolEffects;
 }
 
 class CallTimeout extends Error {
@@ -54,7 +56,7 @@ export async function executeTool(
   aborted.catch(() => undefined);
   try {
     const out = await Promise.race([tool.execute(args, { ...ctx, signal: call.signal }), aborted]);
-    if (out instanceof ToolOutput) return { result: out.result, content: out.text };
+    if (out instanceof ToolOutput) return { result: out.result, content: out.text, ...(out.effects ? { effects: out.effects } : {}) };
     return { result: out ?? null, content: JSON.stringify(out ?? null) };
   } catch (err) {
     return failed(classify(err, call.signal, ctx.signal), tool, opts.logger);

@@ -9,6 +9,7 @@
 import { todoTool } from "./todo-tool.js";
 import { delegateTool } from "./delegate-tool.js";
 import { ToolRegistry } from "./registry.js";
+import { messageAgentTool, type AgentMessenger } from "./message-agent-tool.js";
 
 export {
   ToolRegistry,
@@ -19,7 +20,9 @@ export {
   type Tool,
   type ToolAnnotations,
   type ToolContext,
+  type ToolEffects,
 } from "./registry.js";
+export { messageAgentTool, type AgentMessenger } from "./message-agent-tool.js";
 export {
   DEFAULT_TOOL_TIMEOUT_MS,
   type OfferedTool,
@@ -39,6 +42,7 @@ export { todoTool } from "./todo-tool.js";
 export { delegateTool } from "./delegate-tool.js";
 
 /** A registry with every built-in tool. */
-export function createDefaultTools(): ToolRegistry {
-  return new ToolRegistry().register(todoTool).register(delegateTool);
+export function createDefaultTools(opts: { messenger?: () => AgentMessenger | undefined } = {}): ToolRegistry {
+  const tools = new ToolRegistry().register(todoTool).register(delegateTool);
+  return opts.messenger ? tools.register(messageAgentTool(opts.messenger)) : tools;
 }

@@ -7,6 +7,7 @@
  * (every tool `auto`), which is what unit tests and embedders without MCP use.
  */
 import type { SessionEventLog } from "../../events/types.js";
+import type { WriteOp } from "../../store/types.js";
 import type { ToolSpec } from "../provider.js";
 import type { TodoList } from "./todo-list.js";
 import type { WorkspaceProcesses } from "./workspace/processes.js";
@@ -78,7 +79,17 @@ export class ToolOutput {
     readonly result: unknown,
     /** What the model reads as the tool message. */
     readonly text: string,
+    /**
+     * Writes that must be durable together with the result (an outbox envelope): they ride on the
+     * call's `tool.complete`, one transaction; `committed` runs once that transaction committed.
+     */
+    readonly effects?: ToolEffects,
   ) {}
+}
+
+export interface ToolEffects {
+  ops: WriteOp[];
+  committed?: () => void;
 }
 
 /** Thrown by a tool for input the model got wrong: reported to the model, logged quietly. */

@@ -20,6 +20,8 @@ export interface Directory {
   entries(): BotEntry[];
   /** The messaging wing of a profile's manager (opening its store on first use). */
   wing(profile: string): Promise<SessionWork>;
+  /** The wings whose outbox the poll reads: the default profile and every bot (opened if need be). */
+  senders(): Promise<SessionWork[]>;
 }
 
 /** The entry a member list or `@mention` names: a bot name first, else a profile name. */

@@ -2,7 +2,10 @@
  * Agents that message agents, across the profiles of this gateway: bots (`bot.chat`), rooms
  * (rooms.ts). One per process, over the profile registry's directory.
  */
+import type { Clock } from "../../lib/clock.js";
+import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
+import { Outbox, type RemoteAgents } from "./outbox.js";
 import type { Caller } from "../core/types.js";
 import { requireBot, type BotEntry, type Directory } from "./directory.js";
 import { Rooms } from "./rooms.js";
@@ -13,13 +16,39 @@ export interface MessagingDeps {
   logger: Logger;
   /** `messaging.room_hop_limit`, as configured now. */
   hopLimit: () => number;
+  clock: Clock;
+  ids: IdGenerator;
+  processId: string;
+  /** `messaging.poll_s` and `messaging.push`, as configured now. */
+  outbox: () => { poll_s: number; push: boolean };
+  /** Bots of peer gateways (A2A). */
+  remote?: RemoteAgents;
 }
 
 export class Messaging {
   readonly rooms: Rooms;
+  readonly outbox: Outbox;
 
   constructor(private readonly deps: MessagingDeps) {
     this.rooms = new Rooms({ directory: deps.directory, logger: deps.logger, hopLimit: deps.hopLimit });
+    this.outbox = new Outbox({
+      directory: deps.directory,
+      clock: deps.clock,
+      ids: deps.ids,
+      logger: deps.logger,
+      processId: deps.processId,
+      settings: deps.outbox,
+      ...(deps.remote ? { remote: deps.remote } : {}),
+    });
+  }
+
+  /** Starts the outbox's backstop poll (after the profiles' managers started). */
+  start(): void {
+    this.outbox.start();
+  }
+
+  stop(): void {
+    this.outbox.stop();
   }
 
   /** Every bot of this gateway. */

@@ -149,7 +149,7 @@ export class Rooms {
         display_kind: DisplayKind.RoomReply,
         display_metadata: { ...metadata },
         // The member has seen everything up to its own reply: the watermark moves in the reply's transaction.
-        ops: (seq) => {
+        ops: ({ seq }) => {
           const room = roomOf(rt);
           const next: RoomFlags = { members: room.members, seen: { ...room.seen, [member.profile]: Math.max(seq, context.upTo) } };
           rt.row.flags = { ...rt.row.flags, room: next };

@@ -8,11 +8,11 @@
  * the same row and the loser finds the winner's.
  */
 import { createHash } from "node:crypto";
-import { EventType, type MessageCompletePayload, type MessageStartPayload } from "../../protocol/index.js";
+import { ErrorCode, EventType, TetherError, type MessageCompletePayload, type MessageStartPayload } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
-import type { GroupCommitter } from "../../events/index.js";
+import { fromEventRow, type EventLog, type GroupCommitter } from "../../events/index.js";
 import type { MessageRole, SessionFlags, Store, WriteOp } from "../../store/types.js";
 import { newMessageRow } from "../../agent/turn-frames.js";
 import type { LiveRegistry } from "../core/live-registry.js";
@@ -22,6 +22,7 @@ import { sessionInfo } from "../core/session-info.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
 import type { Caller, CreateParams } from "../core/types.js";
 import type { Ownership } from "../lifecycle/ownership.js";
+import type { SessionLogs } from "../lifecycle/session-logs.js";
 import { reopenStored } from "../lifecycle/reopening.js";
 import type { ViewerBinding } from "../lifecycle/viewer-binding.js";
 import type { ModelSwitching } from "../models/model-switching.js";
@@ -40,6 +41,9 @@ export interface SessionWorkDeps {
   binding: ViewerBinding;
   ownership: Ownership;
   switching: ModelSwitching;
+  /** The log of a delivery to a session not live here. */
+  logs: SessionLogs;
+  epoch: string;
 }
 
 /** A finished message for a transcript: a room post or reply, a delivered agent reply. */
@@ -49,7 +53,7 @@ export interface AppendedMessage {
   display_kind: string;
   display_metadata: Record<string, unknown>;
   /** Written in the same transaction as the message (an outbox mark, a room's read watermark). */
-  ops?: (seq: number) => WriteOp[];
+  ops?: (written: { seq: number; message_id: string; session_id: string }) => WriteOp[];
   /** Also added to the model's history (an agent reply the next turn should see). */
   toHistory?: boolean;
 }
@@ -149,19 +153,90 @@ export class SessionWork {
 
   /** Appends at once (the caller is already in the turn slot, or there is no turn to wait for). */
   async appendNow(rt: SessionRuntime, m: AppendedMessage): Promise<{ message_id: string; seq: number }> {
-    const id = this.deps.ids.next("msg");
-    const row = { ...newMessageRow(rt.id, id, m.role, m.content, "complete", this.deps.clock.now()), display_kind: m.display_kind, display_metadata: m.display_metadata };
-    const meta = { display_kind: m.display_kind, display_metadata: m.display_metadata };
-    const start = rt.log.emit<MessageStartPayload>(EventType.MessageStart, { message_id: id, role: m.role, ...meta }, { ops: [{ op: "message.insert", row }] });
-    const seq = start.seq!;
-    rt.log.emit<MessageCompletePayload>(
-      EventType.MessageComplete,
-      { message_id: id, role: m.role, content: m.content, status: "complete", ...meta },
-      { ops: m.ops?.(seq) ?? [] },
-    );
+    const out = this.emitMessage(rt.log, rt.id, m);
     await storage(() => rt.log.flushed());
     if (m.toHistory) rt.history.push({ role: m.role === "assistant" ? "assistant" : "user", content: m.content });
+    return out;
+  }
+
+  /** `message.start` (carrying the row) + `message.complete` (carrying `m.ops`): committed together. */
+  private emitMessage(log: Pick<EventLog, "emit">, sessionId: string, m: AppendedMessage): { message_id: string; seq: number } {
+    const id = this.deps.ids.next("msg");
+    const row = { ...newMessageRow(sessionId, id, m.role, m.content, "complete", this.deps.clock.now()), display_kind: m.display_kind, display_metadata: m.display_metadata };
+    const meta = { display_kind: m.display_kind, display_metadata: m.display_metadata };
+    const start = log.emit<MessageStartPayload>(EventType.MessageStart, { message_id: id, role: m.role, ...meta }, { ops: [{ op: "message.insert", row }] });
+    const seq = start.seq!;
+    log.emit<MessageCompletePayload>(EventType.MessageComplete, { message_id: id, role: m.role, content: m.content, status: "complete", ...meta }, { ops: m.ops?.({ seq, message_id: id, session_id: sessionId }) ?? [] });
     return { message_id: id, seq };
+  }
+
+  /**
+   * Writes `m` into the live tip of `sessionId`, exactly like a delegation's delivery: a tip live
+   * here takes it in its turn slot (after a running turn, starting none, into the model's history
+   * too); otherwise it is written through a log of its own under the session's lease, the registry
+   * holding the session in `writing` so an open waits for it. A tip with `wake_on_delivery` then
+   * gets a turn (request id `wakeRequestId`, so a retry never starts a second one).
+   */
+  async deliverToTip(sessionId: string, m: AppendedMessage, wakeRequestId: string): Promise<{ session_id: string; message_id: string }> {
+    const { registry, ownership, store } = this.deps;
+    const tip = await resolveLiveTip(store, sessionId);
+    if (!tip) throw new Error(`session ${sessionId} not found`);
+    const tipId = tip.row.id;
+    const live = registry.get(tipId) ?? (await registry.pendingOpen(tipId)?.catch(() => undefined));
+    if (live && registry.isServing(live)) {
+      const out = await this.append(live, { ...m, toHistory: true });
+      if (live.row.flags.wake_on_delivery) {
+        await live.submit("[A reply from another agent arrived above. Continue.]", wakeRequestId).catch((err: unknown) =>
+          this.deps.logger.warn({ err, session_id: tipId }, "wake on delivery failed"),
+        );
+      }
+      return { session_id: tipId, message_id: out.message_id };
+    }
+    let messageId = "";
+    const writing = registry.borrow(tipId, async () => {
+      const lease = await ownership.acquire(tipId, false);
+      if (!lease.acquired) throw new TetherError(ErrorCode.Busy, `Session ${tipId} is live in another gateway process`);
+      const log = await this.deps.logs.open(tipId);
+      try {
+        messageId = this.emitMessage(log, tipId, m).message_id;
+        await log.flushed();
+        await log.settled();
+      } finally {
+        log.close();
+        await ownership.release(tipId).catch(() => undefined);
+      }
+    });
+    if (writing === false) throw new Error(`session ${tipId} is changing hands; retrying`);
+    await writing;
+    return { session_id: tipId, message_id: messageId };
+  }
+
+  /**
+   * Submits `text` once per `requestId` (a retry, even after a restart, finds the same turn) and
+   * resolves with the turn's id once it ended here.
+   */
+  async submitOnce(rt: SessionRuntime, text: string, requestId: string): Promise<string> {
+    const sub = await rt.submit(text, requestId);
+    return sub.turn_id;
+  }
+
+  /** Resolves once every turn queued in the session so far has run. */
+  settled(rt: SessionRuntime): Promise<void> {
+    return rt.runJob(async () => undefined);
+  }
+
+  /**
+   * The answer of turn `turnId` as its frames recorded it: its last assistant message, and whether
+   * the turn completed. Null while the turn has not ended.
+   */
+  async turnAnswer(sessionId: string, turnId: string): Promise<Answer | null> {
+    const rows = await this.deps.store.readEvents(sessionId, 0, 1_000_000);
+    const frames = rows.filter((r) => r.turn_id === turnId).map((r) => fromEventRow(r, this.deps.epoch));
+    const complete = frames.find((f) => f.type === EventType.TurnComplete)?.payload as { status?: string } | undefined;
+    if (!complete) return null;
+    const answers = frames.filter((f) => f.type === EventType.MessageComplete).map((f) => f.payload as MessageCompletePayload).filter((p) => p.role === "assistant" && p.content);
+    const text = answers.at(-1)?.content ?? "";
+    return { ok: complete.status === "complete" && text.length > 0, text: text || `(no answer: the turn ended ${complete.status ?? "without a status"})` };
   }
 
   /** Changes the session's flags (a room's members), with a `session.info` in the same transaction. */

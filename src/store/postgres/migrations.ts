@@ -246,4 +246,38 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX run_session_keys_by_session ON run_session_keys (session_id);
     `,
   },
+  {
+    version: 12,
+    name: "agent outbox: envelopes of message_agent, their claims and replies",
+    sql: `
+      CREATE TABLE agent_envelopes (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        principal TEXT NOT NULL,
+        from_session_id TEXT COLLATE "C" NOT NULL,
+        from_profile TEXT NOT NULL,
+        from_name TEXT NOT NULL,
+        to_address TEXT NOT NULL,
+        to_name TEXT NOT NULL,
+        peer TEXT,
+        text TEXT NOT NULL,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at BIGINT NOT NULL,
+        claimed_by TEXT,
+        claim_expires_at BIGINT,
+        last_error TEXT,
+        recipient_session_id TEXT,
+        recipient_turn_id TEXT,
+        reply TEXT,
+        created_at BIGINT NOT NULL,
+        sent_at BIGINT,
+        replied_at BIGINT,
+        delivered_at BIGINT,
+        delivered_session_id TEXT,
+        delivered_message_id TEXT
+      );
+      CREATE INDEX agent_envelopes_by_sender ON agent_envelopes (from_session_id, created_at);
+      CREATE INDEX agent_envelopes_moving ON agent_envelopes (next_attempt_at) WHERE status IN ('pending', 'sent', 'replied');
+    `,
+  },
 ];

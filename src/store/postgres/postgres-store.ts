@@ -30,6 +30,7 @@ import type { Store } from "../store.js";
 import type { WriteOp } from "../write-ops.js";
 import { PgWrites } from "./apply-ops.js";
 import { PgDelegationTables } from "./delegation-tables.js";
+import { PgEnvelopeTables } from "./envelope-tables.js";
 import { PgRequestTables } from "./request-tables.js";
 import { PgHttpTables } from "./http-tables.js";
 import { PgRunTables } from "./run-tables.js";
@@ -75,6 +76,8 @@ export class PostgresStore implements Store {
   readonly delegations: PgDelegationTables;
   /** Open requests and stored approvals (`requests`, `approvals`). */
   readonly requests: PgRequestTables;
+  /** The agent outbox (`agent_envelopes`). */
+  readonly envelopes: PgEnvelopeTables;
   /** The /v1/runs API's runs and session keys. */
   readonly runs: PgRunTables;
   /** Deleting sessions ended long ago (retention). */
@@ -89,10 +92,11 @@ export class PostgresStore implements Store {
     this.schema = schema;
     this.delegations = new PgDelegationTables(pool);
     this.requests = new PgRequestTables(pool);
+    this.envelopes = new PgEnvelopeTables(pool);
     this.runs = new PgRunTables(pool);
     this.retention = new PgRetention(pool, (fn) => this.tx(fn));
     this.http = new PgHttpTables(pool, (fn) => this.tx(fn));
-    this.writes = new PgWrites(this.http, this.delegations, this.requests);
+    this.writes = new PgWrites(this.http, this.delegations, this.requests, this.envelopes);
   }
 
   /** Connects, creates the schema if named, and applies pending migrations (serialized across nodes). */

@@ -244,4 +244,38 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX run_session_keys_by_session ON run_session_keys (session_id);
     `,
   },
+  {
+    version: 12,
+    name: "agent outbox: envelopes of message_agent, their claims and replies",
+    sql: `
+      CREATE TABLE agent_envelopes (
+        id TEXT PRIMARY KEY,
+        principal TEXT NOT NULL,
+        from_session_id TEXT NOT NULL,
+        from_profile TEXT NOT NULL,
+        from_name TEXT NOT NULL,
+        to_address TEXT NOT NULL,
+        to_name TEXT NOT NULL,
+        peer TEXT,
+        text TEXT NOT NULL,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER NOT NULL,
+        claimed_by TEXT,
+        claim_expires_at INTEGER,
+        last_error TEXT,
+        recipient_session_id TEXT,
+        recipient_turn_id TEXT,
+        reply TEXT,
+        created_at INTEGER NOT NULL,
+        sent_at INTEGER,
+        replied_at INTEGER,
+        delivered_at INTEGER,
+        delivered_session_id TEXT,
+        delivered_message_id TEXT
+      );
+      CREATE INDEX agent_envelopes_by_sender ON agent_envelopes (from_session_id, created_at);
+      CREATE INDEX agent_envelopes_moving ON agent_envelopes (next_attempt_at) WHERE status IN ('pending', 'sent', 'replied');
+    `,
+  },
 ];

@@ -34,6 +34,7 @@ export class SqliteRetention implements RetentionStore {
         db.prepare(`DELETE FROM run_session_keys WHERE session_id = ?`),
         db.prepare(`DELETE FROM leases WHERE session_id = ?`),
         db.prepare(`DELETE FROM delegations WHERE origin_session_id = ?`),
+        db.prepare(`DELETE FROM agent_envelopes WHERE from_session_id = ?`),
       ],
       session: db.prepare(`DELETE FROM sessions WHERE id = ?`),
     };

@@ -30,6 +30,7 @@ import type { WriteOp } from "../write-ops.js";
 import { SqliteWrites } from "./apply-ops.js";
 import { DelegationTables } from "./delegation-tables.js";
 import { RequestTables } from "./request-tables.js";
+import { EnvelopeTables } from "./envelope-tables.js";
 import { HttpTables } from "./http-tables.js";
 import { RunTables } from "./run-tables.js";
 import { MIGRATIONS } from "./migrations.js";
@@ -57,6 +58,8 @@ export class SqliteStore implements Store {
   readonly delegations: DelegationTables;
   /** Open requests and stored approvals (`requests`, `approvals`). */
   readonly requests: RequestTables;
+  /** The agent outbox (`agent_envelopes`). */
+  readonly envelopes: EnvelopeTables;
   /** The /v1/runs API's runs and session keys. */
   readonly runs: RunTables;
   /** Deleting sessions ended long ago (retention). */
@@ -124,9 +127,10 @@ export class SqliteStore implements Store {
     this.http = new HttpTables(db);
     this.delegations = new DelegationTables(db);
     this.requests = new RequestTables(db);
+    this.envelopes = new EnvelopeTables(db);
     this.runs = new RunTables(db);
     this.retention = new SqliteRetention(db);
-    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests);
+    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.envelopes);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       for (const op of ops) writes.apply(op);
     });

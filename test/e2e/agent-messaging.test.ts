@@ -1,0 +1,130 @@
+/**
+ * `message_agent` between two bots of one gateway, over real sockets and real SQLite stores, the
+ * demo provider playing both agents: the envelope is written with the tool call's result, the
+ * recipient answers in its inbox session, the reply lands once in the sender's live tip as an
+ * `agent_reply` message without starting a turn (unless `wake_on_delivery`), and `agent.outbox`
+ * shows each step. The poll backstop is tested on a FakeClock with the push wake turned off.
+ */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { resolveConfig, type ConfigInput } from "../../src/config/index.js";
+import { FakeClock } from "../../src/lib/clock.js";
+import { silentLogger } from "../../src/lib/logger.js";
+import { startServer, type RunningServer } from "../../src/cli/server.js";
+import { tempDbPath } from "../support/start-server.js";
+import { RpcSocket } from "../support/rpc-socket.js";
+
+const running: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  for (const r of running.splice(0).reverse()) await r.close();
+});
+
+function bots(messaging: ConfigInput["messaging"] = {}): ConfigInput {
+  return {
+    home: mkdtempSync(join(tmpdir(), "tether-agents-")),
+    messaging,
+    profiles: {
+      alpha: { bot: { name: "alpha", description: "asks" } },
+      beta: { bot: { name: "beta", description: "answers" } },
+    },
+  };
+}
+
+async function gateway(input: ConfigInput, clock?: FakeClock): Promise<{ server: RunningServer; sock: RpcSocket }> {
+  const config = resolveConfig({}, { host: "127.0.0.1", port: 0, dbPath: tempDbPath(), demo: { delayMs: 0 }, ...input });
+  const server = await startServer(config, { logger: silentLogger(), ...(clock ? { clock } : {}) });
+  const sock = await RpcSocket.open(`${server.url.replace(/^http/, "ws")}/ws`);
+  running.push(server, { close: async () => sock.close() });
+  return { server, sock };
+}
+
+const send = (to: string, text: string) => `call: message_agent ${JSON.stringify({ to, text })}`;
+
+/** alpha's chat sends one message; resolves with the chat id and the envelope id from the tool result. */
+async function sendFromAlpha(sock: RpcSocket, to = "beta", text = "ping"): Promise<{ chat: string; envelope: string; turns: number }> {
+  const chat = await sock.call("bot.chat", { profile: "alpha" });
+  const t = await sock.call("prompt.submit", { profile: "alpha", session_id: chat.session_id, text: send(to, text) });
+  await sock.waitForEvent(chat.session_id, (f) => f.type === "turn.complete" && f.turn_id === t.turn_id);
+  const tool = sock.sessionEvents(chat.session_id).find((f) => f.type === "tool.complete" && f.turn_id === t.turn_id)!;
+  expect(tool.payload.error).toBeUndefined();
+  const turns = sock.sessionEvents(chat.session_id).filter((f) => f.type === "turn.start").length;
+  return { chat: chat.session_id, envelope: tool.payload.result.envelope_id, turns };
+}
+
+const replies = (sock: RpcSocket, sessionId: string) =>
+  sock.sessionEvents(sessionId).filter((f) => f.type === "message.complete" && f.payload.display_kind === "agent_reply");
+
+describe("message_agent between local bots", () => {
+  it("writes the envelope with the tool result, and delivers beta's reply into alpha's live chat once, starting no turn", async () => {
+    const { sock } = await gateway(bots());
+    const { chat, envelope, turns } = await sendFromAlpha(sock);
+    expect(envelope).toMatch(/^env_/);
+    const reply = await sock.waitForEvent(chat, (f) => f.type === "message.complete" && f.payload.display_kind === "agent_reply");
+    expect(reply.payload).toMatchObject({
+      role: "user",
+      display_metadata: { envelope_id: envelope, from: "beta", to: "alpha", sender_session_id: chat },
+    });
+    // beta's answer (the demo echoes its prompt) names the sender and carries the text.
+    expect(reply.payload.content).toContain(`[Reply from beta to your message ${envelope}]`);
+    expect(reply.payload.content).toContain("ping");
+    const { envelopes } = await sock.call("agent.outbox", { profile: "alpha", session_id: chat });
+    expect(envelopes).toMatchObject([{ envelope_id: envelope, to: "beta", status: "delivered", attempts: 0, delivered_session_id: chat }]);
+    expect(envelopes[0].delivered_message_id).toBe(reply.payload.message_id);
+    // Stored once, as a transcript message; and no turn was started for it.
+    const msgs = await sock.call("session.messages", { profile: "alpha", session_id: chat });
+    expect(msgs.messages.filter((m: any) => m.display_kind === "agent_reply")).toHaveLength(1);
+    expect(sock.sessionEvents(chat).filter((f) => f.type === "turn.start")).toHaveLength(turns);
+    expect(replies(sock, chat)).toHaveLength(1);
+
+    // The next turn of alpha sees the reply as context.
+    const next = await sock.call("prompt.submit", { profile: "alpha", session_id: chat, text: "what did beta say?" });
+    await sock.waitForEvent(chat, (f) => f.type === "turn.complete" && f.turn_id === next.turn_id);
+  });
+
+  it("an unknown recipient is the model's error to fix; a recipient's inbox session cannot message on", async () => {
+    const { sock } = await gateway(bots());
+    const chat = await sock.call("bot.chat", { profile: "alpha" });
+    const t = await sock.call("prompt.submit", { profile: "alpha", session_id: chat.session_id, text: send("ghost", "hi") });
+    await sock.waitForEvent(chat.session_id, (f) => f.type === "turn.complete" && f.turn_id === t.turn_id);
+    const tool = sock.sessionEvents(chat.session_id).find((f) => f.type === "tool.complete")!;
+    expect(tool.payload.error_info).toMatchObject({ layer: "tool", code: "invalid_arguments" });
+    expect(tool.payload.error).toContain('No bot named "ghost"');
+    const peer = await sock.call("prompt.submit", { profile: "alpha", session_id: chat.session_id, text: send("beta@nowhere", "hi") });
+    await sock.waitForEvent(chat.session_id, (f) => f.type === "turn.complete" && f.turn_id === peer.turn_id);
+    const second = sock.sessionEvents(chat.session_id).filter((f) => f.type === "tool.complete")[1]!;
+    expect(second.payload.error).toContain('No peer gateway named "nowhere"');
+    const { envelopes } = await sock.call("agent.outbox", { profile: "alpha", session_id: chat.session_id });
+    expect(envelopes).toEqual([]);
+    const other = await sock.request("agent.outbox", { profile: "alpha", session_id: "ses_unknown" });
+    expect(other.error).toMatchObject({ code: 4007 });
+  });
+
+  it("with wake_on_delivery the reply starts a turn of the sender", async () => {
+    const { sock } = await gateway(bots());
+    const s = await sock.call("session.create", { profile: "alpha", wake_on_delivery: true });
+    const t = await sock.call("prompt.submit", { profile: "alpha", session_id: s.session_id, text: send("beta", "wake me") });
+    await sock.waitForEvent(s.session_id, (f) => f.type === "turn.complete" && f.turn_id === t.turn_id);
+    await sock.waitForEvent(s.session_id, (f) => f.type === "message.complete" && f.payload.display_kind === "agent_reply");
+    const woke = await sock.waitForEvent(s.session_id, (f) => f.type === "turn.start" && f.turn_id !== t.turn_id);
+    await sock.waitForEvent(s.session_id, (f) => f.type === "turn.complete" && f.turn_id === woke.turn_id);
+  });
+
+  it("with the push wake off, the poll backstop (messaging.poll_s) moves the envelope, and only at its time", async () => {
+    const clock = new FakeClock();
+    const { sock } = await gateway(bots({ push: false, poll_s: 30 }), clock);
+    const { chat, envelope } = await sendFromAlpha(sock);
+    await clock.advance(29_000);
+    const early = await sock.call("agent.outbox", { profile: "alpha", session_id: chat });
+    expect(early.envelopes).toMatchObject([{ envelope_id: envelope, status: "pending" }]);
+    expect(replies(sock, chat)).toHaveLength(0);
+    await clock.advance(1_000);
+    await sock.waitForEvent(chat, (f) => f.type === "message.complete" && f.payload.display_kind === "agent_reply");
+    const late = await sock.call("agent.outbox", { profile: "alpha", session_id: chat });
+    expect(late.envelopes).toMatchObject([{ envelope_id: envelope, status: "delivered" }]);
+    // Later polls find nothing more to do: still one reply.
+    await clock.advance(60_000);
+    expect(replies(sock, chat)).toHaveLength(1);
+  });
+});
