@@ -365,6 +365,9 @@ async function runCrash(): Promise<void> {
       `viewer was shown in ${r.rounds.filter((x) => x.lost === 0).length}/${r.kills} kills (${fmtInt(r.lostTotal)} of ${fmtInt(shown)} lost) — ` +
       `${ok ? "meets" : "MISSES"} 0 lost; kept but never shown (committed, not yet sent when it died): median ${fmtInt(median(unshown))}, ` +
       `max ${fmtInt(Math.max(0, ...unshown))} characters.`,
+  });
+}
+
 async function runAgents(): Promise<void> {
   const { benchAgentHop } = await import("./agent-hop.js");
   const r: AgentHopResult = await benchAgentHop(SIZES.agents);
