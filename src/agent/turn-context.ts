@@ -7,6 +7,7 @@ import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
 import type { CallOptions, ChatMessage, Provider, ToolSpec } from "./provider.js";
 import type { TurnRequests } from "./turn-requests.js";
+import type { SteerInbox } from "./turn-steering.js";
 import type { ToolContext, TodoList, ToolSet } from "./tools/index.js";
 
 export interface TurnContext {
@@ -58,6 +59,8 @@ export interface TurnContext {
   cwd?: string;
   /** The session's background processes (workspace terminal). */
   processes?: ToolContext["processes"];
+  /** Guidance steered into this turn while it runs: joined before each model call (turn-steering.ts). */
+  steering?: SteerInbox;
   /** Retries of a model call that failed with a retryable error. @default none */
   retry?: { maxRetries: number; baseDelayMs: number };
 }

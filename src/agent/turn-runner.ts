@@ -35,6 +35,7 @@ import { internalError, maxIterationsError, storageWriteError } from "./turn-err
 import { emitUserMessage, TurnFrames, turnErrorMessageOp } from "./turn-frames.js";
 import type { PendingCall, PendingDecision } from "./turn-requests.js";
 import { endTurnSpan, startTurnSpan } from "./turn-tracing.js";
+import { joinSteers } from "./turn-steering.js";
 import type { SpanHandle } from "../lib/tracing.js";
 
 export type { TurnContext, TurnOutcome } from "./turn-context.js";
@@ -190,6 +191,7 @@ async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, t
   for (let iteration = 0; ; iteration++) {
     if (ctx.signal.aborted) return { status: "interrupted" };
     if (iteration >= max) return { status: "error", error: maxIterationsError(max) };
+    joinSteers(ctx, frames);
 
     const offer = withClientTools(await offerTools(ctx, frames, noticed), ctx.clientTools?.() ?? []);
     let pending: PendingCall[] = [];
@@ -231,6 +233,8 @@ async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, t
     if (step.status !== "complete" || step.toolCalls.length === 0) {
       // Partial text of an interrupted or failed message stays: the user saw it.
       if (step.content) ctx.history.push({ role: "assistant", content: step.content });
+      // Guidance steered in while the model wrote this answer: one more call, in the same turn.
+      if (step.status === "complete" && ctx.steering?.pending && !ctx.signal.aborted) continue;
       return step.error ? { status: step.status, error: step.error, errorStored: true } : { status: step.status };
     }
 

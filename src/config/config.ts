@@ -232,7 +232,7 @@ export const ConfigSchema = z.object({
     })
     .prefault({}),
   /** What a submit does while a turn runs: queue it, interrupt the running one, or reject (4009). */
-  busyPolicy: z.enum(["queue", "interrupt", "reject"]).default("queue"),
+  busyPolicy: z.enum(["queue", "interrupt", "reject", "steer"]).default("queue"),
   /** WebSocket protocol-ping interval (advertised in gateway.ready); 0 = no pings. Off on loopback binds. */
   heartbeatMs: z.number().int().min(0).default(20_000),
   /** A connection that has not answered a ping within this long is terminated. */

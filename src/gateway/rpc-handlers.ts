@@ -42,6 +42,7 @@ export function connectionHandlers(
     [Method.SessionInterrupt]: (p, sessions, ctx) => sessions.interrupt(who(ctx), p.session_id),
     [Method.PromptSubmit]: async (p, sessions, ctx) =>
       (await sessions.startTurn({ caller: who(ctx), session: { id: p.session_id }, text: p.text, requestId: p.request_id })).result,
+    [Method.SessionSteer]: (p, sessions, ctx) => sessions.steer(who(ctx), p.session_id, p.text),
     // The catch-up answer is assembled as JSON text (stored payloads spliced in, never re-parsed).
     [Method.EventsSince]: async (p, sessions, ctx) =>
       (await sessions.sinceJson(who(ctx), p.session_id, p.after_seq, { transient: p.include_transient ?? true })) as unknown as SinceResult,

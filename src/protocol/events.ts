@@ -31,6 +31,7 @@ export const EventType = {
   RequestOpened: "request.opened",
   RequestResolved: "request.resolved",
   TurnAwaiting: "turn.awaiting",
+  TurnSteered: "turn.steered",
   // session, transient
   MessageDelta: "message.delta",
   ReasoningDelta: "reasoning.delta",
@@ -217,6 +218,16 @@ export interface SessionNoticePayload {
 export interface TurnAwaitingPayload {
   turn_id: string;
   request_ids: string[];
+}
+
+/**
+ * `turn.steered` (durable): guidance joined the running turn before its next model call, as the
+ * user message `message_id` (`display_kind: "steer"`), committed with it.
+ */
+export interface TurnSteeredPayload {
+  turn_id: string;
+  message_id: string;
+  text: string;
 }
 
 export interface SessionReclaimedPayload {

@@ -68,6 +68,12 @@ export const PromptSubmitParams = z.object({
   request_id: z.string().min(1).max(200).optional(),
 });
 
+export const SessionSteerParams = z.object({
+  session_id: sessionId,
+  profile,
+  text: z.string().min(1).max(1_000_000),
+});
+
 /**
  * `include_transient: false` leaves out transient frames (deltas, progress): a catch-up then holds
  * the durable frames and the snapshots, which carry every streamed text — what a reconnecting
@@ -141,6 +147,7 @@ export const METHOD_PARAMS = {
   [Method.SessionUpdate]: SessionUpdateParams,
   [Method.SessionInterrupt]: SessionIdParams,
   [Method.PromptSubmit]: PromptSubmitParams,
+  [Method.SessionSteer]: SessionSteerParams,
   [Method.EventsSince]: EventsSinceParams,
   [Method.EventsStats]: EmptyParams,
   [Method.ConfigSet]: ConfigSetParams,

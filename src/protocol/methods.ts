@@ -15,6 +15,7 @@ import type {
   RequestRespondParams,
   EventsSinceParams,
   PromptSubmitParams,
+  SessionSteerParams,
   SessionCreateParams,
   SessionIdParams,
   SessionListParams,
@@ -45,6 +46,7 @@ export const Method = {
   SessionUpdate: "session.update",
   SessionInterrupt: "session.interrupt",
   PromptSubmit: "prompt.submit",
+  SessionSteer: "session.steer",
   EventsSince: "session.events.since",
   EventsStats: "session.events.stats",
   ConfigSet: "config.set",
@@ -96,8 +98,22 @@ export interface StatsResult {
 export interface SubmitResult {
   turn_id: string;
   trace_id: string;
-  status: "started" | "queued" | "duplicate";
+  /** `steered`: busy policy `steer` — the text joined the running turn `turn_id` (see session.steer). */
+  status: "started" | "queued" | "duplicate" | "steered";
   /** Present when the id submitted to was rotated by compression: the live tip that took the prompt. */
+  session_id?: string;
+  resolved_from?: string;
+}
+
+/**
+ * `session.steer`: `steered` — the text joins the running turn `turn_id` before its next model
+ * call; otherwise no turn was running and it started (or queued) one as `prompt.submit` would.
+ */
+export interface SteerResult {
+  status: "steered" | "started" | "queued";
+  turn_id: string;
+  trace_id: string;
+  /** Present when the id was rotated by compression: the live tip that took the text. */
   session_id?: string;
   resolved_from?: string;
 }
@@ -124,6 +140,7 @@ export interface MethodMap {
     result: { status: "interrupted" | "idle" };
   };
   "prompt.submit": { params: z.input<typeof PromptSubmitParams>; result: SubmitResult };
+  "session.steer": { params: z.input<typeof SessionSteerParams>; result: SteerResult };
   "session.events.since": { params: z.input<typeof EventsSinceParams>; result: SinceResult };
   "session.events.stats": { params: z.input<typeof EmptyParams>; result: StatsResult };
   "config.set": {

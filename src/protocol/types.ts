@@ -45,6 +45,8 @@ export const DisplayKind = {
   AgentReply: "agent_reply",
   /** A message another agent sent to this bot (`message_agent`), as its turn's prompt. */
   AgentMessage: "agent_message",
+  /** Guidance steered into a running turn (`session.steer`, `POST /v1/runs/{id}/steer`; `role: "user"`). */
+  Steer: "steer",
 } as const;
 
 export type DisplayKindName = (typeof DisplayKind)[keyof typeof DisplayKind];

@@ -21,6 +21,7 @@ import type {
   SessionSummary,
   SinceResult,
   Snapshot,
+  SteerResult,
   StatsResult,
   StoredApproval,
   SubmitResult,
@@ -205,6 +206,22 @@ export class SessionManager implements ForwardedCalls {
       this.parts.lifecycle.activity(runtime);
       if (opts.noInput) return tipped(result);
       await titleFromFirstPrompt({ ...this.deps, registry: this.parts.registry }, caller, runtime, text, result);
+      return tipped(result);
+    });
+  }
+
+  /**
+   * `session.steer`: guidance for the running turn of the live tip, joined before its next model
+   * call; with no turn running it starts one as a submit would. Forwarded to the owner node.
+   */
+  async steer(caller: Caller, sessionId: string, text: string): Promise<SteerResult> {
+    return onLiveTip(this.tips, caller, sessionId, async (tipId, resolvedFrom) => {
+      const routed = await this.forwardOrTakeOver(caller, tipId, "session.steer", { text });
+      const tipped = (r: SteerResult): SteerResult => (resolvedFrom ? { ...r, session_id: tipId, resolved_from: resolvedFrom } : r);
+      if (routed.forwarded) return tipped(routed.result as SteerResult);
+      const runtime = await this.requireLive(caller, tipId, "session.steer");
+      const result = await runtime.steer(text);
+      this.parts.lifecycle.activity(runtime);
       return tipped(result);
     });
   }

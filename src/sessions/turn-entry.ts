@@ -1,6 +1,6 @@
 /**
  * The one way into a turn. Every transport that starts one — WebSocket `prompt.submit`,
- * `/v1/chat/completions`, `/v1/responses`, `POST /api/sessions/{id}/prompt` (and `/v1/runs` next)
+ * `/v1/chat/completions`, `/v1/responses`, `POST /api/sessions/{id}/prompt` and `POST /v1/runs`
  * — asks for the same steps and differs only in how it renders the frames:
  *
  *   admit → create, or resume the live tip → seed the history → submit → (then) → detach on error

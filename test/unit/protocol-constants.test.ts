@@ -25,6 +25,7 @@ describe("protocol constants", () => {
       RoomReply: "room_reply",
       AgentReply: "agent_reply",
       AgentMessage: "agent_message",
+      Steer: "steer",
     });
     expect(DELEGATION_KINDS).toEqual(["delegate", "review"]);
     for (const k of DELEGATION_KINDS) expect(isDelegationKind(k)).toBe(true);

@@ -5,6 +5,7 @@
  *                                   headers Idempotency-Key, X-Session-Key → 202 { run_id, status, session_id }
  *   GET  /v1/runs/{id}              the run object (runs-view.ts): durable, right after a restart, on any node
  *   GET  /v1/runs/{id}/events       SSE, `id: <seq>` per event, Last-Event-ID resumes, ends after the terminal event
+ *   POST /v1/runs/{id}/stop | /approval | /steer   (runs-control.ts)
  *
  * Every route addresses the profile named by `X-Tether-Profile` or `?profile=` (default
  * `default`), whose store holds the run and its session. Another principal's run, or another
@@ -19,6 +20,7 @@ import { HttpError } from "./errors.js";
 import { claimIdempotency, underClaim } from "./idempotency.js";
 import { readJson } from "./json-body.js";
 import { RunsBody, SESSION_KEY_HEADER, startRun } from "./runs-start.js";
+import { RunControl } from "./runs-control.js";
 import { RunViews, type RunScope } from "./runs-view.js";
 
 /** What an `Idempotency-Key` record of `POST /v1/runs` keeps. */
@@ -41,9 +43,11 @@ export async function requireRun({ caller, profile }: RunScope, id: string): Pro
 
 export class RunsApi {
   readonly views: RunViews;
+  private readonly control: RunControl;
 
   constructor(private readonly api: HttpApi) {
     this.views = new RunViews(api);
+    this.control = new RunControl(this.views);
   }
 
   mount(app: Hono<AppEnv>): void {
@@ -55,6 +59,18 @@ export class RunsApi {
     app.get("/v1/runs/:id/events", async (c) => {
       const scope = await this.scope(c);
       return this.views.stream(c, scope, await requireRun(scope, c.req.param("id")), lastEventId(c));
+    });
+    app.post("/v1/runs/:id/stop", async (c) => {
+      const scope = await this.scope(c);
+      return c.json(await this.control.stop(scope, await requireRun(scope, c.req.param("id"))));
+    });
+    app.post("/v1/runs/:id/approval", async (c) => {
+      const scope = await this.scope(c);
+      return c.json(await this.control.approval(c, scope, await requireRun(scope, c.req.param("id"))));
+    });
+    app.post("/v1/runs/:id/steer", async (c) => {
+      const scope = await this.scope(c);
+      return c.json(await this.control.steer(c, scope, await requireRun(scope, c.req.param("id"))));
     });
   }
 

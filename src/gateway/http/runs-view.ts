@@ -37,6 +37,13 @@ export class RunViews {
     return this.settle(scope, record, builder);
   }
 
+  /** A run whose queued turn was dropped (stopped before it started): over, from the log as it stands. */
+  async settleAbandoned(scope: RunScope, record: RunRecord): Promise<RunObject> {
+    const { builder } = await this.rebuild(scope, record);
+    if (!builder.done) builder.abandon();
+    return this.settle(scope, record, builder);
+  }
+
   /** The builder's run; stored as the record's result once it is over. */
   private async settle({ profile }: RunScope, record: RunRecord, builder: RunBuilder): Promise<RunObject> {
     const run = builder.snapshot();
@@ -118,6 +125,10 @@ export class RunViews {
       const f = await tap.next(sse.signal);
       if (!f || (f.type === EventType.SessionClosed && f.session_id === builder.sessionId)) break;
       const from = builder.sessionId;
+      // A stop asked after this stream began decides how an interrupted turn reads: look again.
+      if (f.type === EventType.TurnComplete && f.turn_id === record.turn_id && !record.stop_requested) {
+        record.stop_requested = (await scope.profile.records.runs.get(scope.caller, record.id))?.stop_requested ?? false;
+      }
       await send(builder.push(f));
       // Moved to a continuation: what it wrote before the tap arrived comes from its log.
       if (builder.sessionId !== from) {

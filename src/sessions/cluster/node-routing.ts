@@ -33,6 +33,7 @@ export function placeholderFor(viewer: Viewer): Viewer {
 export interface ForwardedCalls {
   submit(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult>;
   interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }>;
+  steer(caller: Caller, sessionId: string, text: string): Promise<unknown>;
   configSet(caller: Caller, sessionId: string, key: string, value: unknown, confirm?: boolean): Promise<ConfigSetResult>;
   respond(caller: Caller, sessionId: string, requestId: string, answer: Record<string, unknown>): Promise<unknown>;
 }
@@ -84,6 +85,8 @@ export class NodeRouting {
         return calls.submit(caller, p.session_id, p.text ?? "", p.request_id);
       case "session.interrupt":
         return calls.interrupt(caller, p.session_id);
+      case "session.steer":
+        return calls.steer(caller, p.session_id, p.text ?? "");
       case "config.set":
         return calls.configSet(caller, p.session_id, p.key ?? "", p.value, p.confirm ?? false);
       case "request.respond":

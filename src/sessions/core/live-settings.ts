@@ -14,7 +14,8 @@ import type {
 } from "../../config/index.js";
 import type { ProviderCatalog } from "../../agent/provider-catalog.js";
 
-export type BusyPolicy = "queue" | "interrupt" | "reject";
+/** `steer`: a prompt while a turn runs joins it as guidance (session.steer) instead of queueing. */
+export type BusyPolicy = "queue" | "interrupt" | "reject" | "steer";
 
 export interface LiveSettings {
   busyPolicy: BusyPolicy;

@@ -7,7 +7,7 @@
  * are given to the constructor. What changes while it lives — the model, a stashed model switch,
  * the provider's last usage, the last sign of life — changes only through its own methods.
  */
-import { ErrorCode, TetherError, type SubmitResult } from "../../protocol/index.js";
+import { ErrorCode, TetherError, type SteerResult, type SubmitResult } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
@@ -17,6 +17,7 @@ import type { CallOptions, ChatMessage, Provider } from "../../agent/provider.js
 import type { UsageMark } from "../../agent/compression/index.js";
 import { continueTurn, runTurn, type TurnContext, type TurnOutcome } from "../../agent/turn-runner.js";
 import type { PendingDecision, TurnRequests } from "../../agent/turn-requests.js";
+import { SteerInbox } from "../../agent/turn-steering.js";
 import { createTodoList, type TodoList, type ToolContext, type ToolSet } from "../../agent/tools/index.js";
 import type { LiveSettings } from "./live-settings.js";
 import { toToolSpec } from "./client-tools.js";
@@ -268,6 +269,11 @@ export class SessionRuntime {
         return { ...stored, status: "duplicate" };
       }
     }
+    const steered = this.env.settings.busyPolicy === "steer" && !opts.noInput ? this.steerRunning(text) : undefined;
+    if (steered) {
+      claim?.({ turn_id: steered.turn_id, trace_id: steered.trace_id });
+      return steered;
+    }
     if (this.turns.busy && this.env.settings.busyPolicy === "reject") {
       claim?.(null);
       if (requestId !== undefined) this.requests.delete(requestId);
@@ -289,6 +295,22 @@ export class SessionRuntime {
     if (this.env.settings.busyPolicy === "interrupt") this.turns.running?.abort.abort(new Error("superseded by a new prompt"));
     this.turns.push(turn);
     return { ...result, status: "queued" };
+  }
+
+  /**
+   * `session.steer`: the text joins the running turn before its next model call; with no turn
+   * running (or one past its last model call, or a job) it starts or queues a turn as a submit.
+   */
+  async steer(text: string): Promise<SteerResult> {
+    if (this.closing) throw new TetherError(ErrorCode.Closed, "Session is closing");
+    return this.steerRunning(text) ?? (await this.submit(text, undefined)) as SteerResult;
+  }
+
+  private steerRunning(text: string): (SteerResult & SubmitResult) | undefined {
+    const running = this.turns.running;
+    if (!running?.steering?.add(text)) return undefined;
+    this.touch();
+    return { status: "steered", turn_id: running.turnId, trace_id: running.traceId };
   }
 
   /**
@@ -401,17 +423,25 @@ export class SessionRuntime {
       this.logger.error({ err }, "before-turn hook failed");
     }
     const abort = new AbortController();
-    const done = this.runOne(turn, abort.signal).finally(() => {
+    const steering = turn.job ? undefined : new SteerInbox();
+    const done = this.runOne(turn, abort.signal, steering).finally(() => {
       if (this.turns.running?.turnId === turn.turnId) this.turns.running = null;
       this.touch();
+      // Steered in as the turn ended (after its last model call): the next turn starts with it.
+      const left = steering?.close() ?? [];
+      if (left.length > 0 && !this.closing) this.turns.pushFront(this.newTurn(left.join("\n\n")));
       const next = this.closing ? undefined : this.turns.shift();
       if (next) this.start(next);
       else this.hooks.turnSettled(this);
     });
-    this.turns.running = { ...turn, abort, startedAt: this.env.clock.monotonic(), done };
+    this.turns.running = { ...turn, abort, startedAt: this.env.clock.monotonic(), done, ...(steering ? { steering } : {}) };
   }
 
-  private async runOne(turn: QueuedTurn, signal: AbortSignal): Promise<void> {
+  private newTurn(text: string): QueuedTurn {
+    return { turnId: this.env.ids.next("turn"), traceId: this.env.ids.traceId(), text, requestId: undefined };
+  }
+
+  private async runOne(turn: QueuedTurn, signal: AbortSignal, steering: SteerInbox | undefined): Promise<void> {
     if (turn.job) {
       this.dropped.delete(turn.turnId);
       try {
@@ -423,7 +453,7 @@ export class SessionRuntime {
     }
     if (turn.parked) {
       try {
-        await this.hooks.turnScope(this, () => this.continueParked(this.turnContext(turn, signal, []), undefined, signal));
+        await this.hooks.turnScope(this, () => this.continueParked(this.turnContext(turn, signal, [], steering), undefined, signal));
         await this.hooks.afterTurn(this);
       } catch (err) {
         this.logger.error({ err, trace_id: turn.traceId, turn_id: turn.turnId }, "resuming a parked turn threw");
@@ -436,7 +466,7 @@ export class SessionRuntime {
         await this.hooks.afterTurn(this);
         return;
       }
-      await this.hooks.turnScope(this, () => this.runModelTurn(turn, signal, startOps));
+      await this.hooks.turnScope(this, () => this.runModelTurn(turn, signal, startOps, steering));
       await this.hooks.afterTurn(this);
     } catch (err) {
       // runTurn reports turn failures as events; reaching here is a bug worth a loud line.
@@ -444,8 +474,8 @@ export class SessionRuntime {
     }
   }
 
-  private async runModelTurn(turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[]): Promise<void> {
-    const ctx = this.turnContext(turn, signal, startOps);
+  private async runModelTurn(turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[], steering: SteerInbox | undefined): Promise<void> {
+    const ctx = this.turnContext(turn, signal, startOps, steering);
     const requests = await this.hooks.turnRequests(this, turn);
     if (requests) ctx.requests = requests;
     await this.continueParked(ctx, await runTurn(ctx), signal);
@@ -467,7 +497,7 @@ export class SessionRuntime {
     }
   }
 
-  private turnContext(turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[]): TurnContext {
+  private turnContext(turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[], steering?: SteerInbox): TurnContext {
     const { clock, ids, settings } = this.env;
     const requestInput = this.hooks.requestInput(this, turn);
     const processes = this.hooks.processes?.(this);
@@ -493,6 +523,7 @@ export class SessionRuntime {
       logger: this.env.logger,
       maxIterations: settings.maxIterations,
       startOps,
+      ...(steering ? { steering } : {}),
       ...(requestInput ? { requestInput } : {}),
       ...(this.row.flags.cwd !== undefined ? { cwd: this.row.flags.cwd } : {}),
       ...(processes ? { processes } : {}),

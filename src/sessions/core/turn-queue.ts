@@ -2,6 +2,8 @@
  * Turn admission for one session: at most one turn runs; the rest wait in order. Whether a submit
  * while busy queues, interrupts or is rejected is the session's busy policy.
  */
+import type { SteerInbox } from "../../agent/turn-steering.js";
+
 export interface QueuedTurn {
   turnId: string;
   traceId: string;
@@ -20,6 +22,8 @@ export interface QueuedTurn {
 
 export interface RunningTurn extends QueuedTurn {
   abort: AbortController;
+  /** Guidance steered into it (a model turn); absent for jobs. */
+  steering?: SteerInbox;
   startedAt: number;
   done: Promise<void>;
 }
