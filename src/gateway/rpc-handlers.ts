@@ -35,7 +35,9 @@ export function connectionHandlers(
     [Method.SessionResume]: (p, sessions, ctx) => sessions.resume(who(ctx), p.session_id, viewer, { afterSeq: p.after_seq }),
     [Method.SessionReopen]: (p, sessions, ctx) => sessions.reopen(who(ctx), p.session_id, viewer),
     [Method.SessionDetach]: (p, sessions, ctx) => sessions.detach(who(ctx), p.session_id, viewer),
-    [Method.SessionUpdate]: (p, sessions, ctx) => sessions.update(who(ctx), p.session_id, { title: p.title, ...(p.client_tools ? { client_tools: p.client_tools } : {}) }),
+    [Method.SessionUpdate]: (p, sessions, ctx) =>
+      sessions.update(who(ctx), p.session_id, { title: p.title, archived: p.archived, ...(p.client_tools ? { client_tools: p.client_tools } : {}) }),
+    [Method.SessionDelete]: (p, sessions, ctx) => sessions.delete(who(ctx), p.session_id),
     [Method.SessionList]: (p, sessions, ctx) => sessions.list(who(ctx), p ?? {}),
     [Method.SessionMessages]: (p, sessions, ctx) => sessions.messages(who(ctx), p.session_id, p.after_message_id, p.limit),
     [Method.SessionClose]: (p, sessions, ctx) => sessions.close(who(ctx), p.session_id),
@@ -54,6 +56,9 @@ export function connectionHandlers(
       sessions.respond(who(ctx), p.session_id, p.request_id, { choice: p.choice, note: p.note, content: p.content, output: p.output, error: p.error }),
     [Method.ApprovalsList]: (_p, sessions, ctx) => sessions.approvals(who(ctx)),
     [Method.ApprovalsRevoke]: (p, sessions, ctx) => sessions.revokeApproval(who(ctx), p.tool),
+    [Method.ProcessList]: (p, sessions, ctx) => sessions.processList(who(ctx), p.session_id),
+    [Method.ProcessKill]: (p, sessions, ctx) => sessions.processKill(who(ctx), p.session_id, p.id),
+    [Method.ProcessOutput]: (p, sessions, ctx) => sessions.processOutput(who(ctx), p.session_id, p.id, { afterOffset: p.after_offset, tail: p.tail }),
     // Bots and rooms span profiles: the registry's messaging; a bot's chat is then resumed as any session.
     [Method.BotChat]: async (p, sessions, ctx) => {
       const chat = await profiles.messaging.botChat(who(ctx), p.profile);

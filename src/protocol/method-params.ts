@@ -47,6 +47,10 @@ export const SessionListParams = z
     cursor: z.string().max(500).optional(),
     include_ended: z.boolean().optional(),
     include_hidden: z.boolean().optional(),
+    /** Sessions whose title or any message contains it (case-insensitive). */
+    query: z.string().min(1).max(200).optional(),
+    /** true: only archived sessions; absent or false: only sessions not archived. */
+    archived: z.boolean().optional(),
   })
   .optional();
 
@@ -59,7 +63,13 @@ export const SessionMessagesParams = z.object({
 
 export const SessionIdParams = z.object({ session_id: sessionId, profile });
 
-export const SessionUpdateParams = z.object({ session_id: sessionId, title: z.string().max(500).optional(), client_tools: clientTools, profile });
+export const SessionUpdateParams = z.object({
+  session_id: sessionId,
+  title: z.string().max(500).optional(),
+  client_tools: clientTools,
+  archived: z.boolean().optional(),
+  profile,
+});
 
 export const PromptSubmitParams = z.object({
   session_id: sessionId,
@@ -133,6 +143,20 @@ export const RoomMessagesParams = z.object({
 
 export const RoomMembersParams = z.object({ profile, room_id: sessionId, members: memberList });
 
+/** `process.kill`: a background process of the session, by id. */
+export const ProcessIdParams = z.object({ session_id: sessionId, profile, id: z.string().min(1).max(200) });
+
+/** `process.output`: a page from `after_offset` (bytes; default 0), or only the last `tail` bytes. */
+export const ProcessOutputParams = z
+  .object({
+    session_id: sessionId,
+    profile,
+    id: z.string().min(1).max(200),
+    after_offset: z.number().int().min(0).optional(),
+    tail: z.number().int().min(1).max(65_536).optional(),
+  })
+  .refine((p) => p.after_offset === undefined || p.tail === undefined, { message: "give after_offset or tail, not both", path: ["tail"] });
+
 /** Parameter schema of every method (the `satisfies` makes a method without one a type error). */
 export const METHOD_PARAMS = {
   [Method.Ping]: EmptyParams,
@@ -145,6 +169,7 @@ export const METHOD_PARAMS = {
   [Method.SessionReopen]: SessionIdParams,
   [Method.SessionDetach]: SessionIdParams,
   [Method.SessionUpdate]: SessionUpdateParams,
+  [Method.SessionDelete]: SessionIdParams,
   [Method.SessionInterrupt]: SessionIdParams,
   [Method.PromptSubmit]: PromptSubmitParams,
   [Method.SessionSteer]: SessionSteerParams,
@@ -156,6 +181,9 @@ export const METHOD_PARAMS = {
   [Method.RequestRespond]: RequestRespondParams,
   [Method.ApprovalsList]: ProfileParams,
   [Method.ApprovalsRevoke]: ApprovalsRevokeParams,
+  [Method.ProcessList]: SessionIdParams,
+  [Method.ProcessKill]: ProcessIdParams,
+  [Method.ProcessOutput]: ProcessOutputParams,
   [Method.BotChat]: BotChatParams,
   [Method.RoomCreate]: RoomCreateParams,
   [Method.RoomPost]: RoomPostParams,

@@ -157,6 +157,8 @@ export interface SessionSummary {
   state: SessionState;
   end_reason?: string;
   parent_session_id?: string;
+  /** Present (true) on a session its user archived (`session.update { archived }`). */
+  archived?: true;
   started_at: number;
   last_activity_at: number;
   message_count: number;

@@ -17,6 +17,8 @@ import type {
   Message,
   ClientToolSpec,
   OpenRequest,
+  ProcessInfo,
+  ProcessOutputPage,
   RequestRespondResult,
   SessionSummary,
   SinceResult,
@@ -32,7 +34,7 @@ import type { TetherConfig } from "../config/index.js";
 import type { ProviderCatalog } from "../agent/provider-catalog.js";
 import { continuationAncestors } from "./core/live-tip.js";
 import { assertOwner, requireLive, requireRow, storage } from "./core/session-access.js";
-import { renameSession, titleFromFirstPrompt } from "./core/session-info.js";
+import { archiveSession, renameSession, titleFromFirstPrompt } from "./core/session-info.js";
 import type { SessionRuntime } from "./core/session-runtime.js";
 import { seedHistory, type SeedMessage } from "./core/seed-history.js";
 import type { Caller, CreateParams, GlobalListener, ListParams, SessionManagerDeps } from "./core/types.js";
@@ -47,6 +49,7 @@ import { resumeSession, type ResumeDeps } from "./resuming.js";
 import { startTurn, type StartedTurn, type TurnConfig, type TurnRequest } from "./turn-entry.js";
 import { setClientTools } from "./core/client-tools.js";
 import { reopenStored } from "./lifecycle/reopening.js";
+import { deleteSession } from "./lifecycle/session-delete.js";
 import { openRequestsOf } from "./views/snapshots.js";
 import type { RequestAnswer } from "./requests/request-shapes.js";
 
@@ -100,7 +103,11 @@ export class SessionManager implements ForwardedCalls {
     this.unserve?.();
     this.parts.routing?.remote.close();
     this.parts.lifecycle.stop();
-    return this.parts.ending.endAllWithin(budgetMs);
+    // Every end stops its session's background processes (SIGTERM, SIGKILL after a grace); the
+    // sweep after it catches any whose runtime went another way (a rotation).
+    const ended = await this.parts.ending.endAllWithin(budgetMs);
+    await this.parts.processes.stopAll();
+    return ended;
   }
 
   /** Global frames (`session.reclaimed`) for every connection. */
@@ -157,10 +164,16 @@ export class SessionManager implements ForwardedCalls {
   }
 
   /** Renames a session; viewers see a new `session.info`. */
-  async update(caller: Caller, sessionId: string, patch: { title?: string; client_tools?: ClientToolSpec[] }): Promise<SessionSummary> {
+  async update(caller: Caller, sessionId: string, patch: { title?: string; client_tools?: ClientToolSpec[]; archived?: boolean }): Promise<SessionSummary> {
     await renameSession({ ...this.deps, registry: this.parts.registry }, caller, sessionId, patch.title);
+    await archiveSession({ ...this.deps, registry: this.parts.registry }, caller, sessionId, patch.archived);
     if (patch.client_tools !== undefined) await this.configure(caller, sessionId, { clientTools: patch.client_tools, callOptions: this.parts.registry.get(sessionId)?.callOptions });
     return this.get(caller, sessionId);
+  }
+
+  /** `session.delete`: closed if open, then deleted with its transcript (lifecycle/session-delete.ts). */
+  delete(caller: Caller, sessionId: string): Promise<{ deleted: true }> {
+    return deleteSession({ store: this.deps.store, clock: this.deps.clock, close: (c, id) => this.close(c, id) }, caller, sessionId);
   }
 
   /** One session's summary. */
@@ -320,6 +333,36 @@ export class SessionManager implements ForwardedCalls {
     return { revoked: had };
   }
 
+  // ---- Background processes (workspace terminal) ----
+
+  /**
+   * `process.list`: the session's background processes. Like every read of live state it needs the
+   * session live: on the node that owns it (forwarded there), else 4001 — a client polling a session
+   * that is gone stops on that, and starts again once it resumed the session.
+   */
+  async processList(caller: Caller, sessionId: string): Promise<{ processes: ProcessInfo[] }> {
+    const routed = await this.forwardToOwner(caller, sessionId, "process.list", {});
+    if (routed.forwarded) return routed.result as { processes: ProcessInfo[] };
+    const runtime = await this.requireLive(caller, sessionId, "process.list");
+    return { processes: await this.parts.processes.list(runtime) };
+  }
+
+  /** `process.kill`: SIGTERM to the process group, SIGKILL after a grace; answers once it ended. */
+  async processKill(caller: Caller, sessionId: string, id: string): Promise<{ process: ProcessInfo }> {
+    const routed = await this.forwardToOwner(caller, sessionId, "process.kill", { id });
+    if (routed.forwarded) return routed.result as { process: ProcessInfo };
+    const runtime = await this.requireLive(caller, sessionId, "process.kill");
+    return { process: await this.parts.processes.kill(runtime, id) };
+  }
+
+  /** `process.output`: a page of the captured output from `afterOffset`, or its last `tail` bytes. */
+  async processOutput(caller: Caller, sessionId: string, id: string, opts: { afterOffset?: number | undefined; tail?: number | undefined }): Promise<ProcessOutputPage> {
+    const routed = await this.forwardToOwner(caller, sessionId, "process.output", { id, after_offset: opts.afterOffset, tail: opts.tail });
+    if (routed.forwarded) return routed.result as ProcessOutputPage;
+    const runtime = await this.requireLive(caller, sessionId, "process.output");
+    return this.parts.processes.output(runtime, id, opts);
+  }
+
   // ---- Events ----
 
   async since(caller: Caller, sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<SinceResult> {
@@ -374,6 +417,11 @@ export class SessionManager implements ForwardedCalls {
   /** Scale-out routing of a call that changes a session not live here (cluster/node-routing.ts). */
   private forwardOrTakeOver(caller: Caller, sessionId: string, method: string, params: Record<string, unknown>) {
     return this.parts.routing ? this.parts.routing.forwardOrTakeOver(caller, sessionId, method, params) : Promise.resolve({ forwarded: false as const });
+  }
+
+  /** Scale-out: a read of live state goes to the node that owns the session, never takes it over. */
+  private forwardToOwner(caller: Caller, sessionId: string, method: string, params: Record<string, unknown>) {
+    return this.parts.routing ? this.parts.routing.forwardToOwner(caller, sessionId, method, params) : Promise.resolve({ forwarded: false as const });
   }
 
   private requireLive(caller: Caller, sessionId: string, method: string): Promise<SessionRuntime> {

@@ -6,6 +6,8 @@ import type { TodoState, ToolCall } from "../protocol/index.js";
 
 export interface SessionFlags {
   hidden?: boolean;
+  /** Archived by its user: out of the default list, kept whole (session.update `archived`). */
+  archived?: boolean;
   follow_profile_config?: boolean;
   room_plumbing?: boolean;
   close_on_disconnect?: boolean;
@@ -246,6 +248,10 @@ export interface SessionListQuery {
   /** Also sessions that ended for good (user_close, compression…); recoverable ends are always listed. */
   includeEnded: boolean;
   includeHidden: boolean;
+  /** Only sessions whose title or a message's content contains this text (case-insensitive). */
+  search?: string;
+  /** true: only archived sessions (`flags.archived`); false: only the others. */
+  archived?: boolean;
 }
 
 export interface SessionListItem {
@@ -299,6 +305,29 @@ export interface ApprovalRow {
   by: string;
   created_at: number;
 }
+
+/**
+ * A background process of a session (the workspace terminal's `background: true`), `processes`
+ * (migration 9). Written when it starts and when it ends; `owner` is the gateway process that
+ * runs it, so a row still `running` that no live runtime of this process holds is `lost`.
+ */
+export interface ProcessRow {
+  id: string;
+  session_id: string;
+  command: string;
+  cwd: string;
+  pid: number;
+  status: "running" | "exited" | "killed" | "lost";
+  exit_code: number | null;
+  signal: string | null;
+  started_at: number;
+  ended_at: number | null;
+  /** The last few KiB of its output, as of its end (empty while running). */
+  output_tail: string;
+  owner: string;
+}
+
+export type ProcessPatch = Partial<Pick<ProcessRow, "status" | "exit_code" | "signal" | "ended_at" | "output_tail">>;
 
 /**
  * One message an agent sent another (`message_agent`), in the sender's profile store: the durable

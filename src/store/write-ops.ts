@@ -14,6 +14,8 @@ import type {
   LeaseRow,
   MessagePatch,
   MessageRow,
+  ProcessPatch,
+  ProcessRow,
   RequestPatch,
   RequestRow,
   ResponsePatch,
@@ -68,6 +70,8 @@ export type WriteOp =
   | { op: "request.update"; id: string; patch: RequestPatch; from?: Array<RequestRow["status"]> }
   | { op: "approval.put"; row: ApprovalRow }
   | { op: "approval.delete"; principal: string; tool: string }
+  | { op: "process.insert"; row: ProcessRow }
+  | { op: "process.update"; id: string; patch: ProcessPatch }
   | { op: "envelope.insert"; row: EnvelopeRow }
   /**
    * With `owner`: applies only while that process holds the envelope's claim, else fails the whole
@@ -88,6 +92,9 @@ export type DelegationOp = Extract<WriteOp, { op: "delegation.insert" | "delegat
 
 /** Writes of open requests and stored approvals (`requests`, `approvals`). */
 export type RequestOp = Extract<WriteOp, { op: "request.insert" | "request.update" | "approval.put" | "approval.delete" }>;
+
+/** Writes of background processes (`processes`). */
+export type ProcessOp = Extract<WriteOp, { op: "process.insert" | "process.update" }>;
 
 /** Writes of the agent outbox (`agent_envelopes`). */
 export type EnvelopeOp = Extract<WriteOp, { op: "envelope.insert" | "envelope.update" | "envelope.deliver" }>;

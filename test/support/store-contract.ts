@@ -11,6 +11,7 @@ import {
   FenceError,
   RequestStateError,
   type DelegationRow,
+  type ProcessRow,
   type RequestRow,
   type MessageRow,
   type SessionRow,
@@ -203,6 +204,28 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       expect((await store.listSessions(q)).items.map((i) => i.row.id)).toEqual(["stopped", "reaped", "open"]);
       expect((await store.listSessions({ ...q, includeEnded: true })).items.map((i) => i.row.id)).toEqual(["rotated", "closed", "stopped", "reaped", "open"]);
       expect((await store.listSessions({ ...q, includeHidden: true })).items.map((i) => i.row.id)).toEqual(["plumbing", "stopped", "reaped", "open"]);
+    });
+
+    it("searches titles and message contents (case-insensitive, % and _ literal), and lists archived sessions apart", async () => {
+      const store = await fresh();
+      await store.commit([
+        { op: "session.insert", row: sessionRow("t", { last_activity_at: 10, title: "Release PLANNING" }) },
+        { op: "session.insert", row: sessionRow("c", { last_activity_at: 20, title: "chat" }) },
+        { op: "session.insert", row: sessionRow("p", { last_activity_at: 30, title: "100% sure" }) },
+        { op: "session.insert", row: sessionRow("arch", { last_activity_at: 40, title: "old planning", flags: { archived: true } }) },
+        { op: "session.insert", row: sessionRow("x", { last_activity_at: 50, title: "planning", principal: "someone-else" }) },
+        { op: "message.insert", row: messageRow("m1", "c", 1, { content: "let us plan the planning meeting" }) },
+        { op: "message.insert", row: messageRow("m2", "p", 1, { content: "nothing here" }) },
+      ]);
+      const q = { principal: "default", limit: 10, includeEnded: false, includeHidden: false };
+      const ids = async (over: object) => (await store.listSessions({ ...q, ...over })).items.map((i) => i.row.id);
+      expect(await ids({ search: "planning" })).toEqual(["arch", "c", "t"]);
+      expect(await ids({ search: "planning", archived: false })).toEqual(["c", "t"]);
+      expect(await ids({ search: "planning", archived: true })).toEqual(["arch"]);
+      expect(await ids({ archived: false })).toEqual(["p", "c", "t"]);
+      expect(await ids({ search: "0%" })).toEqual(["p"]);
+      expect(await ids({ search: "_" })).toEqual([]);
+      expect(await ids({ search: "PLAN THE" })).toEqual(["c"]);
     });
 
     it("lists sessions by activity with cursor pagination, filtering ended and hidden ones", async () => {
@@ -617,6 +640,40 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         await store.commit([{ op: "approval.delete", principal: "alice", tool: "a__x" }]);
         expect((await store.requests.listApprovals("alice")).map((a) => a.tool)).toEqual(["b__x"]);
         expect((await store.requests.listApprovals("bob")).map((a) => a.tool)).toEqual(["a__x"]);
+      });
+    });
+
+    describe("background processes", () => {
+      const proc = (id: string, over: Partial<ProcessRow> = {}): ProcessRow => ({
+        id,
+        session_id: "s1",
+        command: "npm run dev",
+        cwd: "/srv/app",
+        pid: 4242,
+        status: "running",
+        exit_code: null,
+        signal: null,
+        started_at: 3000,
+        ended_at: null,
+        output_tail: "",
+        owner: "proc-a",
+        ...over,
+      });
+
+      it("round-trips process records, applies their end, lists a session's oldest first", async () => {
+        const store = await fresh();
+        await store.commit([
+          { op: "session.insert", row: sessionRow("s1") },
+          { op: "process.insert", row: proc("p2", { started_at: 3001 }) },
+          { op: "process.insert", row: proc("p1") },
+          { op: "process.insert", row: proc("p3", { session_id: "s2" }) },
+        ]);
+        expect(await store.processes.listProcesses("s1")).toEqual([proc("p1"), proc("p2", { started_at: 3001 })]);
+        await store.commit([{ op: "process.update", id: "p1", patch: { status: "exited", exit_code: 3, ended_at: 4000, output_tail: "bye\n" } }]);
+        expect((await store.processes.listProcesses("s1"))[0]).toEqual(proc("p1", { status: "exited", exit_code: 3, ended_at: 4000, output_tail: "bye\n" }));
+        await store.commit([{ op: "process.update", id: "p2", patch: { status: "killed", signal: "SIGTERM", ended_at: 4001 } }]);
+        expect((await store.processes.listProcesses("s1"))[1]).toMatchObject({ status: "killed", signal: "SIGTERM", exit_code: null });
+        expect(await store.processes.listProcesses("nobody")).toEqual([]);
       });
     });
 

@@ -258,6 +258,65 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     await page.close();
   });
 
+  it("searches sessions by title and content, archives and deletes them (confirmed); renaming never moves a row", async () => {
+    const page = await browser.page();
+    await openApp(page, srv.url);
+    const first = await newSession(page);
+    await firstTurn(page, first);
+    const second = await newSession(page);
+    await send(page, "the zebra crossing");
+    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
+    const rows = () => page.locator(".session").evaluateAll((els) => els.map((e) => e.getAttribute("data-session-id")));
+    // Grouped by day, in a stable order: renaming the older one (new activity) does not move it.
+    expect(await page.locator(".session-group-head").first().innerText()).toMatch(/^today$/i);
+    const before = await rows();
+    expect(before.indexOf(second)).toBeLessThan(before.indexOf(first));
+    await sidebarItem(page, first).getByRole("button", { name: "Rename count to 3" }).click();
+    await sidebarItem(page, first).getByLabel("Session title").fill("renamed later");
+    await sidebarItem(page, first).getByRole("button", { name: "Save" }).click();
+    await expect.poll(() => sidebarItem(page, first).locator(".session-title").innerText()).toBe("renamed later");
+    expect(await rows()).toEqual(before);
+
+    // Search: a word of a message (not of any title) finds its session only.
+    const search = page.getByLabel("Search sessions");
+    await search.fill("ZEBRA");
+    await expect.poll(rows).toEqual([second]);
+    await search.fill("renamed");
+    await expect.poll(rows).toEqual([first]);
+    await search.fill("no such thing anywhere");
+    await page.getByText("No session matches").waitFor();
+    await search.fill("");
+    await expect.poll(async () => (await rows()).length).toBeGreaterThanOrEqual(2);
+
+    // Archive: out of the list, in the Archived one, and back.
+    await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
+    await sidebarItem(page, first).getByRole("button", { name: "Archive" }).click();
+    await expect.poll(async () => (await rows()).includes(first)).toBe(false);
+    await page.getByRole("button", { name: "Archived" }).click();
+    await expect.poll(rows).toEqual([first]);
+    await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
+    await sidebarItem(page, first).getByRole("button", { name: "Unarchive" }).click();
+    await expect.poll(rows).toEqual([]);
+    await page.getByRole("button", { name: "Archived" }).click();
+    await expect.poll(async () => (await rows()).includes(first)).toBe(true);
+
+    // Delete asks first; Keep keeps it; Delete it removes the session and its transcript.
+    const item = sidebarItem(page, second);
+    await item.getByRole("button", { name: /^More actions for / }).click();
+    await item.getByRole("button", { name: "Delete…" }).click();
+    await item.getByRole("button", { name: "Keep" }).click();
+    expect(await item.count()).toBe(1);
+    await item.getByRole("button", { name: /^More actions for / }).click();
+    await item.getByRole("button", { name: "Delete…" }).click();
+    await item.getByText("Delete this session and its transcript for good?").waitFor();
+    await item.getByRole("button", { name: "Delete it" }).click();
+    await expect.poll(() => item.count()).toBe(0);
+    // It was the open one: the page leaves it.
+    await expect.poll(() => page.evaluate(() => location.hash)).not.toContain(second);
+    expect((await fetch(`${srv.url}/api/sessions/${encodeURIComponent(second)}`)).status).toBe(404);
+    await page.close();
+  });
+
   it("closes a session (read-only, also after a reload) and reopens it to continue", async () => {
     const page = await browser.page();
     await openApp(page, srv.url);

@@ -66,7 +66,7 @@ describe("previous versions", () => {
         ["u3", 2, 2],
       ]);
       expect(shown[1]!.blocks.map((b) => b.key)).toEqual(["u3", "a3"]);
-      const old = shownExchanges(m, { u2: 1 });
+      const old = shownExchanges(m, { u2: { n: 1, of: 2 } });
       expect(old[1]!.blocks.map((b) => b.kind)).toEqual(["user", "error"]);
     });
   }

@@ -66,6 +66,10 @@ export class AppController {
   status: ClientStatus = { state: "connecting", attempt: 0 };
   /** The gateway restarted while this page was open (shown once, then cleared). */
   sessions: SessionSummary[] = [];
+  /** The list's search text (titles and contents, server-side) and which list: open or archived. */
+  searchQuery = "";
+  showArchived = false;
+  private listSeq = 0;
   models: ModelOption[] = [];
   /** Models that ask for confirmation before a switch (`requires_confirmation` on /v1/models, or a confirm_required seen). */
   guarded = new Set<string>();
@@ -315,8 +319,11 @@ export class AppController {
   async refreshSessions(): Promise<void> {
     const client = this.client;
     if (!client?.connected) return;
+    const seq = ++this.listSeq;
     try {
-      const res = await client.call(Method.SessionList, { include_ended: true, limit: 100 });
+      const q = this.searchQuery.trim();
+      const res = await client.call(Method.SessionList, { include_ended: true, limit: 100, archived: this.showArchived, ...(q ? { query: q.slice(0, 200) } : {}) });
+      if (seq !== this.listSeq) return; // a newer search answered first
       this.sessions = res.sessions;
       this.changed();
     } catch {
@@ -555,6 +562,51 @@ export class AppController {
       await this.refreshSessions();
     } catch (err) {
       this.toast(`Rename failed: ${errorText(err)}`, "error");
+    }
+  }
+
+  search(text: string): void {
+    this.searchQuery = text;
+    this.changed();
+    void this.refreshSessions();
+  }
+
+  toggleArchived(): void {
+    this.showArchived = !this.showArchived;
+    this.changed();
+    void this.refreshSessions();
+  }
+
+  async archive(sessionId: string, archived: boolean): Promise<void> {
+    try {
+      await this.requireClient().call(Method.SessionUpdate, { session_id: sessionId, archived });
+      await this.refreshSessions();
+      this.toast(archived ? "Session archived" : "Session back in the list", "info");
+    } catch (err) {
+      this.toast(`Archive failed: ${errorText(err)}`, "error");
+    }
+  }
+
+  /** Deletes the session and its transcript for good (the row asked first). */
+  async deleteSession(sessionId: string): Promise<void> {
+    try {
+      await this.requireClient().call(Method.SessionDelete, { session_id: sessionId });
+      try {
+        this.storage.removeItem(PAGE_KEY(sessionId));
+      } catch {
+        // nothing kept, or storage blocked
+      }
+      if (this.currentId === sessionId) {
+        this.unsubscribe?.();
+        this.unsubscribe = undefined;
+        this.current = undefined;
+        this.currentId = undefined;
+        this.location.hash = "";
+      }
+      await this.refreshSessions();
+      this.toast("Session deleted", "info");
+    } catch (err) {
+      this.toast(`Delete failed: ${errorText(err)}`, "error");
     }
   }
 

@@ -3,12 +3,45 @@
  * moves a row under the pointer), grouped Today / Yesterday / Earlier, each row with its actions
  * beside its text (never over it) and a close confirm on a row of its own.
  */
-import { useState } from "preact/hooks";
+import { useRef, useState } from "preact/hooks";
 import type { SessionSummary } from "../../src/protocol/index.js";
 import { isRecoverableEnd } from "../../src/protocol/end-reasons.js";
 import type { AppController } from "./controller.js";
 import { sessionStateLabel } from "./labels.js";
 import { grouped, relativeTime } from "./session-order.js";
+
+/** Search (titles and contents, by the gateway) and the archived list's toggle. */
+function SearchBox({ ctl }: { ctl: AppController }) {
+  const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  const [text, setText] = useState(ctl.searchQuery);
+  return (
+    <div class="session-search">
+      <input
+        id="session-search"
+        type="search"
+        placeholder="Search sessions"
+        aria-label="Search sessions"
+        value={text}
+        onInput={(e) => {
+          const v = (e.target as HTMLInputElement).value;
+          setText(v);
+          clearTimeout(timer.current);
+          timer.current = setTimeout(() => ctl.search(v), 200);
+        }}
+        onKeyDown={(e) => {
+          if (e.key === "Escape" && text) {
+            e.stopPropagation();
+            setText("");
+            ctl.search("");
+          }
+        }}
+      />
+      <button type="button" class={`btn btn-sm ${ctl.showArchived ? "btn-primary" : ""}`} aria-pressed={ctl.showArchived} onClick={() => ctl.toggleArchived()}>
+        Archived
+      </button>
+    </div>
+  );
+}
 
 export function Sidebar({ ctl, onPick, hidden }: { ctl: AppController; onPick(): void; hidden: boolean }) {
   return (
@@ -17,9 +50,12 @@ export function Sidebar({ ctl, onPick, hidden }: { ctl: AppController; onPick():
         <button type="button" class="btn btn-primary btn-block" onClick={() => void ctl.newSession().then(onPick)}>
           + New session
         </button>
+        <SearchBox ctl={ctl} />
       </div>
       <div class="session-list">
-        {ctl.sessions.length === 0 && <div class="session-empty">No sessions yet</div>}
+        {ctl.sessions.length === 0 && (
+          <div class="session-empty">{ctl.searchQuery.trim() ? "No session matches" : ctl.showArchived ? "No archived sessions" : "No sessions yet"}</div>
+        )}
         {grouped(ctl.sessions).map((g) => (
           <section key={g.label} class="session-group" aria-label={g.label}>
             <h3 class="session-group-head">{g.label}</h3>
@@ -67,6 +103,8 @@ function RenameForm({ initial, onSave, onCancel }: { initial: string; onSave(tit
 function SessionItem({ ctl, s, active, onPick }: { ctl: AppController; s: SessionSummary; active: boolean; onPick(): void }) {
   const [editing, setEditing] = useState(false);
   const [confirmClose, setConfirmClose] = useState(false);
+  const [more, setMore] = useState(false);
+  const [confirmDelete, setConfirmDelete] = useState(false);
   const name = s.title || "Untitled session";
   const canReopen = s.state === "ended" && s.end_reason !== "compression" && s.end_reason !== "retention";
   return (
@@ -117,7 +155,46 @@ function SessionItem({ ctl, s, active, onPick }: { ctl: AppController; s: Sessio
                 ✕
               </button>
             ) : null}
+            <button type="button" class="icon-btn" aria-label={`More actions for ${name}`} aria-expanded={more} title="More" onClick={() => setMore(!more)}>
+              ⋯
+            </button>
           </div>
+        </div>
+      )}
+      {more && !editing && !confirmDelete && (
+        <div class="session-confirm session-more" role="group" aria-label={`More actions for ${name}`}>
+          <button
+            type="button"
+            class="btn btn-sm"
+            onClick={() => {
+              setMore(false);
+              void ctl.archive(s.session_id, !s.archived);
+            }}
+          >
+            {s.archived ? "Unarchive" : "Archive"}
+          </button>
+          <button type="button" class="btn btn-sm btn-danger" onClick={() => setConfirmDelete(true)}>
+            Delete…
+          </button>
+        </div>
+      )}
+      {confirmDelete && !editing && (
+        <div class="session-confirm" role="group" aria-label={`Delete ${name}?`}>
+          <span>Delete this session and its transcript for good?</span>
+          <button type="button" class="btn btn-sm btn-danger" onClick={() => void ctl.deleteSession(s.session_id)}>
+            Delete it
+          </button>
+          <button
+            type="button"
+            class="btn btn-sm"
+            autoFocus
+            onClick={() => {
+              setConfirmDelete(false);
+              setMore(false);
+            }}
+          >
+            Keep
+          </button>
         </div>
       )}
       {confirmClose && !editing && (

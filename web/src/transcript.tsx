@@ -8,7 +8,7 @@ import { useState } from "preact/hooks";
 import { BlockView, PendingView, type BlockActions, type ExchangeActions } from "./blocks.js";
 import type { AppController } from "./controller.js";
 import type { SessionModel } from "./model.js";
-import { isLatest, shownExchanges, type ShownExchange } from "./versions.js";
+import { isLatest, shownExchanges, type Choice, type ShownExchange } from "./versions.js";
 
 /** The words a Continue sends: the model picks up its interrupted reply. */
 export const CONTINUE_TEXT = "Continue exactly where your previous reply stopped.";
@@ -41,7 +41,7 @@ function VersionSwitch({ ex, onChoose }: { ex: ShownExchange; onChoose(n: number
 }
 
 export function ExchangeList({ ctl, model, actions }: { ctl: AppController; model: SessionModel; actions: BlockActions }) {
-  const [chosen, setChosen] = useState<Record<string, number>>({});
+  const [chosen, setChosen] = useState<Record<string, Choice>>({});
   const shown = shownExchanges(model, chosen);
   return (
     <>
@@ -59,7 +59,7 @@ export function ExchangeList({ ctl, model, actions }: { ctl: AppController; mode
             {ex.blocks.map((b, n) => (
               <Fragment key={b.key}>
                 <BlockView block={b} actions={actions} ex={b.kind === "user" ? { ...(ea.edit ? { edit: ea.edit } : {}) } : n === reply ? ea : {}} />
-                {n === 0 && ex.versions > 1 && <VersionSwitch ex={ex} onChoose={(v) => setChosen({ ...chosen, [ex.chain[0]!]: v })} />}
+                {n === 0 && ex.versions > 1 && <VersionSwitch ex={ex} onChoose={(v) => setChosen({ ...chosen, [ex.chain[0]!]: { n: v, of: ex.versions } })} />}
               </Fragment>
             ))}
             {regenerating && (

@@ -43,11 +43,17 @@ function rootOf(key: string, versions: Record<string, string>): string {
   return k;
 }
 
+/** A version the user chose to look at (1-based), among `of` versions then. */
+export interface Choice {
+  n: number;
+  of: number;
+}
+
 /**
  * What to render: each chain of versions once, at its first version's place, showing the chosen
- * version (`chosen[root]`, 1-based) or else the newest.
+ * version (`chosen[root]`) or else the newest — also once a new version arrived after the choice.
  */
-export function shownExchanges(m: Pick<SessionModel, "blocks" | "versions">, chosen: Record<string, number> = {}): ShownExchange[] {
+export function shownExchanges(m: Pick<SessionModel, "blocks" | "versions">, chosen: Record<string, Choice> = {}): ShownExchange[] {
   const all = exchanges(m.blocks);
   const chains = new Map<string, Exchange[]>();
   for (const ex of all) {
@@ -67,7 +73,8 @@ export function shownExchanges(m: Pick<SessionModel, "blocks" | "versions">, cho
     if (placed.has(root)) continue;
     placed.add(root);
     const list = chains.get(root)!;
-    const n = Math.min(Math.max(chosen[root] ?? list.length, 1), list.length);
+    const choice = chosen[root];
+    const n = choice && choice.of === list.length ? Math.min(Math.max(choice.n, 1), list.length) : list.length;
     out.push({ ...list[n - 1]!, version: n, versions: list.length, chain: list.map((e) => e.key) });
   }
   return out;

@@ -4,8 +4,8 @@
  *   GET    /api/sessions                  list (profile, limit, cursor, include_ended, include_hidden)
  *   POST   /api/sessions                  create → 201 Snapshot
  *   GET    /api/sessions/{id}             SessionSummary
- *   PATCH  /api/sessions/{id}             { title } → SessionSummary
- *   DELETE /api/sessions/{id}             close → { closed, end_reason }
+ *   PATCH  /api/sessions/{id}             { title?, archived? } → SessionSummary
+ *   DELETE /api/sessions/{id}             close → { closed, end_reason }; ?purge=true deletes it and its transcript → { deleted }
  *   GET    /api/sessions/{id}/messages    ?after=<message_id>&limit= → { messages, next_cursor }
  *   POST   /api/sessions/{id}/prompt      { text, request_id? } → 202 { turn_id, trace_id, status }
  *   POST   /api/sessions/{id}/interrupt   → { status }
@@ -38,7 +38,7 @@ import { sseResponse } from "./sse.js";
 
 export { SseEvent } from "./session-events.js";
 
-const PatchBody = z.object({ title: z.string().max(500).optional() });
+const PatchBody = z.object({ title: z.string().max(500).optional(), archived: z.boolean().optional() });
 const RespondBody = RequestRespondParams.omit({ session_id: true, request_id: true, profile: true });
 const PromptBody = z.object({ text: z.string().min(1).max(1_000_000), request_id: z.string().min(1).max(200).optional() });
 
@@ -71,6 +71,14 @@ function mountReads(app: Hono<AppEnv>): void {
     if (ended !== undefined) params.include_ended = ended;
     const hidden = queryBool(c, "include_hidden");
     if (hidden !== undefined) params.include_hidden = hidden;
+    const query = c.req.query("query");
+    // Empty is no filter (as for the other query parameters); the text is 1 to 200 characters.
+    if (query !== undefined && query !== "") {
+      if (query.length > 200) throw HttpErrors.invalid("query", "query must be at most 200 characters");
+      params.query = query;
+    }
+    const archived = queryBool(c, "archived");
+    if (archived !== undefined) params.archived = archived;
     return c.json(await (await sessionsOf(c)).list(callerOf(c), params));
   });
 
@@ -119,10 +127,18 @@ function mountWrites(app: Hono<AppEnv>, api: HttpApi): void {
 
   app.patch("/api/sessions/:id", async (c) => {
     const body = await readJson(c, PatchBody);
-    return c.json(await (await sessionsOf(c)).update(callerOf(c), id(c), body.title !== undefined ? { title: body.title } : {}));
+    const patch: { title?: string; archived?: boolean } = {};
+    if (body.title !== undefined) patch.title = body.title;
+    if (body.archived !== undefined) patch.archived = body.archived;
+    return c.json(await (await sessionsOf(c)).update(callerOf(c), id(c), patch));
   });
 
-  app.delete("/api/sessions/:id", async (c) => c.json(await (await sessionsOf(c)).close(callerOf(c), id(c))));
+  // Close by default; `?purge=true` deletes the session and its transcript for good.
+  app.delete("/api/sessions/:id", async (c) => {
+    const sessions = await sessionsOf(c);
+    if (queryBool(c, "purge")) return c.json(await sessions.delete(callerOf(c), id(c)));
+    return c.json(await sessions.close(callerOf(c), id(c)));
+  });
 
   app.post("/api/sessions/:id/prompt", async (c) => {
     const caller = callerOf(c);

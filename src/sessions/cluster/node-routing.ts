@@ -36,6 +36,9 @@ export interface ForwardedCalls {
   steer(caller: Caller, sessionId: string, text: string): Promise<unknown>;
   configSet(caller: Caller, sessionId: string, key: string, value: unknown, confirm?: boolean): Promise<ConfigSetResult>;
   respond(caller: Caller, sessionId: string, requestId: string, answer: Record<string, unknown>): Promise<unknown>;
+  processList(caller: Caller, sessionId: string): Promise<unknown>;
+  processKill(caller: Caller, sessionId: string, id: string): Promise<unknown>;
+  processOutput(caller: Caller, sessionId: string, id: string, opts: { afterOffset?: number | undefined; tail?: number | undefined }): Promise<unknown>;
 }
 
 export interface NodeRoutingDeps {
@@ -78,6 +81,9 @@ export class NodeRouting {
       value?: unknown;
       confirm?: boolean;
       answer?: Record<string, unknown>;
+      id?: string;
+      after_offset?: number;
+      tail?: number;
     };
     const caller: ForwardedCaller = { principal: p.principal, [FORWARDED]: true };
     switch (req.method) {
@@ -91,6 +97,12 @@ export class NodeRouting {
         return calls.configSet(caller, p.session_id, p.key ?? "", p.value, p.confirm ?? false);
       case "request.respond":
         return calls.respond(caller, p.session_id, p.request_id ?? "", p.answer ?? {});
+      case "process.list":
+        return calls.processList(caller, p.session_id);
+      case "process.kill":
+        return calls.processKill(caller, p.session_id, p.id ?? "");
+      case "process.output":
+        return calls.processOutput(caller, p.session_id, p.id ?? "", { afterOffset: p.after_offset, tail: p.tail });
       default:
         throw new TetherError(ErrorCode.Internal, `cannot forward ${req.method}`);
     }
@@ -102,25 +114,10 @@ export class NodeRouting {
    * the session over (recovery marks the dead owner's turn interrupted) and runs it.
    */
   async forwardOrTakeOver(caller: ForwardedCaller, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
-    const { registry, logger } = this.deps;
+    const { registry } = this.deps;
     if (registry.has(sessionId)) return { forwarded: false };
-    await requireRow(this.deps.store, caller, sessionId);
-    if (!caller[FORWARDED]) {
-      const lease = await storage(() => this.deps.store.getLease(sessionId));
-      if (lease && lease.owner !== this.deps.processId && (await this.ownerAlive(lease.owner, lease.expires_at))) {
-        try {
-          const result = await this.deps.bus.request(lease.owner, {
-            service: this.deps.service,
-            method,
-            params: { principal: caller.principal, session_id: sessionId, ...params },
-          });
-          return { forwarded: true, result };
-        } catch (err) {
-          if (!(err instanceof NodeUnreachable)) throw err;
-          logger.warn({ session_id: sessionId, owner: lease.owner, method }, "owner unreachable: trying to take the session over");
-        }
-      }
-    }
+    const routed = await this.forwardToOwner(caller, sessionId, method, params);
+    if (routed.forwarded) return routed;
     if (!registry.has(sessionId)) {
       // Throws Busy when the owner still holds the lease (alive after all): the honest answer.
       const { binding } = this.deps;
@@ -133,6 +130,32 @@ export class NodeRouting {
       });
     }
     return { forwarded: false };
+  }
+
+  /**
+   * A call for a session live on a sibling node goes to that owner (answered as if local); else —
+   * live here, not live anywhere, or its owner unreachable — it is not forwarded, and the caller
+   * answers it here (a read of live state then says 4001). A forwarded call is never forwarded again.
+   */
+  async forwardToOwner(caller: ForwardedCaller, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
+    const { registry, logger } = this.deps;
+    if (registry.has(sessionId)) return { forwarded: false };
+    await requireRow(this.deps.store, caller, sessionId);
+    if (caller[FORWARDED]) return { forwarded: false };
+    const lease = await storage(() => this.deps.store.getLease(sessionId));
+    if (!lease || lease.owner === this.deps.processId || !(await this.ownerAlive(lease.owner, lease.expires_at))) return { forwarded: false };
+    try {
+      const result = await this.deps.bus.request(lease.owner, {
+        service: this.deps.service,
+        method,
+        params: { principal: caller.principal, session_id: sessionId, ...params },
+      });
+      return { forwarded: true, result };
+    } catch (err) {
+      if (!(err instanceof NodeUnreachable)) throw err;
+      logger.warn({ session_id: sessionId, owner: lease.owner, method }, "owner unreachable: not forwarded");
+      return { forwarded: false };
+    }
   }
 
   private async ownerAlive(owner: string, leaseExpiresAt: number): Promise<boolean> {

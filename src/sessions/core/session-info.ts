@@ -65,3 +65,20 @@ export async function titleFromFirstPrompt(
     deps.logger.warn({ err, session_id: runtime.id }, "could not title the session"),
   );
 }
+
+/**
+ * Archives (or unarchives) the caller's session: `flags.archived`, out of the default list and
+ * kept whole. Its activity time is not touched, so its place in a list never moves.
+ */
+export async function archiveSession(deps: RenameDeps, caller: Caller, sessionId: string, archived: boolean | undefined): Promise<void> {
+  if (archived === undefined) return;
+  const runtime = deps.registry.get(sessionId);
+  const row = runtime?.row ?? (await requireRow(deps.store, caller, sessionId));
+  assertOwner(caller, row);
+  if ((row.flags.archived ?? false) === archived) return;
+  const flags = { ...row.flags };
+  if (archived) flags.archived = true;
+  else delete flags.archived;
+  await storage(() => deps.committer.enqueue([{ op: "session.update", id: sessionId, patch: { flags } }]));
+  row.flags = flags;
+}

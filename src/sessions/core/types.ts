@@ -89,6 +89,8 @@ export interface ListParams {
   cursor?: string;
   include_ended?: boolean;
   include_hidden?: boolean;
+  query?: string;
+  archived?: boolean;
 }
 
 /** Who is calling: every session belongs to the principal that created it. */

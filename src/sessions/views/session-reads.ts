@@ -25,6 +25,8 @@ export async function listSessions(
       cursor: params.cursor,
       includeEnded: params.include_ended ?? false,
       includeHidden: params.include_hidden ?? false,
+      ...(params.query !== undefined ? { search: params.query } : {}),
+      archived: params.archived ?? false,
     });
   } catch (err) {
     if (err instanceof RangeError) {

@@ -109,6 +109,7 @@ export function summaryOf(
   };
   if (row.end_reason) s.end_reason = row.end_reason;
   if (row.parent_session_id) s.parent_session_id = row.parent_session_id;
+  if (row.flags.archived) s.archived = true;
   return s;
 }
 

@@ -7,7 +7,7 @@ import type pg from "pg";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
 import { FenceError } from "../errors.js";
 import type { EventRow, IdempotencyRow, LeaseRow, MessageRow, SessionRow } from "../rows.js";
-import { unsupportedOp, type DelegationOp, type EnvelopeOp, type HttpOp, type RequestOp, type WriteOp } from "../write-ops.js";
+import { unsupportedOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
 
 export type Queryable = Pick<pg.PoolClient, "query">;
 
@@ -21,6 +21,7 @@ export class PgWrites {
     private readonly http: OpTables<HttpOp>,
     private readonly delegations: OpTables<DelegationOp>,
     private readonly requests: OpTables<RequestOp>,
+    private readonly processes: OpTables<ProcessOp>,
     private readonly envelopes: OpTables<EnvelopeOp>,
   ) {}
 
@@ -67,6 +68,9 @@ export class PgWrites {
       case "approval.put":
       case "approval.delete":
         return this.requests.apply(c, op);
+      case "process.insert":
+      case "process.update":
+        return this.processes.apply(c, op);
       case "envelope.insert":
       case "envelope.update":
       case "envelope.deliver":

@@ -32,6 +32,7 @@ import { PgWrites } from "./apply-ops.js";
 import { PgDelegationTables } from "./delegation-tables.js";
 import { PgEnvelopeTables } from "./envelope-tables.js";
 import { PgRequestTables } from "./request-tables.js";
+import { PgProcessTables } from "./process-tables.js";
 import { PgHttpTables } from "./http-tables.js";
 import { PgRunTables } from "./run-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
@@ -76,6 +77,8 @@ export class PostgresStore implements Store {
   readonly delegations: PgDelegationTables;
   /** Open requests and stored approvals (`requests`, `approvals`). */
   readonly requests: PgRequestTables;
+  /** Background processes of sessions (`processes`). */
+  readonly processes: PgProcessTables;
   /** The agent outbox (`agent_envelopes`). */
   readonly envelopes: PgEnvelopeTables;
   /** The /v1/runs API's runs and session keys. */
@@ -92,11 +95,12 @@ export class PostgresStore implements Store {
     this.schema = schema;
     this.delegations = new PgDelegationTables(pool);
     this.requests = new PgRequestTables(pool);
+    this.processes = new PgProcessTables(pool);
     this.envelopes = new PgEnvelopeTables(pool);
     this.runs = new PgRunTables(pool);
     this.retention = new PgRetention(pool, (fn) => this.tx(fn));
     this.http = new PgHttpTables(pool, (fn) => this.tx(fn));
-    this.writes = new PgWrites(this.http, this.delegations, this.requests, this.envelopes);
+    this.writes = new PgWrites(this.http, this.delegations, this.requests, this.processes, this.envelopes);
   }
 
   /** Connects, creates the schema if named, and applies pending migrations (serialized across nodes). */
@@ -201,6 +205,14 @@ export class PostgresStore implements Store {
     // Sessions the gateway ended for a recoverable reason are listed (they resume on open).
     if (!qy.includeEnded) where.push(`(s.ended_at IS NULL OR s.end_reason = ANY(${arg([...RECOVERABLE_END_REASONS])}))`);
     if (!qy.includeHidden) where.push(`(s.flags::jsonb -> 'hidden') IS DISTINCT FROM 'true'::jsonb`);
+    if (qy.archived !== undefined) {
+      where.push(qy.archived ? `(s.flags::jsonb -> 'archived') = 'true'::jsonb` : `(s.flags::jsonb -> 'archived') IS DISTINCT FROM 'true'::jsonb`);
+    }
+    if (qy.search !== undefined) {
+      // % _ and \ in the text match themselves.
+      const like = arg(`%${qy.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      where.push(`(s.title ILIKE ${like} OR EXISTS (SELECT 1 FROM messages m2 WHERE m2.session_id = s.id AND m2.content ILIKE ${like}))`);
+    }
     const cursor = decodeCursor(qy.cursor);
     if (cursor) {
       const at = arg(cursor.at);

@@ -6,7 +6,7 @@
 import type Database from "better-sqlite3";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
 import { FenceError } from "../errors.js";
-import { unsupportedOp, type DelegationOp, type EnvelopeOp, type HttpOp, type RequestOp, type WriteOp } from "../write-ops.js";
+import { unsupportedOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
 
 type Statement = Database.Statement;
 
@@ -33,6 +33,7 @@ export class SqliteWrites {
     private readonly http: OpTables<HttpOp>,
     private readonly delegations: OpTables<DelegationOp>,
     private readonly requests: OpTables<RequestOp>,
+    private readonly processes: OpTables<ProcessOp>,
     private readonly envelopes: OpTables<EnvelopeOp>,
   ) {
     this.insertSession = db.prepare(
@@ -121,6 +122,9 @@ export class SqliteWrites {
       case "approval.put":
       case "approval.delete":
         return this.requests.apply(op);
+      case "process.insert":
+      case "process.update":
+        return this.processes.apply(op);
       case "envelope.insert":
       case "envelope.update":
       case "envelope.deliver":

@@ -30,6 +30,7 @@ import type { WriteOp } from "../write-ops.js";
 import { SqliteWrites } from "./apply-ops.js";
 import { DelegationTables } from "./delegation-tables.js";
 import { RequestTables } from "./request-tables.js";
+import { ProcessTables } from "./process-tables.js";
 import { EnvelopeTables } from "./envelope-tables.js";
 import { HttpTables } from "./http-tables.js";
 import { RunTables } from "./run-tables.js";
@@ -58,6 +59,8 @@ export class SqliteStore implements Store {
   readonly delegations: DelegationTables;
   /** Open requests and stored approvals (`requests`, `approvals`). */
   readonly requests: RequestTables;
+  /** Background processes of sessions (`processes`). */
+  readonly processes: ProcessTables;
   /** The agent outbox (`agent_envelopes`). */
   readonly envelopes: EnvelopeTables;
   /** The /v1/runs API's runs and session keys. */
@@ -127,10 +130,11 @@ export class SqliteStore implements Store {
     this.http = new HttpTables(db);
     this.delegations = new DelegationTables(db);
     this.requests = new RequestTables(db);
+    this.processes = new ProcessTables(db);
     this.envelopes = new EnvelopeTables(db);
     this.runs = new RunTables(db);
     this.retention = new SqliteRetention(db);
-    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.envelopes);
+    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       for (const op of ops) writes.apply(op);
     });
@@ -163,6 +167,13 @@ export class SqliteStore implements Store {
       params.push(...RECOVERABLE);
     }
     if (!q.includeHidden) where.push("json_extract(s.flags, '$.hidden') IS NOT 1");
+    if (q.archived !== undefined) where.push(q.archived ? "json_extract(s.flags, '$.archived') IS 1" : "json_extract(s.flags, '$.archived') IS NOT 1");
+    if (q.search !== undefined) {
+      // LIKE is case-insensitive for ASCII in SQLite; % _ and \ in the text match themselves.
+      const like = `%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      where.push("(s.title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m2 WHERE m2.session_id = s.id AND m2.content LIKE ? ESCAPE '\\'))");
+      params.push(like, like);
+    }
     const cursor = decodeCursor(q.cursor);
     if (cursor) {
       where.push("(s.last_activity_at < ? OR (s.last_activity_at = ? AND s.id < ?))");

@@ -1,0 +1,104 @@
+/**
+ * Per-message actions in Debian's Chromium against a real gateway (demo provider): Copy on prompts,
+ * replies and code blocks, Edit and resend (a new version, the old one kept), Regenerate of a
+ * finished reply, and Continue on a reply the user stopped. One gateway, one browser, one page.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { startTestServer, type TestServer } from "../support/start-server.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, send, type Browser } from "./browser.js";
+
+async function clipboardAfter(page: Page, click: () => Promise<void>): Promise<string> {
+  await page.evaluate(() => navigator.clipboard.writeText("nothing yet"));
+  await click();
+  await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).not.toBe("nothing yet");
+  return page.evaluate(() => navigator.clipboard.readText());
+}
+
+const userTexts = (page: Page) => page.locator('[data-kind="user"]').allInnerTexts();
+const replyTexts = (page: Page) => page.locator('[data-kind="assistant"] .md').allInnerTexts();
+
+describe.skipIf(!chromiumAvailable)("web client per-message actions in Chromium", () => {
+  let srv: TestServer;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    await ensureWebBuilt();
+    srv = await startTestServer({ demoDelayMs: 10 });
+    browser = await launchBrowser();
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await srv?.close();
+  });
+
+  it("copies, edits and resends, regenerates, and continues a stopped reply; code blocks have a Copy button", async () => {
+    const page = await browser.page();
+    await openApp(page, srv.url);
+    await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(srv.url).origin });
+    await newSession(page);
+    await send(page, "count to 3");
+    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
+    expect(await clipboardAfter(page, () => page.getByRole("button", { name: "Copy reply" }).click())).toBe("1 2 3");
+    expect(await clipboardAfter(page, () => page.getByRole("button", { name: "Copy prompt" }).click())).toBe("count to 3");
+    // Token usage of the turn, from message.complete.usage.
+    expect(await page.getByTestId("usage").innerText()).toMatch(/^\d+ in · \d+ out$/);
+
+    // Edit and resend: a new version of the exchange; the old one is kept.
+    await page.getByRole("button", { name: "Edit" }).click();
+    await page.getByLabel("Edit prompt").fill("count to 5");
+    await page.getByRole("button", { name: "Send", exact: true }).first().click();
+    const versions = page.getByTestId("versions");
+    await expect.poll(() => versions.locator(".versions-count").innerText()).toBe("2 / 2");
+    await expect.poll(() => replyTexts(page)).toEqual(["1 2 3 4 5"]);
+    expect(await userTexts(page)).toEqual(["count to 5"]);
+    await versions.getByRole("button", { name: "Previous version" }).click();
+    expect(await userTexts(page)).toEqual(["count to 3"]);
+    expect(await replyTexts(page)).toEqual(["1 2 3"]);
+    // Only the newest version can be edited or regenerated.
+    expect(await page.getByRole("button", { name: "Edit" }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Regenerate" }).count()).toBe(0);
+    await versions.getByRole("button", { name: "Next version" }).click();
+
+    // Regenerate a finished reply: a third version.
+    await page.getByRole("button", { name: "Regenerate" }).click();
+    await expect.poll(() => versions.locator(".versions-count").innerText()).toBe("3 / 3");
+    await expect.poll(() => page.locator('[data-kind="assistant"][data-status="complete"] .md').allInnerTexts()).toEqual(["1 2 3 4 5"]);
+    expect(await userTexts(page)).toEqual(["count to 5"]);
+
+    // Versions are kept by this browser: a reload shows the same.
+    await page.reload();
+    await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
+    await expect.poll(() => versions.locator(".versions-count").innerText()).toBe("3 / 3");
+    expect(await userTexts(page)).toEqual(["count to 5"]);
+
+    // Continue on a reply the user stopped.
+    await send(page, "count to 500");
+    await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
+    await page.getByRole("button", { name: "Interrupt (Esc)" }).click();
+    const badge = page.getByTestId("interrupted-badge");
+    await badge.waitFor();
+    expect(await badge.innerText()).toBe("You stopped this");
+    await page.getByRole("button", { name: "Continue" }).click();
+    await expect.poll(() => userTexts(page)).toEqual(["count to 5", "count to 500", "Continue exactly where your previous reply stopped."]);
+    await expect.poll(() => page.locator('[data-kind="assistant"]').last().getAttribute("data-status")).toBe("complete");
+    // The stop cause is kept too.
+    await page.reload();
+    await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
+    await expect.poll(() => badge.innerText()).toBe("You stopped this");
+
+    // A code block: its language in a head bar above the code (never over it), and a Copy button.
+    await send(page, "show code:\n```js\nconst a = 1;\n```");
+    const block = page.locator('[data-kind="assistant"][data-status="complete"] .code-block');
+    await block.waitFor();
+    expect(await block.locator(".code-lang").innerText()).toBe("js");
+    await block.scrollIntoViewIfNeeded();
+    const head = (await block.locator(".code-head").boundingBox())!;
+    const code = (await block.locator("pre").boundingBox())!;
+    expect(head.y + head.height).toBeLessThanOrEqual(code.y + 0.5);
+    const copied = await clipboardAfter(page, () => block.getByRole("button", { name: "Copy code" }).click());
+    expect(copied.startsWith("const a = 1;")).toBe(true);
+    await page.close();
+  }, 60_000);
+});
