@@ -195,5 +195,6 @@ function clusterWing(deps: SessionManagerDeps, registry: LiveRegistry, life: Lif
     registry,
     ownership: life.ownership,
     binding: life.binding,
+    supersede: (rt) => life.ending.supersede(rt),
   });
 }

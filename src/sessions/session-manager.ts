@@ -211,10 +211,12 @@ export class SessionManager implements ForwardedCalls {
   /** Submits to the live tip: a prompt aimed at a session compression rotated lands on its continuation. */
   async submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts: { noInput?: boolean } = {}): Promise<SubmitResult> {
     return onLiveTip(this.tips, caller, sessionId, async (tipId, resolvedFrom) => {
-      const routed = opts.noInput ? { forwarded: false as const } : await this.forwardOrTakeOver(caller, tipId, "prompt.submit", { text, request_id: requestId });
       const tipped = (r: SubmitResult): SubmitResult => (resolvedFrom ? { ...r, session_id: tipId, resolved_from: resolvedFrom } : r);
+      const routed = opts.noInput
+        ? { forwarded: false as const, runtime: await this.requireLive(caller, tipId, "prompt.submit") }
+        : await this.ownedOrForwarded(caller, tipId, "prompt.submit", { text, request_id: requestId });
       if (routed.forwarded) return tipped(routed.result as SubmitResult);
-      const runtime = await this.requireLive(caller, tipId, "prompt.submit");
+      const runtime = routed.runtime;
       const result = await runtime.submit(text, requestId, opts);
       this.parts.lifecycle.activity(runtime);
       if (opts.noInput) return tipped(result);
@@ -229,10 +231,10 @@ export class SessionManager implements ForwardedCalls {
    */
   async steer(caller: Caller, sessionId: string, text: string): Promise<SteerResult> {
     return onLiveTip(this.tips, caller, sessionId, async (tipId, resolvedFrom) => {
-      const routed = await this.forwardOrTakeOver(caller, tipId, "session.steer", { text });
+      const routed = await this.ownedOrForwarded(caller, tipId, "session.steer", { text });
       const tipped = (r: SteerResult): SteerResult => (resolvedFrom ? { ...r, session_id: tipId, resolved_from: resolvedFrom } : r);
       if (routed.forwarded) return tipped(routed.result as SteerResult);
-      const runtime = await this.requireLive(caller, tipId, "session.steer");
+      const runtime = routed.runtime;
       const result = await runtime.steer(text);
       this.parts.lifecycle.activity(runtime);
       return tipped(result);
@@ -264,8 +266,15 @@ export class SessionManager implements ForwardedCalls {
     });
   }
 
-  /** Stops one turn: interrupts it (waiting until it settled) if running, drops it if queued. */
+  /**
+   * Stops one turn: interrupts it (waiting until it settled) if running, drops it if queued —
+   * forwarded to the node that owns the session (a `/v1/runs` stop on any node).
+   */
   async cancelTurn(caller: Caller, sessionId: string, turnId: string): Promise<"interrupted" | "dequeued" | "idle"> {
+    if (!this.parts.registry.get(sessionId) && this.parts.routing) {
+      const routed = await this.forwardOrTakeOver(caller, sessionId, "turn.cancel", { turn_id: turnId });
+      if (routed.forwarded) return routed.result as "interrupted" | "dequeued" | "idle";
+    }
     const runtime = this.parts.registry.get(sessionId);
     if (!runtime) {
       await requireRow(this.deps.store, caller, sessionId);
@@ -417,6 +426,26 @@ export class SessionManager implements ForwardedCalls {
   /** Scale-out routing of a call that changes a session not live here (cluster/node-routing.ts). */
   private forwardOrTakeOver(caller: Caller, sessionId: string, method: string, params: Record<string, unknown>) {
     return this.parts.routing ? this.parts.routing.forwardOrTakeOver(caller, sessionId, method, params) : Promise.resolve({ forwarded: false as const });
+  }
+
+  /**
+   * Where a call that starts work runs: forwarded to the owner node, or here — on a runtime this
+   * node still owns (a parked one another node took over meanwhile is dropped, and the call routed
+   * again, to its new owner).
+   */
+  private async ownedOrForwarded(
+    caller: Caller,
+    sessionId: string,
+    method: string,
+    params: Record<string, unknown>,
+  ): Promise<{ forwarded: true; result: unknown } | { forwarded: false; runtime: SessionRuntime }> {
+    for (let attempt = 0; ; attempt++) {
+      const routed = await this.forwardOrTakeOver(caller, sessionId, method, params);
+      if (routed.forwarded) return routed;
+      const runtime = await this.requireLive(caller, sessionId, method);
+      if (!this.parts.routing || (await this.parts.routing.stillOwns(runtime))) return { forwarded: false, runtime };
+      if (attempt >= 1) throw new TetherError(ErrorCode.Busy, `Session ${sessionId} is changing owner: retry`);
+    }
   }
 
   /** Scale-out: a read of live state goes to the node that owns the session, never takes it over. */

@@ -111,6 +111,12 @@ export interface Store {
   /** The transcript in order; with `afterSeq`, only messages created after that seq. */
   loadMessages(sessionId: string, afterSeq?: number): Promise<MessageRow[]>;
   listMessages(sessionId: string, afterMessageId: string | undefined, limit: number): Promise<Page<MessageRow>>;
+  /**
+   * The delta log (see delta-log.ts): message id → streamed text of the session's messages still
+   * streaming, joined from the rows with seq ≤ `upToSeq` (every row without it). Reads of
+   * messages already show it; this is for a reader that must not run ahead of a seq it serves.
+   */
+  streamedText(sessionId: string, upToSeq?: number): Promise<Map<string, string>>;
 
   /** Durable events with seq > afterSeq, in seq order, at most `limit`. */
   readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRow[]>;

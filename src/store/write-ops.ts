@@ -32,6 +32,13 @@ export type WriteOp =
   | { op: "message.insert"; row: MessageRow }
   | { op: "message.update"; id: string; patch: MessagePatch }
   | { op: "event.append"; row: EventRow }
+  /**
+   * The delta log: streamed text of a message still streaming (one row per message per commit, the
+   * deltas of that commit joined; `seq` = the last delta's). Read back as the message's content.
+   */
+  | { op: "delta.append"; session_id: string; message_id: string; seq: number; text: string }
+  /** Drops a message's delta log: written with its `message.complete`, which carries the full text. */
+  | { op: "delta.compact"; session_id: string; message_id: string }
   | { op: "idempotency.put"; row: IdempotencyRow }
   | { op: "response.insert"; row: ResponseRow }
   | { op: "response.update"; id: string; patch: ResponsePatch }

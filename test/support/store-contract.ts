@@ -155,6 +155,41 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       expect(p2.nextCursor).toBeNull();
     });
 
+    it("reads a streaming message's text from its delta log, in seq order, until message.complete compacts it", async () => {
+      const store = await fresh();
+      await store.commit([{ op: "session.insert", row: sessionRow("s1") }, { op: "session.insert", row: sessionRow("s2") }]);
+      const streaming = { role: "assistant" as const, status: "streaming" as const, content: "" };
+      await store.commit([
+        { op: "message.insert", row: messageRow("u1", "s1", 1) },
+        { op: "message.insert", row: messageRow("a1", "s1", 2, streaming) },
+        { op: "message.insert", row: messageRow("a2", "s2", 2, streaming) },
+        // Rows arrive out of seq order within a commit; the text is joined by seq.
+        { op: "delta.append", session_id: "s1", message_id: "a1", seq: 5, text: " 2 3" },
+        { op: "delta.append", session_id: "s1", message_id: "a1", seq: 3, text: "1" },
+        { op: "delta.append", session_id: "s2", message_id: "a2", seq: 3, text: "other session" },
+      ]);
+      await store.commit([{ op: "delta.append", session_id: "s1", message_id: "a1", seq: 9, text: " ünï\u2028" }]);
+      const text = "1 2 3 ünï\u2028";
+      expect((await store.loadMessages("s1")).map((m) => m.content)).toEqual(["content u1", text]);
+      expect((await store.loadMessages("s1", 1)).map((m) => m.content)).toEqual([text]);
+      expect((await store.listMessages("s1", undefined, 10)).items[1]).toMatchObject({ id: "a1", content: text, status: "streaming" });
+      expect((await store.loadMessages("s2"))[0]!.content).toBe("other session");
+      // Bounded by seq for a reader that must not run ahead of the seq it serves.
+      expect(await store.streamedText("s1", 5)).toEqual(new Map([["a1", "1 2 3"]]));
+      expect(await store.streamedText("s1", 4)).toEqual(new Map([["a1", "1"]]));
+      expect(await store.streamedText("s1")).toEqual(new Map([["a1", text]]));
+      // message.complete writes the full text and drops the log in the same transaction.
+      await store.commit([
+        { op: "message.update", id: "a1", patch: { content: "final", status: "complete" } },
+        { op: "delta.compact", session_id: "s1", message_id: "a1" },
+      ]);
+      expect((await store.loadMessages("s1"))[1]).toMatchObject({ content: "final", status: "complete" });
+      // A later append (a new message) starts a new log; the compacted one is gone.
+      await store.commit([{ op: "message.update", id: "a1", patch: { status: "streaming" } }]);
+      expect((await store.loadMessages("s1"))[1]!.content).toBe("final");
+      expect((await store.loadMessages("s2"))[0]!.content).toBe("other session");
+    });
+
     it("lists sessions the gateway ended for a recoverable reason by default; those ended for good only when asked", async () => {
       const store = await fresh();
       await store.commit([

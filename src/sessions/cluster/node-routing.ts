@@ -19,6 +19,7 @@ import { reopenStored } from "../lifecycle/reopening.js";
 import type { ViewerBinding } from "../lifecycle/viewer-binding.js";
 import type { ConfigSetResult } from "../models/model-switching.js";
 import type { RemoteView } from "./remote-view.js";
+import type { SessionRuntime } from "../core/session-runtime.js";
 
 /** Marks a call forwarded from another node: it runs here, never forwarded again. */
 const FORWARDED = Symbol("forwarded");
@@ -34,6 +35,7 @@ export interface ForwardedCalls {
   submit(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult>;
   interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }>;
   steer(caller: Caller, sessionId: string, text: string): Promise<unknown>;
+  cancelTurn(caller: Caller, sessionId: string, turnId: string): Promise<"interrupted" | "dequeued" | "idle">;
   configSet(caller: Caller, sessionId: string, key: string, value: unknown, confirm?: boolean): Promise<ConfigSetResult>;
   respond(caller: Caller, sessionId: string, requestId: string, answer: Record<string, unknown>): Promise<unknown>;
   processList(caller: Caller, sessionId: string): Promise<unknown>;
@@ -54,6 +56,8 @@ export interface NodeRoutingDeps {
   registry: LiveRegistry;
   ownership: Ownership;
   binding: ViewerBinding;
+  /** Drops a runtime whose lease another process took, quietly (as a beat that found it lost does). */
+  supersede(runtime: SessionRuntime): void;
 }
 
 export type Routed = { forwarded: true; result: unknown } | { forwarded: false };
@@ -81,6 +85,7 @@ export class NodeRouting {
       value?: unknown;
       confirm?: boolean;
       answer?: Record<string, unknown>;
+      turn_id?: string;
       id?: string;
       after_offset?: number;
       tail?: number;
@@ -93,6 +98,8 @@ export class NodeRouting {
         return calls.interrupt(caller, p.session_id);
       case "session.steer":
         return calls.steer(caller, p.session_id, p.text ?? "");
+      case "turn.cancel":
+        return calls.cancelTurn(caller, p.session_id, p.turn_id ?? "");
       case "config.set":
         return calls.configSet(caller, p.session_id, p.key ?? "", p.value, p.confirm ?? false);
       case "request.respond":
@@ -130,6 +137,22 @@ export class NodeRouting {
       });
     }
     return { forwarded: false };
+  }
+
+  /**
+   * Whether this node still owns a parked session it holds. Another node's resume may take the
+   * lease of a session parked here, and this node learns it only at its next beat: a call answered
+   * from the runtime meanwhile ("started") would then have every write refused as stale, and its
+   * turn silently lost. So before such a call the lease is read; lost, the runtime is dropped here
+   * and the caller routes again, to the new owner. A session with viewers cannot be taken (4009).
+   */
+  async stillOwns(runtime: SessionRuntime): Promise<boolean> {
+    if (this.deps.registry.stateOf(runtime) !== "parked") return true;
+    const lease = await storage(() => this.deps.store.getLease(runtime.id));
+    if (lease && lease.owner === this.deps.processId && lease.token === this.deps.ownership.tokenOf(runtime.id)) return true;
+    this.deps.logger.warn({ session_id: runtime.id, owner: lease?.owner }, "a parked session was taken over by another node: routing the call there");
+    this.deps.supersede(runtime);
+    return false;
   }
 
   /**

@@ -29,6 +29,14 @@ export class PgWrites {
     switch (op.op) {
       case "event.append":
         return insertEvent(c, op.row);
+      case "delta.append":
+        await c.query(`INSERT INTO message_deltas (session_id, message_id, seq, text) VALUES ($1, $2, $3, $4)`, [
+          op.session_id, op.message_id, op.seq, op.text,
+        ]);
+        return;
+      case "delta.compact":
+        await c.query(`DELETE FROM message_deltas WHERE session_id = $1 AND message_id = $2`, [op.session_id, op.message_id]);
+        return;
       case "session.insert":
         return insertSession(c, op.row);
       case "session.update":

@@ -226,6 +226,19 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
     `,
   },
   {
+    version: 10,
+    name: "delta log: the streamed text of messages still streaming, compacted at message.complete",
+    sql: `
+      CREATE TABLE message_deltas (
+        session_id TEXT COLLATE "C" NOT NULL,
+        message_id TEXT COLLATE "C" NOT NULL,
+        seq BIGINT NOT NULL,
+        text TEXT NOT NULL,
+        PRIMARY KEY (session_id, message_id, seq)
+      );
+    `,
+  },
+  {
     version: 11,
     name: "runs: /v1/runs records and X-Session-Key bindings",
     sql: `

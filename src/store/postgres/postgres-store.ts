@@ -9,6 +9,7 @@ import pg from "pg";
 import { RECOVERABLE_END_REASONS } from "../../protocol/index.js";
 import { rowToMessage, rowToSession } from "../columns/sessions.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
+import { withStreamedText } from "../delta-log.js";
 import type {
   EventRow,
   HeartbeatRow,
@@ -236,7 +237,21 @@ export class PostgresStore implements Store {
         : await this.q(`SELECT * FROM messages WHERE session_id = $1 AND created_seq > $2 ORDER BY created_seq, id`, [
             sessionId, afterSeq,
           ]);
-    return rows.map(rowToMessage);
+    return withStreamedText(sessionId, rows.map(rowToMessage), this.readDeltaLog);
+  }
+
+  /** Message id → streamed text, for the session's messages still streaming (see delta-log.ts). */
+  private readonly readDeltaLog = async (sessionId: string, upToSeq = Number.MAX_SAFE_INTEGER): Promise<Map<string, string>> => {
+    const rows = await this.q<{ message_id: string; text: string }>(
+      `SELECT message_id, string_agg(text, '' ORDER BY seq) AS text FROM message_deltas
+        WHERE session_id = $1 AND seq <= $2 GROUP BY message_id`,
+      [sessionId, upToSeq],
+    );
+    return new Map(rows.map((r) => [r.message_id, r.text]));
+  };
+
+  async streamedText(sessionId: string, upToSeq?: number): Promise<Map<string, string>> {
+    return this.readDeltaLog(sessionId, upToSeq);
   }
 
   async listMessages(sessionId: string, afterMessageId: string | undefined, limit: number): Promise<Page<MessageRow>> {
@@ -252,7 +267,7 @@ export class PostgresStore implements Store {
         sessionId, afterSeq, limit + 1,
       ])
     ).map(rowToMessage);
-    const items = rows.slice(0, limit);
+    const items = await withStreamedText(sessionId, rows.slice(0, limit), this.readDeltaLog);
     const last = items[items.length - 1];
     return { items, nextCursor: rows.length > limit && last ? last.id : null };
   }

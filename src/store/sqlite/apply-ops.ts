@@ -20,6 +20,8 @@ export class SqliteWrites {
   private readonly reserveSeq: Statement;
   private readonly insertMessage: Statement;
   private readonly insertEvent: Statement;
+  private readonly appendDelta: Statement;
+  private readonly compactDeltas: Statement;
   private readonly insertIdempotency: Statement;
   private readonly fence: Statement;
   private readonly insertLease: Statement;
@@ -51,6 +53,8 @@ export class SqliteWrites {
       `INSERT INTO events (session_id, seq, type, payload, turn_id, trace_id, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
+    this.appendDelta = db.prepare(`INSERT INTO message_deltas (session_id, message_id, seq, text) VALUES (?, ?, ?, ?)`);
+    this.compactDeltas = db.prepare(`DELETE FROM message_deltas WHERE session_id = ? AND message_id = ?`);
     this.insertIdempotency = db.prepare(
       `INSERT OR IGNORE INTO idempotency (session_id, request_id, turn_id, trace_id, created_at)
        VALUES (?, ?, ?, ?, ?)`,
@@ -69,6 +73,13 @@ export class SqliteWrites {
         this.insertEvent.run(r.session_id, r.seq, r.type, r.payload, r.turn_id, r.trace_id, r.created_at);
         return;
       }
+      // Second: one per streaming message per commit.
+      case "delta.append":
+        this.appendDelta.run(op.session_id, op.message_id, op.seq, op.text);
+        return;
+      case "delta.compact":
+        this.compactDeltas.run(op.session_id, op.message_id);
+        return;
       case "session.insert":
         this.insertSession.run(sessionToColumns(op.row));
         return;

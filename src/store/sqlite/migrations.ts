@@ -224,6 +224,19 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    version: 10,
+    name: "delta log: the streamed text of messages still streaming, compacted at message.complete",
+    sql: `
+      CREATE TABLE message_deltas (
+        session_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        PRIMARY KEY (session_id, message_id, seq)
+      ) WITHOUT ROWID;
+    `,
+  },
+  {
     version: 11,
     name: "runs: /v1/runs records and X-Session-Key bindings",
     sql: `
