@@ -65,7 +65,7 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
     await page.getByRole("group", { name: "Suggestions" }).getByRole("button", { name: /count to 20/ }).click();
     await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
     const announcer = page.getByTestId("announcer");
-    await expect.poll(() => announcer.innerText()).toBe(`Reply finished: ${Array.from({ length: 20 }, (_, i) => i + 1).join(" ")}`);
+    await expect.poll(() => announcer.innerText()).toBe("Reply finished (20 words)");
     // The context meter: the last turn's tokens against where compression starts.
     const context = page.getByTestId("context");
     expect(await context.innerText()).toMatch(/^Context \d+ \/ 100,000 tokens \(\d+%\)$/);
@@ -79,7 +79,7 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
     await send(page, "count to 1500");
     await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
     // While it streams the live region is not read word by word: it still says the last finished reply.
-    expect(await announcer.innerText()).toMatch(/^Reply finished: 1 2 3 .* 62$/);
+    expect(await announcer.innerText()).toBe("Reply finished (62 words)");
     // Queued prompts: Edit puts the text back in the composer, Cancel drops it; neither runs.
     await send(page, "count to 7");
     const queued = page.locator('[data-kind="pending"][data-status="queued"]');

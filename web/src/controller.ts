@@ -475,7 +475,11 @@ export class AppController {
     if (frame.type === "message.start" || frame.type === "message.complete") this.keep(model);
     if (frame.type === "message.complete") {
       const c = frame.payload as { role?: string; status?: string; content?: string };
-      if (c.role === "assistant" && c.status === "complete" && c.content) this.announcement = `Reply finished: ${c.content.slice(0, 300)}`;
+      // A count, not the text: the reply is right there in the transcript to read (and no text is shown twice).
+      if (c.role === "assistant" && c.status === "complete" && c.content) {
+        const words = c.content.trim().split(/\s+/).length;
+        this.announcement = `Reply finished (${words} ${words === 1 ? "word" : "words"})`;
+      }
     }
     if (frame.type === "turn.complete" || frame.type === "session.info" || frame.type === "session.closed" || frame.type === "model.switched") {
       void this.refreshSessions();
