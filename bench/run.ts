@@ -5,7 +5,7 @@
  * bench/.last-results.json.
  *
  *   npm run bench                      # everything (~2 minutes on 2 cores)
- *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | startup | retention | tracing | agents, comma-separated
+ *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | startup | retention | tracing | agents | crash, comma-separated
  *   npm run bench -- --quick           # smaller sizes, for working on the harness itself
  *   npm run bench -- --scale           # scale-out: PostgreSQL + Redis, 1 vs 2 nodes (bench/scale.ts)
  *
@@ -25,6 +25,7 @@ import type { ToolRoundTripResult } from "./tool-roundtrip.js";
 import type { StartupResult } from "./startup.js";
 import type { RetentionBenchResult } from "./retention.js";
 import type { TracingBenchResult } from "./tracing.js";
+import type { CrashResult } from "./crash.js";
 import type { AgentHopResult } from "./agent-hop.js";
 import { fmtInt, fmtMs, fmtRatio, median, progress } from "./stats.js";
 import { build } from "../scripts/build.mjs";
@@ -58,6 +59,7 @@ const SIZES = quick
       startup: { runs: 3 },
       retention: { pairs: 1, sessions: 100, rows: 500, deltas: 1000 },
       tracing: { turnsPerBlock: 50, blocks: 2 },
+      crash: { kills: 5 },
       agents: { hops: 20, warmup: 3 },
     }
   : {
@@ -87,6 +89,8 @@ const SIZES = quick
       // through during the measured turn (~3.5 s), so it deletes all the while.
       retention: { pairs: 3, sessions: 200, rows: 1000, deltas: 3000 },
       tracing: { turnsPerBlock: 400, blocks: 6 },
+      // 20 SIGKILLs, each at a random moment of a streaming turn, with a restart after each.
+      crash: { kills: 20 },
       agents: { hops: 200, warmup: 20 },
     };
 
@@ -342,6 +346,28 @@ async function runTracing(): Promise<void> {
   });
 }
 
+async function runCrash(): Promise<void> {
+  const { benchCrash } = await import("./crash.js");
+  const r: CrashResult = await benchCrash(SIZES.crash);
+  results.crash = r;
+  const ok = r.lostMax === 0;
+  const shown = r.rounds.reduce((s, x) => s + x.shown, 0);
+  const unshown = r.rounds.map((x) => x.unshown);
+  rows.push({
+    name: `crash: characters a viewer was shown but the store lost (${r.kills} SIGKILLs at random moments)`,
+    value: `${fmtInt(r.lostTotal)} (max ${fmtInt(r.lostMax)})`,
+    baseline: `${fmtInt(shown)} shown`,
+    ratio: fmtRatio(r.lostTotal / Math.max(1, shown)),
+    target: "0 lost",
+    ok: ok ? "yes" : "NO",
+    verdict:
+      `crash: over ${r.kills} SIGKILLs of tether serve mid-turn (seed ${r.seed}), the restarted gateway kept every character the ` +
+      `viewer was shown in ${r.rounds.filter((x) => x.lost === 0).length}/${r.kills} kills (${fmtInt(r.lostTotal)} of ${fmtInt(shown)} lost) — ` +
+      `${ok ? "meets" : "MISSES"} 0 lost; kept but never shown (committed, not yet sent when it died): median ${fmtInt(median(unshown))}, ` +
+      `max ${fmtInt(Math.max(0, ...unshown))} characters.`,
+  });
+}
+
 async function runAgents(): Promise<void> {
   const { benchAgentHop } = await import("./agent-hop.js");
   const r: AgentHopResult = await benchAgentHop(SIZES.agents);
@@ -423,6 +449,7 @@ const RUNNERS = [
   ["startup", runStartup],
   ["retention", runRetention],
   ["tracing", runTracing],
+  ["crash", runCrash],
   ["agents", runAgents],
 ] as const;
 

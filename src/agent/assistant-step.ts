@@ -1,6 +1,6 @@
 /**
- * One provider call = one assistant message: `message.start`, transient deltas, checkpoints of
- * the text so far, and `message.complete` with the final text and status. Never throws for a
+ * One provider call = one assistant message: `message.start`, deltas (the event log makes each
+ * durable in the delta log before a viewer sees it), and `message.complete` with the final text and status. Never throws for a
  * provider failure or an interrupt: the outcome is data, and the message is always completed.
  */
 import {
@@ -13,10 +13,9 @@ import {
   type Usage,
 } from "../protocol/index.js";
 import type { Logger } from "../lib/logger.js";
-import { Checkpointer } from "./checkpointer.js";
 import { ProviderError, type CallOptions, type ChatMessage, type ToolSpec } from "./provider.js";
 import type { WriteOp } from "../store/types.js";
-import { DEFAULT_CHECKPOINT_MS, type TurnContext } from "./turn-context.js";
+import type { TurnContext } from "./turn-context.js";
 import { internalError } from "./turn-errors.js";
 import { newMessageRow, type TurnFrames } from "./turn-frames.js";
 import { endModelSpan, startModelSpan } from "./turn-tracing.js";
@@ -50,12 +49,6 @@ export async function streamAssistantMessage(
     { op: "message.insert", row: newMessageRow(ctx.sessionId, messageId, "assistant", "", "streaming", ctx.clock.now()) },
   ]);
 
-  const checkpoints = new Checkpointer(ctx.clock, ctx.checkpointMs ?? DEFAULT_CHECKPOINT_MS, (text) => {
-    ctx.log
-      .write([{ op: "message.update", id: messageId, patch: { content: text } }])
-      .catch((err: unknown) => logger.warn({ err, message_id: messageId }, "checkpoint write failed"));
-  });
-
   const step: AssistantStep = { messageId, content: "", status: "complete", toolCalls: [] };
   const span = startModelSpan(turnSpan, ctx);
   try {
@@ -74,7 +67,6 @@ export async function streamAssistantMessage(
           if (!chunk.text) break;
           step.content += chunk.text;
           frames.emit<MessageDeltaPayload>(EventType.MessageDelta, { message_id: messageId, text: chunk.text });
-          checkpoints.offer(step.content);
           break;
         case "reasoning":
           if (chunk.text) {

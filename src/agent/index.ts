@@ -10,5 +10,5 @@ export { DemoProvider, DEMO_MODEL, type DemoProviderOptions } from "./demo-provi
 export { RETRYABLE_CODES } from "./error-classifier.js";
 export { continueTurn, runTurn, type ContinueOptions } from "./turn-runner.js";
 export type { PendingCall, PendingDecision, TurnRequests } from "./turn-requests.js";
-export { DEFAULT_CHECKPOINT_MS, DEFAULT_MAX_ITERATIONS, type TurnContext, type TurnOutcome, type TurnOutcomeStatus } from "./turn-context.js";
+export { DEFAULT_MAX_ITERATIONS, type TurnContext, type TurnOutcome, type TurnOutcomeStatus } from "./turn-context.js";
 export * from "./tools/index.js";

@@ -34,8 +34,6 @@ export interface TurnContext {
   logger: Logger;
   /** Provider calls per turn (the tool-call loop cap). @default 8 */
   maxIterations?: number;
-  /** Least time between checkpoints of the streaming text. @default 250 (DEFAULT_CHECKPOINT_MS) */
-  checkpointMs?: number;
   /** Extra ops committed with `turn.start` (e.g. the active-turn marker, an idempotency row). */
   startOps?: WriteOp[];
   /**
@@ -78,9 +76,3 @@ export interface TurnOutcome {
 }
 
 export const DEFAULT_MAX_ITERATIONS = 8;
-/**
- * 250 ms, half the ~500 ms a crash may cost a streaming message: the write lands on the next chunk
- * after the interval and commits on the next group-commit tick, so under load the text kept can lag
- * by the interval plus a few chunks. Two small row updates a second more per streaming message.
- */
-export const DEFAULT_CHECKPOINT_MS = 250;

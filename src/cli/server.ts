@@ -43,6 +43,8 @@ export const GATEWAY_CAPABILITIES = [
   "http.openai",
   "http.sessions",
   "tools.mcp",
+  "tools.workspace",
+  "process.list",
 ] as const;
 
 /** What this gateway really serves: `--ws-only` has no HTTP API, so no `http.*` capability. */

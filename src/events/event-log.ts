@@ -67,6 +67,16 @@ interface PendingFrame {
   row?: EventRow;
 }
 
+/**
+ * The delta-log row being built for one message: the deltas emitted while its unit waits for a
+ * batch are joined into it, and are all delivered when it commits.
+ */
+interface DeltaUnit {
+  op: Extract<WriteOp, { op: "delta.append" }>;
+  items: PendingFrame[];
+  ticket: number;
+}
+
 interface Reservation {
   upTo: number;
   promise: Promise<void>;
@@ -103,11 +113,19 @@ export class EventLog implements SessionEventLog {
   private readonly seqBlock: number;
   /** Encodes this log's frames as notifications (once per frame, shared by every viewer). */
   private readonly encoder: SessionFrameEncoder;
-  /** Writes submitted and not yet settled; flushed() waits for zero. */
-  private pendingWrites = 0;
-  private flushWaiters: Array<() => void> = [];
+  /**
+   * Writes submitted / settled so far. They settle in submit order (commits are FIFO), so flushed()
+   * waits for the count submitted when it was called — never for later writes: deltas stream
+   * without pause, and "nothing pending" may not come until the turn ends.
+   */
+  private writesSubmitted = 0;
+  private writesSettled = 0;
+  /** Waiters in the order of their `upTo`, oldest first. */
+  private flushWaiters: Array<{ upTo: number; resolve: () => void }> = [];
   private failure: unknown = null;
   private closed = false;
+  /** The delta-log unit later deltas of the same message may still join (see logDelta). */
+  private deltaUnit: DeltaUnit | null = null;
 
   /** Opens the log of a stored session, reserving the first block of seqs before returning. */
   static async open(sessionId: string, deps: EventLogDeps): Promise<EventLog> {
@@ -194,11 +212,17 @@ export class EventLog implements SessionEventLog {
       const fence = this.deps.fence?.();
       const ops: WriteOp[] = fence ? [fence] : [];
       if (opts.ops) for (const op of opts.ops) ops.push(fillCreatedSeq(op, seq));
+      // The complete message carries its full text: its delta log goes in the same transaction.
+      if (type === EventType.MessageComplete) ops.push(compactOp(this.sessionId, payload as { message_id: string }));
       ops.push({ op: "event.append", row });
       // The seq reservation was enqueued before this write: FIFO commits cover it, no extra gate.
       item.ready = false;
-      this.pendingWrites++;
+      this.writesSubmitted++;
+      this.deltaUnit = null;
       this.deps.committer.submit(ops, this.durableCommitted, item);
+    } else if (type === EventType.MessageDelta) {
+      if (opts.ops && opts.ops.length > 0) throw new Error(`transient event ${type} cannot carry ops`);
+      this.logDelta(item, payload as MessageDeltaPayload);
     } else {
       if (opts.ops && opts.ops.length > 0) throw new Error(`transient event ${type} cannot carry ops`);
       if (seq > this.confirmedUpTo) {
@@ -231,7 +255,7 @@ export class EventLog implements SessionEventLog {
   }
 
   async flushed(): Promise<void> {
-    if (this.pendingWrites > 0) await new Promise<void>((resolve) => this.flushWaiters.push(resolve));
+    await this.writesSoFar();
     if (this.failure) {
       const err = this.failure;
       this.failure = null;
@@ -333,8 +357,16 @@ export class EventLog implements SessionEventLog {
 
   /** Waits until every frame emitted so far is delivered or dropped. */
   async settled(): Promise<void> {
-    if (this.pendingWrites > 0) await new Promise<void>((resolve) => this.flushWaiters.push(resolve));
-    while (this.queueHead < this.queue.length) await new Promise<void>((r) => setImmediate(r));
+    const upTo = this.nextSeq - 1;
+    await this.writesSoFar();
+    while (this.queueHead < this.queue.length && this.queue[this.queueHead]!.frame.seq! <= upTo) await new Promise<void>((r) => setImmediate(r));
+  }
+
+  /** Resolves once every write submitted so far has settled. */
+  private writesSoFar(): Promise<void> | undefined {
+    if (this.writesSettled >= this.writesSubmitted) return undefined;
+    const upTo = this.writesSubmitted;
+    return new Promise<void>((resolve) => this.flushWaiters.push({ upTo, resolve }));
   }
 
   close(): void {
@@ -356,6 +388,8 @@ export class EventLog implements SessionEventLog {
 
   private reserve(upTo: number): Promise<void> {
     this.requestedUpTo = upTo;
+    // A delta joining a unit submitted before this reservation would commit before it: start anew.
+    this.deltaUnit = null;
     const promise = this.deps.committer.enqueue(this.fenced([{ op: "seq.reserve", session_id: this.sessionId, upTo }])).then(
       () => {
         this.confirmedUpTo = Math.max(this.confirmedUpTo, upTo);
@@ -384,9 +418,10 @@ export class EventLog implements SessionEventLog {
   }
 
   private submitWrite(ops: WriteOp[], done: (err: unknown) => void): void {
-    this.pendingWrites++;
+    this.writesSubmitted++;
+    this.deltaUnit = null;
     this.deps.committer.submit(ops, (err) => {
-      this.writeSettled(err);
+      this.countSettled(err);
       done(err);
       this.wakeFlushWaiters();
     });
@@ -394,7 +429,7 @@ export class EventLog implements SessionEventLog {
 
   /** One callback for every durable frame's commit (the frame is its context: no closure per frame). */
   private readonly durableCommitted = (err: unknown, item: PendingFrame): void => {
-    this.writeSettled(err);
+    this.countSettled(err);
     item.ready = true;
     if (err) {
       // The frame never reached the store: it is not delivered, leaving a gap (never a lie).
@@ -405,17 +440,55 @@ export class EventLog implements SessionEventLog {
     this.wakeFlushWaiters();
   };
 
-  private writeSettled(err: unknown): void {
+  /**
+   * A message delta is durable before any viewer gets it: it goes to the delta log (read back as the
+   * streaming message's text, dropped at its message.complete) and is delivered when that commits.
+   * Deltas of one message emitted while its unit still waits for a batch join that unit's row, so a
+   * burst costs one row per commit, not one per delta; the row is written in the same group commit
+   * as every other session's frames.
+   */
+  private logDelta(item: PendingFrame, p: MessageDeltaPayload): void {
+    item.ready = false;
+    const seq = item.frame.seq!;
+    const unit = this.deltaUnit;
+    if (unit && unit.op.message_id === p.message_id && this.deps.committer.waiting(unit.ticket)) {
+      unit.op.text += p.text;
+      unit.op.seq = seq;
+      unit.items.push(item);
+      return;
+    }
+    const op: DeltaUnit["op"] = { op: "delta.append", session_id: this.sessionId, message_id: p.message_id, seq, text: p.text };
+    const fence = this.deps.fence?.();
+    const next: DeltaUnit = { op, items: [item], ticket: 0 };
+    this.writesSubmitted++;
+    next.ticket = this.deps.committer.submit(fence ? [fence, op] : [op], this.deltasCommitted, next);
+    this.deltaUnit = next;
+  }
+
+  private readonly deltasCommitted = (err: unknown, unit: DeltaUnit): void => {
+    this.countSettled(err);
+    if (this.deltaUnit === unit) this.deltaUnit = null;
+    if (err) this.deps.onError?.(err, `commit of ${unit.items.length} message.delta from seq ${unit.items[0]!.frame.seq}`);
+    for (const item of unit.items) {
+      item.ready = true;
+      // Never reached the store: not delivered (a gap the message.complete's full text closes).
+      if (err) item.failed = true;
+    }
+    this.drain();
+    this.wakeFlushWaiters();
+  };
+
+  private countSettled(err: unknown): void {
     if (err) this.failure ??= err;
-    this.pendingWrites--;
+    this.writesSettled++;
   }
 
   private wakeFlushWaiters(): void {
-    if (this.pendingWrites === 0 && this.flushWaiters.length > 0) {
-      const waiters = this.flushWaiters;
-      this.flushWaiters = [];
-      for (const w of waiters) w();
-    }
+    const waiters = this.flushWaiters;
+    let n = 0;
+    while (n < waiters.length && waiters[n]!.upTo <= this.writesSettled) n++;
+    if (n === 0) return;
+    for (const w of waiters.splice(0, n)) w.resolve();
   }
 
   private drain(): void {
@@ -499,6 +572,10 @@ export class EventLog implements SessionEventLog {
         return;
     }
   }
+}
+
+function compactOp(sessionId: string, p: { message_id: string }): WriteOp {
+  return { op: "delta.compact", session_id: sessionId, message_id: p.message_id };
 }
 
 function fillCreatedSeq(op: WriteOp, seq: number): WriteOp {

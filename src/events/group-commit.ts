@@ -24,6 +24,9 @@ export class GroupCommitter {
   private ctxs: unknown[] = [];
   private scheduled = false;
   private running: Promise<void> | null = null;
+  /** Units submitted / taken into a batch so far: a unit's ticket is its submit count. */
+  private submitted = 0;
+  private taken = 0;
 
   constructor(
     private readonly store: Store,
@@ -34,11 +37,21 @@ export class GroupCommitter {
    * `done(null, ctx)` once `ops` are committed (all together, in one transaction), `done(err, ctx)`
    * if not. Pass a long-lived `done` and the per-write state as `ctx` to allocate nothing.
    */
-  submit<C = undefined>(ops: readonly WriteOp[], done: CommitDone<C>, ctx?: C): void {
+  submit<C = undefined>(ops: readonly WriteOp[], done: CommitDone<C>, ctx?: C): number {
     this.ops.push(ops);
     this.dones.push(done);
     this.ctxs.push(ctx);
     this.schedule();
+    return this.submitted++;
+  }
+
+  /**
+   * True while the unit of `ticket` (what `submit` returned) waits for its batch: its ops are read
+   * only when the batch is taken, so until then the submitter may still add to them (the event log
+   * joins a message's deltas into one delta-log row this way).
+   */
+  waiting(ticket: number): boolean {
+    return ticket >= this.taken;
   }
 
   /** Resolves when `ops` are committed (all together, in one transaction). */
@@ -84,6 +97,7 @@ export class GroupCommitter {
     const ops = this.ops.splice(0, n);
     const dones = this.dones.splice(0, n);
     const ctxs = this.ctxs.splice(0, n);
+    this.taken += n;
     let all: readonly WriteOp[];
     if (n === 1) {
       all = ops[0]!;

@@ -20,6 +20,8 @@ export const ErrorCode = {
   /** A client tool's name is a tool the gateway already offers (built-in or MCP). */
   ToolNameTaken: 4020,
   RateLimited: 4029,
+  /** The session has no background process of that id (`process.*`). */
+  ProcessNotFound: 4030,
   /** The session named as a room is not one (`room.*`). */
   NotARoom: 4060,
   /** No bot of that name here or on the named peer (`bot.chat`, `message_agent`). */
@@ -55,6 +57,7 @@ export const ERROR_TABLE: Record<ErrorCodeValue, ErrorInfo> = {
   4020: { name: "tool_name_taken", httpStatus: 400, retryable: false, message: "A client tool has the name of a server tool" },
   4060: { name: "not_a_room", httpStatus: 400, retryable: false, message: "The session is not a room" },
   4061: { name: "unknown_bot", httpStatus: 404, retryable: false, message: "No such bot" },
+  4030: { name: "process_not_found", httpStatus: 404, retryable: false, message: "No such process in this session" },
   4029: { name: "rate_limited", httpStatus: 429, retryable: true, message: "Rate limited" },
   4090: { name: "at_capacity", httpStatus: 503, retryable: true, message: "Gateway at capacity" },
   5070: { name: "storage_unavailable", httpStatus: 503, retryable: true, message: "Storage unavailable" },

@@ -31,11 +31,14 @@ export const EventType = {
   RequestOpened: "request.opened",
   RequestResolved: "request.resolved",
   TurnAwaiting: "turn.awaiting",
+  ProcessStarted: "process.started",
+  ProcessExited: "process.exited",
   TurnSteered: "turn.steered",
   // session, transient
   MessageDelta: "message.delta",
   ReasoningDelta: "reasoning.delta",
   DelegationProgress: "delegation.progress",
+  ProcessOutput: "process.output",
 } as const;
 
 export type EventTypeName = (typeof EventType)[keyof typeof EventType];
@@ -49,6 +52,7 @@ export const TRANSIENT_EVENTS: ReadonlySet<string> = new Set<string>([
   EventType.MessageDelta,
   EventType.ReasoningDelta,
   EventType.DelegationProgress,
+  EventType.ProcessOutput,
 ]);
 
 export function isTransientEvent(type: string): boolean {

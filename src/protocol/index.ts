@@ -13,3 +13,4 @@ export * from "./methods.js";
 export * from "./jsonrpc.js";
 export * from "./end-reasons.js";
 export * from "./requests.js";
+export * from "./processes.js";

@@ -146,6 +146,20 @@ export const RoomMessagesParams = z.object({
 
 export const RoomMembersParams = z.object({ profile, room_id: sessionId, members: memberList });
 
+/** `process.kill`: a background process of the session, by id. */
+export const ProcessIdParams = z.object({ session_id: sessionId, profile, id: z.string().min(1).max(200) });
+
+/** `process.output`: a page from `after_offset` (bytes; default 0), or only the last `tail` bytes. */
+export const ProcessOutputParams = z
+  .object({
+    session_id: sessionId,
+    profile,
+    id: z.string().min(1).max(200),
+    after_offset: z.number().int().min(0).optional(),
+    tail: z.number().int().min(1).max(65_536).optional(),
+  })
+  .refine((p) => p.after_offset === undefined || p.tail === undefined, { message: "give after_offset or tail, not both", path: ["tail"] });
+
 /** Parameter schema of every method (the `satisfies` makes a method without one a type error). */
 export const METHOD_PARAMS = {
   [Method.Ping]: EmptyParams,
@@ -171,6 +185,9 @@ export const METHOD_PARAMS = {
   [Method.RequestRespond]: RequestRespondParams,
   [Method.ApprovalsList]: ProfileParams,
   [Method.ApprovalsRevoke]: ApprovalsRevokeParams,
+  [Method.ProcessList]: SessionIdParams,
+  [Method.ProcessKill]: ProcessIdParams,
+  [Method.ProcessOutput]: ProcessOutputParams,
   [Method.BotChat]: BotChatParams,
   [Method.RoomCreate]: RoomCreateParams,
   [Method.RoomPost]: RoomPostParams,

@@ -28,7 +28,10 @@ import type {
   RoomPostParams,
   RoomMessagesParams,
   RoomMembersParams,
+  ProcessIdParams,
+  ProcessOutputParams,
 } from "./method-params.js";
+import type { ProcessInfo, ProcessOutputPage } from "./processes.js";
 import type { ActiveTurn, BotInfo, DelegationSummary, EnvelopeSummary, Message, MessageSnapshot, RoomInfo, RoomPostResult, SessionSummary, Snapshot, TodoState } from "./types.js";
 import type { RequestRespondResult, StoredApproval } from "./requests.js";
 
@@ -58,6 +61,9 @@ export const Method = {
   RequestRespond: "request.respond",
   ApprovalsList: "approvals.list",
   ApprovalsRevoke: "approvals.revoke",
+  ProcessList: "process.list",
+  ProcessKill: "process.kill",
+  ProcessOutput: "process.output",
   BotChat: "bot.chat",
   RoomCreate: "room.create",
   RoomPost: "room.post",
@@ -157,6 +163,9 @@ export interface MethodMap {
   "request.respond": { params: z.input<typeof RequestRespondParams>; result: RequestRespondResult };
   "approvals.list": { params: z.input<typeof ProfileParams>; result: { approvals: StoredApproval[] } };
   "approvals.revoke": { params: z.input<typeof ApprovalsRevokeParams>; result: { revoked: boolean } };
+  "process.list": { params: z.input<typeof SessionIdParams>; result: { processes: ProcessInfo[] } };
+  "process.kill": { params: z.input<typeof ProcessIdParams>; result: { process: ProcessInfo } };
+  "process.output": { params: z.input<typeof ProcessOutputParams>; result: ProcessOutputPage };
   "bot.chat": { params: z.input<typeof BotChatParams>; result: Snapshot & { bot: BotInfo; created: boolean } };
   "room.create": { params: z.input<typeof RoomCreateParams>; result: RoomInfo };
   "room.post": { params: z.input<typeof RoomPostParams>; result: RoomPostResult };

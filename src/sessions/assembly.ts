@@ -30,6 +30,7 @@ import { NodeRouting } from "./cluster/node-routing.js";
 import { RemoteView } from "./cluster/remote-view.js";
 import { RuntimeAssembly } from "./runtime-assembly.js";
 import { RequestService } from "./requests/request-service.js";
+import { ProcessService } from "./processes/process-service.js";
 import { SessionWork } from "./messaging/session-work.js";
 
 /** The parts of one manager: for the SessionManager, the composition root and tests — never transports. */
@@ -49,6 +50,8 @@ export interface SessionParts {
   readonly delegations: DelegationService;
   /** Open requests (tool approvals, MCP input) of this manager's live sessions. */
   readonly requests: RequestService;
+  /** Background processes (workspace terminal) of this manager's live sessions. */
+  readonly processes: ProcessService;
   /** Scale-out: forwards to and serves sessions a sibling node owns (null on one node). */
   readonly routing: NodeRouting | null;
   /** What bots, rooms and the agent outbox do with this profile's sessions (messaging/). */
@@ -71,6 +74,8 @@ export function assembleSessions(deps: SessionManagerDeps): SessionParts {
   const switching = new ModelSwitching({ settings, logger });
   // requests
   const requests = new RequestService({ store, clock, ids, logger, registry, settings });
+  // processes
+  const processes = new ProcessService({ store, clock, ids, logger, processId: deps.processId });
   // the wings
   const rotation = new Rotation({ clock, ids, logger, metrics, registry, ownership, timers, binding });
   const compressor = new Compressor({ store, clock, logger, settings, registry, rotation });
@@ -80,8 +85,8 @@ export function assembleSessions(deps: SessionManagerDeps): SessionParts {
   // views (a Snapshot lists the session's delegations: the wing is handed down as a lister)
   const views = new SessionViews({ store, epoch: deps.epoch, clock, registry, ownership, delegations });
   // the top: the one assembler of a runtime, installed last in the registry's door
-  registry.useOpener(new RuntimeAssembly({ store, clock, ids, logger, tools: deps.tools, settings, registry, switching, compressor, delegations, requests, ...lifecycle }));
-  return { settings, registry, globals, switching, views, compressor, delegations, requests, routing, work, ...lifecycle };
+  registry.useOpener(new RuntimeAssembly({ store, clock, ids, logger, tools: deps.tools, settings, registry, switching, compressor, delegations, requests, processes, ...lifecycle }));
+  return { settings, registry, globals, switching, views, compressor, delegations, requests, processes, routing, work, ...lifecycle };
 }
 
 /** Live reload: every part reads the new values at its next decision (providers: at the next open). */
@@ -190,5 +195,6 @@ function clusterWing(deps: SessionManagerDeps, registry: LiveRegistry, life: Lif
     registry,
     ownership: life.ownership,
     binding: life.binding,
+    supersede: (rt) => life.ending.supersede(rt),
   });
 }

@@ -31,6 +31,7 @@ import type { ModelSwitching } from "./models/model-switching.js";
 import type { Compressor } from "./rotation/compression.js";
 import type { DelegationService } from "./delegation/delegation-service.js";
 import type { RequestService } from "./requests/request-service.js";
+import type { ProcessService } from "./processes/process-service.js";
 
 export interface RuntimeAssemblyDeps {
   store: Store;
@@ -50,6 +51,7 @@ export interface RuntimeAssemblyDeps {
   compressor: Compressor;
   delegations: DelegationService;
   requests: RequestService;
+  processes: ProcessService;
 }
 
 export class RuntimeAssembly implements RuntimeOpener {
@@ -128,7 +130,7 @@ export class RuntimeAssembly implements RuntimeOpener {
 
 /** The hooks every runtime of a manager calls, each from the room that owns its concern. */
 function runtimeHooks(d: RuntimeAssemblyDeps): RuntimeHooks {
-  const { switching, compressor, delegations, binding, store, requests } = d;
+  const { switching, compressor, delegations, binding, store, requests, processes } = d;
   return {
     beforeTurn: (rt) => switching.applyPending(rt),
     command: async (rt, turn, signal, startOps) =>
@@ -146,5 +148,9 @@ function runtimeHooks(d: RuntimeAssemblyDeps): RuntimeHooks {
     turnRequests: async (rt) => (rt.row.flags.delegate ? undefined : requests.turnRequests(rt)),
     awaitAnswers: (rt, turn, signal) => requests.awaitAnswers(rt, turn, signal),
     requestInput: (rt, turn) => (rt.row.flags.delegate ? undefined : requests.requestInput(rt, turn)),
+    processes: (rt) => processes.handle(rt),
+    processesRunning: (rt) => processes.running(rt),
+    stopProcesses: (rt) => processes.stopSession(rt),
+    abandonProcesses: (rt) => processes.abandonSession(rt),
   };
 }

@@ -17,6 +17,8 @@ import type {
   Message,
   ClientToolSpec,
   OpenRequest,
+  ProcessInfo,
+  ProcessOutputPage,
   RequestRespondResult,
   SessionSummary,
   SinceResult,
@@ -101,7 +103,11 @@ export class SessionManager implements ForwardedCalls {
     this.unserve?.();
     this.parts.routing?.remote.close();
     this.parts.lifecycle.stop();
-    return this.parts.ending.endAllWithin(budgetMs);
+    // Every end stops its session's background processes (SIGTERM, SIGKILL after a grace); the
+    // sweep after it catches any whose runtime went another way (a rotation).
+    const ended = await this.parts.ending.endAllWithin(budgetMs);
+    await this.parts.processes.stopAll();
+    return ended;
   }
 
   /** Global frames (`session.reclaimed`) for every connection. */
@@ -205,10 +211,12 @@ export class SessionManager implements ForwardedCalls {
   /** Submits to the live tip: a prompt aimed at a session compression rotated lands on its continuation. */
   async submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts: { noInput?: boolean } = {}): Promise<SubmitResult> {
     return onLiveTip(this.tips, caller, sessionId, async (tipId, resolvedFrom) => {
-      const routed = opts.noInput ? { forwarded: false as const } : await this.forwardOrTakeOver(caller, tipId, "prompt.submit", { text, request_id: requestId });
       const tipped = (r: SubmitResult): SubmitResult => (resolvedFrom ? { ...r, session_id: tipId, resolved_from: resolvedFrom } : r);
+      const routed = opts.noInput
+        ? { forwarded: false as const, runtime: await this.requireLive(caller, tipId, "prompt.submit") }
+        : await this.ownedOrForwarded(caller, tipId, "prompt.submit", { text, request_id: requestId });
       if (routed.forwarded) return tipped(routed.result as SubmitResult);
-      const runtime = await this.requireLive(caller, tipId, "prompt.submit");
+      const runtime = routed.runtime;
       const result = await runtime.submit(text, requestId, opts);
       this.parts.lifecycle.activity(runtime);
       if (opts.noInput) return tipped(result);
@@ -223,10 +231,10 @@ export class SessionManager implements ForwardedCalls {
    */
   async steer(caller: Caller, sessionId: string, text: string): Promise<SteerResult> {
     return onLiveTip(this.tips, caller, sessionId, async (tipId, resolvedFrom) => {
-      const routed = await this.forwardOrTakeOver(caller, tipId, "session.steer", { text });
+      const routed = await this.ownedOrForwarded(caller, tipId, "session.steer", { text });
       const tipped = (r: SteerResult): SteerResult => (resolvedFrom ? { ...r, session_id: tipId, resolved_from: resolvedFrom } : r);
       if (routed.forwarded) return tipped(routed.result as SteerResult);
-      const runtime = await this.requireLive(caller, tipId, "session.steer");
+      const runtime = routed.runtime;
       const result = await runtime.steer(text);
       this.parts.lifecycle.activity(runtime);
       return tipped(result);
@@ -258,8 +266,15 @@ export class SessionManager implements ForwardedCalls {
     });
   }
 
-  /** Stops one turn: interrupts it (waiting until it settled) if running, drops it if queued. */
+  /**
+   * Stops one turn: interrupts it (waiting until it settled) if running, drops it if queued —
+   * forwarded to the node that owns the session (a `/v1/runs` stop on any node).
+   */
   async cancelTurn(caller: Caller, sessionId: string, turnId: string): Promise<"interrupted" | "dequeued" | "idle"> {
+    if (!this.parts.registry.get(sessionId) && this.parts.routing) {
+      const routed = await this.forwardOrTakeOver(caller, sessionId, "turn.cancel", { turn_id: turnId });
+      if (routed.forwarded) return routed.result as "interrupted" | "dequeued" | "idle";
+    }
     const runtime = this.parts.registry.get(sessionId);
     if (!runtime) {
       await requireRow(this.deps.store, caller, sessionId);
@@ -327,6 +342,36 @@ export class SessionManager implements ForwardedCalls {
     return { revoked: had };
   }
 
+  // ---- Background processes (workspace terminal) ----
+
+  /**
+   * `process.list`: the session's background processes. Like every read of live state it needs the
+   * session live: on the node that owns it (forwarded there), else 4001 — a client polling a session
+   * that is gone stops on that, and starts again once it resumed the session.
+   */
+  async processList(caller: Caller, sessionId: string): Promise<{ processes: ProcessInfo[] }> {
+    const routed = await this.forwardToOwner(caller, sessionId, "process.list", {});
+    if (routed.forwarded) return routed.result as { processes: ProcessInfo[] };
+    const runtime = await this.requireLive(caller, sessionId, "process.list");
+    return { processes: await this.parts.processes.list(runtime) };
+  }
+
+  /** `process.kill`: SIGTERM to the process group, SIGKILL after a grace; answers once it ended. */
+  async processKill(caller: Caller, sessionId: string, id: string): Promise<{ process: ProcessInfo }> {
+    const routed = await this.forwardToOwner(caller, sessionId, "process.kill", { id });
+    if (routed.forwarded) return routed.result as { process: ProcessInfo };
+    const runtime = await this.requireLive(caller, sessionId, "process.kill");
+    return { process: await this.parts.processes.kill(runtime, id) };
+  }
+
+  /** `process.output`: a page of the captured output from `afterOffset`, or its last `tail` bytes. */
+  async processOutput(caller: Caller, sessionId: string, id: string, opts: { afterOffset?: number | undefined; tail?: number | undefined }): Promise<ProcessOutputPage> {
+    const routed = await this.forwardToOwner(caller, sessionId, "process.output", { id, after_offset: opts.afterOffset, tail: opts.tail });
+    if (routed.forwarded) return routed.result as ProcessOutputPage;
+    const runtime = await this.requireLive(caller, sessionId, "process.output");
+    return this.parts.processes.output(runtime, id, opts);
+  }
+
   // ---- Events ----
 
   async since(caller: Caller, sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<SinceResult> {
@@ -381,6 +426,31 @@ export class SessionManager implements ForwardedCalls {
   /** Scale-out routing of a call that changes a session not live here (cluster/node-routing.ts). */
   private forwardOrTakeOver(caller: Caller, sessionId: string, method: string, params: Record<string, unknown>) {
     return this.parts.routing ? this.parts.routing.forwardOrTakeOver(caller, sessionId, method, params) : Promise.resolve({ forwarded: false as const });
+  }
+
+  /**
+   * Where a call that starts work runs: forwarded to the owner node, or here — on a runtime this
+   * node still owns (a parked one another node took over meanwhile is dropped, and the call routed
+   * again, to its new owner).
+   */
+  private async ownedOrForwarded(
+    caller: Caller,
+    sessionId: string,
+    method: string,
+    params: Record<string, unknown>,
+  ): Promise<{ forwarded: true; result: unknown } | { forwarded: false; runtime: SessionRuntime }> {
+    for (let attempt = 0; ; attempt++) {
+      const routed = await this.forwardOrTakeOver(caller, sessionId, method, params);
+      if (routed.forwarded) return routed;
+      const runtime = await this.requireLive(caller, sessionId, method);
+      if (!this.parts.routing || (await this.parts.routing.stillOwns(runtime))) return { forwarded: false, runtime };
+      if (attempt >= 1) throw new TetherError(ErrorCode.Busy, `Session ${sessionId} is changing owner: retry`);
+    }
+  }
+
+  /** Scale-out: a read of live state goes to the node that owns the session, never takes it over. */
+  private forwardToOwner(caller: Caller, sessionId: string, method: string, params: Record<string, unknown>) {
+    return this.parts.routing ? this.parts.routing.forwardToOwner(caller, sessionId, method, params) : Promise.resolve({ forwarded: false as const });
   }
 
   private requireLive(caller: Caller, sessionId: string, method: string): Promise<SessionRuntime> {

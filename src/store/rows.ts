@@ -307,6 +307,29 @@ export interface ApprovalRow {
 }
 
 /**
+ * A background process of a session (the workspace terminal's `background: true`), `processes`
+ * (migration 9). Written when it starts and when it ends; `owner` is the gateway process that
+ * runs it, so a row still `running` that no live runtime of this process holds is `lost`.
+ */
+export interface ProcessRow {
+  id: string;
+  session_id: string;
+  command: string;
+  cwd: string;
+  pid: number;
+  status: "running" | "exited" | "killed" | "lost";
+  exit_code: number | null;
+  signal: string | null;
+  started_at: number;
+  ended_at: number | null;
+  /** The last few KiB of its output, as of its end (empty while running). */
+  output_tail: string;
+  owner: string;
+}
+
+export type ProcessPatch = Partial<Pick<ProcessRow, "status" | "exit_code" | "signal" | "ended_at" | "output_tail">>;
+
+/**
  * One message an agent sent another (`message_agent`), in the sender's profile store: the durable
  * outbox. It moves only forward, each step on a confirmed write: `pending` (written with the tool
  * call's result) → `sent` (the recipient took it: a local bot's turn started, or the peer gateway

@@ -17,6 +17,7 @@ import type {
   LeaseState,
   MessageRow,
   Page,
+  ProcessRow,
   RequestRow,
   ResponseRow,
   SessionListItem,
@@ -91,6 +92,12 @@ export interface RequestStore {
   listApprovals(principal: string): Promise<ApprovalRow[]>;
 }
 
+/** Background processes of sessions (the workspace terminal). SQLite and PostgreSQL implement it. */
+export interface ProcessStore {
+  /** The session's processes, oldest first. */
+  listProcesses(sessionId: string): Promise<ProcessRow[]>;
+}
+
 export interface Store {
   readonly kind: string;
   /** Runs every write in one transaction. Rejects (and writes nothing) if any op fails. */
@@ -104,6 +111,12 @@ export interface Store {
   /** The transcript in order; with `afterSeq`, only messages created after that seq. */
   loadMessages(sessionId: string, afterSeq?: number): Promise<MessageRow[]>;
   listMessages(sessionId: string, afterMessageId: string | undefined, limit: number): Promise<Page<MessageRow>>;
+  /**
+   * The delta log (see delta-log.ts): message id → streamed text of the session's messages still
+   * streaming, joined from the rows with seq ≤ `upToSeq` (every row without it). Reads of
+   * messages already show it; this is for a reader that must not run ahead of a seq it serves.
+   */
+  streamedText(sessionId: string, upToSeq?: number): Promise<Map<string, string>>;
 
   /** Durable events with seq > afterSeq, in seq order, at most `limit`. */
   readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRow[]>;
@@ -151,6 +164,8 @@ export interface Store {
   readonly delegations?: DelegationStore;
   /** Open requests (approvals, MCP input) and stored approvals. */
   readonly requests: RequestStore;
+  /** Background processes of sessions (migration 9). */
+  readonly processes: ProcessStore;
   /** The agent outbox (`message_agent`); absent = the store does not support it. */
   readonly envelopes?: EnvelopeStore;
   /** Deleting sessions ended long ago (`retention.ended_after_days`); absent = not supported. */

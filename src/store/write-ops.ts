@@ -14,6 +14,8 @@ import type {
   LeaseRow,
   MessagePatch,
   MessageRow,
+  ProcessPatch,
+  ProcessRow,
   RequestPatch,
   RequestRow,
   ResponsePatch,
@@ -30,6 +32,13 @@ export type WriteOp =
   | { op: "message.insert"; row: MessageRow }
   | { op: "message.update"; id: string; patch: MessagePatch }
   | { op: "event.append"; row: EventRow }
+  /**
+   * The delta log: streamed text of a message still streaming (one row per message per commit, the
+   * deltas of that commit joined; `seq` = the last delta's). Read back as the message's content.
+   */
+  | { op: "delta.append"; session_id: string; message_id: string; seq: number; text: string }
+  /** Drops a message's delta log: written with its `message.complete`, which carries the full text. */
+  | { op: "delta.compact"; session_id: string; message_id: string }
   | { op: "idempotency.put"; row: IdempotencyRow }
   | { op: "response.insert"; row: ResponseRow }
   | { op: "response.update"; id: string; patch: ResponsePatch }
@@ -61,6 +70,8 @@ export type WriteOp =
   | { op: "request.update"; id: string; patch: RequestPatch; from?: Array<RequestRow["status"]> }
   | { op: "approval.put"; row: ApprovalRow }
   | { op: "approval.delete"; principal: string; tool: string }
+  | { op: "process.insert"; row: ProcessRow }
+  | { op: "process.update"; id: string; patch: ProcessPatch }
   | { op: "envelope.insert"; row: EnvelopeRow }
   /**
    * With `owner`: applies only while that process holds the envelope's claim, else fails the whole
@@ -81,6 +92,9 @@ export type DelegationOp = Extract<WriteOp, { op: "delegation.insert" | "delegat
 
 /** Writes of open requests and stored approvals (`requests`, `approvals`). */
 export type RequestOp = Extract<WriteOp, { op: "request.insert" | "request.update" | "approval.put" | "approval.delete" }>;
+
+/** Writes of background processes (`processes`). */
+export type ProcessOp = Extract<WriteOp, { op: "process.insert" | "process.update" }>;
 
 /** Writes of the agent outbox (`agent_envelopes`). */
 export type EnvelopeOp = Extract<WriteOp, { op: "envelope.insert" | "envelope.update" | "envelope.deliver" }>;

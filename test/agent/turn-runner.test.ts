@@ -255,31 +255,6 @@ describe("runTurn", () => {
     expect(ai.pending).toBe(1);
   });
 
-  it("checkpoints the streaming text at most every checkpointMs", async () => {
-    const clock = new FakeClock();
-    const log = new RecordingEventLog();
-    const writeTimes: number[] = [];
-    const write = log.write.bind(log);
-    log.write = (ops) => {
-      writeTimes.push(clock.monotonic());
-      return write(ops);
-    };
-    const ctx = turn(new DemoProvider({ clock, delayMs: 100 }), "count to 20", { clock, log, checkpointMs: 500 });
-    const running = runTurn(ctx);
-    let settled = false;
-    void running.finally(() => (settled = true));
-    // Let the first chunk arrive at t = 0 before time moves.
-    await clock.advance(0);
-    while (!settled) await clock.advance(100);
-    expect((await running).status).toBe("complete");
-
-    // Chunks arrive at t = 0, 100, …, 1900: checkpoints at 500, 1000 and 1500.
-    expect(writeTimes).toEqual([500, 1000, 1500]);
-    const messageId = payloads(log, "message.start")[1].message_id;
-    expect(log.checkpoints[0]).toEqual({ op: "message.update", id: messageId, patch: { content: "1 2 3 4 5 6" } });
-    expect(log.messages.get(messageId)?.content).toBe(Array.from({ length: 20 }, (_, i) => i + 1).join(" "));
-  });
-
   it("a failed store write ends the turn as storage/write_failed", async () => {
     const log = new RecordingEventLog();
     log.failWith = new Error("disk full");

@@ -25,9 +25,13 @@ describe("restart", () => {
     const snap = await s1.call("session.create", { title: "crashy" });
     const sid = snap.session_id;
     const sub = await s1.call("prompt.submit", { session_id: sid, text: "count to 5000" });
-    // Long enough for at least one ~500 ms checkpoint of the streaming text.
     await s1.waitFor(() => s1.sessionEvents(sid).filter((f) => f.type === "message.delta").length >= 120);
     await g1.kill("SIGKILL");
+    const seen = s1
+      .sessionEvents(sid)
+      .filter((f) => f.type === "message.delta")
+      .map((f) => f.payload.text)
+      .join("");
     const maxSeen = Math.max(...s1.sessionEvents(sid).map((f) => f.seq!));
     const durableSeen = s1.sessionEvents(sid).filter((f) => f.type !== "message.delta");
 
@@ -41,9 +45,9 @@ describe("restart", () => {
     const transcript = await s2.call("session.messages", { session_id: sid });
     const assistant = transcript.messages.find((m: any) => m.role === "assistant");
     expect(assistant.status).toBe("interrupted");
-    expect(assistant.content.length).toBeGreaterThan(0);
-    expect("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21".startsWith(assistant.content.slice(0, 30)) ||
-      assistant.content.startsWith("1 2 3")).toBe(true);
+    // Every delta the client was sent was durable first: nothing it saw is lost.
+    expect(assistant.content.startsWith(seen)).toBe(true);
+    expect(seen.length).toBeGreaterThan(0);
     expect(resumed.running).toBe(false);
 
     // Every durable frame the client saw is still served after the restart.

@@ -59,11 +59,6 @@ export class RecordingEventLog implements SessionEventLog {
     return this.frames.filter((f) => f.type === type) as Array<Frame<P>>;
   }
 
-  /** Checkpoint writes (message.update via `write()`), in order. */
-  get checkpoints(): WriteOp[] {
-    return this.commits.filter((c) => c.via === "write").flatMap((c) => c.ops);
-  }
-
   /** The stored transcript in created_seq order. */
   transcript(): MessageRow[] {
     return [...this.messages.values()].sort((a, b) => a.created_seq - b.created_seq);

@@ -11,6 +11,7 @@ import {
   FenceError,
   RequestStateError,
   type DelegationRow,
+  type ProcessRow,
   type RequestRow,
   type MessageRow,
   type SessionRow,
@@ -152,6 +153,41 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       const p2 = await store.listMessages("s1", p1.nextCursor!, 2);
       expect(p2.items.map((m) => m.id)).toEqual(["m3"]);
       expect(p2.nextCursor).toBeNull();
+    });
+
+    it("reads a streaming message's text from its delta log, in seq order, until message.complete compacts it", async () => {
+      const store = await fresh();
+      await store.commit([{ op: "session.insert", row: sessionRow("s1") }, { op: "session.insert", row: sessionRow("s2") }]);
+      const streaming = { role: "assistant" as const, status: "streaming" as const, content: "" };
+      await store.commit([
+        { op: "message.insert", row: messageRow("u1", "s1", 1) },
+        { op: "message.insert", row: messageRow("a1", "s1", 2, streaming) },
+        { op: "message.insert", row: messageRow("a2", "s2", 2, streaming) },
+        // Rows arrive out of seq order within a commit; the text is joined by seq.
+        { op: "delta.append", session_id: "s1", message_id: "a1", seq: 5, text: " 2 3" },
+        { op: "delta.append", session_id: "s1", message_id: "a1", seq: 3, text: "1" },
+        { op: "delta.append", session_id: "s2", message_id: "a2", seq: 3, text: "other session" },
+      ]);
+      await store.commit([{ op: "delta.append", session_id: "s1", message_id: "a1", seq: 9, text: " ünï\u2028" }]);
+      const text = "1 2 3 ünï\u2028";
+      expect((await store.loadMessages("s1")).map((m) => m.content)).toEqual(["content u1", text]);
+      expect((await store.loadMessages("s1", 1)).map((m) => m.content)).toEqual([text]);
+      expect((await store.listMessages("s1", undefined, 10)).items[1]).toMatchObject({ id: "a1", content: text, status: "streaming" });
+      expect((await store.loadMessages("s2"))[0]!.content).toBe("other session");
+      // Bounded by seq for a reader that must not run ahead of the seq it serves.
+      expect(await store.streamedText("s1", 5)).toEqual(new Map([["a1", "1 2 3"]]));
+      expect(await store.streamedText("s1", 4)).toEqual(new Map([["a1", "1"]]));
+      expect(await store.streamedText("s1")).toEqual(new Map([["a1", text]]));
+      // message.complete writes the full text and drops the log in the same transaction.
+      await store.commit([
+        { op: "message.update", id: "a1", patch: { content: "final", status: "complete" } },
+        { op: "delta.compact", session_id: "s1", message_id: "a1" },
+      ]);
+      expect((await store.loadMessages("s1"))[1]).toMatchObject({ content: "final", status: "complete" });
+      // A later append (a new message) starts a new log; the compacted one is gone.
+      await store.commit([{ op: "message.update", id: "a1", patch: { status: "streaming" } }]);
+      expect((await store.loadMessages("s1"))[1]!.content).toBe("final");
+      expect((await store.loadMessages("s2"))[0]!.content).toBe("other session");
     });
 
     it("lists sessions the gateway ended for a recoverable reason by default; those ended for good only when asked", async () => {
@@ -604,6 +640,40 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         await store.commit([{ op: "approval.delete", principal: "alice", tool: "a__x" }]);
         expect((await store.requests.listApprovals("alice")).map((a) => a.tool)).toEqual(["b__x"]);
         expect((await store.requests.listApprovals("bob")).map((a) => a.tool)).toEqual(["a__x"]);
+      });
+    });
+
+    describe("background processes", () => {
+      const proc = (id: string, over: Partial<ProcessRow> = {}): ProcessRow => ({
+        id,
+        session_id: "s1",
+        command: "npm run dev",
+        cwd: "/srv/app",
+        pid: 4242,
+        status: "running",
+        exit_code: null,
+        signal: null,
+        started_at: 3000,
+        ended_at: null,
+        output_tail: "",
+        owner: "proc-a",
+        ...over,
+      });
+
+      it("round-trips process records, applies their end, lists a session's oldest first", async () => {
+        const store = await fresh();
+        await store.commit([
+          { op: "session.insert", row: sessionRow("s1") },
+          { op: "process.insert", row: proc("p2", { started_at: 3001 }) },
+          { op: "process.insert", row: proc("p1") },
+          { op: "process.insert", row: proc("p3", { session_id: "s2" }) },
+        ]);
+        expect(await store.processes.listProcesses("s1")).toEqual([proc("p1"), proc("p2", { started_at: 3001 })]);
+        await store.commit([{ op: "process.update", id: "p1", patch: { status: "exited", exit_code: 3, ended_at: 4000, output_tail: "bye\n" } }]);
+        expect((await store.processes.listProcesses("s1"))[0]).toEqual(proc("p1", { status: "exited", exit_code: 3, ended_at: 4000, output_tail: "bye\n" }));
+        await store.commit([{ op: "process.update", id: "p2", patch: { status: "killed", signal: "SIGTERM", ended_at: 4001 } }]);
+        expect((await store.processes.listProcesses("s1"))[1]).toMatchObject({ status: "killed", signal: "SIGTERM", exit_code: null });
+        expect(await store.processes.listProcesses("nobody")).toEqual([]);
       });
     });
 

@@ -37,6 +37,7 @@ const SESSION_ROOMS: Record<string, number> = {
   models: 2,
   views: 2,
   requests: 2,
+  processes: 2,
   rotation: 3,
   delegation: 3,
   cluster: 3,

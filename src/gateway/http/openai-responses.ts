@@ -18,15 +18,19 @@
  */
 import type { Hono } from "hono";
 import { z } from "zod";
-import { ErrorCode, EventType, TetherError } from "../../protocol/index.js";
-import { DEFAULT_PROFILE, type Caller, type Profile, type ResponseRecord } from "../../sessions/index.js";
+import { ErrorCode, EventType, RequestKind, TetherError } from "../../protocol/index.js";
+import { DEFAULT_PROFILE, type Caller, type Profile, type ResponseRecord, type SeedMessage } from "../../sessions/index.js";
+import type { ToolResult } from "./chat-input.js";
 import { callerOf, clientGone, idempotencyRecords, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpError, HttpErrors } from "./errors.js";
 import { boundToStream, FrameTap } from "./frame-tap.js";
 import { claimIdempotency, underClaim, type IdempotencyClaim } from "./idempotency.js";
 import { queryBool, queryInt, readJson } from "./json-body.js";
 import { resolveModel } from "./models.js";
-import { InputItem, toConversation } from "./openai-input.js";
+import { InputItem } from "./openai-input.js";
+import { checkCallPairs, FunctionCallItem, FunctionCallOutputItem, OtherItem, toResponsesConversation, type ResponsesItem } from "./responses-input.js";
+import { responsesCallParams } from "./responses-params.js";
+import type { ChatCallParams } from "./chat-params.js";
 import { ResponseBuilder, SEQ_STRIDE, TERMINAL_STATUSES, type ResponseEvent, type ResponseObject } from "./response-events.js";
 import { sseResponse } from "./sse.js";
 
@@ -43,7 +47,7 @@ type ApprovalResponseItem = z.infer<typeof ApprovalResponseItem>;
 const ResponsesBody = z
   .object({
     model: z.string().min(1),
-    input: z.union([z.string().min(1), z.array(z.union([ApprovalResponseItem, InputItem])).min(1)]),
+    input: z.union([z.string().min(1), z.array(z.union([ApprovalResponseItem, FunctionCallItem, FunctionCallOutputItem, InputItem, OtherItem])).min(1)]),
     instructions: z.string().nullable().optional(),
     previous_response_id: z.string().min(1).nullable().optional(),
     store: z.boolean().nullable().optional(),
@@ -93,6 +97,7 @@ export class ResponsesApi {
   private async create(c: AppContext): Promise<Response> {
     const caller = callerOf(c);
     const body = await readJson(c, ResponsesBody);
+    const call = responsesCallParams(body);
     const claim = await claimIdempotency(c, idempotencyRecords(this.api), caller);
     if (claim.kind === "replay") {
       const ref = claim.body as StoredResponseRef;
@@ -101,10 +106,10 @@ export class ResponsesApi {
       if (body.stream) return this.stream(c, scope, record, -1, false);
       return c.json(await this.current(scope, record));
     }
-    return underClaim(claim, async () => this.start(c, await this.scope(c), body, claim));
+    return underClaim(claim, async () => this.start(c, await this.scope(c), body, call, claim));
   }
 
-  private async start(c: AppContext, scope: Scope, body: ResponsesBody, claim: IdempotencyClaim): Promise<Response> {
+  private async start(c: AppContext, scope: Scope, body: ResponsesBody, call: ChatCallParams, claim: IdempotencyClaim): Promise<Response> {
     const { api } = this;
     const model = resolveModel(api, body.model);
     const stored = body.store ?? true;
@@ -113,11 +118,16 @@ export class ResponsesApi {
     const all = typeof body.input === "string" ? [{ role: "user" as const, content: body.input }] : body.input;
     const approvals = all.filter((i): i is ApprovalResponseItem => "type" in i && i.type === "mcp_approval_response");
     if (approvals.length > 0) return this.answerApprovals(c, scope, body, claim, approvals, all.length);
-    const items = all as Array<z.infer<typeof InputItem>>;
-    const conversation = toConversation(items, "input", body.instructions ?? undefined);
+    const items = all as ResponsesItem[];
+    const conversation = toResponsesConversation(items, body.instructions ?? undefined);
+    if (conversation.toolResults.length > 0 && body.previous_response_id) return this.answerCalls(c, scope, body, call, claim, items, conversation.toolResults);
+    // A list sent whole must pair every call with its output, as OpenAI's does.
+    if (!body.previous_response_id) checkCallPairs(items);
     const previous = body.previous_response_id
       ? await this.requireRecord(scope, body.previous_response_id, false, "previous_response_id")
       : null;
+    // Stateless continuation: the outputs that end the list are history too; the model answers them.
+    const results: SeedMessage[] = conversation.toolResults.map((r) => ({ role: "tool", content: r.content, tool_call_id: r.callId }));
     const { caller, profile } = scope;
     const tap = new FrameTap();
     const create = {
@@ -132,8 +142,11 @@ export class ResponsesApi {
         {
           caller,
           session: previous ? { id: previous.session_id, resume: true } : { create },
-          history: conversation.seed,
+          history: [...conversation.seed, ...results],
           text: conversation.prompt,
+          ...(results.length > 0 ? { noInput: true } : {}),
+          clientTools: call.clientTools,
+          callOptions: call.callOptions,
           viewer: tap,
           admit: (who, run) => api.limiter.admit(who, run),
         },
@@ -154,9 +167,65 @@ export class ResponsesApi {
       )
       .catch((err: unknown) => {
         tap.close();
-        throw err;
+        throw toolNameError(err);
       });
     return this.answer(c, scope, body, claim, record, tap);
+  }
+
+  /**
+   * `function_call_output` items with `previous_response_id` answer the client tool calls its turn
+   * waits for (each the request of kind `client_tool` with that call id), and the new response
+   * follows the same turn as it continues. A call id that is not pending is a 400 naming the item;
+   * so is a pending call of that turn left unanswered. They cannot be mixed with new input.
+   */
+  private async answerCalls(c: AppContext, scope: Scope, body: ResponsesBody, call: ChatCallParams, claim: IdempotencyClaim, items: ResponsesItem[], results: ToolResult[]): Promise<Response> {
+    if (results.length !== items.length) throw HttpErrors.invalid("input", "function_call_output items cannot be mixed with new input when previous_response_id continues a response");
+    const previous = await this.requireRecord(scope, body.previous_response_id!, false, "previous_response_id");
+    const { caller, profile } = scope;
+    const tap = new FrameTap();
+    const snap = await profile.sessions.resume(caller, previous.session_id, tap);
+    const sid = snap.session_id;
+    try {
+      const pending = snap.open_requests.filter((r) => r.kind === RequestKind.ClientTool);
+      const answers = results.map((r) => {
+        const open = pending.find((p) => p.call_id === r.callId);
+        if (!open) throw HttpErrors.invalid(`input.${r.index}.call_id`, `No function call ${r.callId} is pending in this conversation`);
+        return { result: r, open };
+      });
+      const turnId = answers[0]!.open.turn_id;
+      const answered = new Set(results.map((r) => r.callId));
+      const missing = pending.find((p) => p.turn_id === turnId && !answered.has(p.call_id ?? ""));
+      if (missing) throw HttpErrors.invalid("input", `Function call ${missing.call_id} (${missing.tool}) is waiting for its output too: send a function_call_output for every call`);
+      await profile.sessions.configure(caller, sid, { clientTools: call.clientTools, callOptions: call.callOptions }).catch((err: unknown) => {
+        throw toolNameError(err);
+      });
+      const record = await profile.records.createResponse(caller, {
+        session_id: sid,
+        turn_id: turnId,
+        after_seq: snap.latest_seq,
+        model: previous.model,
+        status: "in_progress",
+        background: body.background ?? false,
+        stored: body.store ?? true,
+        previous_response_id: previous.id,
+        instructions: body.instructions ?? null,
+        metadata: body.metadata ?? null,
+      });
+      const response = this.answer(c, scope, body, claim, record, tap);
+      for (const { result, open } of answers) {
+        await profile.sessions.respond(caller, sid, open.request_id, { output: result.content }).catch((err: unknown) => {
+          if (err instanceof TetherError && (err.code === ErrorCode.RequestNotFound || err.code === ErrorCode.RequestResolved)) {
+            throw HttpErrors.invalid(`input.${result.index}.call_id`, `Function call ${result.callId} is not pending any more: ${err.message}`);
+          }
+          throw err;
+        });
+      }
+      return response;
+    } catch (err) {
+      tap.close();
+      await profile.sessions.detach(caller, sid, tap).catch(() => undefined);
+      throw err;
+    }
   }
 
   /** Follows the response's turn and answers as the request asked: a stream, at once (background), or at its end. */
@@ -389,4 +458,10 @@ export class ResponsesApi {
     }
     return record;
   }
+}
+
+/** A client tool named like a server tool is a 400 naming the request's tool. */
+function toolNameError(err: unknown): unknown {
+  if (err instanceof TetherError && err.code === ErrorCode.ToolNameTaken) return HttpErrors.invalid(`tools.${String(err.data?.index ?? 0)}.name`, err.message);
+  return err;
 }

@@ -10,12 +10,21 @@
  *   frame                   events (index)
  *   (row.after_seq)         response.created (0)
  *   turn.start              response.in_progress (0)
- *   message.start assistant response.output_item.added (0), response.content_part.added (1)
- *   message.delta           response.output_text.delta (0)
- *   message.complete        [response.output_text.delta with text not streamed before (0)],
- *                           response.output_text.done (1), response.content_part.done (2),
- *                           response.output_item.done (3)
+ *   message.delta           [response.output_item.added (0), response.content_part.added (1) —
+ *                           the message's first text], response.output_text.delta (2)
+ *   message.complete        [the same two, if no text came before (0, 1)],
+ *                           [response.output_text.delta with text not streamed before (2)],
+ *                           response.output_text.done (3), response.content_part.done (4),
+ *                           response.output_item.done (5)
+ *   request.opened          client_tool: response.output_item.added (0) of a `function_call`,
+ *                           response.function_call_arguments.delta (1), …arguments.done (2),
+ *                           response.output_item.done (3); approval: an `mcp_approval_request`
+ *                           item, added (0) and done (1)
+ *   turn.awaiting           response.completed (0)
  *   turn.complete           response.completed | response.failed | response.incomplete (0)
+ *
+ * A message item opens with its first text, so a step that only calls tools adds no empty message
+ * (a client would send it back as an `item_reference`).
  *
  * Deltas are transient: after a restart (or a ring eviction) some are gone. A message whose frames
  * are not contiguous streams no further deltas; the text the client lacks comes as one delta at
@@ -61,7 +70,7 @@ export interface ResponseObject {
   previous_response_id: string | null;
   store: boolean;
   metadata: Record<string, unknown>;
-  output: Array<OutputMessage | ApprovalRequestItem>;
+  output: Array<OutputMessage | ApprovalRequestItem | FunctionCallItem>;
   usage: { input_tokens: number; output_tokens: number; total_tokens: number; input_tokens_details: { cached_tokens: 0 }; output_tokens_details: { reasoning_tokens: 0 } } | null;
   /** OpenAI's shape, `type` included (the AI SDK refuses a failed Response without it). */
   error: { code: string; message: string; type: string; param: null } | null;
@@ -83,6 +92,16 @@ export interface ResponseEvent {
   [key: string]: unknown;
 }
 
+/** OpenAI's `function_call` item: a call of a client tool, answered by a `function_call_output` input item. */
+export interface FunctionCallItem {
+  id: string;
+  type: "function_call";
+  status: "completed";
+  call_id: string;
+  name: string;
+  arguments: string;
+}
+
 /** OpenAI's `mcp_approval_request` item: answered by an `mcp_approval_response` input item. */
 export interface ApprovalRequestItem {
   id: string;
@@ -93,6 +112,7 @@ export interface ApprovalRequestItem {
 }
 
 interface MessageTrack {
+  /** -1 until the message's first text opened its item. */
   outputIndex: number;
   startSeq: number;
   /** Text of the deltas we have, in order, while the frames stayed contiguous. */
@@ -105,6 +125,8 @@ interface MessageTrack {
 export class ResponseBuilder {
   readonly response: ResponseObject;
   private readonly messages = new Map<string, MessageTrack>();
+  /** Call id → the model's arguments text (from the `message.complete` that made the call). */
+  private readonly callArgs = new Map<string, string>();
   private lastSeq: number | null = null;
   private turnError: TurnErrorInfo | undefined;
   private finished = false;
@@ -174,57 +196,26 @@ export class ResponseBuilder {
       case EventType.MessageStart: {
         const p = frame.payload as MessageStartPayload;
         if (p.role !== "assistant") return [];
-        const item: OutputMessage = { id: p.message_id, type: "message", role: "assistant", status: "in_progress", content: [] };
-        const outputIndex = this.response.output.push(item) - 1;
-        this.messages.set(p.message_id, { outputIndex, startSeq: seq, streamed: "", contiguous: true, gapFrom: null });
-        item.content.push({ type: "output_text", text: "", annotations: [] });
-        return this.keep([
-          { type: "response.output_item.added", sequence_number: n(0), output_index: outputIndex, item: { ...item, content: [] } },
-          {
-            type: "response.content_part.added",
-            sequence_number: n(1),
-            item_id: p.message_id,
-            output_index: outputIndex,
-            content_index: 0,
-            part: { type: "output_text", text: "", annotations: [] },
-          },
-        ]);
+        this.messages.set(p.message_id, { outputIndex: -1, startSeq: seq, streamed: "", contiguous: true, gapFrom: null });
+        return [];
       }
       case EventType.MessageDelta: {
         const p = frame.payload as MessageDeltaPayload;
         const m = this.messages.get(p.message_id);
         if (!m || !m.contiguous) return [];
+        const events = this.openMessage(p.message_id, m, n);
         m.streamed += p.text;
         (this.response.output[m.outputIndex] as OutputMessage).content[0]!.text = m.streamed;
-        return this.keep([this.delta(n(0), p.message_id, m, p.text)]);
-      }
-      case EventType.MessageComplete: {
-        const p = frame.payload as MessageCompletePayload;
-        const m = this.messages.get(p.message_id);
-        if (!m) return [];
-        const item = this.response.output[m.outputIndex] as OutputMessage;
-        const events: ResponseEvent[] = [];
-        const rest = this.unstreamed(m, p.content);
-        if (rest) events.push(this.delta(n(0), p.message_id, m, rest));
-        item.content[0]!.text = p.content;
-        item.status = p.status === "complete" ? "completed" : "incomplete";
-        const base = { item_id: p.message_id, output_index: m.outputIndex, content_index: 0 };
-        events.push(
-          { type: "response.output_text.done", sequence_number: n(1), ...base, text: p.content, logprobs: [] },
-          {
-            type: "response.content_part.done",
-            sequence_number: n(2),
-            ...base,
-            part: { type: "output_text", text: p.content, annotations: [] },
-          },
-          { type: "response.output_item.done", sequence_number: n(3), output_index: m.outputIndex, item: structuredClone(item) },
-        );
-        this.messages.set(p.message_id, { ...m, contiguous: false, gapFrom: -1 });
+        events.push(this.delta(n(2), p.message_id, m, p.text));
         return this.keep(events);
       }
+      case EventType.MessageComplete:
+        return this.keep(this.completeMessage(frame.payload as MessageCompletePayload, n));
       case EventType.RequestOpened: {
-        // An approval the turn waits for is OpenAI's `mcp_approval_request` output item.
+        // An approval the turn waits for is OpenAI's `mcp_approval_request` output item; a client
+        // tool's call its `function_call` item.
         const p = frame.payload as RequestOpenedPayload;
+        if (p.kind === RequestKind.ClientTool) return this.keep(this.functionCall(p, n));
         if (p.kind !== RequestKind.Approval) return [];
         const server = p.server ?? "tether";
         const name = p.server && p.tool?.startsWith(`${p.server}__`) ? p.tool.slice(p.server.length + 2) : (p.tool ?? "");
@@ -258,6 +249,65 @@ export class ResponseBuilder {
       default:
         return [];
     }
+  }
+
+  /** The message's item, added with its first text (or at its end): the two opening events, numbered 0 and 1. */
+  private openMessage(id: string, m: MessageTrack, n: (k: number) => number): ResponseEvent[] {
+    if (m.outputIndex >= 0) return [];
+    const item: OutputMessage = { id, type: "message", role: "assistant", status: "in_progress", content: [] };
+    m.outputIndex = this.response.output.push(item) - 1;
+    item.content.push({ type: "output_text", text: "", annotations: [] });
+    return [
+      { type: "response.output_item.added", sequence_number: n(0), output_index: m.outputIndex, item: { ...item, content: [] } },
+      {
+        type: "response.content_part.added",
+        sequence_number: n(1),
+        item_id: id,
+        output_index: m.outputIndex,
+        content_index: 0,
+        part: { type: "output_text", text: "", annotations: [] },
+      },
+    ];
+  }
+
+  private completeMessage(p: MessageCompletePayload, n: (k: number) => number): ResponseEvent[] {
+    for (const c of p.tool_calls ?? []) this.callArgs.set(c.id, c.arguments);
+    const m = this.messages.get(p.message_id);
+    if (!m) return [];
+    // A step that only called tools: no message item (its calls are items of their own).
+    if (m.outputIndex < 0 && p.content === "" && (p.tool_calls?.length ?? 0) > 0) {
+      this.messages.delete(p.message_id);
+      return [];
+    }
+    const events = this.openMessage(p.message_id, m, n);
+    const item = this.response.output[m.outputIndex] as OutputMessage;
+    const rest = this.unstreamed(m, p.content);
+    if (rest) events.push(this.delta(n(2), p.message_id, m, rest));
+    item.content[0]!.text = p.content;
+    item.status = p.status === "complete" ? "completed" : "incomplete";
+    const base = { item_id: p.message_id, output_index: m.outputIndex, content_index: 0 };
+    events.push(
+      { type: "response.output_text.done", sequence_number: n(3), ...base, text: p.content, logprobs: [] },
+      { type: "response.content_part.done", sequence_number: n(4), ...base, part: { type: "output_text", text: p.content, annotations: [] } },
+      { type: "response.output_item.done", sequence_number: n(5), output_index: m.outputIndex, item: structuredClone(item) },
+    );
+    this.messages.set(p.message_id, { ...m, contiguous: false, gapFrom: -1 });
+    return events;
+  }
+
+  /** A client tool's call: its `function_call` item, with the arguments streamed in one delta. */
+  private functionCall(p: RequestOpenedPayload, n: (k: number) => number): ResponseEvent[] {
+    const callId = p.call_id ?? p.request_id;
+    const args = this.callArgs.get(callId) ?? JSON.stringify(p.args ?? {});
+    const item: FunctionCallItem = { id: `fc_${p.request_id}`, type: "function_call", status: "completed", call_id: callId, name: p.tool ?? "", arguments: args };
+    const outputIndex = this.response.output.push(item) - 1;
+    const base = { item_id: item.id, output_index: outputIndex };
+    return [
+      { type: "response.output_item.added", sequence_number: n(0), output_index: outputIndex, item: { ...item, status: "in_progress", arguments: "" } },
+      { type: "response.function_call_arguments.delta", sequence_number: n(1), ...base, delta: args },
+      { type: "response.function_call_arguments.done", sequence_number: n(2), ...base, name: item.name, arguments: args },
+      { type: "response.output_item.done", sequence_number: n(3), output_index: outputIndex, item },
+    ];
   }
 
   /** Ends a response whose turn will never complete (dropped from the queue, lost with a process). */

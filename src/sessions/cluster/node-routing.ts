@@ -19,6 +19,7 @@ import { reopenStored } from "../lifecycle/reopening.js";
 import type { ViewerBinding } from "../lifecycle/viewer-binding.js";
 import type { ConfigSetResult } from "../models/model-switching.js";
 import type { RemoteView } from "./remote-view.js";
+import type { SessionRuntime } from "../core/session-runtime.js";
 
 /** Marks a call forwarded from another node: it runs here, never forwarded again. */
 const FORWARDED = Symbol("forwarded");
@@ -34,8 +35,12 @@ export interface ForwardedCalls {
   submit(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult>;
   interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }>;
   steer(caller: Caller, sessionId: string, text: string): Promise<unknown>;
+  cancelTurn(caller: Caller, sessionId: string, turnId: string): Promise<"interrupted" | "dequeued" | "idle">;
   configSet(caller: Caller, sessionId: string, key: string, value: unknown, confirm?: boolean): Promise<ConfigSetResult>;
   respond(caller: Caller, sessionId: string, requestId: string, answer: Record<string, unknown>): Promise<unknown>;
+  processList(caller: Caller, sessionId: string): Promise<unknown>;
+  processKill(caller: Caller, sessionId: string, id: string): Promise<unknown>;
+  processOutput(caller: Caller, sessionId: string, id: string, opts: { afterOffset?: number | undefined; tail?: number | undefined }): Promise<unknown>;
 }
 
 export interface NodeRoutingDeps {
@@ -51,6 +56,8 @@ export interface NodeRoutingDeps {
   registry: LiveRegistry;
   ownership: Ownership;
   binding: ViewerBinding;
+  /** Drops a runtime whose lease another process took, quietly (as a beat that found it lost does). */
+  supersede(runtime: SessionRuntime): void;
 }
 
 export type Routed = { forwarded: true; result: unknown } | { forwarded: false };
@@ -78,6 +85,10 @@ export class NodeRouting {
       value?: unknown;
       confirm?: boolean;
       answer?: Record<string, unknown>;
+      turn_id?: string;
+      id?: string;
+      after_offset?: number;
+      tail?: number;
     };
     const caller: ForwardedCaller = { principal: p.principal, [FORWARDED]: true };
     switch (req.method) {
@@ -87,10 +98,18 @@ export class NodeRouting {
         return calls.interrupt(caller, p.session_id);
       case "session.steer":
         return calls.steer(caller, p.session_id, p.text ?? "");
+      case "turn.cancel":
+        return calls.cancelTurn(caller, p.session_id, p.turn_id ?? "");
       case "config.set":
         return calls.configSet(caller, p.session_id, p.key ?? "", p.value, p.confirm ?? false);
       case "request.respond":
         return calls.respond(caller, p.session_id, p.request_id ?? "", p.answer ?? {});
+      case "process.list":
+        return calls.processList(caller, p.session_id);
+      case "process.kill":
+        return calls.processKill(caller, p.session_id, p.id ?? "");
+      case "process.output":
+        return calls.processOutput(caller, p.session_id, p.id ?? "", { afterOffset: p.after_offset, tail: p.tail });
       default:
         throw new TetherError(ErrorCode.Internal, `cannot forward ${req.method}`);
     }
@@ -102,25 +121,10 @@ export class NodeRouting {
    * the session over (recovery marks the dead owner's turn interrupted) and runs it.
    */
   async forwardOrTakeOver(caller: ForwardedCaller, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
-    const { registry, logger } = this.deps;
+    const { registry } = this.deps;
     if (registry.has(sessionId)) return { forwarded: false };
-    await requireRow(this.deps.store, caller, sessionId);
-    if (!caller[FORWARDED]) {
-      const lease = await storage(() => this.deps.store.getLease(sessionId));
-      if (lease && lease.owner !== this.deps.processId && (await this.ownerAlive(lease.owner, lease.expires_at))) {
-        try {
-          const result = await this.deps.bus.request(lease.owner, {
-            service: this.deps.service,
-            method,
-            params: { principal: caller.principal, session_id: sessionId, ...params },
-          });
-          return { forwarded: true, result };
-        } catch (err) {
-          if (!(err instanceof NodeUnreachable)) throw err;
-          logger.warn({ session_id: sessionId, owner: lease.owner, method }, "owner unreachable: trying to take the session over");
-        }
-      }
-    }
+    const routed = await this.forwardToOwner(caller, sessionId, method, params);
+    if (routed.forwarded) return routed;
     if (!registry.has(sessionId)) {
       // Throws Busy when the owner still holds the lease (alive after all): the honest answer.
       const { binding } = this.deps;
@@ -133,6 +137,48 @@ export class NodeRouting {
       });
     }
     return { forwarded: false };
+  }
+
+  /**
+   * Whether this node still owns a parked session it holds. Another node's resume may take the
+   * lease of a session parked here, and this node learns it only at its next beat: a call answered
+   * from the runtime meanwhile ("started") would then have every write refused as stale, and its
+   * turn silently lost. So before such a call the lease is read; lost, the runtime is dropped here
+   * and the caller routes again, to the new owner. A session with viewers cannot be taken (4009).
+   */
+  async stillOwns(runtime: SessionRuntime): Promise<boolean> {
+    if (this.deps.registry.stateOf(runtime) !== "parked") return true;
+    const lease = await storage(() => this.deps.store.getLease(runtime.id));
+    if (lease && lease.owner === this.deps.processId && lease.token === this.deps.ownership.tokenOf(runtime.id)) return true;
+    this.deps.logger.warn({ session_id: runtime.id, owner: lease?.owner }, "a parked session was taken over by another node: routing the call there");
+    this.deps.supersede(runtime);
+    return false;
+  }
+
+  /**
+   * A call for a session live on a sibling node goes to that owner (answered as if local); else —
+   * live here, not live anywhere, or its owner unreachable — it is not forwarded, and the caller
+   * answers it here (a read of live state then says 4001). A forwarded call is never forwarded again.
+   */
+  async forwardToOwner(caller: ForwardedCaller, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
+    const { registry, logger } = this.deps;
+    if (registry.has(sessionId)) return { forwarded: false };
+    await requireRow(this.deps.store, caller, sessionId);
+    if (caller[FORWARDED]) return { forwarded: false };
+    const lease = await storage(() => this.deps.store.getLease(sessionId));
+    if (!lease || lease.owner === this.deps.processId || !(await this.ownerAlive(lease.owner, lease.expires_at))) return { forwarded: false };
+    try {
+      const result = await this.deps.bus.request(lease.owner, {
+        service: this.deps.service,
+        method,
+        params: { principal: caller.principal, session_id: sessionId, ...params },
+      });
+      return { forwarded: true, result };
+    } catch (err) {
+      if (!(err instanceof NodeUnreachable)) throw err;
+      logger.warn({ session_id: sessionId, owner: lease.owner, method }, "owner unreachable: not forwarded");
+      return { forwarded: false };
+    }
   }
 
   private async ownerAlive(owner: string, leaseExpiresAt: number): Promise<boolean> {

@@ -11,7 +11,8 @@
  *   later frame once, in seq order, byte-identical to what the owner's own viewers got.
  *
  * Limits (documented in docs/deploy.md): a message whose `message.start` was already trimmed from
- * the stream (longer than the ring) is snapshotted from its last checkpoint (≤ 500 ms old).
+ * the stream (longer than the ring) is snapshotted from its delta log up to the snapshot's seq (a
+ * delta-log row that straddles that seq is left out: its few deltas show at `message.complete`).
  */
 import {
   EncodedJson,
@@ -221,7 +222,7 @@ export class RemoteView {
     return { latest, snapshots: await this.streamingSnapshots(sessionId, retained, latest) };
   }
 
-  /** Messages still streaming at `latest`, rebuilt from the retained deltas (or a checkpoint). */
+  /** Messages still streaming at `latest`, rebuilt from the retained deltas (or the delta log). */
   private async streamingSnapshots(sessionId: string, retained: BusEntry[], latest: number): Promise<MessageSnapshot[]> {
     const open = new Map<string, MessageSnapshot>();
     const completed = new Set<string>();
@@ -243,11 +244,13 @@ export class RemoteView {
         completed.add(f.payload?.message_id);
       }
     }
-    // A message that started before the retained window: its last checkpoint is the best we have.
+    // A message that started before the retained window: its delta log up to `latest` (never past
+    // it: the viewer follows the bus from there, so a later delta must not be in the snapshot too).
     const rows = await this.deps.store.loadMessages(sessionId);
-    for (const r of rows) {
-      if (r.role !== "assistant" || r.status !== "streaming" || open.has(r.id) || completed.has(r.id)) continue;
-      open.set(r.id, { message_id: r.id, role: "assistant", text: r.content, reasoning: "", as_of_seq: latest });
+    const older = rows.filter((r) => r.role === "assistant" && r.status === "streaming" && !open.has(r.id) && !completed.has(r.id));
+    const logged = older.length > 0 ? await this.deps.store.streamedText(sessionId, latest) : new Map<string, string>();
+    for (const r of older) {
+      open.set(r.id, { message_id: r.id, role: "assistant", text: logged.get(r.id) ?? "", reasoning: "", as_of_seq: latest });
     }
     return [...open.values()];
   }

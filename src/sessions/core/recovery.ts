@@ -1,8 +1,8 @@
 /**
  * Finishing what a dead process left in flight. When a session is opened and its row still names
  * an active turn, or a message is still marked streaming, no process is running it any more (the
- * caller owns the session now): the message is completed as `interrupted` with the text that was
- * checkpointed, and the turn gets a visible terminal `turn.complete { status: "interrupted" }` —
+ * caller owns the session now): the message is completed as `interrupted` with the text of its
+ * delta log (every delta a viewer was sent: `loadMessages` reads it), and the turn gets a visible terminal `turn.complete { status: "interrupted" }` —
  * unless it is parked on open requests (requests/): that turn continues once they are answered.
  */
 import { EventType, type MessageCompletePayload, type TurnCompletePayload } from "../../protocol/index.js";

@@ -55,6 +55,12 @@ export interface RuntimeHooks {
   requestInput(rt: SessionRuntime, turn: TurnRef): ToolContext["requestInput"];
   /** The session's background processes for the workspace terminal (absent: not available). */
   processes?(rt: SessionRuntime): ToolContext["processes"];
+  /** A background process of the session still runs: it must not be reaped. */
+  processesRunning?(rt: SessionRuntime): boolean;
+  /** The runtime stops (any end): its background processes are stopped, their ends written. */
+  stopProcesses?(rt: SessionRuntime): Promise<void>;
+  /** The runtime is given up on (superseded, force-reaped): its processes are killed, nothing written. */
+  abandonProcesses?(rt: SessionRuntime): void;
 }
 
 /** A turn, by its ids. */
@@ -209,6 +215,11 @@ export class SessionRuntime {
   /** A session that started delegations still running must never be reaped. */
   hasRunningDelegations(): boolean {
     return this.hooks.delegationsRunning(this);
+  }
+
+  /** A background process (workspace terminal) of this session still runs. */
+  hasRunningProcesses(): boolean {
+    return this.hooks.processesRunning?.(this) ?? false;
   }
 
   get running(): boolean {
@@ -378,6 +389,8 @@ export class SessionRuntime {
       running.abort.abort(new Error("session stopping"));
       await running.done;
     }
+    // Background processes end with the session (their `process.exited` is written before the end).
+    await this.hooks.stopProcesses?.(this).catch((err: unknown) => this.logger.error({ err }, "stopping background processes failed"));
     await this.log.flushed().catch(() => undefined);
   }
 
@@ -389,6 +402,7 @@ export class SessionRuntime {
     this.closing = true;
     this.dropQueue();
     this.turns.running?.abort.abort(new Error("force-reaped"));
+    this.hooks.abandonProcesses?.(this);
     this.log.close();
   }
 

@@ -118,7 +118,8 @@ export class Lifecycle {
     if (!this.started || this.stopped || !registry.isServing(rt)) return;
     // Re-check at fire time: a viewer or a resume in flight means somebody is here.
     if (this.attended(rt)) return;
-    if (rt.hasRunningDelegations()) {
+    // Work in the background (sub-agents, a dev server) keeps an unviewed session: it is not reaped.
+    if (rt.hasRunningDelegations() || rt.hasRunningProcesses()) {
       this.parked(rt);
       return;
     }
@@ -191,7 +192,7 @@ export class Lifecycle {
     const { registry, ending } = this.deps;
     const now = this.deps.clock.monotonic();
     for (const rt of [...registry.values()]) {
-      if (this.working(rt) || !registry.isServing(rt) || registry.isBinding(rt.id)) continue;
+      if (this.working(rt) || rt.hasRunningProcesses() || !registry.isServing(rt) || registry.isBinding(rt.id)) continue;
       if (now - rt.lastActivity >= ttlMs) await ending.end(rt, EndReason.IdleTtl, { broadcast: true });
     }
   }
@@ -205,7 +206,7 @@ export class Lifecycle {
       const live = [...registry.values()].filter((rt) => registry.isServing(rt));
       if (live.length <= max) return;
       const victims = live
-        .filter((rt) => !this.working(rt) && !registry.isBinding(rt.id))
+        .filter((rt) => !this.working(rt) && !rt.hasRunningProcesses() && !registry.isBinding(rt.id))
         .sort((a, b) => Number(a.viewers.size > 0) - Number(b.viewers.size > 0) || a.lastActivity - b.lastActivity);
       const victim = victims[0];
       if (!victim) return; // everything is working: never evict a running turn

@@ -7,7 +7,7 @@ import type pg from "pg";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
 import { FenceError } from "../errors.js";
 import type { EventRow, IdempotencyRow, LeaseRow, MessageRow, SessionRow } from "../rows.js";
-import { unsupportedOp, type DelegationOp, type EnvelopeOp, type HttpOp, type RequestOp, type WriteOp } from "../write-ops.js";
+import { unsupportedOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
 
 export type Queryable = Pick<pg.PoolClient, "query">;
 
@@ -21,6 +21,7 @@ export class PgWrites {
     private readonly http: OpTables<HttpOp>,
     private readonly delegations: OpTables<DelegationOp>,
     private readonly requests: OpTables<RequestOp>,
+    private readonly processes: OpTables<ProcessOp>,
     private readonly envelopes: OpTables<EnvelopeOp>,
   ) {}
 
@@ -28,6 +29,14 @@ export class PgWrites {
     switch (op.op) {
       case "event.append":
         return insertEvent(c, op.row);
+      case "delta.append":
+        await c.query(`INSERT INTO message_deltas (session_id, message_id, seq, text) VALUES ($1, $2, $3, $4)`, [
+          op.session_id, op.message_id, op.seq, op.text,
+        ]);
+        return;
+      case "delta.compact":
+        await c.query(`DELETE FROM message_deltas WHERE session_id = $1 AND message_id = $2`, [op.session_id, op.message_id]);
+        return;
       case "session.insert":
         return insertSession(c, op.row);
       case "session.update":
@@ -59,6 +68,9 @@ export class PgWrites {
       case "approval.put":
       case "approval.delete":
         return this.requests.apply(c, op);
+      case "process.insert":
+      case "process.update":
+        return this.processes.apply(c, op);
       case "envelope.insert":
       case "envelope.update":
       case "envelope.deliver":

@@ -205,6 +205,40 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
     `,
   },
   {
+    version: 9,
+    name: "processes: background processes of sessions (the workspace terminal)",
+    sql: `
+      CREATE TABLE processes (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        session_id TEXT COLLATE "C" NOT NULL,
+        command TEXT NOT NULL,
+        cwd TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        exit_code INTEGER,
+        signal TEXT,
+        started_at BIGINT NOT NULL,
+        ended_at BIGINT,
+        output_tail TEXT NOT NULL DEFAULT '',
+        owner TEXT NOT NULL
+      );
+      CREATE INDEX processes_by_session ON processes (session_id, started_at);
+    `,
+  },
+  {
+    version: 10,
+    name: "delta log: the streamed text of messages still streaming, compacted at message.complete",
+    sql: `
+      CREATE TABLE message_deltas (
+        session_id TEXT COLLATE "C" NOT NULL,
+        message_id TEXT COLLATE "C" NOT NULL,
+        seq BIGINT NOT NULL,
+        text TEXT NOT NULL,
+        PRIMARY KEY (session_id, message_id, seq)
+      );
+    `,
+  },
+  {
     version: 11,
     name: "runs: /v1/runs records and X-Session-Key bindings",
     sql: `

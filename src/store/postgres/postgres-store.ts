@@ -9,6 +9,7 @@ import pg from "pg";
 import { RECOVERABLE_END_REASONS } from "../../protocol/index.js";
 import { rowToMessage, rowToSession } from "../columns/sessions.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
+import { withStreamedText } from "../delta-log.js";
 import type {
   EventRow,
   HeartbeatRow,
@@ -31,6 +32,7 @@ import { PgWrites } from "./apply-ops.js";
 import { PgDelegationTables } from "./delegation-tables.js";
 import { PgEnvelopeTables } from "./envelope-tables.js";
 import { PgRequestTables } from "./request-tables.js";
+import { PgProcessTables } from "./process-tables.js";
 import { PgHttpTables } from "./http-tables.js";
 import { PgRunTables } from "./run-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
@@ -75,6 +77,8 @@ export class PostgresStore implements Store {
   readonly delegations: PgDelegationTables;
   /** Open requests and stored approvals (`requests`, `approvals`). */
   readonly requests: PgRequestTables;
+  /** Background processes of sessions (`processes`). */
+  readonly processes: PgProcessTables;
   /** The agent outbox (`agent_envelopes`). */
   readonly envelopes: PgEnvelopeTables;
   /** The /v1/runs API's runs and session keys. */
@@ -91,11 +95,12 @@ export class PostgresStore implements Store {
     this.schema = schema;
     this.delegations = new PgDelegationTables(pool);
     this.requests = new PgRequestTables(pool);
+    this.processes = new PgProcessTables(pool);
     this.envelopes = new PgEnvelopeTables(pool);
     this.runs = new PgRunTables(pool);
     this.retention = new PgRetention(pool, (fn) => this.tx(fn));
     this.http = new PgHttpTables(pool, (fn) => this.tx(fn));
-    this.writes = new PgWrites(this.http, this.delegations, this.requests, this.envelopes);
+    this.writes = new PgWrites(this.http, this.delegations, this.requests, this.processes, this.envelopes);
   }
 
   /** Connects, creates the schema if named, and applies pending migrations (serialized across nodes). */
@@ -232,7 +237,21 @@ export class PostgresStore implements Store {
         : await this.q(`SELECT * FROM messages WHERE session_id = $1 AND created_seq > $2 ORDER BY created_seq, id`, [
             sessionId, afterSeq,
           ]);
-    return rows.map(rowToMessage);
+    return withStreamedText(sessionId, rows.map(rowToMessage), this.readDeltaLog);
+  }
+
+  /** Message id → streamed text, for the session's messages still streaming (see delta-log.ts). */
+  private readonly readDeltaLog = async (sessionId: string, upToSeq = Number.MAX_SAFE_INTEGER): Promise<Map<string, string>> => {
+    const rows = await this.q<{ message_id: string; text: string }>(
+      `SELECT message_id, string_agg(text, '' ORDER BY seq) AS text FROM message_deltas
+        WHERE session_id = $1 AND seq <= $2 GROUP BY message_id`,
+      [sessionId, upToSeq],
+    );
+    return new Map(rows.map((r) => [r.message_id, r.text]));
+  };
+
+  async streamedText(sessionId: string, upToSeq?: number): Promise<Map<string, string>> {
+    return this.readDeltaLog(sessionId, upToSeq);
   }
 
   async listMessages(sessionId: string, afterMessageId: string | undefined, limit: number): Promise<Page<MessageRow>> {
@@ -248,7 +267,7 @@ export class PostgresStore implements Store {
         sessionId, afterSeq, limit + 1,
       ])
     ).map(rowToMessage);
-    const items = rows.slice(0, limit);
+    const items = await withStreamedText(sessionId, rows.slice(0, limit), this.readDeltaLog);
     const last = items[items.length - 1];
     return { items, nextCursor: rows.length > limit && last ? last.id : null };
   }

@@ -6,7 +6,7 @@
 import type Database from "better-sqlite3";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
 import { FenceError } from "../errors.js";
-import { unsupportedOp, type DelegationOp, type EnvelopeOp, type HttpOp, type RequestOp, type WriteOp } from "../write-ops.js";
+import { unsupportedOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
 
 type Statement = Database.Statement;
 
@@ -20,6 +20,8 @@ export class SqliteWrites {
   private readonly reserveSeq: Statement;
   private readonly insertMessage: Statement;
   private readonly insertEvent: Statement;
+  private readonly appendDelta: Statement;
+  private readonly compactDeltas: Statement;
   private readonly insertIdempotency: Statement;
   private readonly fence: Statement;
   private readonly insertLease: Statement;
@@ -31,6 +33,7 @@ export class SqliteWrites {
     private readonly http: OpTables<HttpOp>,
     private readonly delegations: OpTables<DelegationOp>,
     private readonly requests: OpTables<RequestOp>,
+    private readonly processes: OpTables<ProcessOp>,
     private readonly envelopes: OpTables<EnvelopeOp>,
   ) {
     this.insertSession = db.prepare(
@@ -50,6 +53,8 @@ export class SqliteWrites {
       `INSERT INTO events (session_id, seq, type, payload, turn_id, trace_id, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
+    this.appendDelta = db.prepare(`INSERT INTO message_deltas (session_id, message_id, seq, text) VALUES (?, ?, ?, ?)`);
+    this.compactDeltas = db.prepare(`DELETE FROM message_deltas WHERE session_id = ? AND message_id = ?`);
     this.insertIdempotency = db.prepare(
       `INSERT OR IGNORE INTO idempotency (session_id, request_id, turn_id, trace_id, created_at)
        VALUES (?, ?, ?, ?, ?)`,
@@ -68,6 +73,13 @@ export class SqliteWrites {
         this.insertEvent.run(r.session_id, r.seq, r.type, r.payload, r.turn_id, r.trace_id, r.created_at);
         return;
       }
+      // Second: one per streaming message per commit.
+      case "delta.append":
+        this.appendDelta.run(op.session_id, op.message_id, op.seq, op.text);
+        return;
+      case "delta.compact":
+        this.compactDeltas.run(op.session_id, op.message_id);
+        return;
       case "session.insert":
         this.insertSession.run(sessionToColumns(op.row));
         return;
@@ -110,6 +122,9 @@ export class SqliteWrites {
       case "approval.put":
       case "approval.delete":
         return this.requests.apply(op);
+      case "process.insert":
+      case "process.update":
+        return this.processes.apply(op);
       case "envelope.insert":
       case "envelope.update":
       case "envelope.deliver":

@@ -203,6 +203,40 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    version: 9,
+    name: "processes: background processes of sessions (the workspace terminal)",
+    sql: `
+      CREATE TABLE processes (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        command TEXT NOT NULL,
+        cwd TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        exit_code INTEGER,
+        signal TEXT,
+        started_at INTEGER NOT NULL,
+        ended_at INTEGER,
+        output_tail TEXT NOT NULL DEFAULT '',
+        owner TEXT NOT NULL
+      );
+      CREATE INDEX processes_by_session ON processes (session_id, started_at);
+    `,
+  },
+  {
+    version: 10,
+    name: "delta log: the streamed text of messages still streaming, compacted at message.complete",
+    sql: `
+      CREATE TABLE message_deltas (
+        session_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        PRIMARY KEY (session_id, message_id, seq)
+      ) WITHOUT ROWID;
+    `,
+  },
+  {
     version: 11,
     name: "runs: /v1/runs records and X-Session-Key bindings",
     sql: `

@@ -27,8 +27,10 @@ export class SqliteRetention implements RetentionStore {
       messages: db.prepare(`DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id = ? LIMIT ?)`),
       records: [
         db.prepare(`DELETE FROM idempotency WHERE session_id = ?`),
+        db.prepare(`DELETE FROM message_deltas WHERE session_id = ?`),
         db.prepare(`DELETE FROM responses WHERE session_id = ?`),
         db.prepare(`DELETE FROM requests WHERE session_id = ?`),
+        db.prepare(`DELETE FROM processes WHERE session_id = ?`),
         db.prepare(`DELETE FROM runs WHERE session_id = ?`),
         db.prepare(`DELETE FROM run_session_keys WHERE session_id = ?`),
         db.prepare(`DELETE FROM leases WHERE session_id = ?`),

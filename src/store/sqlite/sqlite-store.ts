@@ -7,6 +7,7 @@ import Database from "better-sqlite3";
 import { RECOVERABLE_END_REASONS } from "../../protocol/index.js";
 import { rowToMessage, rowToSession } from "../columns/sessions.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
+import { joinDeltaRows, withStreamedText } from "../delta-log.js";
 import { makeParentDirSync } from "../parent-dir.js";
 import type {
   EventRow,
@@ -29,6 +30,7 @@ import type { WriteOp } from "../write-ops.js";
 import { SqliteWrites } from "./apply-ops.js";
 import { DelegationTables } from "./delegation-tables.js";
 import { RequestTables } from "./request-tables.js";
+import { ProcessTables } from "./process-tables.js";
 import { EnvelopeTables } from "./envelope-tables.js";
 import { HttpTables } from "./http-tables.js";
 import { RunTables } from "./run-tables.js";
@@ -57,6 +59,8 @@ export class SqliteStore implements Store {
   readonly delegations: DelegationTables;
   /** Open requests and stored approvals (`requests`, `approvals`). */
   readonly requests: RequestTables;
+  /** Background processes of sessions (`processes`). */
+  readonly processes: ProcessTables;
   /** The agent outbox (`agent_envelopes`). */
   readonly envelopes: EnvelopeTables;
   /** The /v1/runs API's runs and session keys. */
@@ -82,6 +86,7 @@ export class SqliteStore implements Store {
       pageMessages: db.prepare(
         `SELECT * FROM messages WHERE session_id = ? AND created_seq > ? ORDER BY created_seq, id LIMIT ?`,
       ),
+      deltaLog: db.prepare(`SELECT message_id, text FROM message_deltas WHERE session_id = ? AND seq <= ? ORDER BY message_id, seq`),
       readEvents: db.prepare(
         `SELECT session_id, seq, type, payload, turn_id, trace_id, created_at FROM events
          WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
@@ -125,10 +130,11 @@ export class SqliteStore implements Store {
     this.http = new HttpTables(db);
     this.delegations = new DelegationTables(db);
     this.requests = new RequestTables(db);
+    this.processes = new ProcessTables(db);
     this.envelopes = new EnvelopeTables(db);
     this.runs = new RunTables(db);
     this.retention = new SqliteRetention(db);
-    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.envelopes);
+    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       for (const op of ops) writes.apply(op);
     });
@@ -190,7 +196,15 @@ export class SqliteStore implements Store {
       afterSeq === undefined
         ? this.stmts.loadMessages!.all(sessionId)
         : this.stmts.pageMessages!.all(sessionId, afterSeq, Number.MAX_SAFE_INTEGER);
-    return (rows as Record<string, unknown>[]).map(rowToMessage);
+    return withStreamedText(sessionId, (rows as Record<string, unknown>[]).map(rowToMessage), this.readDeltaLog);
+  }
+
+  /** Message id → streamed text, for the session's messages still streaming (see delta-log.ts). */
+  private readonly readDeltaLog = (sessionId: string, upToSeq = Number.MAX_SAFE_INTEGER): Map<string, string> =>
+    joinDeltaRows(this.stmts.deltaLog!.all(sessionId, upToSeq) as Array<{ message_id: string; text: string }>);
+
+  async streamedText(sessionId: string, upToSeq?: number): Promise<Map<string, string>> {
+    return this.readDeltaLog(sessionId, upToSeq);
   }
 
   async listMessages(sessionId: string, afterMessageId: string | undefined, limit: number): Promise<Page<MessageRow>> {
@@ -202,7 +216,7 @@ export class SqliteStore implements Store {
     const rows = (this.stmts.pageMessages!.all(sessionId, afterSeq, limit + 1) as Record<string, unknown>[]).map(
       rowToMessage,
     );
-    const items = rows.slice(0, limit);
+    const items = await withStreamedText(sessionId, rows.slice(0, limit), this.readDeltaLog);
     const last = items[items.length - 1];
     return { items, nextCursor: rows.length > limit && last ? last.id : null };
   }

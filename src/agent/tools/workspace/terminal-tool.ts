@@ -78,7 +78,7 @@ export function terminalTool(opts: WorkspaceOptions): Tool {
       if (a.background) {
         if (a.timeout_s !== undefined) throw new ToolInputError("timeout_s does not apply to a background process (stop it with process_kill)");
         if (!ctx.processes) throw new ToolInputError("background processes are not available in this session");
-        const info = await ctx.processes.start({ command: a.command, cwd, signal: ctx.signal });
+        const info = await ctx.processes.start({ command: a.command, cwd, turnId: ctx.turnId, traceId: ctx.traceId });
         return new ToolOutput(info, `started background process ${info.id} (pid ${info.pid}): ${a.command}`);
       }
       const result = await runForeground(a.command, cwd, (a.timeout_s ?? DEFAULT_TERMINAL_TIMEOUT_S) * 1000, ctx.signal, opts.clock);

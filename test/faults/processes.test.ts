@@ -1,0 +1,103 @@
+/**
+ * Background processes and the gateway's own death, with real `tether serve` processes: SIGTERM
+ * stops them (terminated; the record says `killed`), and after a SIGKILL the restarted gateway
+ * lists them as `lost` — never as running, never dropped — and does not signal their pid.
+ */
+import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { RpcSocket } from "../support/rpc-socket.js";
+import { spawnGateway, type SpawnedGateway } from "../support/spawn-gateway.js";
+import { tempDbPath } from "../support/temp-db.js";
+
+const running: SpawnedGateway[] = [];
+const leftovers: number[] = [];
+afterAll(async () => {
+  for (const g of running) await g.kill("SIGKILL");
+  for (const pid of leftovers) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // gone
+    }
+  }
+});
+
+const work = realpathSync(mkdtempSync(join(tmpdir(), "tether-proc-faults-")));
+
+function configFile(): string {
+  const path = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "config.yaml");
+  writeFileSync(path, JSON.stringify({ tools: { workspace: true, policy: { terminal: "auto" } } }));
+  return path;
+}
+
+async function gateway(db: string, config: string): Promise<SpawnedGateway> {
+  const g = await spawnGateway(["--port", "0", "--db", db], { TETHER_CONFIG: config, TETHER_DEMO_DELAY_MS: "0" });
+  running.push(g);
+  return g;
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+async function startBackground(sock: RpcSocket): Promise<{ session_id: string; id: string; pid: number }> {
+  const { session_id } = await sock.call("session.create", { cwd: work });
+  await sock.call("prompt.submit", { session_id, text: `call: terminal {"command": "echo up; sleep 300", "background": true}` });
+  const started = await sock.waitForEvent(session_id, (f) => f.type === "process.started", 30_000);
+  await sock.waitForEvent(session_id, (f) => f.type === "turn.complete", 30_000);
+  return { session_id, id: started.payload.id, pid: started.payload.pid };
+}
+
+describe("background processes when the gateway dies", () => {
+  it("SIGTERM stops them (SIGTERM to the group, SIGKILL after a grace); the record says killed", async () => {
+    const db = tempDbPath();
+    const cfg = configFile();
+    const g = await gateway(db, cfg);
+    const sock = await RpcSocket.open(g.wsUrl);
+    const { session_id, id, pid } = await startBackground(sock);
+    leftovers.push(pid);
+    expect(alive(pid)).toBe(true);
+    expect(await g.kill("SIGTERM")).toBe(0);
+    expect(alive(pid)).toBe(false);
+    sock.close();
+
+    const again = await gateway(db, cfg);
+    const s2 = await RpcSocket.open(again.wsUrl);
+    await s2.call("session.resume", { session_id });
+    expect((await s2.call("process.list", { session_id })).processes).toEqual([
+      expect.objectContaining({ id, pid, status: "killed", signal: "SIGTERM", output_tail: "up\n" }),
+    ]);
+    s2.close();
+  });
+
+  it("SIGKILL: after the restart the process is listed lost, and left alone", async () => {
+    const db = tempDbPath();
+    const cfg = configFile();
+    const g = await gateway(db, cfg);
+    const sock = await RpcSocket.open(g.wsUrl);
+    const { session_id, id, pid } = await startBackground(sock);
+    leftovers.push(pid);
+    await g.kill("SIGKILL");
+    sock.close();
+
+    const again = await gateway(db, cfg);
+    const s2 = await RpcSocket.open(again.wsUrl);
+    // Not live on the new gateway until resumed: a poller is told 4001.
+    expect((await s2.request("process.list", { session_id })).error).toMatchObject({ code: 4001 });
+    await s2.call("session.resume", { session_id });
+    const { processes } = await s2.call("process.list", { session_id });
+    expect(processes).toEqual([expect.objectContaining({ id, pid, status: "lost", command: "echo up; sleep 300" })]);
+    expect(processes[0].exit_code).toBeUndefined();
+    // Its pid is never signalled: it is whatever it is now.
+    expect((await s2.call("process.kill", { session_id, id })).process.status).toBe("lost");
+    expect(alive(pid)).toBe(true);
+    s2.close();
+  });
+});

@@ -1,0 +1,160 @@
+/**
+ * Background processes as session state, on a SessionManager over a real SQLite file with a
+ * FakeClock (real `sh` processes): recorded durably with process.started / process.exited,
+ * output paged, killed with SIGTERM then SIGKILL after the grace, stopped when the session
+ * closes, never reaped while one runs, and a record no live runtime holds listed `lost`.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { mkdtempSync, realpathSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { FakeClock } from "../../src/lib/clock.js";
+import { KILL_GRACE_MS } from "../../src/sessions/processes/process-service.js";
+import type { SessionRuntime } from "../../src/sessions/core/session-runtime.js";
+import { tempDbPath } from "../support/temp-db.js";
+import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+
+const work = realpathSync(mkdtempSync(join(tmpdir(), "tether-proc-")));
+const harnesses: Harness[] = [];
+const pids: number[] = [];
+afterEach(async () => {
+  for (const pid of pids.splice(0)) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // gone already
+    }
+  }
+  for (const h of harnesses.splice(0)) {
+    h.manager.parts.lifecycle.stop();
+    await h.store.close();
+  }
+});
+
+async function harness(lifecycle: Record<string, unknown> = {}) {
+  const h = await startHarness({ dbPath: tempDbPath(), clock: new FakeClock(), processId: "p1", demoDelayMs: 0, lifecycle: { startup_sweep: false, ...lifecycle } });
+  harnesses.push(h);
+  return h;
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Waits on real time for a real process (the clock is fake; the child is not). */
+async function until<T>(check: () => T | Promise<T>, what: string, clock?: FakeClock): Promise<NonNullable<T>> {
+  for (let i = 0; i < 500; i++) {
+    const v = await check();
+    if (v) return v as NonNullable<T>;
+    await new Promise((r) => setTimeout(r, 10));
+    // The drain after an exit waits on the clock.
+    if (clock) await clock.advance(100);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function liveSession(h: Harness, viewer = new TestViewer("v")): Promise<{ rt: SessionRuntime; viewer: TestViewer }> {
+  const snap = await h.manager.create(ME, { cwd: work }, viewer);
+  return { rt: h.manager.parts.registry.get(snap.session_id)!, viewer };
+}
+
+const start = (h: Harness, rt: SessionRuntime, command: string) =>
+  h.manager.parts.processes.start(rt, { command, cwd: work, turnId: "turn_x", traceId: "t".repeat(32) }).then((p) => {
+    pids.push(p.pid);
+    return p;
+  });
+
+describe("background processes", () => {
+  it("are recorded with process.started, listed, paged, and end with process.exited (exit code, output tail)", async () => {
+    const h = await harness();
+    const { rt, viewer } = await liveSession(h);
+    const info = await start(h, rt, "printf 'a\\nb\\n'; sleep 0.2; echo c; exit 4");
+    expect(info).toMatchObject({ command: "printf 'a\\nb\\n'; sleep 0.2; echo c; exit 4", cwd: work, status: "running" });
+    expect(viewer.frames.find((f) => f.type === "process.started")!.payload).toMatchObject({ id: info.id, pid: info.pid, status: "running" });
+    expect((await h.manager.processList(ME, rt.id)).processes).toEqual([expect.objectContaining({ id: info.id, status: "running" })]);
+
+    const exited = await until(() => viewer.frames.find((f) => f.type === "process.exited"), "process.exited", h.clock);
+    expect(exited.payload).toMatchObject({ id: info.id, status: "exited", exit_code: 4, signal: null, output_tail: "a\nb\nc\n" });
+    // Durable: the record says so too.
+    expect((await h.store.processes.listProcesses(rt.id))[0]).toMatchObject({ status: "exited", exit_code: 4, output_tail: "a\nb\nc\n", owner: "p1" });
+    expect((await h.manager.processList(ME, rt.id)).processes[0]).toMatchObject({ status: "exited", exit_code: 4 });
+
+    const first = await h.manager.processOutput(ME, rt.id, info.id, { afterOffset: 0 });
+    expect(first).toMatchObject({ offset: 0, next_offset: 6, output: "a\nb\nc\n", dropped_bytes: 0, status: "exited" });
+    expect(await h.manager.processOutput(ME, rt.id, info.id, { afterOffset: 2 })).toMatchObject({ offset: 2, output: "b\nc\n" });
+    expect(await h.manager.processOutput(ME, rt.id, info.id, { tail: 2 })).toMatchObject({ offset: 4, output: "c\n" });
+    // Streamed to the viewer as transient process.output frames, in order.
+    const streamed = viewer.frames.filter((f) => f.type === "process.output").map((f) => f.payload.text).join("");
+    expect(streamed).toBe("a\nb\nc\n");
+  });
+
+  it("process.kill sends SIGTERM, then SIGKILL after the grace (FakeClock)", async () => {
+    const h = await harness();
+    const { rt } = await liveSession(h);
+    // Ignores SIGTERM: only the SIGKILL after the grace ends it.
+    const info = await start(h, rt, "trap '' TERM; echo ready; while true; do sleep 0.05; done");
+    await until(async () => (await h.manager.processOutput(ME, rt.id, info.id, { tail: 100 })).output.includes("ready"), "ready");
+    let answered = false;
+    const killing = h.manager.processKill(ME, rt.id, info.id).then((r) => ((answered = true), r));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(answered).toBe(false);
+    expect(alive(info.pid)).toBe(true);
+    await h.clock.advance(KILL_GRACE_MS);
+    const { process: killed } = await until(async () => (answered ? killing : null), "the kill", h.clock);
+    expect(killed).toMatchObject({ id: info.id, status: "killed", signal: "SIGKILL", exit_code: null });
+    expect(alive(info.pid)).toBe(false);
+    // Killing it again answers as it is.
+    expect((await h.manager.processKill(ME, rt.id, info.id)).process.status).toBe("killed");
+  });
+
+  it("unknown ids answer 4030; another principal's session 4007; a session not live here 4001", async () => {
+    const h = await harness();
+    const { rt, viewer } = await liveSession(h);
+    await expect(h.manager.processOutput(ME, rt.id, "proc_nope", {})).rejects.toMatchObject({ code: 4030 });
+    await expect(h.manager.processKill(ME, rt.id, "proc_nope")).rejects.toMatchObject({ code: 4030 });
+    await expect(h.manager.processList({ principal: "mallory" }, rt.id)).rejects.toMatchObject({ code: 4007 });
+    h.manager.detachViewer(viewer);
+    await h.clock.advance(21_000);
+    await settle();
+    expect(h.manager.parts.registry.get(rt.id)).toBeUndefined();
+    await expect(h.manager.processList(ME, rt.id)).rejects.toMatchObject({ code: 4001 });
+  });
+
+  it("a detached session with a running process is not reaped; closing it stops the process", async () => {
+    const h = await harness();
+    const { rt, viewer } = await liveSession(h);
+    const info = await start(h, rt, "sleep 30");
+    h.manager.detachViewer(viewer);
+    await h.clock.advance(60_000);
+    await settle();
+    expect(h.manager.parts.registry.get(rt.id)).toBe(rt);
+    expect(alive(info.pid)).toBe(true);
+
+    const closing = h.manager.close(ME, rt.id);
+    await until(() => !alive(info.pid), "the process to end", h.clock);
+    await closing;
+    expect((await h.store.processes.listProcesses(rt.id))[0]).toMatchObject({ status: "killed", signal: "SIGTERM" });
+    const events = await h.store.readEvents(rt.id, 0, 1000);
+    const types = events.map((e) => e.type);
+    expect(types.indexOf("process.exited")).toBeGreaterThan(types.indexOf("process.started"));
+    expect(types.indexOf("process.exited")).toBeLessThan(types.indexOf("session.closed"));
+  });
+
+  it("a record still running that no runtime here holds (its gateway died) is listed lost, and never signalled", async () => {
+    const h = await harness();
+    const { rt } = await liveSession(h);
+    const pid = 999_999;
+    await h.store.commit([
+      { op: "process.insert", row: { id: "proc_old", session_id: rt.id, command: "npm run dev", cwd: work, pid, status: "running", exit_code: null, signal: null, started_at: 1, ended_at: null, output_tail: "", owner: "p0" } },
+    ]);
+    expect((await h.manager.processList(ME, rt.id)).processes).toEqual([
+      { id: "proc_old", command: "npm run dev", cwd: work, pid, status: "lost", started_at: 1, output_tail: "" },
+    ]);
+    expect((await h.manager.processKill(ME, rt.id, "proc_old")).process.status).toBe("lost");
+  });
+});
