@@ -11,6 +11,7 @@ import { HelpDialog, SettingsDialog } from "./settings.js";
 import { Sidebar } from "./sidebar.js";
 import { ContextMeter, JumpToLatest, SuggestionChips } from "./chat-extras.js";
 import { ExchangeList } from "./transcript.js";
+import { ProcessPanel } from "./processes.js";
 
 function useController(ctl: AppController): void {
   const [, setTick] = useState(0);
@@ -317,6 +318,7 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
       </div>
       {away && model.running && <JumpToLatest onJump={jump} />}
       <Toasts ctl={ctl} />
+      {!ended && <ProcessPanel client={ctl.sdk} sessionId={model.sessionId} />}
       {ended ? (
         <div class="ended-bar" role="status">
           <span>{endedSentence(model.endReason)}</span>
