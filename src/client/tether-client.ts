@@ -181,6 +181,14 @@ export class TetherClient {
     return this.call(Method.RequestRespond, { session_id: sessionId, request_id: requestId, ...answer });
   }
 
+  /**
+   * `session.steer`: guidance for the session's running turn, joined before its next model call
+   * (`status: "steered"`); with no turn running it starts one (`started`/`queued`).
+   */
+  steer(sessionId: string, text: string): Promise<MethodMap[typeof Method.SessionSteer]["result"]> {
+    return this.call(Method.SessionSteer, { session_id: sessionId, text });
+  }
+
   /** `session.create`, and the new session's watermark set to its `latest_seq`. */
   async createSession(params?: MethodMap[typeof Method.SessionCreate]["params"]): Promise<Snapshot> {
     const snapshot = await this.call(Method.SessionCreate, params);
