@@ -4,12 +4,15 @@ import type { TetherClient } from "../client/index.js";
 import type { ChatRenderer } from "./chat-render.js";
 import type { ChatSession } from "./chat-session.js";
 import { formatSessionTable } from "./session-table.js";
+import { killProcess, listProcesses } from "./chat-processes.js";
 
 export const HELP = [
   "/new          start a new session",
   "/sessions     list sessions",
   "/resume ID    switch to session ID",
   "/todo         show the todo list",
+  "/ps           list the session's background processes",
+  "/kill ID      stop background process ID",
   "/help         this help",
   "/quit         exit (also Ctrl-C when idle, or Ctrl-D)",
   "Ctrl-C during a turn interrupts it; a second Ctrl-C exits.",
@@ -45,6 +48,15 @@ export async function runCommand(line: string, ctx: CommandContext): Promise<"qu
     }
     case "todo":
       await ctx.session.todo();
+      return undefined;
+    case "ps":
+      if (!ctx.session.sessionId) ctx.render.line("no session: /new or /resume ID");
+      else ctx.render.line(await listProcesses(ctx.client, ctx.session.sessionId));
+      return undefined;
+    case "kill":
+      if (!args[0]) ctx.render.line("usage: /kill ID (see /ps)");
+      else if (!ctx.session.sessionId) ctx.render.line("no session: /new or /resume ID");
+      else ctx.render.line(await killProcess(ctx.client, ctx.session.sessionId, args[0]));
       return undefined;
     default:
       ctx.render.line(`unknown command /${name ?? ""} — /help lists them`);

@@ -17,7 +17,7 @@ import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-ca
 import { createDefaultTools, ToolRuntime } from "../agent/tools/index.js";
 import { McpPool } from "../agent/tools/mcp/index.js";
 import { WorkspaceSource } from "../agent/tools/workspace/index.js";
-import { bridgeGlobals, DEFAULT_PROFILE, type Messaging, HttpRecords, ProfileRegistry, RetentionJob, SessionManager, type Profile, type SweepResult } from "../sessions/index.js";
+import { A2APeers, bridgeGlobals, DEFAULT_PROFILE, type Messaging, HttpRecords, ProfileRegistry, RetentionJob, SessionManager, type Profile, type SweepResult } from "../sessions/index.js";
 import { join } from "node:path";
 import type { Store } from "../store/types.js";
 import { createHttpServer } from "../gateway/http-server.js";
@@ -286,6 +286,7 @@ function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profil
     botOf: (name) => parts.current.config.profiles[name]?.bot,
     roomHopLimit: () => parts.current.config.messaging.room_hop_limit,
     outbox: () => parts.current.config.messaging,
+    remote: new A2APeers(() => parts.current.config.peers),
     ids: parts.ids,
     processId: parts.processId,
     logger: parts.logger,
@@ -322,7 +323,7 @@ function transports(
   const flow = { softBytes: config.limits.sendBufferSoftBytes, hardBytes: config.limits.sendBufferHardBytes };
   const app = config.wsOnly
     ? null
-    : createHttpApp({ profiles, auth, logger, clock, ids: parts.ids, config: config.http, models: listModels(catalog, config.models.require_confirmation), metrics: parts.metrics, flow, ready });
+    : createHttpApp({ profiles, auth, logger, clock, ids: parts.ids, config: config.http, models: listModels(catalog, config.models.require_confirmation), metrics: parts.metrics, flow, ready, version: VERSION });
   const server = attachTo ?? (app ? serveHttpApp(app) : createHttpServer({ ready, wsOnly: true }));
   const ws = attachWsEndpoint(server, {
     manager: profiles,

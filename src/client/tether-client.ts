@@ -41,6 +41,9 @@ export type CallArgs<M extends keyof MethodMap> = undefined extends MethodMap[M]
   ? [params?: MethodMap[M]["params"], options?: CallOptions]
   : [params: MethodMap[M]["params"], options?: CallOptions];
 
+/** Calls that bind a session to this connection (a viewer again). */
+const BINDING_METHODS: ReadonlySet<string> = new Set([Method.SessionResume, Method.SessionReopen, Method.SessionCreate]);
+
 /** Retries of a transient catch-up failure on one connection: capped backoff. */
 const CATCH_UP_RETRY = { initialMs: 250, maxMs: 5000, factor: 2, jitter: 0.2 };
 
@@ -65,6 +68,8 @@ export class TetherClient {
   private readonly seeds = new Map<string, number>();
   private readonly statusListeners: Listeners<ClientStatus>;
   private readonly globalListeners: Listeners<Frame>;
+  /** Sessions bound to this client again (a resume, reopen or create answered): pollers clear their latch. */
+  private readonly rebindListeners: Listeners<string>;
   private readonly heartbeat: Heartbeat;
   private readonly catchUpDeps: CatchUpDeps;
 
@@ -72,6 +77,7 @@ export class TetherClient {
     this.opts = resolveOptions(options);
     this.statusListeners = new Listeners(this.opts.onHandlerError);
     this.globalListeners = new Listeners(this.opts.onHandlerError);
+    this.rebindListeners = new Listeners(this.opts.onHandlerError);
     this.heartbeat = new Heartbeat({
       intervalMs: this.opts.pingIntervalMs,
       timeoutMs: this.opts.pingTimeoutMs,
@@ -134,6 +140,16 @@ export class TetherClient {
   /** Global frames (`session_id: ""`): `gateway.ready`, `session.reclaimed`, … */
   onGlobal(listener: (frame: Frame) => void): () => void {
     return this.globalListeners.add(listener);
+  }
+
+  /**
+   * A session was bound to this client (again): `session.resume`, `session.reopen` or
+   * `session.create` answered for it — an explicit call or a reconnect's catch-up. Gets the id the
+   * answer is for, and the asked id too when they differ (a live tip). What ProcessPoller's latch
+   * listens to.
+   */
+  onRebind(listener: (sessionId: string) => void): () => void {
+    return this.rebindListeners.add(listener);
   }
 
   /**
@@ -256,7 +272,16 @@ export class TetherClient {
     if (!this.conn && this.connecting) await this.connecting;
     const conn = this.conn;
     if (!conn) throw new ConnectionError("not connected", { retryable: !this.userClosed });
-    return conn.rpc.request(method, params, timeoutMs);
+    const result = await conn.rpc.request(method, params, timeoutMs);
+    if (BINDING_METHODS.has(method)) this.announceRebind(params, result);
+    return result;
+  }
+
+  private announceRebind(params: unknown, result: unknown): void {
+    const bound = (result as { session_id?: unknown } | null)?.session_id;
+    const asked = (params as { session_id?: unknown } | null | undefined)?.session_id;
+    if (typeof bound === "string") this.rebindListeners.emit(bound);
+    if (typeof asked === "string" && asked !== bound) this.rebindListeners.emit(asked);
   }
 
   private ensureConnected(): Promise<void> {

@@ -81,6 +81,20 @@ export const MessagingSchema = z.object({
 export type MessagingConfig = z.infer<typeof MessagingSchema>;
 
 /**
+ * A peer gateway whose bots `message_agent` reaches as `bot@NAME`, over A2A: `url` is its base URL
+ * (bot NAME's Agent Card is `{url}/a2a/bots/NAME/.well-known/agent-card.json`), `api_key` the key
+ * this gateway presents there. `agent_card_url` instead names one A2A agent that is not a Tether
+ * gateway (every `x@NAME` goes to it).
+ */
+export const PeerSchema = z.object({
+  url: z.string().url(),
+  api_key: z.string().optional(),
+  agent_card_url: z.string().url().optional(),
+});
+
+export type PeerConfig = z.infer<typeof PeerSchema>;
+
+/**
  * The model `/review`'s reviewer runs on. Empty = the session's own. `provider` (+ `model`) picks a
  * configured provider; `base_url` (+ `api_key`, `model`) an endpoint of its own, routed as the
  * provider `review`.
@@ -245,6 +259,8 @@ export const ConfigSchema = z.object({
   review: ReviewSchema.prefault({}),
   retry: RetrySchema.prefault({}),
   messaging: MessagingSchema.prefault({}),
+  /** Peer gateways (A2A) by name: `message_agent { to: "bot@NAME" }`. */
+  peers: z.record(NAME, PeerSchema).default({}),
   /** More API keys, each naming its principal: key → principal. */
   auth: z.object({ keys: z.record(z.string().min(1), z.string().min(1)).default({}) }).prefault({}),
   http: HttpSchema.prefault({}),

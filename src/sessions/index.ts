@@ -15,3 +15,4 @@ export { bridgeGlobals } from "./cluster/bus-bridge.js";
 export { EXPORT_FORMATS, isExportFormat, type ExportFormat, type ExportedTranscript } from "./views/session-export.js";
 export { RetentionJob, type SweepResult } from "./lifecycle/retention.js";
 export type { Messaging } from "./messaging/messaging.js";
+export { A2APeers } from "./messaging/a2a-peers.js";

@@ -9,6 +9,7 @@ import type { SessionModel } from "./model.js";
 import { ModelMenu } from "./model-menu.js";
 import { Sidebar } from "./sidebar.js";
 import { ExchangeList } from "./transcript.js";
+import { ProcessPanel } from "./processes.js";
 
 function useController(ctl: AppController): void {
   const [, setTick] = useState(0);
@@ -279,6 +280,7 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
         </div>
       </div>
       <Toasts ctl={ctl} />
+      {!ended && <ProcessPanel client={ctl.sdk} sessionId={model.sessionId} />}
       {ended ? (
         <div class="ended-bar" role="status">
           <span>{endedSentence(model.endReason)}</span>

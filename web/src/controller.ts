@@ -90,6 +90,10 @@ export class AppController {
   private cutCandidates = new Set<string>();
   private kept = new Map<string, string>();
   private client: TetherClient | undefined;
+  /** The tab's SDK client, for panels that make their own calls (processes.tsx). */
+  get sdk(): TetherClient | undefined {
+    return this.client;
+  }
   private unsubscribe: (() => void) | undefined;
   private listeners = new Set<Listener>();
   private scheduled = false;

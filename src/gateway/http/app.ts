@@ -25,6 +25,7 @@ import { ResponsesApi } from "./openai-responses.js";
 import { RunsApi } from "./runs-api.js";
 import { mountSessions } from "./sessions-api.js";
 import { mountWebClient } from "./web-client.js";
+import { mountA2A, mountA2ACards } from "./a2a.js";
 
 export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   // A key is one principal whichever profile it addresses: its turns count in every profile.
@@ -79,6 +80,9 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   });
   // The web client (web/dist) at `/`: static, before auth (the key is typed into the page).
   mountWebClient(app);
+  // Agent Cards are public, as A2A discovery expects; the JSON-RPC endpoints are behind auth.
+  const a2a = { profiles: deps.profiles, logger: deps.logger, version: deps.version ?? "0.0.0" };
+  mountA2ACards(app, a2a);
 
   app.use("*", corsGuard(deps.config.cors_origins));
   app.use("*", async (c, next) => {
@@ -113,6 +117,7 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   new ResponsesApi(api).mount(app);
   new RunsApi(api).mount(app);
   mountSessions(app, api);
+  mountA2A(app, a2a);
   return app;
 }
 

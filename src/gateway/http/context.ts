@@ -37,6 +37,8 @@ export interface HttpApiDeps {
   flow?: FlowLimits;
   /** True when the store answers and migrations ran. */
   ready: () => Promise<boolean>;
+  /** The gateway's version (Agent Cards). */
+  version?: string;
 }
 
 /**

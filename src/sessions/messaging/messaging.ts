@@ -9,7 +9,7 @@ import { Outbox, type RemoteAgents } from "./outbox.js";
 import type { Caller } from "../core/types.js";
 import { requireBot, type BotEntry, type Directory } from "./directory.js";
 import { Rooms } from "./rooms.js";
-import { knownId } from "./session-work.js";
+import { knownId, type Answer } from "./session-work.js";
 
 export interface MessagingDeps {
   directory: Directory;
@@ -54,6 +54,34 @@ export class Messaging {
   /** Every bot of this gateway. */
   bots(): BotEntry[] {
     return this.deps.directory.entries().filter((e) => e.bot);
+  }
+
+  /** The bot named `name` (bot or profile name), if this gateway has it. */
+  bot(name: string): BotEntry | undefined {
+    return this.bots().find((b) => b.name === name || b.profile === name);
+  }
+
+  /**
+   * A message from another agent (an A2A `message/send` from a peer gateway or any A2A client) to
+   * the bot `name`: one turn of the bot's inbox session for that sender, created once with
+   * `follow_profile_config`; resolves with its answer. `messageId` is the turn's request id, so a
+   * sender retrying the same message (an envelope id) gets the same turn's answer, never a second turn.
+   */
+  async answer(caller: Caller, name: string, from: string, text: string, messageId: string): Promise<Answer> {
+    const bot = requireBot(this.deps.directory, name, "bot");
+    const wing = await this.deps.directory.wing(bot.profile);
+    const inbox = knownId("ses_agent", caller.principal, `a2a:${from}`, bot.profile);
+    await wing.ensure(caller, inbox, {
+      hidden: true,
+      follow_profile_config: true,
+      title: `${from} → ${bot.name} (A2A)`,
+      metadata: { agent_inbox: { from, via: "a2a" } },
+    });
+    return wing.with(caller, inbox, async (rt) => {
+      const turnId = await wing.submitOnce(rt, `[Message from the agent ${from} (A2A message ${messageId}); your answer is sent back to it.]\n${text}`, `a2a:${messageId}`);
+      await wing.settled(rt);
+      return (await wing.turnAnswer(rt.id, turnId)) ?? { ok: false, text: "(no answer: the turn has not ended)" };
+    });
   }
 
   /**

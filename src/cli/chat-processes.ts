@@ -1,0 +1,24 @@
+/** `tether chat`'s `/ps` and `/kill ID`: the session's background processes (workspace terminal). */
+import { Method, type ProcessInfo } from "../protocol/index.js";
+import type { TetherClient } from "../client/index.js";
+
+/** One line per process: id, status (exit code or signal once ended), pid, command, last output line. */
+export function formatProcesses(processes: ProcessInfo[]): string {
+  if (processes.length === 0) return "no background processes in this session";
+  return processes
+    .map((p) => {
+      const end = p.status === "exited" ? ` (exit ${p.exit_code})` : p.status === "killed" && p.signal ? ` (${p.signal})` : "";
+      const last = p.output_tail.trimEnd().split("\n").at(-1) ?? "";
+      return `${p.id}  ${p.status}${end}  pid ${p.pid}  ${p.command}${last ? `\n    … ${last.slice(0, 200)}` : ""}`;
+    })
+    .join("\n");
+}
+
+export async function listProcesses(client: TetherClient, sessionId: string): Promise<string> {
+  return formatProcesses((await client.call(Method.ProcessList, { session_id: sessionId })).processes);
+}
+
+export async function killProcess(client: TetherClient, sessionId: string, id: string): Promise<string> {
+  const { process: p } = await client.call(Method.ProcessKill, { session_id: sessionId, id });
+  return p.status === "lost" ? `${p.id} is lost (its gateway died): its exit is unknown, nothing was signalled` : `${p.id} ${p.status}`;
+}

@@ -1,0 +1,55 @@
+/**
+ * Background processes in the web client, with Debian's Chromium against a real gateway: a
+ * session whose model started a background process shows it above the composer (command,
+ * running, pid), its output on demand, and Stop ends it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, realpathSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startTestServer, type TestServer } from "../support/start-server.js";
+import { RpcSocket } from "../support/rpc-socket.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, openApp, screenshot, type Browser } from "./browser.js";
+
+const work = realpathSync(mkdtempSync(join(tmpdir(), "tether-web-proc-")));
+
+describe.skipIf(!chromiumAvailable)("web client: background processes", () => {
+  let srv: TestServer;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    await ensureWebBuilt();
+    srv = await startTestServer({ demoDelayMs: 0, config: { tools: { workspace: true, policy: { terminal: "auto" } } } as never });
+    browser = await launchBrowser();
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await srv?.close();
+  });
+
+  it("lists the session's running process with its output, and Stop ends it", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const { session_id } = await sock.call("session.create", { cwd: work, title: "dev server" });
+    await sock.call("prompt.submit", { session_id, text: `call: terminal {"command": "echo web-output; sleep 60", "background": true}` });
+    const started = await sock.waitForEvent(session_id, (f) => f.type === "process.started", 20_000);
+    await sock.waitForEvent(session_id, (f) => f.type === "turn.complete", 20_000);
+
+    const page = await browser.page();
+    await openApp(page, `${srv.url}/#/s/${encodeURIComponent(session_id)}`);
+    const row = page.locator(`.process[data-process-id="${started.payload.id}"]`);
+    await row.waitFor({ timeout: 20_000 });
+    expect(await row.getAttribute("data-status")).toBe("running");
+    expect(await row.locator(".process-command").innerText()).toBe("echo web-output; sleep 60");
+    expect(await row.locator(".process-status").innerText()).toBe(`running · pid ${started.payload.pid}`);
+
+    await row.getByRole("button", { name: "Output" }).click();
+    await row.locator(".process-output").getByText("web-output").waitFor({ timeout: 10_000 });
+    await screenshot(page, "13-processes-desktop");
+
+    await row.getByRole("button", { name: "Stop" }).click();
+    await page.locator(`.process[data-process-id="${started.payload.id}"][data-status="killed"]`).waitFor({ timeout: 10_000 });
+    expect((await sock.call("process.list", { session_id })).processes[0].status).toBe("killed");
+    sock.close();
+  });
+});
