@@ -5,7 +5,7 @@
  * bench/.last-results.json.
  *
  *   npm run bench                      # everything (~2 minutes on 2 cores)
- *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | startup | retention | tracing | agents | crash, comma-separated
+ *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | startup | retention | tracing | agents | crash | overhead | concurrency, comma-separated
  *   npm run bench -- --quick           # smaller sizes, for working on the harness itself
  *   npm run bench -- --scale           # scale-out: PostgreSQL + Redis, 1 vs 2 nodes (bench/scale.ts)
  *
@@ -26,6 +26,8 @@ import type { StartupResult } from "./startup.js";
 import type { RetentionBenchResult } from "./retention.js";
 import type { TracingBenchResult } from "./tracing.js";
 import type { CrashResult } from "./crash.js";
+import type { OverheadResult } from "./overhead.js";
+import type { ConcurrencyResult } from "./concurrency.js";
 import type { AgentHopResult } from "./agent-hop.js";
 import { fmtInt, fmtMs, fmtRatio, median, progress } from "./stats.js";
 import { build } from "../scripts/build.mjs";
@@ -60,6 +62,8 @@ const SIZES = quick
       retention: { pairs: 1, sessions: 100, rows: 500, deltas: 1000 },
       tracing: { turnsPerBlock: 50, blocks: 2 },
       crash: { kills: 5 },
+      overhead: { rounds: 40, chunks: 200, warmup: 5 },
+      concurrency: { sessions: [50, 100], deltas: 100 },
       agents: { hops: 20, warmup: 3 },
     }
   : {
@@ -91,6 +95,10 @@ const SIZES = quick
       tracing: { turnsPerBlock: 400, blocks: 6 },
       // 20 SIGKILLs, each at a random moment of a streaming turn, with a restart after each.
       crash: { kills: 20 },
+      // 300 rounds of three calls each: enough samples for a p99 that is not one outlier.
+      overhead: { rounds: 300, chunks: 200, warmup: 30 },
+      // 300 deltas at 50 tokens/s: a 6 s paced turn per session, all sessions at once.
+      concurrency: { sessions: [250, 500, 1000], deltas: 300 },
       agents: { hops: 200, warmup: 20 },
     };
 
@@ -368,6 +376,60 @@ async function runCrash(): Promise<void> {
   });
 }
 
+async function runOverhead(): Promise<void> {
+  const { benchOverhead } = await import("./overhead.js");
+  const r: OverheadResult = await benchOverhead(SIZES.overhead);
+  results.overhead = r;
+  for (const [label, v] of [["/v1/chat/completions", r.chat], ["WS prompt.submit", r.ws]] as const) {
+    const add50 = v.ttft.p50 - r.direct.ttft.p50;
+    const add99 = v.ttft.p99 - r.direct.ttft.p99;
+    const ok = add50 <= 1 && add99 <= 3;
+    rows.push({
+      name: `overhead: added TTFT p50 / p99 via ${label} (${r.chunks} chunks, ${r.rounds} alternating rounds)`,
+      value: `${fmtMs(add50)} / ${fmtMs(add99)}`,
+      baseline: `${fmtMs(r.direct.ttft.p50)} / ${fmtMs(r.direct.ttft.p99)}`,
+      ratio: `${fmtRatio(v.ttft.p50 / r.direct.ttft.p50)} (lower is better)`,
+      target: "≤ 1 ms / ≤ 3 ms",
+      ok: ok ? "yes" : "NO",
+      verdict:
+        `overhead via ${label}: first token p50 ${fmtMs(v.ttft.p50)} / p99 ${fmtMs(v.ttft.p99)} vs ${fmtMs(r.direct.ttft.p50)} / ` +
+        `${fmtMs(r.direct.ttft.p99)} asking the upstream directly (added ${fmtMs(add50)} / ${fmtMs(add99)}) — ${ok ? "meets" : "MISSES"} ` +
+        `≤ 1 ms / ≤ 3 ms; last token p50 ${fmtMs(v.ttlt.p50)} / p99 ${fmtMs(v.ttlt.p99)} vs ${fmtMs(r.direct.ttlt.p50)} / ${fmtMs(r.direct.ttlt.p99)}.`,
+    });
+  }
+}
+
+async function runConcurrency(): Promise<void> {
+  const { benchConcurrency } = await import("./concurrency.js");
+  const r: ConcurrencyResult = await benchConcurrency(SIZES.concurrency);
+  results.concurrency = r;
+  for (const x of r.rows) {
+    const slow = x.wallMs / x.pacedMs;
+    const ok = x.p99Ms <= 50 && slow <= 1.1 && x.cpuUsPerDelta <= 15;
+    rows.push({
+      name: `concurrency: ${fmtInt(x.sessions)} sessions × 1 viewer, 50 tokens/s — delta p50 / p99, wall / paced, CPU per delta`,
+      value: `${fmtMs(x.p50Ms)} / ${fmtMs(x.p99Ms)}`,
+      baseline: `${(x.pacedMs / 1000).toFixed(1)} s paced`,
+      ratio: `${fmtRatio(slow)} wall`,
+      target: "p99 ≤ 50 ms, ≤ 1.1×, ≤ 15 µs",
+      ok: ok ? "yes" : "NO",
+      verdict:
+        `concurrency ${fmtInt(x.sessions)}: ${fmtInt(x.deltas)} deltas, latency p50 ${fmtMs(x.p50Ms)} / p99 ${fmtMs(x.p99Ms)}, the round took ` +
+        `${(x.wallMs / 1000).toFixed(1)} s vs ${(x.pacedMs / 1000).toFixed(1)} s paced (${fmtRatio(slow)}×), gateway CPU ` +
+        `${x.cpuUsPerDelta.toFixed(1)} µs per delivered delta — ${ok ? "meets" : "MISSES"} p99 ≤ 50 ms, ≤ 1.1×, ≤ 15 µs.`,
+    });
+  }
+  rows.push({
+    name: "concurrency: largest N tried that holds delta p99 ≤ 50 ms",
+    value: fmtInt(r.largestHolding),
+    baseline: "—",
+    ratio: "—",
+    target: "1,000",
+    ok: r.largestHolding >= 1000 ? "yes" : "NO",
+    verdict: "",
+  });
+}
+
 async function runAgents(): Promise<void> {
   const { benchAgentHop } = await import("./agent-hop.js");
   const r: AgentHopResult = await benchAgentHop(SIZES.agents);
@@ -450,6 +512,8 @@ const RUNNERS = [
   ["retention", runRetention],
   ["tracing", runTracing],
   ["crash", runCrash],
+  ["overhead", runOverhead],
+  ["concurrency", runConcurrency],
   ["agents", runAgents],
 ] as const;
 

@@ -71,6 +71,9 @@ export const SessionUpdateParams = z.object({
   profile,
 });
 
+/** `prompt.cancel`: a queued prompt is dropped (a running one is interrupted). */
+export const PromptCancelParams = z.object({ session_id: sessionId, profile, turn_id: z.string().min(1).max(200) });
+
 export const PromptSubmitParams = z.object({
   session_id: sessionId,
   profile,
@@ -170,6 +173,7 @@ export const METHOD_PARAMS = {
   [Method.SessionDetach]: SessionIdParams,
   [Method.SessionUpdate]: SessionUpdateParams,
   [Method.SessionDelete]: SessionIdParams,
+  [Method.PromptCancel]: PromptCancelParams,
   [Method.SessionInterrupt]: SessionIdParams,
   [Method.PromptSubmit]: PromptSubmitParams,
   [Method.SessionSteer]: SessionSteerParams,
