@@ -301,6 +301,7 @@ function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profil
     roomHopLimit: () => parts.current.config.messaging.room_hop_limit,
     outbox: () => parts.current.config.messaging,
     remote: new A2APeers(() => parts.current.config.peers),
+    bus: parts.bus,
     ids: parts.ids,
     processId: parts.processId,
     logger: parts.logger,

@@ -14,6 +14,7 @@ import type { Clock } from "../lib/clock.js";
 import type { Logger } from "../lib/logger.js";
 import { randomIds, type IdGenerator } from "../lib/ids.js";
 import type { RemoteAgents } from "./messaging/outbox.js";
+import type { Bus } from "../events/bus/index.js";
 import type { Caller, GlobalListener } from "./core/types.js";
 import type { Viewer } from "./core/viewer.js";
 import type { HttpRecords } from "./http-records.js";
@@ -51,6 +52,8 @@ export interface ProfileRegistryDeps {
   processId?: string;
   /** Bots of peer gateways (A2A, config `peers`). */
   remote?: RemoteAgents;
+  /** Scale-out: the outbox's wakes between nodes. */
+  bus?: Bus;
 }
 
 export const PROFILE_OPEN_TIMEOUT_MS = 10_000;
@@ -73,6 +76,7 @@ export class ProfileRegistry {
       processId: deps.processId ?? `proc-${deps.defaultProfile.sessions.epoch}`,
       outbox: deps.outbox ?? (() => ({ poll_s: 30, push: true })),
       ...(deps.remote ? { remote: deps.remote } : {}),
+      ...(deps.bus ? { bus: deps.bus } : {}),
     });
   }
 

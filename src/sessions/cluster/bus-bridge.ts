@@ -38,6 +38,8 @@ export function bridgeGlobals(source: GlobalFrameSource, bus: Bus): () => void {
     } catch {
       return;
     }
+    // Not a frame (another room's message on the bus, such as an outbox wake): not for clients.
+    if (!frame || typeof frame.type !== "string") return;
     relaying = true;
     try {
       source.relayGlobal(frame, wire, principal);

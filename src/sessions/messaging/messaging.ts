@@ -5,6 +5,7 @@
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
+import type { Bus } from "../../events/bus/index.js";
 import { Outbox, type RemoteAgents } from "./outbox.js";
 import type { Caller } from "../core/types.js";
 import { requireBot, type BotEntry, type Directory } from "./directory.js";
@@ -23,6 +24,8 @@ export interface MessagingDeps {
   outbox: () => { poll_s: number; push: boolean };
   /** Bots of peer gateways (A2A). */
   remote?: RemoteAgents;
+  /** Scale-out: outbox wakes between nodes. */
+  bus?: Bus;
 }
 
 export class Messaging {
@@ -39,6 +42,7 @@ export class Messaging {
       processId: deps.processId,
       settings: deps.outbox,
       ...(deps.remote ? { remote: deps.remote } : {}),
+      ...(deps.bus ? { bus: deps.bus } : {}),
     });
   }
 

@@ -15,6 +15,7 @@
  */
 import { DisplayKind, ErrorCode, TetherError, type AgentReplyMetadata, type EnvelopeSummary } from "../../protocol/index.js";
 import type { Clock, TimerHandle } from "../../lib/clock.js";
+import type { Bus } from "../../events/bus/index.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
 import { AlreadyDeliveredError, EnvelopeClaimLostError, type EnvelopeRow, type EnvelopeStore, type WriteOp } from "../../store/types.js";
@@ -47,7 +48,12 @@ export interface OutboxDeps {
   /** `messaging.poll_s` and `messaging.push`, as configured now. */
   settings: () => { poll_s: number; push: boolean };
   remote?: RemoteAgents;
+  /** Scale-out: wakes reach the other nodes too (a step blocked by a session live elsewhere is taken there). */
+  bus?: Bus;
 }
+
+/** The global bus message that wakes every node's outbox for one envelope. */
+const WAKE_KEY = "outbox_wake";
 
 /** What the tool writes with its result, and what it does once that is committed. */
 export interface PreparedEnvelope {
@@ -61,6 +67,7 @@ export class Outbox {
   private readonly working = new Map<string, { again: boolean }>();
   private readonly retries = new Map<string, TimerHandle>();
   private poll: TimerHandle | undefined;
+  private unsubscribe: (() => void) | undefined;
   private stopped = false;
 
   constructor(private readonly deps: OutboxDeps) {}
@@ -119,6 +126,23 @@ export class Outbox {
   wake(profile: string, id: string): void {
     if (this.stopped || !this.deps.settings().push) return;
     void this.process(profile, id);
+    this.wakeOthers(profile, id);
+  }
+
+  /** Other nodes race for the claim too: whichever can take the next step (a session live there) does. */
+  private wakeOthers(profile: string, id: string): void {
+    const bus = this.deps.bus;
+    if (bus && bus.kind !== "local" && this.deps.settings().push) bus.publishGlobal(JSON.stringify({ [WAKE_KEY]: { profile, id } }));
+  }
+
+  private onGlobal(text: string): void {
+    if (this.stopped || !text.startsWith(`{"${WAKE_KEY}"`)) return;
+    try {
+      const { profile, id } = (JSON.parse(text) as Record<string, { profile: string; id: string }>)[WAKE_KEY]!;
+      if (typeof profile === "string" && typeof id === "string") void this.process(profile, id);
+    } catch {
+      // not ours
+    }
   }
 
   /** `agent.outbox`: the envelopes sent from the caller's session and its compression lineage. */
@@ -132,6 +156,8 @@ export class Outbox {
 
   /** Starts the backstop poll: at once (what a previous process left), then every `poll_s`. */
   start(): void {
+    const bus = this.deps.bus;
+    if (bus && bus.kind !== "local") this.unsubscribe = bus.subscribeGlobal((text) => this.onGlobal(text));
     const tick = () => {
       if (this.stopped) return;
       void this.sweep()
@@ -145,6 +171,7 @@ export class Outbox {
 
   stop(): void {
     this.stopped = true;
+    this.unsubscribe?.();
     this.poll?.cancel();
     for (const t of this.retries.values()) t.cancel();
     this.retries.clear();
@@ -205,6 +232,8 @@ export class Outbox {
       this.deps.logger.warn({ err, envelope_id: id, status: e.status, attempt: e.attempts + 1, retry_in_ms: delay }, "outbox step failed; retrying");
       await store.releaseEnvelope(id, owner, this.deps.clock.now() + delay, message).catch(() => undefined);
       this.retryLater(wing.profile, id, delay);
+      // A session this step needs is live on another node: that node can take the step now.
+      if (err instanceof TetherError && err.code === ErrorCode.Busy) this.wakeOthers(wing.profile, id);
     }
   }
 
