@@ -212,6 +212,14 @@ export class TetherClient {
   }
 
   /**
+   * `session.steer`: guidance for the session's running turn, joined before its next model call
+   * (`status: "steered"`); with no turn running it starts one (`started`/`queued`).
+   */
+  steer(sessionId: string, text: string): Promise<MethodMap[typeof Method.SessionSteer]["result"]> {
+    return this.call(Method.SessionSteer, { session_id: sessionId, text });
+  }
+
+  /**
    * Runs `handler` for every call of the client tool `name` in the sessions this client subscribes
    * to (declare the tool with `session.create { client_tools }` or `session.update`): its result is
    * the call's output, an error it throws the call's error. Calls still open in a Snapshot
