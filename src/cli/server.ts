@@ -14,6 +14,7 @@ import { openStore } from "../store/index.js";
 import { GroupCommitter, newEpoch, RingBudget } from "../events/index.js";
 import { openBus, type Bus } from "../events/bus/index.js";
 import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-catalog.js";
+import { compressionThreshold } from "../agent/compression/context.js";
 import { createDefaultTools, ToolRuntime } from "../agent/tools/index.js";
 import { McpPool } from "../agent/tools/mcp/index.js";
 import { WorkspaceSource } from "../agent/tools/workspace/index.js";
@@ -85,7 +86,11 @@ export interface ServerDeps {
 }
 
 /** The models the OpenAI-compatible API offers: every routable model, the default first. */
-export function listModels(catalog: ProviderCatalog, requireConfirmation: readonly string[] = []): ModelInfo[] {
+export function listModels(
+  catalog: ProviderCatalog,
+  requireConfirmation: readonly string[] = [],
+  compression?: TetherConfig["compression"],
+): ModelInfo[] {
   const models: ModelInfo[] = [{ id: catalog.defaultModel, provider: catalog.defaultProvider }];
   for (const entry of catalog.list()) {
     const names = entry.models.length > 0 ? entry.models : [entry.defaultModel];
@@ -93,6 +98,15 @@ export function listModels(catalog: ProviderCatalog, requireConfirmation: readon
   }
   // Marked so a client can show a lock before asking (config.set still answers confirm_required).
   for (const m of models) if (requireConfirmation.includes(m.id) || requireConfirmation.includes(`${m.provider}/${m.id}`)) m.requires_confirmation = true;
+  // What a client's context meter needs: the window, and where compression starts (finite ones only).
+  if (compression) {
+    for (const m of models) {
+      const length = catalog.get(m.provider)?.contextLength ?? compression.default_context_length;
+      if (Number.isFinite(length)) m.context_length = length;
+      const at = compression.enabled ? compressionThreshold(compression, length) : Number.POSITIVE_INFINITY;
+      if (Number.isFinite(at)) m.compress_at_tokens = at;
+    }
+  }
   return models;
 }
 
@@ -323,7 +337,19 @@ function transports(
   const flow = { softBytes: config.limits.sendBufferSoftBytes, hardBytes: config.limits.sendBufferHardBytes };
   const app = config.wsOnly
     ? null
-    : createHttpApp({ profiles, auth, logger, clock, ids: parts.ids, config: config.http, models: listModels(catalog, config.models.require_confirmation), metrics: parts.metrics, flow, ready, version: VERSION });
+    : createHttpApp({
+        profiles,
+        auth,
+        logger,
+        clock,
+        ids: parts.ids,
+        config: config.http,
+        models: listModels(catalog, config.models.require_confirmation, config.compression),
+        metrics: parts.metrics,
+        flow,
+        ready,
+        version: VERSION,
+      });
   const server = attachTo ?? (app ? serveHttpApp(app) : createHttpServer({ ready, wsOnly: true }));
   const ws = attachWsEndpoint(server, {
     manager: profiles,

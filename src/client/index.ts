@@ -14,9 +14,13 @@ export type { ClientStatus, ClientStatusState } from "./status.js";
 export type { FrameHandler, SubscribeOptions } from "./session-stream.js";
 export { RpcError, ConnectionError, TimeoutError } from "./errors.js";
 export { OpenRequests } from "./open-requests.js";
+export { TetherRuns, RunsError, type TetherRunsOptions } from "./runs.js";
+export type { ToolCallHandler, ToolCallInfo } from "./tool-calls.js";
 export { ProcessPoller, type PollingClient, type PollState, type PollTimer, type ProcessListener, type ProcessPollerOptions } from "./process-poller.js";
 export { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "./backoff.js";
 export type { WebSocketConstructor, WebSocketLike } from "./websocket-like.js";
 // The wire vocabulary, so an app needs one import.
 export { Method, EventType, ErrorCode } from "../protocol/index.js";
-export type { Frame, MethodMap, Snapshot, MessageSnapshot, SinceResult, SessionSummary, TodoItem, OpenRequest, ProcessInfo, ProcessOutputPage } from "../protocol/index.js";
+export type { RunObject, RunCreated, RunCreateParams, RunStatus, RunStreamEvent, SteerResult } from "../protocol/index.js";
+export { RunEventType } from "../protocol/index.js";
+export type { Frame, MethodMap, Snapshot, MessageSnapshot, SinceResult, SessionSummary, TodoItem, OpenRequest, ProcessInfo, ProcessOutputPage, ClientToolSpec } from "../protocol/index.js";

@@ -49,6 +49,8 @@ export class SessionStream {
     public sessionId: string,
     watermark: number | undefined,
     private readonly onHandlerError: (err: unknown) => void,
+    /** Sees every frame applied, before the subscribers (the client's tool-call handlers). */
+    private readonly tap?: FrameHandler,
   ) {
     this.watermark = watermark;
   }
@@ -176,6 +178,7 @@ export class SessionStream {
     } else if (frame.type === EventType.MessageComplete) {
       this.streaming?.delete((frame.payload as { message_id: string }).message_id);
     }
+    if (this.tap) this.safely(() => this.tap!(frame));
     for (const sub of [...this.subscribers]) {
       if (skip?.(sub, frame)) continue;
       this.safely(() => sub.handler(frame));

@@ -30,6 +30,7 @@ import { Listeners } from "./listeners.js";
 import { resolveOptions, type ResolvedOptions, type TetherClientOptions } from "./options.js";
 import { SessionStream, type FrameHandler, type SubscribeOptions } from "./session-stream.js";
 import type { ClientStatus } from "./status.js";
+import { ToolCalls, type ToolCallHandler } from "./tool-calls.js";
 
 export interface CallOptions {
   /** Reject with TimeoutError when no answer comes in time. @default no bound */
@@ -72,6 +73,7 @@ export class TetherClient {
   private readonly rebindListeners: Listeners<string>;
   private readonly heartbeat: Heartbeat;
   private readonly catchUpDeps: CatchUpDeps;
+  private readonly toolCalls: ToolCalls;
 
   constructor(options: TetherClientOptions) {
     this.opts = resolveOptions(options);
@@ -83,6 +85,18 @@ export class TetherClient {
       timeoutMs: this.opts.pingTimeoutMs,
       ping: (timeoutMs) => this.call(Method.Ping, undefined, { timeoutMs }),
       onDead: (reason) => this.conn?.abandon(reason),
+    });
+    this.toolCalls = new ToolCalls({
+      respond: (sessionId, requestId, answer) => this.respond(sessionId, requestId, answer),
+      connected: () =>
+        new Promise<void>((resolve) => {
+          const off = this.onStatus((s) => {
+            if (s.state !== "connected" && s.state !== "closed") return;
+            off();
+            resolve();
+          });
+        }),
+      onHandlerError: this.opts.onHandlerError,
     });
     this.catchUpDeps = {
       call: (method, params) => this.request(method, params, this.opts.catchUpTimeoutMs) as never,
@@ -197,6 +211,24 @@ export class TetherClient {
     return this.call(Method.RequestRespond, { session_id: sessionId, request_id: requestId, ...answer });
   }
 
+  /**
+   * `session.steer`: guidance for the session's running turn, joined before its next model call
+   * (`status: "steered"`); with no turn running it starts one (`started`/`queued`).
+   */
+  steer(sessionId: string, text: string): Promise<MethodMap[typeof Method.SessionSteer]["result"]> {
+    return this.call(Method.SessionSteer, { session_id: sessionId, text });
+  }
+
+  /**
+   * Runs `handler` for every call of the client tool `name` in the sessions this client subscribes
+   * to (declare the tool with `session.create { client_tools }` or `session.update`): its result is
+   * the call's output, an error it throws the call's error. Calls still open in a Snapshot
+   * (`createSession`/`resumeSession`, e.g. after a gateway restart) run too; each call runs once.
+   */
+  onToolCall(name: string, handler: ToolCallHandler): () => void {
+    return this.toolCalls.on(name, handler);
+  }
+
   /** `session.create`, and the new session's watermark set to its `latest_seq`. */
   async createSession(params?: MethodMap[typeof Method.SessionCreate]["params"]): Promise<Snapshot> {
     const snapshot = await this.call(Method.SessionCreate, params);
@@ -216,6 +248,7 @@ export class TetherClient {
     if (stream) {
       const outcome = await catchUp(stream, this.catchUpDeps, "resume", afterSeq);
       if (outcome.error !== undefined) throw outcome.error;
+      this.toolCalls.open(outcome.snapshot!.session_id, outcome.snapshot!.open_requests);
       return outcome.snapshot!;
     }
     const snapshot = await this.call(
@@ -223,6 +256,7 @@ export class TetherClient {
       afterSeq === undefined ? { session_id: sessionId } : { session_id: sessionId, after_seq: afterSeq },
     );
     this.seedWatermark(snapshot.session_id, snapshot.latest_seq);
+    this.toolCalls.open(snapshot.session_id, snapshot.open_requests);
     return snapshot;
   }
 
@@ -234,7 +268,7 @@ export class TetherClient {
   subscribe(sessionId: string, handler: FrameHandler, options: SubscribeOptions = {}): () => void {
     let stream = this.streams.get(sessionId);
     if (!stream) {
-      stream = new SessionStream(sessionId, options.afterSeq ?? this.seeds.get(sessionId), this.opts.onHandlerError);
+      stream = new SessionStream(sessionId, options.afterSeq ?? this.seeds.get(sessionId), this.opts.onHandlerError, (f) => this.toolCalls.frame(f));
       this.seeds.delete(sessionId);
       this.streams.set(sessionId, stream);
     } else if (options.afterSeq !== undefined) {

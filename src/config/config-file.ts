@@ -101,6 +101,18 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 #   workspace: false         # terminal, read_file, write_file, … in the session's cwd (terminal and writes ask)
 #   workspace_roots: []      # folders outside the session's cwd the workspace tools may reach too
 
+# A profile may be a bot: bot.chat, room members, message_agent { to: "NAME" }, an A2A agent.
+# profiles:
+#   helper:
+#     bot: { name: helper, description: "answers questions about the project" }
+
+# messaging:                 # rooms and the agent outbox (message_agent)
+#   room_hop_limit: 3        # a member's reply wakes only members it names, this many hops at most
+#   poll_s: 30               # the outbox's backstop poll (delivery is pushed by the write itself)
+
+# peers:                     # other gateways' bots, over A2A: message_agent { to: "bot@west" }
+#   west: { url: "https://gw-west.example.net", api_key: "KEY-OF-WEST" }
+
 # retry:                     # retry model calls that failed with a retryable error
 #   max_retries: 0
 #   base_delay_ms: 1000

@@ -38,6 +38,7 @@ export function connectionHandlers(
     [Method.SessionUpdate]: (p, sessions, ctx) =>
       sessions.update(who(ctx), p.session_id, { title: p.title, archived: p.archived, ...(p.client_tools ? { client_tools: p.client_tools } : {}) }),
     [Method.SessionDelete]: (p, sessions, ctx) => sessions.delete(who(ctx), p.session_id),
+    [Method.PromptCancel]: async (p, sessions, ctx) => ({ status: await sessions.cancelTurn(who(ctx), p.session_id, p.turn_id) }),
     [Method.SessionList]: (p, sessions, ctx) => sessions.list(who(ctx), p ?? {}),
     [Method.SessionMessages]: (p, sessions, ctx) => sessions.messages(who(ctx), p.session_id, p.after_message_id, p.limit),
     [Method.SessionClose]: (p, sessions, ctx) => sessions.close(who(ctx), p.session_id),

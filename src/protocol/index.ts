@@ -14,3 +14,4 @@ export * from "./jsonrpc.js";
 export * from "./end-reasons.js";
 export * from "./requests.js";
 export * from "./processes.js";
+export * from "./runs.js";

@@ -18,6 +18,7 @@ export const ClientToolParam = z.object({
   name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "1-64 letters, digits, _ or -"),
   description: z.string().max(10_000).optional(),
   parameters: z.record(z.string(), z.unknown()).optional(),
+  strict: z.boolean().optional(),
 });
 const clientTools = z.array(ClientToolParam).max(128).optional();
 
@@ -70,6 +71,9 @@ export const SessionUpdateParams = z.object({
   archived: z.boolean().optional(),
   profile,
 });
+
+/** `prompt.cancel`: a queued prompt is dropped (a running one is interrupted). */
+export const PromptCancelParams = z.object({ session_id: sessionId, profile, turn_id: z.string().min(1).max(200) });
 
 export const PromptSubmitParams = z.object({
   session_id: sessionId,
@@ -170,6 +174,7 @@ export const METHOD_PARAMS = {
   [Method.SessionDetach]: SessionIdParams,
   [Method.SessionUpdate]: SessionUpdateParams,
   [Method.SessionDelete]: SessionIdParams,
+  [Method.PromptCancel]: PromptCancelParams,
   [Method.SessionInterrupt]: SessionIdParams,
   [Method.PromptSubmit]: PromptSubmitParams,
   [Method.SessionSteer]: SessionSteerParams,

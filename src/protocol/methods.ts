@@ -17,6 +17,7 @@ import type {
   PromptSubmitParams,
   SessionSteerParams,
   SessionCreateParams,
+  PromptCancelParams,
   SessionIdParams,
   SessionListParams,
   SessionMessagesParams,
@@ -48,6 +49,7 @@ export const Method = {
   SessionDetach: "session.detach",
   SessionUpdate: "session.update",
   SessionDelete: "session.delete",
+  PromptCancel: "prompt.cancel",
   SessionInterrupt: "session.interrupt",
   PromptSubmit: "prompt.submit",
   SessionSteer: "session.steer",
@@ -143,6 +145,7 @@ export interface MethodMap {
   "session.detach": { params: z.input<typeof SessionIdParams>; result: { detached: boolean } };
   "session.update": { params: z.input<typeof SessionUpdateParams>; result: SessionSummary };
   "session.delete": { params: z.input<typeof SessionIdParams>; result: { deleted: true } };
+  "prompt.cancel": { params: z.input<typeof PromptCancelParams>; result: { status: "dequeued" | "interrupted" | "idle" } };
   "session.interrupt": {
     params: z.input<typeof SessionIdParams>;
     result: { status: "interrupted" | "idle" };

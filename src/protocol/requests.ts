@@ -16,6 +16,11 @@ export const RequestKind = {
 
 export type RequestKindName = (typeof RequestKind)[keyof typeof RequestKind];
 
+/** Kinds whose requests park their turn (an input request waits inside a running call instead). */
+export function parksTurn(kind: string): boolean {
+  return kind === RequestKind.Approval || kind === RequestKind.ClientTool;
+}
+
 /** The choices of an approval, in the order a client shows them. */
 export const APPROVAL_CHOICES = ["once", "session", "always", "deny"] as const;
 export type ApprovalChoice = (typeof APPROVAL_CHOICES)[number];
@@ -105,4 +110,6 @@ export interface ClientToolSpec {
   description?: string;
   /** JSON schema of the arguments object. */
   parameters?: Record<string, unknown>;
+  /** OpenAI's strict schema adherence for the arguments, passed to the model as given. */
+  strict?: boolean;
 }

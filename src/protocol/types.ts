@@ -96,6 +96,11 @@ export interface Snapshot {
   delegations: DelegationSummary[];
   /** Requests the session waits for (tool approvals, MCP input), oldest first: answer with `request.respond`. */
   open_requests: OpenRequest[];
+  /**
+   * `message_agent` envelopes of this session's lineage whose reply is not delivered yet (pending,
+   * sent, replied), oldest first; absent when there are none. `agent.outbox` lists them all.
+   */
+  outbox?: EnvelopeSummary[];
   /** Present when the resume passed `after_seq`: `messages` is then empty (`session.events.since` brings everything after it). */
   messages_after_seq?: number;
 }

@@ -6,7 +6,7 @@
  * registry calls it (`RuntimeOpener`): two opens of one session share one runtime, and an open
  * waits for an end of the same session.
  */
-import { ErrorCode, TetherError } from "../protocol/index.js";
+import { ErrorCode, parksTurn, TetherError } from "../protocol/index.js";
 import type { Clock } from "../lib/clock.js";
 import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
@@ -77,7 +77,7 @@ export class RuntimeAssembly implements RuntimeOpener {
     const messages = await storage(() => d.store.loadMessages(sessionId));
     // A turn parked on requests (or continuing after them) is not over: recovery picks it up.
     const unfinished = await storage(() => d.store.requests.unfinishedRequests(sessionId));
-    const parked = unfinished.filter((r) => r.kind === "approval");
+    const parked = unfinished.filter((r) => parksTurn(r.kind));
     // A write refused by the fence means another process owns the session now: drop ours quietly.
     const log = await storage(() =>
       d.logs.open(sessionId, () => {

@@ -21,7 +21,7 @@ export interface SessionFlags {
   /** Opt-in: a delegation result delivered here starts a turn. */
   wake_on_delivery?: boolean;
   /** Tools the client executes itself (`client_tools`), offered at every model call. */
-  client_tools?: Array<{ name: string; description?: string; parameters?: Record<string, unknown> }>;
+  client_tools?: Array<{ name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean }>;
   /** This session is a room (`room.create`): its member profiles, and how far each has read. */
   room?: RoomFlags;
 }

@@ -100,6 +100,9 @@ describe("A2A between gateways", () => {
     expect((await outbox())[0].last_error).toBeTruthy();
     await clock.advance(1_000); // the first retry: still down
     await waitUntil(async () => (await outbox())[0]?.attempts === 2);
+    // What waits is in the Snapshot too.
+    const waiting = await a.sock.call("session.resume", { profile: "alpha", session_id: chat.session_id });
+    expect(waiting.outbox).toMatchObject([{ to: "beta@west", status: "pending", attempts: 2 }]);
 
     await turn(a.sock, chat.session_id, "/compress");
     const rotated = await a.sock.waitForEvent(chat.session_id, (f) => f.type === "session.rotated");
@@ -111,6 +114,7 @@ describe("A2A between gateways", () => {
     expect(reply.payload.content).toContain("are you there?");
     const after = await outbox();
     expect(after).toMatchObject([{ status: "delivered", delivered_session_id: tip, attempts: 2 }]);
+    expect((await a.sock.call("session.resume", { profile: "alpha", session_id: tip })).outbox).toBeUndefined();
     await clock.advance(120_000); // polls and retries find nothing more to do
     const msgs = await a.sock.call("session.messages", { profile: "alpha", session_id: tip });
     expect(msgs.messages.filter((m: any) => m.display_kind === "agent_reply")).toHaveLength(1);

@@ -347,6 +347,11 @@ describe.skipIf(!chromiumAvailable)("web client with an API key", () => {
       await page.reload();
       await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
       expect(await page.evaluate(() => localStorage.getItem("tether.apiKey"))).toBe("s3cret-key");
+      // Settings: the key can be forgotten (the key screen comes back, nothing kept).
+      await page.getByRole("button", { name: "Settings" }).click();
+      await page.getByRole("dialog", { name: "Settings" }).getByRole("button", { name: "Forget the key" }).click();
+      await page.getByLabel("API key").waitFor();
+      expect(await page.evaluate(() => localStorage.getItem("tether.apiKey"))).toBeNull();
       await page.close();
     } finally {
       await browser.close();

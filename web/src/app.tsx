@@ -7,7 +7,9 @@ import type { AppController } from "./controller.js";
 import { endedSentence } from "./labels.js";
 import type { SessionModel } from "./model.js";
 import { ModelMenu } from "./model-menu.js";
+import { HelpDialog, SettingsDialog } from "./settings.js";
 import { Sidebar } from "./sidebar.js";
+import { ContextMeter, JumpToLatest, SuggestionChips } from "./chat-extras.js";
 import { ExchangeList } from "./transcript.js";
 import { ProcessPanel } from "./processes.js";
 
@@ -39,18 +41,13 @@ export function App({ ctl }: { ctl: AppController }) {
   const [navOpen, setNavOpen] = useState(false);
   const [modelMenu, setModelMenu] = useState(false);
   const phone = usePhone();
+  const [dialog, setDialog] = useState<"settings" | "help" | undefined>(undefined);
 
   useEffect(() => {
-    const onKey = (e: KeyboardEvent) => {
-      if (e.key === "Escape") {
-        if (ctl.confirm) ctl.cancelConfirm();
-        else if (navOpen) setNavOpen(false);
-        else if (ctl.current?.running) void ctl.interrupt();
-      }
-    };
+    const onKey = (e: KeyboardEvent) => shortcut(e, { ctl, navOpen, setNavOpen, dialog, setDialog });
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [ctl, navOpen]);
+  }, [ctl, navOpen, dialog]);
 
   if (ctl.needsKey) return <KeyScreen ctl={ctl} />;
 
@@ -73,11 +70,17 @@ export function App({ ctl }: { ctl: AppController }) {
           <span class="logo" aria-hidden="true" />
           <span>Tether</span>
         </div>
-        <div class="topbar-title" title={m?.title || undefined}>
+        <h1 class="topbar-title" title={m?.title || undefined}>
           {m ? m.title || "Untitled session" : ""}
-        </div>
+        </h1>
         {m && <ModelMenu ctl={ctl} model={m} open={modelMenu} setOpen={setModelMenu} />}
         <ConnectionIndicator ctl={ctl} />
+        <button type="button" class="icon-btn" aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)" onClick={() => setDialog("help")}>
+          ?
+        </button>
+        <button type="button" class="icon-btn" aria-label="Settings" title="Settings" onClick={() => setDialog("settings")}>
+          ⚙
+        </button>
       </header>
       <div class="body">
         <Sidebar ctl={ctl} onPick={() => setNavOpen(false)} hidden={phone && !navOpen} />
@@ -105,8 +108,50 @@ export function App({ ctl }: { ctl: AppController }) {
         {m && m.todo.items.length > 0 && <TodoPanel model={m} />}
       </div>
       {ctl.confirm && <ConfirmDialog ctl={ctl} />}
+      {dialog === "settings" && <SettingsDialog ctl={ctl} onClose={() => setDialog(undefined)} />}
+      {dialog === "help" && <HelpDialog onClose={() => setDialog(undefined)} />}
+      <div class="sr-only" role="status" aria-live="polite" data-testid="announcer">
+        {ctl.announcement}
+      </div>
     </div>
   );
+}
+
+interface ShortcutState {
+  ctl: AppController;
+  navOpen: boolean;
+  setNavOpen(open: boolean): void;
+  dialog: string | undefined;
+  setDialog(d: "settings" | "help" | undefined): void;
+}
+
+function typing(target: EventTarget | null): boolean {
+  const el = target as HTMLElement | null;
+  return !!el && (el.tagName === "INPUT" || el.tagName === "TEXTAREA" || el.isContentEditable);
+}
+
+/** The page's keyboard shortcuts (listed in the help overlay, settings.tsx SHORTCUTS). */
+function shortcut(e: KeyboardEvent, s: ShortcutState): void {
+  const ctrl = e.ctrlKey || e.metaKey;
+  if (e.key === "Escape" && e.shiftKey) {
+    e.preventDefault();
+    document.getElementById("composer-input")?.focus();
+  } else if (e.key === "Escape") {
+    if (s.dialog) s.setDialog(undefined);
+    else if (s.ctl.confirm) s.ctl.cancelConfirm();
+    else if (s.navOpen) s.setNavOpen(false);
+    else if (s.ctl.current?.running) void s.ctl.interrupt();
+  } else if ((ctrl && e.key.toLowerCase() === "k") || (e.key === "/" && !typing(e.target))) {
+    e.preventDefault();
+    s.setNavOpen(true);
+    setTimeout(() => document.getElementById("session-search")?.focus(), 0);
+  } else if (ctrl && e.shiftKey && e.key.toLowerCase() === "o") {
+    e.preventDefault();
+    void s.ctl.newSession();
+  } else if (e.key === "?" && !typing(e.target) && !ctrl) {
+    e.preventDefault();
+    s.setDialog("help");
+  }
 }
 
 /** The phone layout (the sidebar is a drawer there): matches the stylesheet's breakpoint. */
@@ -234,10 +279,18 @@ function Welcome({ ctl }: { ctl: AppController }) {
 function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionModel; actions: BlockActions }) {
   const scroller = useRef<HTMLDivElement>(null);
   const stick = useRef(true);
+  const [away, setAway] = useState(false);
   useLayoutEffect(() => {
     const el = scroller.current;
     if (el && stick.current) el.scrollTop = el.scrollHeight;
   });
+  const jump = () => {
+    const el = scroller.current;
+    stick.current = true;
+    setAway(false);
+    if (el) el.scrollTop = el.scrollHeight;
+    document.getElementById("composer-input")?.focus();
+  };
   const ended = model.state === "ended";
   const recoverable = isRecoverableEnd(model.endReason);
   return (
@@ -247,38 +300,23 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
         ref={scroller}
         role="log"
         aria-label="Transcript"
-        aria-live="polite"
+        // Not live: it would read every streamed word. The page's status region announces a finished reply.
+        aria-live="off"
         onScroll={(e) => {
           const el = e.currentTarget as HTMLDivElement;
           stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+          if (away === stick.current) setAway(!stick.current);
         }}
       >
         <div class="transcript-inner">
-          {model.blocks.length === 0 && model.pending.length === 0 && (
-            <div class="hint">
-              <p>Send a message to start. The demo model understands:</p>
-              <ul>
-                <li>
-                  <code>count to 20</code> — a streamed reply
-                </li>
-                <li>
-                  <code>todo: plan; build; ship</code> — a tool call and the todo panel
-                </li>
-                <li>
-                  <code>fail: provider/rate_limited</code> — an error card
-                </li>
-                <li>
-                  <code>delegate: write a haiku; check the spelling</code> — background sub-agents
-                </li>
-              </ul>
-            </div>
-          )}
+          {model.blocks.length === 0 && model.pending.length === 0 && <SuggestionChips ctl={ctl} model={model} />}
           <ExchangeList ctl={ctl} model={model} actions={actions} />
           {model.requests.map((r) => (
             <RequestCard key={r.request_id} request={r} ctl={ctl} />
           ))}
         </div>
       </div>
+      {away && model.running && <JumpToLatest onJump={jump} />}
       <Toasts ctl={ctl} />
       {!ended && <ProcessPanel client={ctl.sdk} sessionId={model.sessionId} />}
       {ended ? (
@@ -309,6 +347,12 @@ function Composer({ ctl, model }: { ctl: AppController; model: SessionModel }) {
   const [text, setText] = useState("");
   const area = useRef<HTMLTextAreaElement>(null);
   useEffect(() => area.current?.focus(), [model.sessionId]);
+  // An edited queued prompt comes back here.
+  useEffect(() => {
+    if (ctl.composerDraft.seq === 0) return;
+    setText(ctl.composerDraft.text);
+    area.current?.focus();
+  }, [ctl.composerDraft.seq]);
   useLayoutEffect(() => {
     const el = area.current;
     if (!el) return;
@@ -363,8 +407,9 @@ function Composer({ ctl, model }: { ctl: AppController; model: SessionModel }) {
           Send
         </button>
       </div>
-      <div class="composer-hint" aria-hidden="true">
-        Enter to send · Shift+Enter for a new line · Esc to interrupt
+      <div class="composer-hint">
+        <span aria-hidden="true">Enter to send · Shift+Enter for a new line · Esc to interrupt · ? for shortcuts</span>
+        <ContextMeter ctl={ctl} model={model} />
       </div>
     </form>
   );
@@ -375,6 +420,15 @@ const APPROVAL_LABELS: Record<string, string> = { once: "Approve once", session:
 /** An open request: the tool and its arguments with the approval choices, or an MCP server's question. */
 function RequestCard({ request, ctl }: { request: OpenRequest; ctl: AppController }) {
   const [text, setText] = useState("");
+  // Answered once: the buttons stay disabled after the first click (the card goes with request.resolved).
+  const [sent, setSent] = useState(false);
+  const answer = (a: { choice?: string; content?: Record<string, unknown> }) => {
+    if (sent) return;
+    setSent(true);
+    void ctl.respond(request.request_id, a).then((ok) => {
+      if (!ok) setSent(false);
+    });
+  };
   if (request.kind === "input") {
     const field = Object.keys((request.schema?.properties as Record<string, unknown> | undefined) ?? {})[0] ?? "answer";
     return (
@@ -383,10 +437,10 @@ function RequestCard({ request, ctl }: { request: OpenRequest; ctl: AppControlle
         <p class="request-message">{request.message}</p>
         <div class="request-actions">
           <input class="request-input" value={text} onInput={(e) => setText((e.currentTarget as HTMLInputElement).value)} aria-label="Answer" />
-          <button type="button" class="btn btn-primary btn-sm" onClick={() => void ctl.respond(request.request_id, { content: { [field]: text } })}>
+          <button type="button" class="btn btn-primary btn-sm" disabled={sent} onClick={() => answer({ content: { [field]: text } })}>
             Send
           </button>
-          <button type="button" class="btn btn-sm" onClick={() => void ctl.respond(request.request_id, { choice: "decline" })}>
+          <button type="button" class="btn btn-sm" disabled={sent} onClick={() => answer({ choice: "decline" })}>
             Decline
           </button>
         </div>
@@ -405,7 +459,8 @@ function RequestCard({ request, ctl }: { request: OpenRequest; ctl: AppControlle
             key={choice}
             type="button"
             class={`btn btn-sm ${choice === "once" ? "btn-primary" : ""} ${choice === "deny" ? "request-deny" : ""}`}
-            onClick={() => void ctl.respond(request.request_id, { choice })}
+            disabled={sent}
+            onClick={() => answer({ choice })}
           >
             {APPROVAL_LABELS[choice] ?? choice}
           </button>

@@ -390,7 +390,9 @@ function ErrorCard({ block, actions, ex }: { block: Extract<Block, { kind: "erro
   return (
     <div
       class="card error-card"
-      role="alert"
+      // Only a new error interrupts a screen reader: one rebuilt on opening the session does not.
+      role={block.fresh ? "alert" : "group"}
+      aria-label={block.fresh ? undefined : title}
       data-kind="error"
       data-layer={e?.layer ?? ""}
       data-code={e?.code ?? ""}
@@ -436,13 +438,37 @@ function ErrorCard({ block, actions, ex }: { block: Extract<Block, { kind: "erro
   );
 }
 
-export function PendingView({ prompt, paused, onDismiss, onRetry }: { prompt: PendingPrompt; paused: boolean; onDismiss(): void; onRetry(): void }) {
+export function PendingView({
+  prompt,
+  paused,
+  onDismiss,
+  onRetry,
+  onCancel,
+  onEdit,
+}: {
+  prompt: PendingPrompt;
+  paused: boolean;
+  onDismiss(): void;
+  onRetry(): void;
+  onCancel(): void;
+  onEdit(): void;
+}) {
   return (
     <div class="row row-user pending" data-kind="pending" data-status={prompt.status}>
       <div class="bubble bubble-user bubble-pending">
         <div class="user-text">{prompt.text}</div>
         <div class="pending-meta">
-          {prompt.status === "queued" && <span class="badge badge-queued">Queued — runs after the current turn</span>}
+          {prompt.status === "queued" && (
+            <>
+              <span class="badge badge-queued">Queued — runs after the current turn</span>
+              <button type="button" class="link" onClick={onEdit}>
+                Edit
+              </button>
+              <button type="button" class="link" onClick={onCancel}>
+                Cancel
+              </button>
+            </>
+          )}
           {prompt.status === "sending" && <span class="badge badge-queued">{paused ? "Waiting for the connection…" : "Sending…"}</span>}
           {prompt.status === "failed" && (
             <>

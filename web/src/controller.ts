@@ -34,7 +34,11 @@ const STALL_SHOW_MS = 1000;
 export interface ModelOption {
   id: string;
   provider: string;
+  /** Where a session on it compresses (GET /v1/models `compress_at_tokens`), when finite. */
+  compressAt?: number;
 }
+
+const PROMPT_KEY = "tether.systemPrompt";
 
 export interface Toast {
   id: number;
@@ -79,6 +83,12 @@ export class AppController {
   sessionError: string | undefined;
   confirm: ConfirmRequest | undefined;
   toasts: Toast[] = [];
+  /** What the composer should show next (an edited queued prompt): `seq` tells a new one. */
+  composerDraft = { text: "", seq: 0 };
+  /** What the page's live region says: a reply that finished (never each word as it streams). */
+  announcement = "";
+  /** The system prompt new sessions start with ("" = the profile's). */
+  newSessionPrompt = "";
   /** The browser said `offline` (cleared by `online` or a new connection). */
   offline = false;
   /** A running turn went silent and a probe of the socket is unanswered. */
@@ -104,6 +114,14 @@ export class AppController {
   constructor(private readonly storage: Storage, private readonly location: Location) {
     this.token = storage.getItem(TOKEN_KEY);
     this.offline = typeof navigator !== "undefined" && navigator.onLine === false;
+    this.newSessionPrompt = storage.getItem(PROMPT_KEY) ?? "";
+  }
+
+  setNewSessionPrompt(text: string): void {
+    this.newSessionPrompt = text.trim();
+    if (this.newSessionPrompt) this.storage.setItem(PROMPT_KEY, this.newSessionPrompt);
+    else this.storage.removeItem(PROMPT_KEY);
+    this.changed();
   }
 
   subscribe(listener: Listener): () => void {
@@ -225,8 +243,8 @@ export class AppController {
     }
     this.needsKey = false;
     if (res.ok) {
-      const body = (await res.json()) as { data?: Array<{ id: string; owned_by: string; requires_confirmation?: boolean }> };
-      this.models = (body.data ?? []).map((m) => ({ id: m.id, provider: m.owned_by }));
+      const body = (await res.json()) as { data?: Array<{ id: string; owned_by: string; requires_confirmation?: boolean; compress_at_tokens?: number }> };
+      this.models = (body.data ?? []).map((m) => ({ id: m.id, provider: m.owned_by, ...(m.compress_at_tokens ? { compressAt: m.compress_at_tokens } : {}) }));
       this.guarded = new Set((body.data ?? []).filter((m) => m.requires_confirmation).map((m) => m.id));
     }
     await this.connect();
@@ -459,6 +477,14 @@ export class AppController {
   private onModelFrame(model: SessionModel, frame: Frame): void {
     if (model !== this.current) return;
     if (frame.type === "message.start" || frame.type === "message.complete") this.keep(model);
+    if (frame.type === "message.complete") {
+      const c = frame.payload as { role?: string; status?: string; content?: string };
+      // A count, not the text: the reply is right there in the transcript to read (and no text is shown twice).
+      if (c.role === "assistant" && c.status === "complete" && c.content) {
+        const words = c.content.trim().split(/\s+/).length;
+        this.announcement = `Reply finished (${words} ${words === 1 ? "word" : "words"})`;
+      }
+    }
     if (frame.type === "turn.complete" || frame.type === "session.info" || frame.type === "session.closed" || frame.type === "model.switched") {
       void this.refreshSessions();
     }
@@ -468,7 +494,7 @@ export class AppController {
   async newSession(): Promise<void> {
     const client = this.requireClient();
     try {
-      const snap = await client.createSession({});
+      const snap = await client.createSession(this.newSessionPrompt ? { system_prompt: this.newSessionPrompt } : {});
       await this.refreshSessions();
       this.navigate(snap.session_id);
     } catch (err) {
@@ -524,6 +550,32 @@ export class AppController {
     return false;
   }
 
+  /** Cancels a queued prompt (`prompt.cancel`): it never runs. Returns its text. */
+  async cancelPending(requestId: string): Promise<string | undefined> {
+    const model = this.current;
+    const q = model?.pending.find((x) => x.requestId === requestId);
+    if (!model || !q || !this.client) return undefined;
+    if (q.turnId) {
+      try {
+        const res = await this.client.call(Method.PromptCancel, { session_id: model.sessionId, turn_id: q.turnId });
+        if (res.status === "interrupted") this.toast("It had started: stopped", "info");
+      } catch (err) {
+        this.toast(`Cancel failed: ${errorText(err)}`, "error");
+        return undefined;
+      }
+    }
+    this.dismissPending(requestId);
+    return q.text;
+  }
+
+  /** Cancels a queued prompt and puts its text back in the composer, to edit and send again. */
+  async editPending(requestId: string): Promise<void> {
+    const text = await this.cancelPending(requestId);
+    if (text === undefined) return;
+    this.composerDraft = { text, seq: this.composerDraft.seq + 1 };
+    this.changed();
+  }
+
   dismissPending(requestId: string): void {
     const model = this.current;
     if (!model) return;
@@ -533,13 +585,20 @@ export class AppController {
   }
 
   /** Answers an open request of the current session (an approval's choice, or input content). */
-  async respond(requestId: string, answer: { choice?: string; content?: Record<string, unknown> }): Promise<void> {
+  async respond(requestId: string, answer: { choice?: string; content?: Record<string, unknown> }): Promise<boolean> {
     const model = this.current;
-    if (!model || !this.client) return;
+    if (!model || !this.client) return false;
     try {
       await this.client.call(Method.RequestRespond, { session_id: model.sessionId, request_id: requestId, ...answer });
+      return true;
     } catch (err) {
+      // Answered elsewhere first (4012): the card goes with its request.resolved; say so.
+      if (err instanceof RpcError && err.code === ErrorCode.RequestResolved) {
+        this.toast("Already answered (in another tab or client)", "info");
+        return true;
+      }
       this.toast(`Could not answer: ${errorText(err)}`, "error");
+      return false;
     }
   }
 

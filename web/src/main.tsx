@@ -2,8 +2,10 @@
 import { render } from "preact";
 import { App } from "./app.js";
 import { AppController } from "./controller.js";
+import { applyTheme, storedTheme } from "./settings.js";
 import "./styles.css";
 
+applyTheme(storedTheme(window.localStorage));
 const ctl = new AppController(window.localStorage, window.location);
 window.addEventListener("hashchange", () => {
   const id = ctl.sessionFromHash();

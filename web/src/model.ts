@@ -81,6 +81,8 @@ export type Block =
       traceId?: string;
       /** The prompt of the failed turn, for Retry. */
       input?: string;
+      /** It arrived live while the page watched (announced as an alert); not one rebuilt from a snapshot. */
+      fresh?: boolean;
     }
   | {
       kind: "delegation";
@@ -138,6 +140,7 @@ export interface PendingPrompt {
 export interface SessionModel {
   sessionId: string;
   title: string;
+  profile: string;
   model: string;
   provider: string;
   state: "live" | "detached" | "idle" | "ended";
@@ -230,6 +233,7 @@ export function fromSnapshot(snap: Snapshot, previous?: SessionModel, kept?: Pic
   const m: SessionModel = {
     sessionId: snap.session_id,
     title: snap.title,
+    profile: snap.profile,
     model: snap.model,
     provider: snap.provider,
     state: snap.state,
@@ -613,7 +617,7 @@ function addError(m: SessionModel, frame: Frame, error: TurnErrorInfo | undefine
     return;
   }
   const input = frame.turn_id ? idx(m).turnInputs.get(frame.turn_id) : undefined;
-  const b: Block = { kind: "error", key };
+  const b: Block = { kind: "error", key, fresh: true };
   if (error) b.error = error;
   if (frame.turn_id) b.turnId = frame.turn_id;
   if (frame.trace_id) b.traceId = frame.trace_id;

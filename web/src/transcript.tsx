@@ -78,6 +78,8 @@ export function ExchangeList({ ctl, model, actions }: { ctl: AppController; mode
             prompt={q}
             paused={ctl.linkDown}
             onDismiss={() => ctl.dismissPending(q.requestId)}
+            onCancel={() => void ctl.cancelPending(q.requestId)}
+            onEdit={() => void ctl.editPending(q.requestId)}
             onRetry={() => {
               ctl.dismissPending(q.requestId);
               void ctl.submit(q.text);

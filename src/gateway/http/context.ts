@@ -21,6 +21,10 @@ export interface ModelInfo {
   provider: string;
   /** Listed in config `models.require_confirmation`: switching to it asks first. */
   requires_confirmation?: boolean;
+  /** The model's context window in tokens (provider `context_length`, else compression's default). */
+  context_length?: number;
+  /** A session on it compresses when its context reaches this many tokens (compression enabled). */
+  compress_at_tokens?: number;
 }
 
 export interface HttpApiDeps {

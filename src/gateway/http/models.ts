@@ -17,7 +17,15 @@ export function resolveModel(api: HttpApi, model: string): ModelInfo {
 }
 
 function modelObject(m: ModelInfo) {
-  return { id: m.id, object: "model", created: 0, owned_by: m.provider, ...(m.requires_confirmation ? { requires_confirmation: true } : {}) };
+  return {
+    id: m.id,
+    object: "model",
+    created: 0,
+    owned_by: m.provider,
+    ...(m.requires_confirmation ? { requires_confirmation: true } : {}),
+    ...(m.context_length !== undefined ? { context_length: m.context_length } : {}),
+    ...(m.compress_at_tokens !== undefined ? { compress_at_tokens: m.compress_at_tokens } : {}),
+  };
 }
 
 export function mountModels(app: Hono<AppEnv>, api: HttpApi): void {

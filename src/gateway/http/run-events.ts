@@ -28,43 +28,14 @@ import {
   type TurnErrorInfo,
   type TurnErrorPayload,
   type Usage,
+  RunEventType,
+  TERMINAL_RUN_STATUSES,
+  type RunObject,
+  type RunStatus,
 } from "../../protocol/index.js";
 import type { RunRecord } from "../../sessions/index.js";
 
-export type RunStatus = "queued" | "running" | "waiting" | "completed" | "failed" | "cancelled" | "interrupted";
-
-export const TERMINAL_RUN_STATUSES: ReadonlySet<string> = new Set(["completed", "failed", "cancelled", "interrupted"]);
-
-export const RunEventType = {
-  Started: "run.started",
-  MessageDelta: "message.delta",
-  ReasoningDelta: "reasoning.delta",
-  ToolStarted: "tool.started",
-  ToolCompleted: "tool.completed",
-  RequestOpened: "request.opened",
-  RequestResolved: "request.resolved",
-  Steered: "run.steered",
-  Completed: "run.completed",
-  Failed: "run.failed",
-  Cancelled: "run.cancelled",
-} as const;
-
-export interface RunObject {
-  object: "run";
-  run_id: string;
-  status: RunStatus;
-  session_id: string;
-  model: string;
-  /** Seconds since the Unix epoch, as OpenAI's objects count them. */
-  created_at: number;
-  updated_at: number;
-  /** The run's answer: the text of its turn's last assistant message, once it is over. */
-  output?: string;
-  usage?: Usage;
-  error?: TurnErrorInfo;
-  /** What the run waits for (status `waiting`): answer with `POST /v1/runs/{id}/approval`. */
-  open_requests?: OpenRequest[];
-}
+export { RunEventType, TERMINAL_RUN_STATUSES, type RunObject, type RunStatus } from "../../protocol/index.js";
 
 export interface RunEvent {
   /** The seq of the frame it comes from: the SSE `id:`. */

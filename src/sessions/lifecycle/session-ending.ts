@@ -4,7 +4,7 @@
  * ignored its interrupt, the end of a session a dead process left open, and shutdown within a
  * budget. The policy of *when* lives in lifecycle.ts; this is the *how*.
  */
-import { EndReason, EventType, isRecoverableEnd } from "../../protocol/index.js";
+import { EndReason, EventType, isRecoverableEnd, parksTurn } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
@@ -163,7 +163,7 @@ export class SessionEnding {
         const text = partial.get(m.id);
         if (text !== undefined && m.status === "streaming") m.content = text;
       }
-      const parked = (await store.requests.unfinishedRequests(sessionId)).filter((r) => r.kind === "approval").at(-1)?.turn_id;
+      const parked = (await store.requests.unfinishedRequests(sessionId)).filter((r) => parksTurn(r.kind)).at(-1)?.turn_id;
       await finishInterruptedTurn(row, messages, log, parked);
       const now = this.deps.clock.now();
       log.emit(EventType.SessionClosed, { end_reason: endReason }, {

@@ -21,6 +21,7 @@ import { AlreadyDeliveredError, EnvelopeClaimLostError, type EnvelopeRow, type E
 import { continuationAncestors } from "../core/live-tip.js";
 import { requireRow, storage } from "../core/session-access.js";
 import type { Caller } from "../core/types.js";
+import { envelopeSummary } from "../views/snapshots.js";
 import { entryOfProfile, requireBot, type Directory } from "./directory.js";
 import { knownId, type SessionWork } from "./session-work.js";
 
@@ -126,7 +127,7 @@ export class Outbox {
     const row = await requireRow(wing.store, caller, sessionId);
     const lineage = [row.id, ...(await storage(() => continuationAncestors(wing.store, row)))];
     const rows = await storage(() => envelopesOf(wing).listEnvelopes({ fromSessionIds: lineage, limit: 500 }));
-    return rows.map(summaryOf);
+    return rows.map(envelopeSummary);
   }
 
   /** Starts the backstop poll: at once (what a previous process left), then every `poll_s`. */
@@ -302,21 +303,4 @@ function envelopesOf(wing: SessionWork): EnvelopeStore {
 /** The prompt of the recipient's turn: who writes, and that the answer goes back to them. */
 function inboxPrompt(e: EnvelopeRow): string {
   return `[Message from the agent ${e.from_name} (envelope ${e.id}); your answer is sent back to it.]\n${e.text}`;
-}
-
-export function summaryOf(e: EnvelopeRow): EnvelopeSummary {
-  return {
-    envelope_id: e.id,
-    to: e.to,
-    status: e.status,
-    attempts: e.attempts,
-    last_error: e.last_error,
-    next_attempt_at: e.next_attempt_at,
-    created_at: e.created_at,
-    sent_at: e.sent_at,
-    replied_at: e.replied_at,
-    delivered_at: e.delivered_at,
-    delivered_session_id: e.delivered_session_id,
-    delivered_message_id: e.delivered_message_id,
-  };
 }

@@ -14,6 +14,7 @@ import {
   ErrorCode,
   EventType,
   INPUT_CHOICES,
+  parksTurn,
   RequestKind,
   TetherError,
   type RequestOpenedPayload,
@@ -209,7 +210,7 @@ export class RequestService {
     const state = await this.stateOf(rt);
     for (const row of rows.filter((r) => r.kind === RequestKind.Input)) await this.resolveAsGateway(rt, row, "gateway", "done");
     // A parked step waits on approvals and client tool calls alike.
-    const approvals = rows.filter((r) => r.kind === RequestKind.Approval || r.kind === RequestKind.ClientTool);
+    const approvals = rows.filter((r) => parksTurn(r.kind));
     if (approvals.length === 0) return;
     const last = approvals.at(-1)!;
     const turnRows = approvals.filter((r) => r.turn_id === last.turn_id).sort((a, b) => a.ordinal - b.ordinal);

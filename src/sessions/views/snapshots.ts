@@ -5,6 +5,7 @@
 import {
   isRecoverableEnd,
   type DelegationSummary,
+  type EnvelopeSummary,
   type Message,
   type OpenRequest,
   type RequestOpenedPayload,
@@ -12,7 +13,7 @@ import {
   type Snapshot,
 } from "../../protocol/index.js";
 import type { LeaseView } from "../lifecycle/ownership.js";
-import type { MessageRow, RequestRow, SessionRow, Store } from "../../store/types.js";
+import type { EnvelopeRow, MessageRow, RequestRow, SessionRow, Store } from "../../store/types.js";
 import { toWireMessage } from "../core/messages.js";
 import { storage } from "../core/session-access.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
@@ -36,6 +37,7 @@ export async function buildSnapshot(deps: SnapshotDeps, runtime: SessionRuntime,
     // Snapshot carries no messages, so a reconnect reads and sends the transcript once, not twice.
     const rows = afterSeq === undefined ? await storage(() => deps.store.loadMessages(runtime.id)) : [];
     const requests = await storage(() => deps.store.requests.unfinishedRequests(runtime.id));
+    const waiting = await storage(() => outboxOf(deps.store, runtime));
     if (runtime.log.durableSeq !== before) continue;
     const latest = runtime.log.latestSeq;
     const streaming = streamingText(runtime);
@@ -65,9 +67,35 @@ export async function buildSnapshot(deps: SnapshotDeps, runtime: SessionRuntime,
       todo: runtime.todo.get(),
       delegations: await deps.delegationsOf(runtime),
       open_requests: openRequestsOf(requests),
+      ...(waiting.length ? { outbox: waiting } : {}),
       ...(afterSeq !== undefined ? { messages_after_seq: afterSeq } : {}),
     };
   }
+}
+
+/** The lineage's envelopes still waiting for their reply to be delivered. */
+async function outboxOf(store: Store, runtime: SessionRuntime): Promise<EnvelopeSummary[]> {
+  if (!store.envelopes) return [];
+  const rows = await store.envelopes.listEnvelopes({ fromSessionIds: [...runtime.lineage], statuses: ["pending", "sent", "replied"], limit: 100 });
+  return rows.map(envelopeSummary);
+}
+
+/** An envelope as `agent.outbox` and the Snapshot show it. */
+export function envelopeSummary(e: EnvelopeRow): EnvelopeSummary {
+  return {
+    envelope_id: e.id,
+    to: e.to,
+    status: e.status,
+    attempts: e.attempts,
+    last_error: e.last_error,
+    next_attempt_at: e.next_attempt_at,
+    created_at: e.created_at,
+    sent_at: e.sent_at,
+    replied_at: e.replied_at,
+    delivered_at: e.delivered_at,
+    delivered_session_id: e.delivered_session_id,
+    delivered_message_id: e.delivered_message_id,
+  };
 }
 
 /** Stored messages as the wire shows them, a message still streaming here with its live text. */

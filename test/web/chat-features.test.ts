@@ -1,0 +1,184 @@
+/**
+ * What every chat app has, in Debian's Chromium against a real gateway (demo provider): suggestion
+ * chips, the context meter, jump to latest, cancel and edit a queued prompt, settings (theme, a
+ * system prompt for new sessions), shortcuts and their help overlay — and accessibility: a live
+ * region that announces a finished reply only, only a new error as an alert, a heading, badge
+ * contrast of at least 4.5:1 in both themes (computed here), focus where the user expects it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { startTestServer, type TestServer } from "../support/start-server.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, screenshot, send, type Browser } from "./browser.js";
+
+const activeId = (page: Page) => page.evaluate(() => document.activeElement?.id || document.activeElement?.getAttribute("aria-label") || "");
+
+/** WCAG contrast of every badge kind (text on its own background), in the page's current theme. */
+function badgeContrasts(page: Page): Promise<Record<string, number>> {
+  return page.evaluate(() => {
+    const lum = (rgb: string) => {
+      const [r, g, b] = (rgb.match(/[\d.]+/g) ?? []).slice(0, 3).map(Number).map((v) => {
+        const c = v / 255;
+        return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+      });
+      return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
+    };
+    const host = document.querySelector(".transcript-inner")!;
+    const out: Record<string, number> = {};
+    for (const kind of ["ok", "run", "queued", "warn", "error"]) {
+      const el = document.createElement("span");
+      el.className = `badge badge-${kind}`;
+      el.textContent = kind;
+      host.appendChild(el);
+      const st = getComputedStyle(el);
+      const [a, b] = [lum(st.color), lum(st.backgroundColor)];
+      out[kind] = Math.round(((Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)) * 100) / 100;
+      el.remove();
+    }
+    return out;
+  });
+}
+
+describe.skipIf(!chromiumAvailable)("web client chat features and accessibility in Chromium", () => {
+  let srv: TestServer;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    await ensureWebBuilt();
+    // A compression cap, so the demo model (no context window) has a point to measure against.
+    srv = await startTestServer({ demoDelayMs: 4, config: { compression: { threshold_tokens: 100_000 } } });
+    browser = await launchBrowser();
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await srv?.close();
+  });
+
+  it("chips, context meter, announcer, jump to latest, queued prompts cancelled and edited, alerts and focus", async () => {
+    const page = await browser.page({ width: 1100, height: 560 });
+    await openApp(page, srv.url);
+    await newSession(page);
+    // Focus goes to the composer when a session opens; the chat view has a heading.
+    expect(await activeId(page)).toBe("composer-input");
+    expect(await page.getByRole("heading", { level: 1 }).count()).toBe(1);
+
+    await page.getByRole("group", { name: "Suggestions" }).getByRole("button", { name: /count to 20/ }).click();
+    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
+    const announcer = page.getByTestId("announcer");
+    await expect.poll(() => announcer.innerText()).toBe("Reply finished (20 words)");
+    // The context meter: the last turn's tokens against where compression starts.
+    const context = page.getByTestId("context");
+    expect(await context.innerText()).toMatch(/^Context \d+ \/ 100,000 tokens \(\d+%\)$/);
+    expect(Number(await context.getByRole("meter").getAttribute("aria-valuenow"))).toBeGreaterThan(0);
+
+    for (let i = 0; i < 3; i++) {
+      await send(page, `count to ${60 + i}`);
+      await expect.poll(() => page.locator('[data-kind="assistant"][data-status="complete"]').count()).toBe(i + 2);
+    }
+    expect(await activeId(page)).toBe("composer-input"); // still there after sending
+    await send(page, "count to 1500");
+    await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
+    // While it streams the live region is not read word by word: it still says the last finished reply.
+    expect(await announcer.innerText()).toBe("Reply finished (62 words)");
+    // Queued prompts: Edit puts the text back in the composer, Cancel drops it; neither runs.
+    await send(page, "count to 7");
+    const queued = page.locator('[data-kind="pending"][data-status="queued"]');
+    await queued.waitFor();
+    await queued.getByRole("button", { name: "Edit" }).click();
+    await expect.poll(() => queued.count()).toBe(0);
+    expect(await page.getByLabel("Message").inputValue()).toBe("count to 7");
+    await page.getByLabel("Message").fill("count to 8");
+    await page.getByLabel("Message").press("Enter");
+    await queued.waitFor();
+    await queued.getByRole("button", { name: "Cancel" }).click();
+    await expect.poll(() => queued.count()).toBe(0);
+    // Scrolled up while it streams: a button brings the reply back.
+    await page.getByRole("log", { name: "Transcript" }).evaluate((el) => el.scrollTo({ top: 0 }));
+    const jump = page.getByRole("button", { name: "Jump to latest ↓" });
+    await jump.waitFor();
+    await screenshot(page, "14-jump-to-latest-desktop");
+    await jump.click();
+    await expect
+      .poll(() => page.getByRole("log", { name: "Transcript" }).evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight))
+      .toBeLessThan(80);
+    await page.locator('[data-kind="assistant"]').nth(4).and(page.locator('[data-status="complete"]')).waitFor({ timeout: 20_000 });
+    // Neither queued prompt ran.
+    await page.waitForTimeout(300);
+    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 20", "count to 60", "count to 61", "count to 62", "count to 1500"]);
+
+    // A new error is an alert; the same card rebuilt on reopening is not (no re-announcing).
+    await send(page, "fail: provider/rate_limited");
+    const card = page.locator('[data-kind="error"]');
+    await card.waitFor();
+    expect(await card.getAttribute("role")).toBe("alert");
+    await page.reload();
+    await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
+    await card.waitFor();
+    expect(await card.getAttribute("role")).toBe("group");
+    expect(await page.locator('[role="alert"]').count()).toBe(0);
+
+    // Badge contrast, light and dark.
+    const light = await badgeContrasts(page);
+    await page.evaluate(() => (document.documentElement.dataset["theme"] = "dark"));
+    const dark = await badgeContrasts(page);
+    await page.evaluate(() => delete document.documentElement.dataset["theme"]);
+    for (const [kind, ratio] of Object.entries({ ...Object.fromEntries(Object.entries(light).map(([k, v]) => [`light ${k}`, v])), ...Object.fromEntries(Object.entries(dark).map(([k, v]) => [`dark ${k}`, v])) })) {
+      expect(ratio, `${kind} badge contrast`).toBeGreaterThanOrEqual(4.5);
+    }
+    await page.close();
+  }, 90_000);
+
+  it("settings (theme, a system prompt for new sessions), shortcuts and their help overlay, focus back after a dialog", async () => {
+    const page = await browser.page();
+    const created: string[] = [];
+    page.on("websocket", (ws) =>
+      ws.on("framesent", (f) => {
+        const text = typeof f.payload === "string" ? f.payload : f.payload.toString();
+        if (text.includes('"session.create"')) created.push(text);
+      }),
+    );
+    await openApp(page, srv.url);
+    await newSession(page);
+
+    const settings = page.getByRole("button", { name: "Settings" });
+    await settings.click();
+    const dialog = page.getByRole("dialog", { name: "Settings" });
+    await dialog.waitFor();
+    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.name)).toBe("theme");
+    await dialog.getByLabel("Dark").check();
+    expect(await page.evaluate(() => document.documentElement.dataset["theme"])).toBe("dark");
+    await dialog.getByLabel("System prompt (empty: the profile's)").fill("Answer like a pirate.");
+    await screenshot(page, "15-settings-desktop");
+    await dialog.getByRole("button", { name: "Done" }).click();
+    await expect.poll(() => dialog.count()).toBe(0);
+    expect(await activeId(page)).toBe("Settings");
+    // The theme is kept by the browser.
+    await page.reload();
+    await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
+    expect(await page.evaluate(() => document.documentElement.dataset["theme"])).toBe("dark");
+    expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).not.toBe("rgb(246, 247, 251)");
+
+    // Shortcuts: Ctrl+Shift+O makes a new session (with the system prompt), Ctrl+K searches,
+    // Shift+Esc goes back to the composer, ? lists them; Esc closes the list, focus goes back.
+    const before = page.url();
+    await page.keyboard.press("Control+Shift+O");
+    await page.waitForFunction((prev) => location.href !== prev, before);
+    await expect.poll(() => created.some((t) => t.includes('"system_prompt":"Answer like a pirate."'))).toBe(true);
+    await page.keyboard.press("Control+k");
+    await expect.poll(() => activeId(page)).toBe("session-search");
+    await page.keyboard.press("Shift+Escape");
+    await expect.poll(() => activeId(page)).toBe("composer-input");
+    await settings.focus();
+    await page.keyboard.press("?");
+    const help = page.getByRole("dialog", { name: "Keyboard shortcuts" });
+    await help.waitFor();
+    expect(await help.innerText()).toContain("New session");
+    await screenshot(page, "16-shortcuts-dark-desktop");
+    await page.keyboard.press("Escape");
+    await expect.poll(() => help.count()).toBe(0);
+    expect(await activeId(page)).toBe("Settings");
+    // Back to the system theme for the next page.
+    await page.evaluate(() => localStorage.removeItem("tether.theme"));
+    await page.close();
+  }, 60_000);
+});
