@@ -327,7 +327,8 @@ export interface ProcessRow {
   owner: string;
 }
 
-export type ProcessPatch = Partial<Pick<ProcessRow, "status" | "exit_code" | "signal" | "ended_at" | "output_tail">>;
+/** `session_id` changes when a compression rotation moves the process to the continuation. */
+export type ProcessPatch = Partial<Pick<ProcessRow, "session_id" | "status" | "exit_code" | "signal" | "ended_at" | "output_tail">>;
 
 /**
  * One message an agent sent another (`message_agent`), in the sender's profile store: the durable
