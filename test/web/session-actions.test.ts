@@ -10,7 +10,7 @@ import type { Locator, Page } from "playwright-core";
 import type { Message } from "../../src/protocol/index.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, pickModel, send, shownModel, type Browser } from "./browser.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, pickModel, screenshot, send, shownModel, type Browser } from "./browser.js";
 
 /** Reloads and waits until the transcript is rebuilt from the Snapshot. */
 async function reload(page: Page): Promise<void> {
@@ -287,6 +287,9 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     await page.getByText("No session matches").waitFor();
     await search.fill("");
     await expect.poll(async () => (await rows()).length).toBeGreaterThanOrEqual(2);
+    await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
+    await screenshot(page, "17-sessions-desktop");
+    await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
 
     // Archive: out of the list, in the Archived one, and back.
     await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
