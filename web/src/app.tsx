@@ -311,7 +311,8 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
         <div class="transcript-inner">
           {model.blocks.length === 0 && model.pending.length === 0 && <SuggestionChips ctl={ctl} model={model} />}
           <ExchangeList ctl={ctl} model={model} actions={actions} />
-          {model.requests.map((r) => (
+          {/* A client tool's call is answered by its client (this page's own tools answer by themselves). */}
+          {model.requests.filter((r) => r.kind !== "client_tool").map((r) => (
             <RequestCard key={r.request_id} request={r} ctl={ctl} />
           ))}
         </div>
