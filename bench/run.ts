@@ -448,6 +448,17 @@ async function runAgents(): Promise<void> {
       `${fmtMs(r.turnP50Ms)} / p90 ${fmtMs(r.turnP90Ms)} for beta's turn alone (${fmtRatio(r.hopP50Ms / r.turnP50Ms)}×) — ` +
       `${ok ? "meets" : "MISSES"} p50 < 50 ms.`,
   });
+  rows.push({
+    name: `agent hop over A2A: message_agent → a bot of a second gateway on loopback → reply (${r.hops} hops, p50)`,
+    value: fmtMs(r.a2aP50Ms),
+    baseline: fmtMs(r.hopP50Ms),
+    ratio: `${fmtRatio(r.a2aP50Ms / r.hopP50Ms)} (lower is better)`,
+    target: "—",
+    ok: "—",
+    verdict:
+      `agents over A2A: the same hop to beta@west (SDK message/send to a second gateway, its turn, the task's result back) ` +
+      `p50 ${fmtMs(r.a2aP50Ms)} / p90 ${fmtMs(r.a2aP90Ms)}, vs p50 ${fmtMs(r.hopP50Ms)} to the local bot (${fmtRatio(r.a2aP50Ms / r.hopP50Ms)}×).`,
+  });
 }
 
 function printTable(): void {

@@ -146,7 +146,7 @@ export class OpenAIProvider implements Provider {
     if (req.tools && req.tools.length > 0) {
       body.tools = req.tools.map((t) => ({
         type: "function",
-        function: { name: t.name, description: t.description, parameters: t.parameters },
+        function: { name: t.name, description: t.description, parameters: t.parameters, ...(t.strict !== undefined ? { strict: t.strict } : {}) },
       }));
       if (req.toolChoice !== undefined) {
         body.tool_choice = typeof req.toolChoice === "string" ? req.toolChoice : { type: "function", function: { name: req.toolChoice.name } };

@@ -26,6 +26,8 @@ export interface ToolSpec {
   description: string;
   /** JSON schema of the arguments object. */
   parameters: Record<string, unknown>;
+  /** Strict schema adherence (OpenAI's `strict`), when the tool's owner asked for it. */
+  strict?: boolean;
 }
 
 /**

@@ -117,9 +117,12 @@ function rejectUpgrade(socket: Duplex, status: number, text: string): void {
 }
 
 /**
- * Sends through a corked socket: every frame sent in one turn of the event loop leaves in one
- * write (one syscall) instead of one each. A token stream is many small frames in bursts; this
- * is what keeps one streaming turn to one viewer close to a bare socket's throughput.
+ * Sends through a corked socket: every frame sent in one run of the event loop's callbacks leaves
+ * in one write (one syscall) instead of one each. A token stream is many small frames in bursts;
+ * this is what keeps one streaming turn to one viewer close to a bare socket's throughput.
+ * Every socket corked in that run is uncorked by one shared microtask. Frames are delivered after
+ * their group commit, inside the committer's `setImmediate` callback: an uncork left to a
+ * `setImmediate` of its own would run in the next loop iteration, after its timers and poll phase.
  */
 function corkingSender(ws: WebSocket, socket: Duplex): (text: WireText) => void {
   let corked = false;
@@ -134,7 +137,7 @@ function corkingSender(ws: WebSocket, socket: Duplex): (text: WireText) => void 
       corked = true;
       corkedBytes = 0;
       socket.cork();
-      setImmediate(uncork);
+      uncorkSoon(uncork);
     } else if (corkedBytes > CORK_FLUSH_BYTES) {
       // A producer that does not yield must not pile its whole burst up behind the cork: flush in
       // 64 KiB writes, so `bufferedAmount` measures what the peer has not read, not our batching.
@@ -147,6 +150,20 @@ function corkingSender(ws: WebSocket, socket: Duplex): (text: WireText) => void 
     if (typeof text === "string") ws.send(text);
     else ws.send(text, TEXT_FRAME);
   };
+}
+
+/** Sockets corked since the last flush, uncorked together by one microtask (not a timer each). */
+let toUncork: Array<() => void> = [];
+
+function uncorkSoon(uncork: () => void): void {
+  if (toUncork.length === 0) queueMicrotask(uncorkAll);
+  toUncork.push(uncork);
+}
+
+function uncorkAll(): void {
+  const batch = toUncork;
+  toUncork = [];
+  for (const uncork of batch) uncork();
 }
 
 const CORK_FLUSH_BYTES = 64 * 1024;

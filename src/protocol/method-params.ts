@@ -18,6 +18,7 @@ export const ClientToolParam = z.object({
   name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "1-64 letters, digits, _ or -"),
   description: z.string().max(10_000).optional(),
   parameters: z.record(z.string(), z.unknown()).optional(),
+  strict: z.boolean().optional(),
 });
 const clientTools = z.array(ClientToolParam).max(128).optional();
 

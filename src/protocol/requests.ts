@@ -110,4 +110,6 @@ export interface ClientToolSpec {
   description?: string;
   /** JSON schema of the arguments object. */
   parameters?: Record<string, unknown>;
+  /** OpenAI's strict schema adherence for the arguments, passed to the model as given. */
+  strict?: boolean;
 }

@@ -152,5 +152,6 @@ function runtimeHooks(d: RuntimeAssemblyDeps): RuntimeHooks {
     processesRunning: (rt) => processes.running(rt),
     stopProcesses: (rt) => processes.stopSession(rt),
     abandonProcesses: (rt) => processes.abandonSession(rt),
+    moveProcesses: (from, to) => processes.moveSession(from, to),
   };
 }

@@ -21,7 +21,7 @@ export interface SessionFlags {
   /** Opt-in: a delegation result delivered here starts a turn. */
   wake_on_delivery?: boolean;
   /** Tools the client executes itself (`client_tools`), offered at every model call. */
-  client_tools?: Array<{ name: string; description?: string; parameters?: Record<string, unknown> }>;
+  client_tools?: Array<{ name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean }>;
   /** This session is a room (`room.create`): its member profiles, and how far each has read. */
   room?: RoomFlags;
 }
@@ -327,7 +327,8 @@ export interface ProcessRow {
   owner: string;
 }
 
-export type ProcessPatch = Partial<Pick<ProcessRow, "status" | "exit_code" | "signal" | "ended_at" | "output_tail">>;
+/** `session_id` changes when a compression rotation moves the process to the continuation. */
+export type ProcessPatch = Partial<Pick<ProcessRow, "session_id" | "status" | "exit_code" | "signal" | "ended_at" | "output_tail">>;
 
 /**
  * One message an agent sent another (`message_agent`), in the sender's profile store: the durable

@@ -207,3 +207,29 @@ describe("chat completions: what reaches an OpenAI-compatible upstream", () => {
     }
   });
 });
+
+describe("chat completions: a session whose turn waits for the client", () => {
+  it("a new user message with X-Session-Id while a call waits is a 400 naming the call; strict reaches the upstream", async () => {
+    const first = await ai.chat.completions
+      .create({ model: "demo", messages: [{ role: "user", content: "call: get_weather {}" }], tools: [weather] })
+      .withResponse();
+    const call = first.data.choices[0]!.message.tool_calls![0]!;
+    await expect(
+      ai.chat.completions.create({ model: "demo", messages: [{ role: "user", content: "hello?" }] }, { headers: { "X-Session-Id": first.response.headers.get("x-session-id")! } }),
+    ).rejects.toMatchObject({ status: 400, param: "messages", message: expect.stringContaining(call.id) });
+
+    const upstream = await startFakeOpenAI();
+    const gw = await startTestServer({ providerUrl: upstream.url });
+    try {
+      upstream.script(reply.text(["ok"]));
+      const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: "unused", maxRetries: 0 });
+      const strictTool: OpenAI.Chat.ChatCompletionTool = { type: "function", function: { ...weather.function, strict: true } };
+      await client.chat.completions.create({ model: "test-model", messages: [{ role: "user", content: "hi" }], tools: [strictTool] });
+      const sent = (upstream.requests[0]!.body.tools as Array<{ function: { name: string; strict?: boolean } }>).find((t) => t.function.name === "get_weather");
+      expect(sent!.function.strict).toBe(true);
+    } finally {
+      await gw.close();
+      await upstream.close();
+    }
+  });
+});

@@ -75,6 +75,17 @@ describe("README: Use it from OpenAI clients", () => {
     expect(r.stdout).toBe("1 2 3\n1 2 3 4 5\n");
   });
 
+  it("the function-calling examples run as written: openai, the AI SDK and LangChain each complete the tool loop", async () => {
+    const blocks = readmeBlocks("Use it from OpenAI clients", "js").filter((b) => b.includes("get_weather"));
+    expect(blocks).toHaveLength(3);
+    const expected = ["get_weather returned: sunny\n", "get_weather returned: sunny in Paris\n", "get_weather returned: sunny\n"];
+    for (const [i, block] of blocks.entries()) {
+      const r = await run(process.execPath, `tools-${i}.mjs`, block);
+      expect(r.stderr).toBe("");
+      expect(r.stdout).toBe(expected[i]);
+    }
+  });
+
   it("the AI SDK example runs as written: chat model and Responses model, streamed", async () => {
     const aiSdk = readmeBlocks("Use it from OpenAI clients", "js").find((b) => b.includes('from "ai"'));
     expect(aiSdk).toBeDefined();

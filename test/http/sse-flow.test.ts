@@ -129,12 +129,14 @@ describe("SSE flow control", () => {
     cleanups.push(() => watcher.close());
 
     await call("POST", `/api/sessions/${id}/prompt`, { text: `count to ${N}` });
-    await watcher.waitFor((evs) => evs.some((e) => e.event === "turn.complete"));
+    // 20k+ deltas unpaced to two SSE readers: ~8–11 s on a loaded 2-core machine, so the waits are
+    // sized for that (this test is about what the reader gets, not how fast).
+    await watcher.waitFor((evs) => evs.some((e) => e.event === "turn.complete"), 40_000);
     slow.resume();
     await slow.waitFor((evs) => {
       const resync = evs.findIndex((e) => e.event === "session.resync");
       return resync >= 0 && evs.slice(resync).some((e) => e.event === "session.catchup") && evs.some((e) => e.event === "turn.complete");
-    });
+    }, 40_000);
 
     const resync = slow.events.find((e) => e.event === "session.resync")!;
     expect(resync.id).toBeUndefined(); // Last-Event-ID stays the last frame really received
@@ -149,7 +151,7 @@ describe("SSE flow control", () => {
     const { text } = reconstruct(slow.events);
     const assistantId = frames.find((f) => f.type === "message.complete" && f.payload.role === "assistant")!.payload.message_id;
     expect(text.get(assistantId)).toBe(stored.content);
-  });
+  }, 90_000);
 
   it("a message still streaming when the reader recovers is healed by the catch-up's snapshot", async () => {
     // Chunks of 16 KiB, numbered so that any loss or reordering changes the text.

@@ -9,6 +9,7 @@ import { mkdtempSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FakeClock } from "../../src/lib/clock.js";
+import type { ConfigInput } from "../../src/config/index.js";
 import { KILL_GRACE_MS } from "../../src/sessions/processes/process-service.js";
 import type { SessionRuntime } from "../../src/sessions/core/session-runtime.js";
 import { tempDbPath } from "../support/temp-db.js";
@@ -31,8 +32,8 @@ afterEach(async () => {
   }
 });
 
-async function harness(lifecycle: Record<string, unknown> = {}) {
-  const h = await startHarness({ dbPath: tempDbPath(), clock: new FakeClock(), processId: "p1", demoDelayMs: 0, lifecycle: { startup_sweep: false, ...lifecycle } });
+async function harness(lifecycle: Record<string, unknown> = {}, config: ConfigInput = {}) {
+  const h = await startHarness({ dbPath: tempDbPath(), clock: new FakeClock(), processId: "p1", demoDelayMs: 0, lifecycle: { startup_sweep: false, ...lifecycle }, config });
   harnesses.push(h);
   return h;
 }
@@ -156,5 +157,25 @@ describe("background processes", () => {
       { id: "proc_old", command: "npm run dev", cwd: work, pid, status: "lost", started_at: 1, output_tail: "" },
     ]);
     expect((await h.manager.processKill(ME, rt.id, "proc_old")).process.status).toBe("lost");
+  });
+
+  it("a compression rotation moves them to the continuation: listed, killed and recorded there", async () => {
+    const h = await harness({}, { compression: { threshold_tokens: 1_000_000, protect_first_n: 1, protect_last_n: 1 } });
+    const { rt } = await liveSession(h);
+    const info = await start(h, rt, "sleep 30");
+    for (const text of ["one", "two", "/compress"]) {
+      await h.manager.submit(ME, rt.id, text);
+      await until(() => !rt.running && rt.turns.length === 0, "the turn");
+    }
+    const childId = await until(async () => (await h.store.getSession(rt.id))!.flags.continued_in, "the rotation");
+    const child = await until(() => h.manager.parts.registry.get(childId), "the continuation");
+    expect((await h.manager.processList(ME, childId)).processes).toEqual([expect.objectContaining({ id: info.id, status: "running" })]);
+    await until(async () => (await h.store.processes.listProcesses(childId)).length === 1, "the record to move");
+    const { process: killed } = await h.manager.processKill(ME, childId, info.id);
+    expect(killed.status).toBe("killed");
+    expect(alive(info.pid)).toBe(false);
+    await child.log.flushed();
+    expect((await h.store.readEvents(childId, 0, 1000)).some((e) => e.type === "process.exited")).toBe(true);
+    expect(await h.store.processes.listProcesses(rt.id)).toEqual([]);
   });
 });

@@ -3,6 +3,7 @@
  * the delta log, the deltas of one commit share one row, message.complete compacts the log, and
  * a delta whose write failed is never shown.
  */
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { EventLog, GroupCommitter, RingBudget, type EventLogDeps } from "../../src/events/index.js";
 import { FakeClock } from "../../src/lib/clock.js";
@@ -18,7 +19,8 @@ afterEach(async () => {
 
 /** A SQLite store whose commits are recorded (and can be made to fail for delta rows). */
 async function setup(opts: { slowCommits?: boolean } = {}) {
-  const store = new SqliteStore({ path: tempDbPath() });
+  const path = tempDbPath();
+  const store = new SqliteStore({ path });
   stores.push(store);
   const commits: WriteOp[][] = [];
   let failDeltas = false;
@@ -44,7 +46,7 @@ async function setup(opts: { slowCommits?: boolean } = {}) {
     log.emit("message.start", { message_id: id, role: "assistant" }, {
       ops: [{ op: "message.insert", row: messageRow(id, "s1", -1, { role: "assistant", status: "streaming", content: "" }) }],
     });
-  return { store, log, commits, start, failWith: (on: boolean) => (failDeltas = on) };
+  return { store, log, commits, start, path, failWith: (on: boolean) => (failDeltas = on) };
 }
 
 const deltaRows = (commits: WriteOp[][]) => commits.flat().filter((o) => o.op === "delta.append");
@@ -110,9 +112,32 @@ describe("durable deltas", () => {
     // One group commit: the start, the delta's row, then the completion dropping the log.
     expect(completing.map((o) => o.op)).toEqual(["message.insert", "event.append", "delta.append", "message.update", "delta.compact", "event.append"]);
     expect(await store.loadMessages("s1")).toMatchObject([{ id: "m1", content: "hello", status: "complete" }]);
-    // Reopened as streaming by hand: no log left to fill it from, the row's own text shows.
-    await store.commit([{ op: "message.update", id: "m1", patch: { status: "streaming", content: "row" } }]);
-    expect((await stored(store, "m1")).content).toBe("row");
+  });
+
+  it("sweeps completed messages' rows out of the SQLite log, never a row of a message still streaming", async () => {
+    const { store, log, start, path } = await setup();
+    const raw = new Database(path, { readonly: true });
+    try {
+      const rows = () => raw.prepare(`SELECT message_id FROM message_deltas ORDER BY rowid`).all().map((r) => (r as { message_id: string }).message_id);
+      start("long");
+      for (let i = 0; i < 40; i++) {
+        start(`m${i}`);
+        log.emit("message.delta", { message_id: "long", text: `${i} ` });
+        log.emit("message.delta", { message_id: `m${i}`, text: "x" });
+        log.emit("message.complete", { message_id: `m${i}`, role: "assistant", content: "x", status: "complete" }, {
+          ops: [{ op: "message.update", id: `m${i}`, patch: { content: "x", status: "complete" } }],
+        });
+        await log.settled();
+      }
+      // Every 32 completions a sweep: the completed messages' rows are gone, the long stream's stay.
+      const left = rows();
+      expect(left.filter((id) => id === "long")).toHaveLength(40);
+      expect(left.filter((id) => id !== "long").length).toBeLessThan(40);
+      expect((await stored(store, "long")).content).toBe(Array.from({ length: 40 }, (_, i) => `${i} `).join(""));
+      expect((await stored(store, "m3")).content).toBe("x");
+    } finally {
+      raw.close();
+    }
   });
 
   it("never shows a delta whose write failed, and the turn learns it through flushed()", async () => {

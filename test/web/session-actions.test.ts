@@ -10,7 +10,7 @@ import type { Locator, Page } from "playwright-core";
 import type { Message } from "../../src/protocol/index.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, pickModel, send, shownModel, type Browser } from "./browser.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, pickModel, screenshot, send, shownModel, type Browser } from "./browser.js";
 
 /** Reloads and waits until the transcript is rebuilt from the Snapshot. */
 async function reload(page: Page): Promise<void> {
@@ -287,6 +287,9 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     await page.getByText("No session matches").waitFor();
     await search.fill("");
     await expect.poll(async () => (await rows()).length).toBeGreaterThanOrEqual(2);
+    await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
+    await screenshot(page, "17-sessions-desktop");
+    await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
 
     // Archive: out of the list, in the Archived one, and back.
     await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
@@ -350,6 +353,16 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     expect(await page.getByLabel("Message").count()).toBe(0);
     await expect.poll(() => item.getAttribute("data-state")).toBe("ended");
 
+    // Reopen sits beside the row's text and its rename icon, over neither.
+    const boxes = await Promise.all(
+      [item.locator(".session-title"), item.locator(".session-meta"), item.getByRole("button", { name: "Rename count to 3" }), item.getByRole("button", { name: "Reopen count to 3" })].map(
+        async (l) => (await l.boundingBox())!,
+      ),
+    );
+    const overlap = (a: { x: number; y: number; width: number; height: number }, b: typeof a) =>
+      a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+    for (const other of boxes.slice(0, 3)) expect(overlap(boxes[3]!, other)).toBe(false);
+    expect(overlap(boxes[2]!, boxes[0]!)).toBe(false);
     await ended.getByRole("button", { name: "Reopen" }).click();
     await page.getByLabel("Message").waitFor();
     await page.locator(".toast", { hasText: "Session reopened" }).waitFor();

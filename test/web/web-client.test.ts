@@ -79,9 +79,16 @@ describe.skipIf(!chromiumAvailable)("web client in Chromium", () => {
     expect(await page.evaluate(() => (window as { pwned?: number }).pwned)).toBeUndefined();
     expect(await page.locator('[data-kind="assistant"] img, [data-kind="assistant"] script').count()).toBe(0);
     await screenshot(page, "02-chat-desktop");
+    await page.emulateMedia({ colorScheme: "dark" });
+    await screenshot(page, "02-chat-dark-desktop");
     await page.setViewportSize(PHONE);
     await page.waitForTimeout(300); // the sidebar's slide-out transition
+    await screenshot(page, "03-chat-dark-phone");
+    await page.emulateMedia({ colorScheme: "light" });
     await screenshot(page, "03-chat-phone");
+    // The closed drawer is hidden: no shadow band at the edge, nothing of it in the Tab order.
+    const nav = page.getByRole("navigation", { name: "Sessions", includeHidden: true });
+    expect(await nav.evaluate((el) => [getComputedStyle(el).visibility, (el as HTMLElement & { inert?: boolean }).inert])).toEqual(["hidden", true]);
     await page.getByRole("button", { name: "Sessions" }).click();
     await page.getByRole("navigation", { name: "Sessions" }).getByRole("button", { name: "+ New session" }).waitFor();
     await page.waitForTimeout(300);

@@ -71,7 +71,7 @@ function toolsOf(tools: unknown): ClientToolSpec[] {
   if (!Array.isArray(tools)) throw HttpErrors.invalid("tools", "tools is an array of function tools");
   const seen = new Set<string>();
   return tools.map((t: unknown, i) => {
-    const tool = (t ?? {}) as { type?: unknown; function?: { name?: unknown; description?: unknown; parameters?: unknown } };
+    const tool = (t ?? {}) as { type?: unknown; function?: { name?: unknown; description?: unknown; parameters?: unknown; strict?: unknown } };
     if (tool.type !== "function") throw HttpErrors.invalid(`tools.${i}.type`, `Only function tools are supported (got ${JSON.stringify(tool.type)})`);
     const fn = tool.function ?? {};
     const name = fn?.name;
@@ -81,6 +81,7 @@ function toolsOf(tools: unknown): ClientToolSpec[] {
     const spec: ClientToolSpec = { name };
     if (typeof fn.description === "string") spec.description = fn.description;
     if (fn.parameters && typeof fn.parameters === "object") spec.parameters = fn.parameters as Record<string, unknown>;
+    if (typeof fn.strict === "boolean") spec.strict = fn.strict;
     return spec;
   });
 }

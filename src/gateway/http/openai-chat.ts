@@ -121,6 +121,7 @@ async function enterTurn(
     title: "chat.completions",
     ...(chat.system !== undefined ? { system_prompt: chat.system } : {}),
   };
+  if (continued) await refuseWhileCallsWait(profile, caller, continued, "messages", "a tool message");
   // Stateless continuation: the tool results that end the list are history too; the model answers them.
   const results: SeedMessage[] = chat.toolResults.map((r) => ({ role: "tool", content: r.content, tool_call_id: r.callId }));
   try {
@@ -142,6 +143,17 @@ async function enterTurn(
     }
     throw toolErrorOf(err);
   }
+}
+
+/**
+ * A new prompt for a session whose turn waits for the client's tool results would queue behind a
+ * turn that cannot go on: 400 naming the call that waits. (Unknown sessions fall through: the
+ * turn entry answers them.)
+ */
+export async function refuseWhileCallsWait(profile: Profile, caller: Caller, sessionId: string, param: string, what: string): Promise<void> {
+  const open = await profile.sessions.openRequests(caller, sessionId).catch(() => []);
+  const waiting = open.find((r) => r.kind === RequestKind.ClientTool);
+  if (waiting) throw HttpErrors.invalid(param, `Tool call ${waiting.call_id} (${waiting.tool}) is waiting for its result: send ${what} for it before a new prompt`);
 }
 
 /** A client tool named like a server tool is a 400 naming the request's tool. */

@@ -30,6 +30,7 @@ import { resolveModel } from "./models.js";
 import { InputItem } from "./openai-input.js";
 import { checkCallPairs, FunctionCallItem, FunctionCallOutputItem, OtherItem, toResponsesConversation, type ResponsesItem } from "./responses-input.js";
 import { responsesCallParams } from "./responses-params.js";
+import { refuseWhileCallsWait } from "./openai-chat.js";
 import type { ChatCallParams } from "./chat-params.js";
 import { ResponseBuilder, SEQ_STRIDE, TERMINAL_STATUSES, type ResponseEvent, type ResponseObject } from "./response-events.js";
 import { sseResponse } from "./sse.js";
@@ -126,6 +127,7 @@ export class ResponsesApi {
     const previous = body.previous_response_id
       ? await this.requireRecord(scope, body.previous_response_id, false, "previous_response_id")
       : null;
+    if (previous) await refuseWhileCallsWait(scope.profile, scope.caller, previous.session_id, "input", "a function_call_output");
     // Stateless continuation: the outputs that end the list are history too; the model answers them.
     const results: SeedMessage[] = conversation.toolResults.map((r) => ({ role: "tool", content: r.content, tool_call_id: r.callId }));
     const { caller, profile } = scope;

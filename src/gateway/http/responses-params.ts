@@ -96,7 +96,7 @@ function toolsOf(tools: unknown): ClientToolSpec[] {
   if (!Array.isArray(tools)) throw HttpErrors.invalid("tools", "tools is an array of function tools");
   const seen = new Set<string>();
   return tools.map((t: unknown, i) => {
-    const tool = (t ?? {}) as { type?: unknown; name?: unknown; description?: unknown; parameters?: unknown };
+    const tool = (t ?? {}) as { type?: unknown; name?: unknown; description?: unknown; parameters?: unknown; strict?: unknown };
     if (tool.type !== "function") throw HttpErrors.invalid(`tools.${i}.type`, `Only function tools are supported (got ${JSON.stringify(tool.type)})`);
     if (typeof tool.name !== "string" || !NAME.test(tool.name)) throw HttpErrors.invalid(`tools.${i}.name`, "A function name is 1-64 letters, digits, _ or -");
     if (seen.has(tool.name)) throw HttpErrors.invalid(`tools.${i}.name`, `Function ${tool.name} is declared twice`);
@@ -104,6 +104,7 @@ function toolsOf(tools: unknown): ClientToolSpec[] {
     const spec: ClientToolSpec = { name: tool.name };
     if (typeof tool.description === "string") spec.description = tool.description;
     if (tool.parameters && typeof tool.parameters === "object") spec.parameters = tool.parameters as Record<string, unknown>;
+    if (typeof tool.strict === "boolean") spec.strict = tool.strict;
     return spec;
   });
 }

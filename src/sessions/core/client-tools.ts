@@ -16,7 +16,9 @@ const ANY_OBJECT = { type: "object", properties: {} };
 
 /** What the model is offered for a client tool. */
 export function toToolSpec(t: ClientToolSpec): ToolSpec {
-  return { name: t.name, description: t.description ?? "", parameters: t.parameters ?? ANY_OBJECT };
+  const spec: ToolSpec = { name: t.name, description: t.description ?? "", parameters: t.parameters ?? ANY_OBJECT };
+  if (t.strict !== undefined) spec.strict = t.strict;
+  return spec;
 }
 
 /**

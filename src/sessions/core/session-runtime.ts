@@ -61,6 +61,8 @@ export interface RuntimeHooks {
   stopProcesses?(rt: SessionRuntime): Promise<void>;
   /** The runtime is given up on (superseded, force-reaped): its processes are killed, nothing written. */
   abandonProcesses?(rt: SessionRuntime): void;
+  /** A rotation continues the session in `to`: its processes move there (killed when there is none). */
+  moveProcesses?(from: SessionRuntime, to: SessionRuntime | undefined): void;
 }
 
 /** A turn, by its ids. */
@@ -215,6 +217,11 @@ export class SessionRuntime {
   /** A session that started delegations still running must never be reaped. */
   hasRunningDelegations(): boolean {
     return this.hooks.delegationsRunning(this);
+  }
+
+  /** Compression continued this session in `to`: its background processes go with it. */
+  moveProcessesTo(to: SessionRuntime | undefined): void {
+    this.hooks.moveProcesses?.(this, to);
   }
 
   /** A background process (workspace terminal) of this session still runs. */

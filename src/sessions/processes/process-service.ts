@@ -17,7 +17,7 @@ import type { ProcessExitedPayload, ProcessInfo, ProcessOutputPage, ProcessOutpu
 import type { Clock, TimerHandle } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
-import type { ProcessRow, Store } from "../../store/types.js";
+import type { ProcessRow, Store, WriteOp } from "../../store/types.js";
 import { spawnShell, type CommandExit, type SpawnedCommand, type WorkspaceProcesses } from "../../agent/tools/workspace/index.js";
 import { ToolFailure } from "../../agent/tools/index.js";
 import { storage } from "../core/session-access.js";
@@ -187,6 +187,30 @@ export class ProcessService {
     const procs = [...this.bySession.values()].flatMap((m) => [...m.values()]);
     await this.terminate(procs);
     this.bySession.clear();
+  }
+
+  /**
+   * Compression continued the session in `to`: its processes (running or recently ended) become
+   * the continuation's — their ends are written there, and their records name it (a write of the
+   * continuation, under its lease). Without a continuation they are killed.
+   */
+  moveSession(from: SessionRuntime, to: SessionRuntime | undefined): void {
+    const procs = this.bySession.get(from.id);
+    if (!procs) return;
+    if (!to) {
+      this.abandonSession(from);
+      return;
+    }
+    this.bySession.delete(from.id);
+    const target = this.sessionMap(to.id);
+    const ops: WriteOp[] = [];
+    for (const p of procs.values()) {
+      p.rt = to;
+      p.row = { ...p.row, session_id: to.id };
+      target.set(p.row.id, p);
+      ops.push({ op: "process.update", id: p.row.id, patch: { session_id: to.id } });
+    }
+    void to.log.write(ops).catch((err: unknown) => this.deps.logger.warn({ err, session_id: to.id }, "could not move process records to the continuation"));
   }
 
   private async terminate(procs: LiveProcess[]): Promise<void> {

@@ -58,6 +58,8 @@ export class Rotation {
       // Committed: the continuation exists; a resume of either id opens it.
       logger.error({ err, session_id: parent.id, to: childId }, "continuation could not be opened after the rotation");
     }
+    // A dev server started before the rotation keeps running, as the continuation's.
+    parent.moveProcessesTo(child);
     const viewers = [...parent.viewerRefs.values()];
     for (const v of viewers) parent.detach(v.id);
     if (child) this.moveTo(child, parent, viewers, queued, plan);

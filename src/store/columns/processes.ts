@@ -4,7 +4,7 @@
  */
 import type { ProcessPatch, ProcessRow } from "../rows.js";
 
-const PATCHABLE = new Set(["status", "exit_code", "signal", "ended_at", "output_tail"]);
+const PATCHABLE = new Set(["session_id", "status", "exit_code", "signal", "ended_at", "output_tail"]);
 
 export const PROCESS_COLUMNS = [
   "id", "session_id", "command", "cwd", "pid", "status", "exit_code", "signal", "started_at", "ended_at", "output_tail", "owner",

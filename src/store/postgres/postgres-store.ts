@@ -243,8 +243,9 @@ export class PostgresStore implements Store {
   /** Message id → streamed text, for the session's messages still streaming (see delta-log.ts). */
   private readonly readDeltaLog = async (sessionId: string, upToSeq = Number.MAX_SAFE_INTEGER): Promise<Map<string, string>> => {
     const rows = await this.q<{ message_id: string; text: string }>(
-      `SELECT message_id, string_agg(text, '' ORDER BY seq) AS text FROM message_deltas
-        WHERE session_id = $1 AND seq <= $2 GROUP BY message_id`,
+      `SELECT d.message_id, string_agg(d.text, '' ORDER BY d.seq) AS text FROM message_deltas d
+         JOIN messages m ON m.id = d.message_id
+        WHERE d.session_id = $1 AND m.status = 'streaming' AND d.seq <= $2 GROUP BY d.message_id`,
       [sessionId, upToSeq],
     );
     return new Map(rows.map((r) => [r.message_id, r.text]));

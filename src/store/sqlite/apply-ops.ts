@@ -21,7 +21,8 @@ export class SqliteWrites {
   private readonly insertMessage: Statement;
   private readonly insertEvent: Statement;
   private readonly appendDelta: Statement;
-  private readonly compactDeltas: Statement;
+  /** The delta log's cleanup (see DeltaLogSweep). */
+  readonly deltaSweep: DeltaLogSweep;
   private readonly insertIdempotency: Statement;
   private readonly fence: Statement;
   private readonly insertLease: Statement;
@@ -54,7 +55,7 @@ export class SqliteWrites {
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
     this.appendDelta = db.prepare(`INSERT INTO message_deltas (session_id, message_id, seq, text) VALUES (?, ?, ?, ?)`);
-    this.compactDeltas = db.prepare(`DELETE FROM message_deltas WHERE session_id = ? AND message_id = ?`);
+    this.deltaSweep = new DeltaLogSweep(db);
     this.insertIdempotency = db.prepare(
       `INSERT OR IGNORE INTO idempotency (session_id, request_id, turn_id, trace_id, created_at)
        VALUES (?, ?, ?, ?, ?)`,
@@ -76,9 +77,10 @@ export class SqliteWrites {
       // Second: one per streaming message per commit.
       case "delta.append":
         this.appendDelta.run(op.session_id, op.message_id, op.seq, op.text);
+        this.deltaSweep.appended(op.message_id);
         return;
       case "delta.compact":
-        this.compactDeltas.run(op.session_id, op.message_id);
+        this.deltaSweep.completed(op.message_id);
         return;
       case "session.insert":
         this.insertSession.run(sessionToColumns(op.row));
@@ -147,3 +149,46 @@ export class SqliteWrites {
     stmt.run({ ...cols, __id: id });
   }
 }
+
+/**
+ * Dropping the delta log of completed messages in sweeps rather than one message's rows at a
+ * time: those are spread over the pages of every session that streamed alongside, and deleting
+ * them as each message completes would dirty a page per row again. A sweep, inside a commit's
+ * transaction, deletes every row whose message is no longer `streaming` (a primary-key lookup per
+ * row), so it is also what clears another process's or a crashed process's rows. It runs after
+ * as many completions as this process has messages streaming (at least `SWEEP_EVERY`): the log
+ * then holds about one turn's worth of rows per live stream, each sweep scans about that much,
+ * and that is paid once per that many completions. Reads only ever use the rows of messages still
+ * streaming, so a completed message's rows are invisible between its completion and the sweep.
+ */
+export class DeltaLogSweep {
+  private readonly open = new Set<string>();
+  private completions = 0;
+  private readonly sweep: Statement;
+
+  constructor(db: Database.Database) {
+    this.sweep = db.prepare(
+      `DELETE FROM message_deltas
+        WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = message_deltas.message_id AND m.status = 'streaming')`,
+    );
+  }
+
+  appended(messageId: string): void {
+    this.open.add(messageId);
+  }
+
+  completed(messageId: string): void {
+    this.open.delete(messageId);
+    this.completions++;
+  }
+
+  /** Called at the end of every commit's transaction (after its ops). */
+  afterOps(): void {
+    if (this.completions < Math.max(SWEEP_EVERY, this.open.size)) return;
+    this.completions = 0;
+    this.sweep.run();
+  }
+}
+
+/** The fewest completions between two sweeps. */
+const SWEEP_EVERY = 32;

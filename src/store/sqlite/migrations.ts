@@ -227,13 +227,16 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 10,
     name: "delta log: the streamed text of messages still streaming, compacted at message.complete",
     sql: `
+      -- A rowid table with no index, on purpose: rows are appended at the B-tree's right edge, so
+      -- a commit carrying one row for each of N streaming sessions dirties a page or two, not N
+      -- (keyed by session, each row landed on a page of its own: ~4 KiB of WAL per delta). The
+      -- log of completed messages is dropped in sweeps (apply-ops.ts, DeltaLogSweep).
       CREATE TABLE message_deltas (
         session_id TEXT NOT NULL,
         message_id TEXT NOT NULL,
         seq INTEGER NOT NULL,
-        text TEXT NOT NULL,
-        PRIMARY KEY (session_id, message_id, seq)
-      ) WITHOUT ROWID;
+        text TEXT NOT NULL
+      );
     `,
   },
   {

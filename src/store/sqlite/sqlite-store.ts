@@ -86,7 +86,12 @@ export class SqliteStore implements Store {
       pageMessages: db.prepare(
         `SELECT * FROM messages WHERE session_id = ? AND created_seq > ? ORDER BY created_seq, id LIMIT ?`,
       ),
-      deltaLog: db.prepare(`SELECT message_id, text FROM message_deltas WHERE session_id = ? AND seq <= ? ORDER BY message_id, seq`),
+      // No index (migration 10 says why): a scan of what is left of the log, the rows of messages
+      // still streaming, kept only while their message still is.
+      deltaLog: db.prepare(
+        `SELECT d.message_id, d.text FROM message_deltas d JOIN messages m ON m.id = d.message_id
+          WHERE d.session_id = ? AND m.status = 'streaming' AND d.seq <= ? ORDER BY d.message_id, d.seq`,
+      ),
       readEvents: db.prepare(
         `SELECT session_id, seq, type, payload, turn_id, trace_id, created_at FROM events
          WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
@@ -137,6 +142,7 @@ export class SqliteStore implements Store {
     const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       for (const op of ops) writes.apply(op);
+      writes.deltaSweep.afterOps();
     });
   }
 
