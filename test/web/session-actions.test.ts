@@ -353,6 +353,16 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     expect(await page.getByLabel("Message").count()).toBe(0);
     await expect.poll(() => item.getAttribute("data-state")).toBe("ended");
 
+    // Reopen sits beside the row's text and its rename icon, over neither.
+    const boxes = await Promise.all(
+      [item.locator(".session-title"), item.locator(".session-meta"), item.getByRole("button", { name: "Rename count to 3" }), item.getByRole("button", { name: "Reopen count to 3" })].map(
+        async (l) => (await l.boundingBox())!,
+      ),
+    );
+    const overlap = (a: { x: number; y: number; width: number; height: number }, b: typeof a) =>
+      a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+    for (const other of boxes.slice(0, 3)) expect(overlap(boxes[3]!, other)).toBe(false);
+    expect(overlap(boxes[2]!, boxes[0]!)).toBe(false);
     await ended.getByRole("button", { name: "Reopen" }).click();
     await page.getByLabel("Message").waitFor();
     await page.locator(".toast", { hasText: "Session reopened" }).waitFor();

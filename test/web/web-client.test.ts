@@ -86,6 +86,9 @@ describe.skipIf(!chromiumAvailable)("web client in Chromium", () => {
     await screenshot(page, "03-chat-dark-phone");
     await page.emulateMedia({ colorScheme: "light" });
     await screenshot(page, "03-chat-phone");
+    // The closed drawer is hidden: no shadow band at the edge, nothing of it in the Tab order.
+    const nav = page.getByRole("navigation", { name: "Sessions", includeHidden: true });
+    expect(await nav.evaluate((el) => [getComputedStyle(el).visibility, (el as HTMLElement & { inert?: boolean }).inert])).toEqual(["hidden", true]);
     await page.getByRole("button", { name: "Sessions" }).click();
     await page.getByRole("navigation", { name: "Sessions" }).getByRole("button", { name: "+ New session" }).waitFor();
     await page.waitForTimeout(300);
