@@ -5,7 +5,7 @@
  * bench/.last-results.json.
  *
  *   npm run bench                      # everything (~2 minutes on 2 cores)
- *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | startup | retention | tracing | agents | crash | overhead | concurrency, comma-separated
+ *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | clienttools | startup | retention | tracing | agents | crash | overhead | concurrency, comma-separated
  *   npm run bench -- --quick           # smaller sizes, for working on the harness itself
  *   npm run bench -- --scale           # scale-out: PostgreSQL + Redis, 1 vs 2 nodes (bench/scale.ts)
  *
@@ -58,6 +58,7 @@ const SIZES = quick
       idle: { sessions: 2_000, warmup: 200 },
       slowviewer: { n: 100_000, fastViewers: 3, pairs: 3 },
       tools: { calls: 50, rounds: 3 },
+      clienttools: { pairs: 10, rounds: 3, warmup: 3 },
       startup: { runs: 3 },
       retention: { pairs: 1, sessions: 100, rows: 500, deltas: 1000 },
       tracing: { turnsPerBlock: 50, blocks: 2 },
@@ -87,6 +88,8 @@ const SIZES = quick
       slowviewer: { n: 100_000, fastViewers: 3, pairs: 5 },
       // 200 calls a round: long enough (~0.2 s) that one slow call cannot move the median.
       tools: { calls: 200, rounds: 7 },
+      // 50 pairs a round (~0.3 s): enough that one slow request cannot move the median.
+      clienttools: { pairs: 50, rounds: 7, warmup: 10 },
       // ~1.5 s per pair (each process idles 1 s before its RSS is read).
       startup: { runs: 9 },
       // 200 sessions × (1,000 events + 1,000 messages) to delete: far more than the job gets
@@ -250,6 +253,24 @@ async function runSlowViewer(): Promise<void> {
       `slow viewer memory: gateway peak RSS ${mib(r.rssPeakWithBytes)} with the paused viewer vs ${mib(r.rssPeakWithoutBytes)} ` +
       `without (${r.rssGrowthBytes >= 0 ? "+" : ""}${mib(r.rssGrowthBytes)}); settled ${mib(r.rssSettledStartBytes)} after the warm-up → ` +
       `${mib(r.rssSettledEndBytes)} after the last pair (the transcript grows by one ~0.6 MB reply per turn).`,
+  });
+}
+
+async function runClientTools(): Promise<void> {
+  const { benchClientTools } = await import("./client-tools.js");
+  const r = await benchClientTools(SIZES.clienttools);
+  results.clienttools = r;
+  rows.push({
+    name: `client tool round trip: a parked call answered over HTTP (${r.pairsPerRound} request pairs × ${r.rounds} rounds)`,
+    value: fmtMs(r.toolUs / 1000),
+    baseline: fmtMs(r.baselineUs / 1000),
+    ratio: `${fmtRatio(r.ratio)} (lower is better)`,
+    target: "—",
+    ok: "—",
+    verdict:
+      `clienttools: a chat completion that ends with a client tool call plus the X-Session-Id request answering it (the turn parked ` +
+      `on a durable request, then resumed) takes ${fmtMs(r.toolUs / 1000)} per pair vs ${fmtMs(r.baselineUs / 1000)} for two plain turns ` +
+      `(${fmtRatio(r.ratio)}×).`,
   });
 }
 
@@ -519,6 +540,7 @@ const RUNNERS = [
   ["idle", runIdle],
   ["slowviewer", runSlowViewer],
   ["tools", runTools],
+  ["clienttools", runClientTools],
   ["startup", runStartup],
   ["retention", runRetention],
   ["tracing", runTracing],
