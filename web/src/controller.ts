@@ -587,7 +587,7 @@ export class AppController {
   }
 
   /** Answers an open request of the current session (an approval's choice, or input content). */
-  async respond(requestId: string, answer: { choice?: string; content?: Record<string, unknown> }): Promise<boolean> {
+  async respond(requestId: string, answer: { choice?: string; content?: Record<string, unknown>; error?: string }): Promise<boolean> {
     const model = this.current;
     if (!model || !this.client) return false;
     try {
