@@ -37,6 +37,7 @@ describe("TetherRuns", () => {
     const long = await runs.create({ input: "count to 5000" });
     const it = runs.events(long.run_id);
     for await (const e of it) if (e.event === "message.delta") break;
+    expect(await runs.steer(long.run_id, "faster")).toMatchObject({ run_id: long.run_id, status: "steered" });
     expect(await runs.stop(long.run_id)).toMatchObject({ status: "stopping" });
     expect(await runs.wait(long.run_id)).toMatchObject({ status: "cancelled" });
 

@@ -128,6 +128,28 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
     await page.close();
   }, 90_000);
 
+  it("a client tool's call is a card of its own; the page answers it once, with an error", async () => {
+    const made = await fetch(`${srv.url}/api/sessions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ client_tools: [{ name: "pick_color", description: "asks the user's app for a colour" }] }),
+    });
+    const id = ((await made.json()) as { session_id: string }).session_id;
+    const page = await browser.page();
+    await openApp(page, `${srv.url}/#/s/${encodeURIComponent(id)}`);
+    await page.getByLabel("Message").waitFor();
+    await send(page, 'call: pick_color {"hint": "sky"}');
+    const card = page.getByRole("group", { name: "Client tool call" });
+    await card.waitFor({ timeout: 20_000 });
+    expect(await card.locator(".request-head").innerText()).toBe("Waiting for pick_color — a tool the client that declared it runs");
+    expect(JSON.parse(await card.locator(".request-args").innerText())).toEqual({ hint: "sky" });
+    const answer = card.getByRole("button", { name: "Answer with an error" });
+    await answer.click();
+    await card.waitFor({ state: "detached", timeout: 20_000 });
+    await expect.poll(() => page.locator('[data-kind="assistant"]').last().getAttribute("data-status"), { timeout: 20_000 }).toBe("complete");
+    await page.close();
+  });
+
   it("settings (theme, a system prompt for new sessions), shortcuts and their help overlay, focus back after a dialog", async () => {
     const page = await browser.page();
     const created: string[] = [];

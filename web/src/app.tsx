@@ -311,7 +311,8 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
         <div class="transcript-inner">
           {model.blocks.length === 0 && model.pending.length === 0 && <SuggestionChips ctl={ctl} model={model} />}
           <ExchangeList ctl={ctl} model={model} actions={actions} />
-          {model.requests.map((r) => (
+          {/* A client tool's call is answered by its client (this page's own tools answer by themselves). */}
+          {model.requests.filter((r) => r.kind !== "client_tool").map((r) => (
             <RequestCard key={r.request_id} request={r} ctl={ctl} />
           ))}
         </div>
@@ -422,7 +423,7 @@ function RequestCard({ request, ctl }: { request: OpenRequest; ctl: AppControlle
   const [text, setText] = useState("");
   // Answered once: the buttons stay disabled after the first click (the card goes with request.resolved).
   const [sent, setSent] = useState(false);
-  const answer = (a: { choice?: string; content?: Record<string, unknown> }) => {
+  const answer = (a: { choice?: string; content?: Record<string, unknown>; error?: string }) => {
     if (sent) return;
     setSent(true);
     void ctl.respond(request.request_id, a).then((ok) => {
@@ -442,6 +443,22 @@ function RequestCard({ request, ctl }: { request: OpenRequest; ctl: AppControlle
           </button>
           <button type="button" class="btn btn-sm" disabled={sent} onClick={() => answer({ choice: "decline" })}>
             Decline
+          </button>
+        </div>
+      </div>
+    );
+  }
+  if (request.kind === "client_tool") {
+    // A tool the client that declared it runs: this page cannot, but may answer it with an error.
+    return (
+      <div class="request-card" role="group" aria-label="Client tool call" data-request={request.request_id}>
+        <div class="request-head">
+          Waiting for <code>{request.tool}</code> — a tool the client that declared it runs
+        </div>
+        <pre class="request-args">{JSON.stringify(request.args ?? {}, null, 2)}</pre>
+        <div class="request-actions">
+          <button type="button" class="btn btn-sm" disabled={sent} onClick={() => answer({ error: "not run: the web client cannot run this tool" })}>
+            Answer with an error
           </button>
         </div>
       </div>

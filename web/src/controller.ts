@@ -14,6 +14,7 @@ import {
   type Snapshot,
 } from "../../src/client/index.js";
 import { isRecoverableEnd } from "../../src/protocol/end-reasons.js";
+import { BROWSER_TOOLS, installBrowserTools } from "./browser-tools.js";
 import {
   applyFrame,
   applyMessageSnapshot,
@@ -279,6 +280,7 @@ export class AppController {
       onHandlerError: (err) => console.error("tether web: handler failed", err),
     });
     this.client = client;
+    installBrowserTools(client);
     client.onStatus((s) => {
       this.status = s;
       if (s.state !== "connected") this.markCutCandidates();
@@ -494,7 +496,7 @@ export class AppController {
   async newSession(): Promise<void> {
     const client = this.requireClient();
     try {
-      const snap = await client.createSession(this.newSessionPrompt ? { system_prompt: this.newSessionPrompt } : {});
+      const snap = await client.createSession({ client_tools: BROWSER_TOOLS, ...(this.newSessionPrompt ? { system_prompt: this.newSessionPrompt } : {}) });
       await this.refreshSessions();
       this.navigate(snap.session_id);
     } catch (err) {
@@ -585,7 +587,7 @@ export class AppController {
   }
 
   /** Answers an open request of the current session (an approval's choice, or input content). */
-  async respond(requestId: string, answer: { choice?: string; content?: Record<string, unknown> }): Promise<boolean> {
+  async respond(requestId: string, answer: { choice?: string; content?: Record<string, unknown>; error?: string }): Promise<boolean> {
     const model = this.current;
     if (!model || !this.client) return false;
     try {
