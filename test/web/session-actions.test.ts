@@ -414,7 +414,8 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     const badge = page.getByTestId("model-pending");
     expect(await shownModel(page)).toBe("demo");
 
-    await send(page, "count to 60");
+    // Long enough (~4.5 s) that the model is picked while it streams, also on a busy machine.
+    await send(page, "count to 300");
     await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
     await pickModel(page, "small");
     await badge.waitFor();
@@ -424,8 +425,8 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     await page.locator(".toast", { hasText: "small will be used from the next turn" }).waitFor();
 
     // The running turn finishes on the old model; the switch still waits for the next turn.
-    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor({ timeout: 15_000 });
-    expect(await page.locator('[data-kind="assistant"] .md').first().innerText()).toMatch(/^1 2 3 .* 60$/);
+    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor({ timeout: 40_000 });
+    expect(await page.locator('[data-kind="assistant"] .md').first().innerText()).toMatch(/^1 2 3 .* 300$/);
     expect(await badge.count()).toBe(1);
     expect(await page.getByText("Model switched to small").count()).toBe(0);
 
@@ -445,14 +446,15 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     await openApp(page, srv.url);
     await newSession(page);
     const badge = page.getByTestId("model-pending");
-    await send(page, "count to 60");
+    // Long enough (~4.5 s) that the model is picked while it streams, also on a busy machine.
+    await send(page, "count to 300");
     await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
     await pickModel(page, "small");
     await badge.waitFor();
     await pickModel(page, "demo");
     await expect.poll(() => badge.count()).toBe(0);
     expect(await shownModel(page)).toBe("demo");
-    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor({ timeout: 15_000 });
+    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor({ timeout: 40_000 });
     await send(page, "count to 2");
     await expect.poll(() => page.locator('[data-kind="assistant"][data-status="complete"]').count()).toBe(2);
     expect((await page.locator('[data-kind="assistant"] .md').allInnerTexts())[1]).toBe("1 2");

@@ -12,6 +12,7 @@ import { Sidebar } from "./sidebar.js";
 import { ContextMeter, JumpToLatest, SuggestionChips } from "./chat-extras.js";
 import { ExchangeList } from "./transcript.js";
 import { ProcessPanel } from "./processes.js";
+import { isBrowserTool } from "./browser-tools.js";
 
 function useController(ctl: AppController): void {
   const [, setTick] = useState(0);
@@ -311,8 +312,8 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
         <div class="transcript-inner">
           {model.blocks.length === 0 && model.pending.length === 0 && <SuggestionChips ctl={ctl} model={model} />}
           <ExchangeList ctl={ctl} model={model} actions={actions} />
-          {/* A client tool's call is answered by its client (this page's own tools answer by themselves). */}
-          {model.requests.filter((r) => r.kind !== "client_tool").map((r) => (
+          {/* This page's own browser tools answer by themselves; any other client tool gets a card. */}
+          {model.requests.filter((r) => !(r.kind === "client_tool" && isBrowserTool(r.tool))).map((r) => (
             <RequestCard key={r.request_id} request={r} ctl={ctl} />
           ))}
         </div>

@@ -12,3 +12,8 @@ export const BROWSER_TOOLS: ClientToolSpec[] = [
 export function installBrowserTools(client: TetherClient): void {
   client.onToolCall("browser_time", () => ({ now: new Date().toISOString(), time_zone: Intl.DateTimeFormat().resolvedOptions().timeZone }));
 }
+
+/** True for a tool this page answers itself, so no card is shown for its call. */
+export function isBrowserTool(name: string | undefined): boolean {
+  return BROWSER_TOOLS.some((t) => t.name === name);
+}
