@@ -7,6 +7,7 @@
  * delta. Reports the largest N tried that holds p99 ≤ 50 ms.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { listeningUrl } from "./listening.js";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -44,15 +45,7 @@ async function spawnGateway(dir: string): Promise<{ child: ChildProcess; wsUrl: 
     env: { ...process.env, TETHER_LOG_LEVEL: "error", TETHER_CONFIG: join(dir, "config.yaml"), TETHER_DEMO_DELAY_MS: String(PACE_MS) },
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    let buf = "";
-    child.stdout!.on("data", (d: Buffer) => {
-      buf += d.toString();
-      const m = /tether listening on (http:\/\/\S+)/.exec(buf);
-      if (m) resolve(m[1]!);
-    });
-    child.once("exit", (code) => reject(new Error(`tether serve exited (${code}) before listening`)));
-  });
+  const url = await listeningUrl(child);
   return { child, wsUrl: `${url.replace(/^http/, "ws")}/ws` };
 }
 

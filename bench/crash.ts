@@ -6,6 +6,7 @@
  * not kept, in every round. The kill moments come from a seeded PRNG (`TETHER_CRASH_SEED`).
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { listeningUrl } from "./listening.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -35,15 +36,7 @@ async function spawnGateway(db: string, port: number, dir: string): Promise<Gate
     env: { ...process.env, TETHER_LOG_LEVEL: "error", TETHER_CONFIG: join(dir, "config.yaml"), TETHER_DEMO_DELAY_MS: "5" },
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    let buf = "";
-    child.stdout!.on("data", (d: Buffer) => {
-      buf += d.toString();
-      const m = /tether listening on (http:\/\/\S+)/.exec(buf);
-      if (m) resolve(m[1]!);
-    });
-    child.once("exit", (code) => reject(new Error(`tether serve exited (${code}) before listening`)));
-  });
+  const url = await listeningUrl(child);
   return { child, wsUrl: `${url.replace(/^http/, "ws")}/ws` };
 }
 

@@ -17,6 +17,7 @@
  * during the runs with the paused viewer minus the peak during the runs without it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { listeningUrl } from "./listening.js";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -177,15 +178,7 @@ async function spawnTether(dir: string): Promise<{ child: ChildProcess; wsUrl: s
     env,
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    let buf = "";
-    child.stdout!.on("data", (d: Buffer) => {
-      buf += d.toString();
-      const m = /tether listening on (http:\/\/\S+)/.exec(buf);
-      if (m) resolve(m[1]!);
-    });
-    child.once("exit", (code) => reject(new Error(`tether serve exited (${code})`)));
-  });
+  const url = await listeningUrl(child);
   return { child, wsUrl: `${url.replace(/^http/, "ws")}/ws` };
 }
 
