@@ -2,13 +2,13 @@
  * PostgreSQL's op switch: every WriteOp of a `commit` is applied here, inside the store's
  * transaction, on the transaction's client. Exhaustive like SQLite's (sqlite/apply-ops.ts): a new
  * kind of write does not compile until both stores handle it. Appends and fences go through the
- * commit's RowBatch (row-batch.ts): one statement per table per commit, not one per row.
+ * commit's RowBatch (appends.ts): one statement per table per commit, not one per row.
  */
 import type pg from "pg";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
 import type { IdempotencyRow, LeaseRow, MessageRow, SessionRow } from "../rows.js";
 import { unsupportedOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
-import type { RowBatch } from "./row-batch.js";
+import type { RowBatch } from "./appends.js";
 
 export type Queryable = Pick<pg.PoolClient, "query">;
 

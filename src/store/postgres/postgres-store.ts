@@ -1,6 +1,7 @@
 /**
  * The scale-out store: the same `Store` on PostgreSQL (`pg`, one pool per process). Every
- * `commit(ops)` is one transaction, its appended rows one statement per table (row-batch.ts). Ownership is decided here for every node sharing the database:
+ * `commit(ops)` is one transaction, its appended rows one statement per table (appends.ts).
+ * Ownership is decided here for every node sharing the database:
  * `acquireLease` locks the lease row (SELECT … FOR UPDATE), and a `lease.fence` op takes a share
  * lock on the row it checks, so a takeover waits for an in-flight write of the old owner and every
  * write after it fails with FenceError — two owners can never interleave in one transcript.
@@ -37,7 +38,7 @@ import { PgHttpTables } from "./http-tables.js";
 import { PgRunTables } from "./run-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 import { PgRetention } from "./retention.js";
-import { RowBatch } from "./row-batch.js";
+import { RowBatch } from "./appends.js";
 
 export interface PostgresStoreOptions {
   /** `postgres://user@host:port/db`; a `schema` query parameter selects (and creates) a schema. */

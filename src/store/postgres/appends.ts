@@ -1,5 +1,6 @@
 /**
- * The rows of one commit that go to PostgreSQL as one statement per table. A streaming batch is
+ * The append-only tables' side of PostgreSQL commits (sqlite/appends.ts is SQLite's): the rows of
+ * one commit that go to the server as one statement per table. A streaming batch is
  * mostly `event.append` and `delta.append` ops of many sessions (plus a `lease.fence` per unit):
  * applied one statement each, a batch of 200 units cost ~400 round trips to the server, each a
  * parse, a plan and two context switches on a shared machine. Here the fences are checked against
