@@ -53,7 +53,7 @@ export class SqliteStore implements Store {
   readonly path: string;
   private readonly db: Database.Database;
   private readonly stmts: Record<string, Statement>;
-  private readonly applyOps: (ops: readonly WriteOp[]) => void;
+  private readonly applyOps: Database.Transaction<(ops: readonly WriteOp[]) => void>;
   /** The HTTP API's tables (responses, idempotency keys). */
   private readonly http: HttpTables;
   /** Background sub-agents (`delegations`). */
@@ -145,7 +145,10 @@ export class SqliteStore implements Store {
 
   async commit(ops: readonly WriteOp[]): Promise<void> {
     if (ops.length === 0) return;
-    this.applyOps(ops);
+    // IMMEDIATE: a commit reads (its fencing row) before it writes. Begun deferred, it would hold
+    // a read snapshot while another process on this file writes, and SQLite refuses the upgrade at
+    // once ("database is locked") instead of waiting out the busy timeout.
+    this.applyOps.immediate(ops);
   }
 
   async getSession(id: string): Promise<SessionRow | null> {
