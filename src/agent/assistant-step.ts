@@ -59,9 +59,16 @@ export async function streamAssistantMessage(
       ...call,
       signal: ctx.signal,
     });
+    let first = true;
     for await (const chunk of stream) {
       // A provider that ignores the signal must not keep the turn streaming after an interrupt.
       if (ctx.signal.aborted) break;
+      if (first && (chunk.type === "text" || chunk.type === "reasoning") && chunk.text) {
+        first = false;
+        emitDelta(frames, chunk.type, messageId, chunk.text, step);
+        await firstDeltaOut(ctx);
+        continue;
+      }
       switch (chunk.type) {
         case "text":
           if (!chunk.text) break;
@@ -126,6 +133,24 @@ export async function streamAssistantMessage(
     ...extra,
   ]);
   return step;
+}
+
+function emitDelta(frames: TurnFrames, kind: "text" | "reasoning", messageId: string, text: string, step: AssistantStep): void {
+  if (kind === "text") step.content += text;
+  frames.emit<MessageDeltaPayload>(kind === "text" ? EventType.MessageDelta : EventType.ReasoningDelta, { message_id: messageId, text });
+}
+
+/**
+ * The first delta of a message is committed and sent on its own, and the loop gets a turn, before
+ * the runner reads on. Why: an upstream that answers in a burst hands over many chunks in one
+ * read; processed at once, they would all join the first delta's commit, and its bytes would
+ * leave (SSE writes are uncorked on a nextTick) only after the whole burst went through the
+ * event log and every viewer — the first token as late as the last. Once per message: nothing on
+ * the per-delta path.
+ */
+async function firstDeltaOut(ctx: TurnContext): Promise<void> {
+  await ctx.log.delivered?.();
+  await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
 /** The system prompt is configuration, not conversation: sent every call, never stored in history. */

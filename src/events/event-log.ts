@@ -645,7 +645,7 @@ function mergeBySeq(
 }
 
 /** A stored event as frame JSON, its payload spliced in verbatim (it was stored as JSON). */
-function encodeStoredFrame(row: EventRow, sessionJson: string, epochJson: string): string {
+export function encodeStoredFrame(row: EventRow, sessionJson: string, epochJson: string): string {
   let out = `{"type":${JSON.stringify(row.type)},"session_id":${sessionJson},"seq":${row.seq},"epoch":${epochJson},"ts":${row.created_at}`;
   if (row.turn_id !== null) out += `,"turn_id":${JSON.stringify(row.turn_id)}`;
   if (row.trace_id !== null) out += `,"trace_id":${JSON.stringify(row.trace_id)}`;

@@ -6,34 +6,16 @@
 import type { Clock } from "../lib/clock.js";
 import type { IdGenerator } from "../lib/ids.js";
 import type { GroupCommitter } from "../events/index.js";
-import type { HttpIdempotencyRow, Store } from "../store/types.js";
+import type { HttpIdempotencyRow, ResponseRow, Store } from "../store/types.js";
 import { storage } from "./core/session-access.js";
 import type { Caller } from "./core/types.js";
 import { RunRecords } from "./runs/run-records.js";
 
-/** One OpenAI Responses API response (`resp_…`): which session and turn produce it. */
-export interface ResponseRecord {
-  id: string;
-  principal: string;
-  session_id: string;
-  turn_id: string;
-  /** The session's latest seq before the turn was submitted: the turn's frames all come after. */
-  after_seq: number;
-  model: string;
-  /** queued | in_progress | completed | failed | incomplete | cancelled */
-  status: string;
-  background: boolean;
-  /** `store: false` responses cannot be retrieved or continued once finished. */
-  stored: boolean;
-  previous_response_id: string | null;
-  instructions: string | null;
-  metadata: Record<string, unknown> | null;
-  cancel_requested: boolean;
-  /** JSON of the final response object, once terminal. */
-  result: string | null;
-  created_at: number;
-  completed_at: number | null;
-}
+/**
+ * One OpenAI Responses API response (`resp_…`): which session and turn produce it. The gateway's
+ * name for the stored row, whose fields it reads as they are.
+ */
+export type ResponseRecord = ResponseRow;
 
 /** What a new response names; its id, time and empty outcome are the records' to set. */
 export type NewResponse = Pick<

@@ -51,7 +51,9 @@ describe("two processes on one store", () => {
 
     // B's own turn ran on untouched.
     const done = await sb.waitForEvent(liveSession, (f) => f.type === "turn.complete" && f.turn_id === liveTurn.turn_id);
-    expect(done.payload.status).toBe("complete");
+    // On failure, the whole payload (its error) and B's own log say why.
+    if (done.payload.status !== "complete") console.error("B's turn ended", done.payload, b.stdoutLines.slice(-40).join("\n"), b.stderr());
+    expect(done.payload).toMatchObject({ status: "complete" });
     const liveRow = (await sb.call("session.list", {})).sessions.find((s: any) => s.session_id === liveSession);
     expect(liveRow.state).toBe("live");
 

@@ -109,6 +109,27 @@ describe.skipIf(!pgAvailable || !redisAvailable)("scale-out: PostgreSQL store + 
     expect(textOf("", all, messageId)).toContain(expected);
   });
 
+  it("since() on node B, assembled from stored and retained wire text, answers the owner's frames: all, or only the durable ones", async () => {
+    const [a, b] = await cluster(2);
+    const onA = await open(a!.wsUrl);
+    const sid = (await onA.call("session.create", {})).session_id;
+    const turn = await onA.call("prompt.submit", { session_id: sid, text: "count to 30" });
+    await onA.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === turn.turn_id);
+    const onB = await open(b!.wsUrl);
+    const shape = (fs: Frame<any>[]) => fs.map((f) => [f.seq, f.type, f.turn_id ?? null, JSON.stringify(f.payload)]);
+    for (const include_transient of [true, false]) {
+      const owner = await onA.call("session.events.since", { session_id: sid, after_seq: 0, include_transient });
+      const remote = await onB.call("session.events.since", { session_id: sid, after_seq: 0, include_transient });
+      expect(shape(remote.events)).toEqual(shape(owner.events));
+      expect(remote.latest_seq).toBe(owner.latest_seq);
+      expect(remote.snapshots).toEqual([]);
+      // The object form (HTTP API) and the text form (WebSocket) say the same.
+      const viaObject = await b!.server.manager.since({ principal: "default" }, sid, 0, { transient: include_transient });
+      expect(JSON.parse(JSON.stringify(viaObject.events))).toEqual(remote.events);
+    }
+    expect(b!.server.manager.liveCount).toBe(0);
+  });
+
   it("prompt.submit, session.interrupt and config.set on node B run on the owner, node A: one turn, not two", async () => {
     const [a, b] = await cluster(2);
     const onA = await open(a!.wsUrl);

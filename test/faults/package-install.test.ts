@@ -100,9 +100,16 @@ describe("the packed package, installed in an empty project", () => {
   }, 660_000);
 
   afterAll(async () => {
-    if (server && server.exitCode === null) {
-      server.kill("SIGTERM");
-      await new Promise((r) => server!.once("exit", r));
+    // npx runs `tether serve` as a child of its own: the whole process group is stopped, or the
+    // server outlives the test run.
+    if (server?.pid !== undefined && server.exitCode === null) {
+      const exited = new Promise((r) => server!.once("exit", r));
+      try {
+        process.kill(-server.pid, "SIGTERM");
+      } catch {
+        // The group is already gone.
+      }
+      await exited;
     }
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -125,6 +132,7 @@ describe("the packed package, installed in an empty project", () => {
       cwd: app,
       env: { ...process.env, TETHER_CONFIG: join(dir, "config.yaml"), TETHER_LOG_LEVEL: "warn" },
       stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
     });
     let stderr = "";
     server.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));

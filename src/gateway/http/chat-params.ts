@@ -17,6 +17,7 @@
 import type { ClientToolSpec } from "../../protocol/index.js";
 import type { CallOptions, ToolChoice } from "../../sessions/index.js";
 import { HttpError, HttpErrors } from "./errors.js";
+import { functionToolsOf } from "./function-tools.js";
 
 export const HONOURED = new Set(["model", "messages", "stream", "stream_options", "tools", "tool_choice", "parallel_tool_calls", "n"]);
 
@@ -53,7 +54,7 @@ export function chatCallParams(body: Record<string, unknown>): ChatCallParams {
     if (!PASSED.has(key)) throw new HttpError(400, "unknown_parameter", `Unrecognized request argument supplied: ${key}`, key);
     params[key] = value;
   }
-  const clientTools = toolsOf(body.tools);
+  const clientTools = functionToolsOf(body.tools, "nested");
   const callOptions: CallOptions = {};
   const choice = toolChoiceOf(body.tool_choice, clientTools);
   if (choice !== undefined) callOptions.toolChoice = choice;
@@ -61,29 +62,6 @@ export function chatCallParams(body: Record<string, unknown>): ChatCallParams {
   else if (body.parallel_tool_calls != null) throw HttpErrors.invalid("parallel_tool_calls", "parallel_tool_calls is a boolean");
   if (Object.keys(params).length > 0) callOptions.params = params;
   return { clientTools, callOptions };
-}
-
-const NAME = /^[A-Za-z0-9_-]{1,64}$/;
-
-/** `tools`: function tools only, each name valid and given once. */
-function toolsOf(tools: unknown): ClientToolSpec[] {
-  if (tools === null || tools === undefined) return [];
-  if (!Array.isArray(tools)) throw HttpErrors.invalid("tools", "tools is an array of function tools");
-  const seen = new Set<string>();
-  return tools.map((t: unknown, i) => {
-    const tool = (t ?? {}) as { type?: unknown; function?: { name?: unknown; description?: unknown; parameters?: unknown; strict?: unknown } };
-    if (tool.type !== "function") throw HttpErrors.invalid(`tools.${i}.type`, `Only function tools are supported (got ${JSON.stringify(tool.type)})`);
-    const fn = tool.function ?? {};
-    const name = fn?.name;
-    if (typeof name !== "string" || !NAME.test(name)) throw HttpErrors.invalid(`tools.${i}.function.name`, "A function name is 1-64 letters, digits, _ or -");
-    if (seen.has(name)) throw HttpErrors.invalid(`tools.${i}.function.name`, `Function ${name} is declared twice`);
-    seen.add(name);
-    const spec: ClientToolSpec = { name };
-    if (typeof fn.description === "string") spec.description = fn.description;
-    if (fn.parameters && typeof fn.parameters === "object") spec.parameters = fn.parameters as Record<string, unknown>;
-    if (typeof fn.strict === "boolean") spec.strict = fn.strict;
-    return spec;
-  });
 }
 
 /** `tool_choice`: auto | none | required | { type: "function", function: { name } } naming one of `tools`. */

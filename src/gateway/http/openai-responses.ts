@@ -201,18 +201,7 @@ export class ResponsesApi {
       await profile.sessions.configure(caller, sid, { clientTools: call.clientTools, callOptions: call.callOptions }).catch((err: unknown) => {
         throw toolNameError(err);
       });
-      const record = await profile.records.createResponse(caller, {
-        session_id: sid,
-        turn_id: turnId,
-        after_seq: snap.latest_seq,
-        model: previous.model,
-        status: "in_progress",
-        background: body.background ?? false,
-        stored: body.store ?? true,
-        previous_response_id: previous.id,
-        instructions: body.instructions ?? null,
-        metadata: body.metadata ?? null,
-      });
+      const record = await this.createContinuation(scope, body, previous, { sessionId: sid, turnId, afterSeq: snap.latest_seq });
       const response = this.answer(c, scope, body, claim, record, tap);
       for (const { result, open } of answers) {
         await profile.sessions.respond(caller, sid, open.request_id, { output: result.content }).catch((err: unknown) => {
@@ -228,6 +217,30 @@ export class ResponsesApi {
       await profile.sessions.detach(caller, sid, tap).catch(() => undefined);
       throw err;
     }
+  }
+
+  /**
+   * The record of a response that goes on with a previous one's turn (tool outputs, approvals), in
+   * the session that turn now lives in (the live tip, when the conversation was compressed since).
+   */
+  private createContinuation(
+    scope: Scope,
+    body: ResponsesBody,
+    previous: ResponseRecord,
+    at: { sessionId: string; turnId: string; afterSeq: number },
+  ): Promise<ResponseRecord> {
+    return scope.profile.records.createResponse(scope.caller, {
+      session_id: at.sessionId,
+      turn_id: at.turnId,
+      after_seq: at.afterSeq,
+      model: previous.model,
+      status: "in_progress",
+      background: body.background ?? false,
+      stored: body.store ?? true,
+      previous_response_id: previous.id,
+      instructions: body.instructions ?? null,
+      metadata: body.metadata ?? null,
+    });
   }
 
   /** Follows the response's turn and answers as the request asked: a stream, at once (background), or at its end. */
@@ -272,18 +285,7 @@ export class ResponsesApi {
     };
     const waiting = snap.open_requests.find((r) => r.request_id === approvals[0]!.approval_request_id);
     if (!waiting) throw fail(0, `no approval ${approvals[0]!.approval_request_id} is pending in this conversation`);
-    const record = await profile.records.createResponse(caller, {
-      session_id: previous.session_id,
-      turn_id: waiting.turn_id,
-      after_seq: snap.latest_seq,
-      model: previous.model,
-      status: "in_progress",
-      background: body.background ?? false,
-      stored: body.store ?? true,
-      previous_response_id: previous.id,
-      instructions: body.instructions ?? null,
-      metadata: body.metadata ?? null,
-    });
+    const record = await this.createContinuation(scope, body, previous, { sessionId: previous.session_id, turnId: waiting.turn_id, afterSeq: snap.latest_seq });
     const response = this.answer(c, scope, body, claim, record, tap);
     for (const [i, a] of approvals.entries()) {
       try {

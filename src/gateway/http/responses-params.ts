@@ -15,9 +15,9 @@
  *                             conversation, reasoning.summary, tools of any type but function,
  *                             and any parameter not listed here
  */
-import type { ClientToolSpec } from "../../protocol/index.js";
 import type { CallOptions } from "../../sessions/index.js";
 import { HttpError, HttpErrors } from "./errors.js";
+import { functionToolsOf } from "./function-tools.js";
 import { toolChoiceOf, type ChatCallParams } from "./chat-params.js";
 
 const HONOURED = new Set([
@@ -56,7 +56,7 @@ export function responsesCallParams(body: Record<string, unknown>): ChatCallPara
     params[passed] = value;
   }
   Object.assign(params, textParams(body.text), reasoningParams(body.reasoning));
-  const clientTools = toolsOf(body.tools);
+  const clientTools = functionToolsOf(body.tools, "flat");
   const callOptions: CallOptions = {};
   const choice = toolChoiceOf(body.tool_choice, clientTools);
   if (choice !== undefined) callOptions.toolChoice = choice;
@@ -88,23 +88,3 @@ function reasoningParams(reasoning: unknown): Record<string, unknown> {
   return r.effort != null ? { reasoning_effort: r.effort } : {};
 }
 
-const NAME = /^[A-Za-z0-9_-]{1,64}$/;
-
-/** Responses' function tools are flat: `{ type: "function", name, description?, parameters?, strict? }`. */
-function toolsOf(tools: unknown): ClientToolSpec[] {
-  if (tools === null || tools === undefined) return [];
-  if (!Array.isArray(tools)) throw HttpErrors.invalid("tools", "tools is an array of function tools");
-  const seen = new Set<string>();
-  return tools.map((t: unknown, i) => {
-    const tool = (t ?? {}) as { type?: unknown; name?: unknown; description?: unknown; parameters?: unknown; strict?: unknown };
-    if (tool.type !== "function") throw HttpErrors.invalid(`tools.${i}.type`, `Only function tools are supported (got ${JSON.stringify(tool.type)})`);
-    if (typeof tool.name !== "string" || !NAME.test(tool.name)) throw HttpErrors.invalid(`tools.${i}.name`, "A function name is 1-64 letters, digits, _ or -");
-    if (seen.has(tool.name)) throw HttpErrors.invalid(`tools.${i}.name`, `Function ${tool.name} is declared twice`);
-    seen.add(tool.name);
-    const spec: ClientToolSpec = { name: tool.name };
-    if (typeof tool.description === "string") spec.description = tool.description;
-    if (tool.parameters && typeof tool.parameters === "object") spec.parameters = tool.parameters as Record<string, unknown>;
-    if (typeof tool.strict === "boolean") spec.strict = tool.strict;
-    return spec;
-  });
-}

@@ -199,8 +199,9 @@ export class NodeRouting {
   /** The remote view when `sessionId` is not live here but a sibling node holds its lease. */
   async remoteFor(caller: Caller, sessionId: string): Promise<RemoteView | null> {
     if (this.deps.registry.has(sessionId)) return null;
-    await requireRow(this.deps.store, caller, sessionId);
-    const lease = await storage(() => this.deps.store.getLease(sessionId));
+    // Both reads at once (a catch-up on a non-owner node pays one round trip here, not two); the
+    // lease is looked at only once the row says the caller may see the session.
+    const [, lease] = await Promise.all([requireRow(this.deps.store, caller, sessionId), storage(() => this.deps.store.getLease(sessionId))]);
     return lease && lease.owner !== this.deps.processId ? this.remote : null;
   }
 }

@@ -24,11 +24,11 @@ import {
   type SinceResult,
   type Snapshot,
 } from "../../protocol/index.js";
-import { fromEventRow, type SinceOptions } from "../../events/index.js";
+import { encodeStoredFrame, fromEventRow, type SinceOptions } from "../../events/index.js";
 import { openRequestsOf } from "../views/snapshots.js";
 import type { Bus, BusEntry } from "../../events/bus/index.js";
 import type { Logger } from "../../lib/logger.js";
-import type { EventRow, SessionRow, Store } from "../../store/types.js";
+import type { EventRow, MessageRow, SessionRow, Store } from "../../store/types.js";
 import { toWireMessage } from "../core/messages.js";
 import type { Viewer } from "../core/viewer.js";
 
@@ -62,16 +62,32 @@ export class RemoteView {
     return { events, latest_seq: cut.latest, truncated: false, epoch: this.deps.epoch, snapshots: cut.snapshots };
   }
 
+  /**
+   * since() as JSON text: the retained frames are spliced in as the owner encoded them and the
+   * stored ones as stored (the owner's sinceJson does the same), not parsed and re-encoded.
+   */
   async sinceJson(sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<EncodedJson> {
-    const r = await this.since(sessionId, afterSeq, opts);
-    return new EncodedJson(JSON.stringify(r));
+    const cut = await this.collect(sessionId, afterSeq);
+    const epochJson = JSON.stringify(this.deps.epoch);
+    const sessionJson = JSON.stringify(sessionId);
+    const parts: string[] = [];
+    for (const it of cut.items) {
+      if (it.row) parts.push(encodeStoredFrame(it.row, sessionJson, epochJson));
+      else if (opts.transient !== false || !isTransientEvent(frameType(it.entry!.wire) ?? parseFrame(it.entry!.wire).type)) {
+        parts.push(frameJsonOfNotification(it.entry!.wire));
+      }
+    }
+    return new EncodedJson(
+      `{"events":[`,
+      parts,
+      `],"latest_seq":${cut.latest},"truncated":false,"epoch":${epochJson},"snapshots":${JSON.stringify(cut.snapshots)}}`,
+    );
   }
 
   /** A Snapshot of a session live on another node, consistent with its `latest_seq`. */
   async snapshot(row: SessionRow, afterSeq?: number): Promise<Snapshot> {
-    const cut = await this.head(row.id);
-    const rows = await this.deps.store.loadMessages(row.id, afterSeq);
-    const requests = await this.deps.store.requests.unfinishedRequests(row.id);
+    const [cut, requests] = await Promise.all([this.head(row.id), this.deps.store.requests.unfinishedRequests(row.id)]);
+    const rows = afterSeq === undefined ? cut.stored : await this.deps.store.loadMessages(row.id, afterSeq);
     const streaming = new Map(cut.snapshots.map((s) => [s.message_id, s.text]));
     const messages = rows
       .filter((r) => r.created_seq <= cut.latest)
@@ -186,15 +202,9 @@ export class RemoteView {
 
   private async collect(sessionId: string, afterSeq: number): Promise<Cut> {
     // Store first, bus second: the owner publishes a durable frame only after committing it, so
-    // anything published before our bus read is in the store or in what the bus returns.
-    const rows: EventRow[] = [];
-    let from = afterSeq;
-    for (;;) {
-      const page = await this.deps.store.readEvents(sessionId, from, SINCE_PAGE);
-      rows.push(...page);
-      if (page.length < SINCE_PAGE) break;
-      from = page[page.length - 1]!.seq;
-    }
+    // anything published before our bus read is in the store or in what the bus returns. The two
+    // store reads go together (two pooled connections): one round trip of latency, not two.
+    const [rows, stored] = await Promise.all([this.storedEvents(sessionId, afterSeq), this.deps.store.loadMessages(sessionId)]);
     const retained = await this.deps.bus.readAfter(sessionId, 0);
     const items: Cut["items"] = [];
     let i = 0;
@@ -211,23 +221,45 @@ export class RemoteView {
       }
     }
     const latest = Math.max(afterSeq, items.at(-1)?.seq ?? 0);
-    return { items, latest, snapshots: await this.streamingSnapshots(sessionId, retained, latest) };
+    return { items, latest, snapshots: await this.streamingSnapshots(sessionId, retained, latest, stored) };
   }
 
-  /** The session's latest seq and streaming messages, for a Snapshot. */
-  private async head(sessionId: string): Promise<{ latest: number; snapshots: MessageSnapshot[] }> {
+  private async storedEvents(sessionId: string, afterSeq: number): Promise<EventRow[]> {
+    const rows: EventRow[] = [];
+    let from = afterSeq;
+    for (;;) {
+      const page = await this.deps.store.readEvents(sessionId, from, SINCE_PAGE);
+      rows.push(...page);
+      if (page.length < SINCE_PAGE) return rows;
+      from = page[page.length - 1]!.seq;
+    }
+  }
+
+  /**
+   * The session's latest seq and streaming messages, for a Snapshot. Its messages are read after
+   * the bus: every message created at or before `latest` is then in `stored`.
+   */
+  private async head(sessionId: string): Promise<{ latest: number; snapshots: MessageSnapshot[]; stored: MessageRow[] }> {
     const durable = await this.deps.store.latestEventSeq(sessionId);
     const retained = await this.deps.bus.readAfter(sessionId, 0);
     const latest = Math.max(durable, retained.at(-1)?.seq ?? 0);
-    return { latest, snapshots: await this.streamingSnapshots(sessionId, retained, latest) };
+    const stored = await this.deps.store.loadMessages(sessionId);
+    return { latest, stored, snapshots: await this.streamingSnapshots(sessionId, retained, latest, stored) };
   }
 
-  /** Messages still streaming at `latest`, rebuilt from the retained deltas (or the delta log). */
-  private async streamingSnapshots(sessionId: string, retained: BusEntry[], latest: number): Promise<MessageSnapshot[]> {
+  /**
+   * Messages still streaming at `latest`, rebuilt from the retained deltas (or the delta log).
+   * `stored`: the session's messages, read before the bus (a message that started after that read
+   * has its message.start in the retained frames).
+   */
+  private async streamingSnapshots(sessionId: string, retained: BusEntry[], latest: number, stored: MessageRow[]): Promise<MessageSnapshot[]> {
     const open = new Map<string, MessageSnapshot>();
     const completed = new Set<string>();
     for (const e of retained) {
       if (e.seq > latest) break;
+      // Only the message frames are parsed: the rest (tool, todo, turn frames) say nothing here.
+      const type = frameType(e.wire);
+      if (type !== undefined && !SNAPSHOT_FRAMES.has(type)) continue;
       const f = parseFrame(e.wire) as Frame<any>;
       if (f.type === EventType.MessageStart && f.payload?.role === "assistant") {
         const s: MessageSnapshot = { message_id: f.payload.message_id, role: "assistant", text: "", reasoning: "", as_of_seq: latest };
@@ -246,14 +278,28 @@ export class RemoteView {
     }
     // A message that started before the retained window: its delta log up to `latest` (never past
     // it: the viewer follows the bus from there, so a later delta must not be in the snapshot too).
-    const rows = await this.deps.store.loadMessages(sessionId);
-    const older = rows.filter((r) => r.role === "assistant" && r.status === "streaming" && !open.has(r.id) && !completed.has(r.id));
+    const older = stored.filter(
+      (r) => r.role === "assistant" && r.status === "streaming" && r.created_seq <= latest && !open.has(r.id) && !completed.has(r.id),
+    );
     const logged = older.length > 0 ? await this.deps.store.streamedText(sessionId, latest) : new Map<string, string>();
     for (const r of older) {
       open.set(r.id, { message_id: r.id, role: "assistant", text: logged.get(r.id) ?? "", reasoning: "", as_of_seq: latest });
     }
     return [...open.values()];
   }
+}
+
+const SNAPSHOT_FRAMES: ReadonlySet<string> = new Set([
+  EventType.MessageStart,
+  EventType.MessageDelta,
+  EventType.ReasoningDelta,
+  EventType.MessageComplete,
+]);
+
+/** A frame's type read off its wire text (encoders write it first), without parsing the frame. */
+const TYPE_AT_START = /^\{"jsonrpc":"2\.0","method":"event","params":\{"type":"([^"\\]+)"/;
+function frameType(wire: string): string | undefined {
+  return TYPE_AT_START.exec(wire)?.[1];
 }
 
 function parseFrame(wire: string): Frame {

@@ -1,13 +1,14 @@
 /**
  * PostgreSQL's op switch: every WriteOp of a `commit` is applied here, inside the store's
  * transaction, on the transaction's client. Exhaustive like SQLite's (sqlite/apply-ops.ts): a new
- * kind of write does not compile until both stores handle it.
+ * kind of write does not compile until both stores handle it. Appends and fences go through the
+ * commit's RowBatch (appends.ts): one statement per table per commit, not one per row.
  */
 import type pg from "pg";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
-import { FenceError } from "../errors.js";
-import type { EventRow, IdempotencyRow, LeaseRow, MessageRow, SessionRow } from "../rows.js";
+import type { IdempotencyRow, LeaseRow, MessageRow, SessionRow } from "../rows.js";
 import { unsupportedOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
+import type { RowBatch } from "./appends.js";
 
 export type Queryable = Pick<pg.PoolClient, "query">;
 
@@ -25,16 +26,15 @@ export class PgWrites {
     private readonly envelopes: OpTables<EnvelopeOp>,
   ) {}
 
-  async apply(c: Queryable, op: WriteOp): Promise<void> {
+  /** Applies `op` now, or gathers it into `batch` (flushed by commit() before it commits). */
+  async apply(c: Queryable, op: WriteOp, batch: RowBatch): Promise<void> {
     switch (op.op) {
       case "event.append":
-        return insertEvent(c, op.row);
+        return batch.addEvent(op.row);
       case "delta.append":
-        await c.query(`INSERT INTO message_deltas (session_id, message_id, seq, text) VALUES ($1, $2, $3, $4)`, [
-          op.session_id, op.message_id, op.seq, op.text,
-        ]);
-        return;
+        return batch.addDelta(op.session_id, op.message_id, op.seq, op.text);
       case "delta.compact":
+        batch.dropDeltasOf(op.session_id, op.message_id);
         await c.query(`DELETE FROM message_deltas WHERE session_id = $1 AND message_id = $2`, [op.session_id, op.message_id]);
         return;
       case "session.insert":
@@ -51,9 +51,10 @@ export class PgWrites {
       case "idempotency.put":
         return insertIdempotency(c, op.row);
       case "lease.fence":
-        return checkFence(c, op.session_id, op.owner, op.token);
+        return batch.checkFence(op.session_id, op.owner, op.token);
       case "lease.insert":
-        return insertLease(c, op.row);
+        await insertLease(c, op.row);
+        return batch.leaseInserted(op.row);
       case "response.insert":
       case "response.update":
       case "http_idempotency.complete":
@@ -111,25 +112,12 @@ async function insertMessage(c: Queryable, row: MessageRow): Promise<void> {
   );
 }
 
-async function insertEvent(c: Queryable, r: EventRow): Promise<void> {
-  await c.query(
-    `INSERT INTO events (session_id, seq, type, payload, turn_id, trace_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [r.session_id, r.seq, r.type, r.payload, r.turn_id, r.trace_id, r.created_at],
-  );
-}
-
 async function insertIdempotency(c: Queryable, r: IdempotencyRow): Promise<void> {
   await c.query(
     `INSERT INTO idempotency (session_id, request_id, turn_id, trace_id, created_at) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT DO NOTHING`,
     [r.session_id, r.request_id, r.turn_id, r.trace_id, r.created_at],
   );
-}
-
-/** The row is share-locked by commit(): nobody can change it before this transaction ends. */
-async function checkFence(c: Queryable, sessionId: string, owner: string, token: number): Promise<void> {
-  const held = (await c.query<{ owner: string; token: number }>(`SELECT owner, token FROM leases WHERE session_id = $1`, [sessionId])).rows[0];
-  if (!held || held.owner !== owner || held.token !== token) throw new FenceError(sessionId, token);
 }
 
 async function insertLease(c: Queryable, r: LeaseRow): Promise<void> {

@@ -1,6 +1,7 @@
 /**
  * The scale-out store: the same `Store` on PostgreSQL (`pg`, one pool per process). Every
- * `commit(ops)` is one transaction. Ownership is decided here for every node sharing the database:
+ * `commit(ops)` is one transaction, its appended rows one statement per table (appends.ts).
+ * Ownership is decided here for every node sharing the database:
  * `acquireLease` locks the lease row (SELECT … FOR UPDATE), and a `lease.fence` op takes a share
  * lock on the row it checks, so a takeover waits for an in-flight write of the old owner and every
  * write after it fails with FenceError — two owners can never interleave in one transcript.
@@ -37,6 +38,7 @@ import { PgHttpTables } from "./http-tables.js";
 import { PgRunTables } from "./run-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 import { PgRetention } from "./retention.js";
+import { RowBatch } from "./appends.js";
 
 export interface PostgresStoreOptions {
   /** `postgres://user@host:port/db`; a `schema` query parameter selects (and creates) a schema. */
@@ -173,11 +175,20 @@ export class PostgresStore implements Store {
     await this.tx(async (c) => {
       // Share-lock every lease this batch fences, in one sorted query: a takeover (FOR UPDATE)
       // waits for this transaction, and two batches never lock leases in opposite orders.
-      const fenced = [...new Set(ops.flatMap((op) => (op.op === "lease.fence" ? [op.session_id] : [])))].sort();
-      if (fenced.length > 0) {
-        await c.query(`SELECT session_id FROM leases WHERE session_id = ANY($1) ORDER BY session_id FOR SHARE`, [fenced]);
+      // The rows it returns are what every fence of the batch is checked against (no query each).
+      const batch = new RowBatch();
+      const fenced = new Set<string>();
+      for (const op of ops) if (op.op === "lease.fence") fenced.add(op.session_id);
+      if (fenced.size > 0) {
+        const locked = await c.query<{ session_id: string; owner: string; token: number }>({
+          name: "tether_lock_leases",
+          text: `SELECT session_id, owner, token FROM leases WHERE session_id = ANY($1) ORDER BY session_id FOR SHARE`,
+          values: [[...fenced].sort()],
+        });
+        batch.lockedLeases(locked.rows);
       }
-      for (const op of ops) await this.writes.apply(c, op);
+      for (const op of ops) await this.writes.apply(c, op, batch);
+      await batch.flush(c);
     });
   }
 

@@ -6,6 +6,7 @@
 import type Database from "better-sqlite3";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
 import { FenceError } from "../errors.js";
+import { DeltaBuckets } from "./appends.js";
 import { unsupportedOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
 
 type Statement = Database.Statement;
@@ -23,6 +24,8 @@ export class SqliteWrites {
   private readonly appendDelta: Statement;
   /** The delta log's cleanup (see DeltaLogSweep). */
   readonly deltaSweep: DeltaLogSweep;
+  /** The index bucket of each appended delta-log row (appends.ts). */
+  private readonly buckets: DeltaBuckets;
   private readonly insertIdempotency: Statement;
   private readonly fence: Statement;
   private readonly insertLease: Statement;
@@ -61,7 +64,8 @@ export class SqliteWrites {
       `INSERT INTO events (session_id, seq, type, payload, turn_id, trace_id, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
-    this.appendDelta = db.prepare(`INSERT INTO message_deltas (session_id, message_id, seq, text) VALUES (?, ?, ?, ?)`);
+    this.appendDelta = db.prepare(`INSERT INTO message_deltas (session_id, message_id, seq, text, bucket) VALUES (?, ?, ?, ?, ?)`);
+    this.buckets = new DeltaBuckets(db);
     this.deltaSweep = new DeltaLogSweep(db);
     this.insertIdempotency = db.prepare(
       `INSERT OR IGNORE INTO idempotency (session_id, request_id, turn_id, trace_id, created_at)
@@ -88,7 +92,7 @@ export class SqliteWrites {
       }
       // Second: one per streaming message per commit.
       case "delta.append":
-        this.appendDelta.run(op.session_id, op.message_id, op.seq, op.text);
+        this.appendDelta.run(op.session_id, op.message_id, op.seq, op.text, this.buckets.next());
         this.deltaSweep.appended(op.message_id);
         return;
       case "delta.compact":

@@ -302,4 +302,15 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX agent_envelopes_moving ON agent_envelopes (next_attempt_at) WHERE status IN ('pending', 'sent', 'replied');
     `,
   },
+  {
+    version: 13,
+    name: "delta log: indexed by (bucket, message, seq), and messages still streaming by session",
+    sql: `
+      -- A reader of a streaming message's text scanned the whole log (every live stream's rows).
+      -- Why the index leads with a bucket and not the message: appends.ts.
+      ALTER TABLE message_deltas ADD COLUMN bucket INTEGER NOT NULL DEFAULT 0;
+      CREATE INDEX message_deltas_by_bucket ON message_deltas (bucket, message_id, seq);
+      CREATE INDEX messages_streaming ON messages (session_id) WHERE status = 'streaming';
+    `,
+  },
 ];

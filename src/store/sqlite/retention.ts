@@ -11,7 +11,7 @@ interface EndedRow {
 
 export class SqliteRetention implements RetentionStore {
   private readonly s;
-  private readonly purge: (id: string, endedBefore: number, maxRows: number) => PurgeStep;
+  private readonly purge: Database.Transaction<(id: string, endedBefore: number, maxRows: number) => PurgeStep>;
 
   constructor(db: Database.Database) {
     this.s = {
@@ -66,6 +66,7 @@ export class SqliteRetention implements RetentionStore {
   }
 
   async purgeSession(id: string, endedBefore: number, maxRows: number): Promise<PurgeStep> {
-    return this.purge(id, endedBefore, maxRows);
+    // IMMEDIATE, as every read-then-write transaction here: see SqliteStore.commit.
+    return this.purge.immediate(id, endedBefore, maxRows);
   }
 }

@@ -36,6 +36,7 @@ import { HttpTables } from "./http-tables.js";
 import { RunTables } from "./run-tables.js";
 import { MIGRATIONS } from "./migrations.js";
 import { SqliteRetention } from "./retention.js";
+import { DELTA_LOG_READ } from "./appends.js";
 
 type Statement = Database.Statement;
 
@@ -52,7 +53,7 @@ export class SqliteStore implements Store {
   readonly path: string;
   private readonly db: Database.Database;
   private readonly stmts: Record<string, Statement>;
-  private readonly applyOps: (ops: readonly WriteOp[]) => void;
+  private readonly applyOps: Database.Transaction<(ops: readonly WriteOp[]) => void>;
   /** The HTTP API's tables (responses, idempotency keys). */
   private readonly http: HttpTables;
   /** Background sub-agents (`delegations`). */
@@ -86,12 +87,8 @@ export class SqliteStore implements Store {
       pageMessages: db.prepare(
         `SELECT * FROM messages WHERE session_id = ? AND created_seq > ? ORDER BY created_seq, id LIMIT ?`,
       ),
-      // No index (migration 10 says why): a scan of what is left of the log, the rows of messages
-      // still streaming, kept only while their message still is.
-      deltaLog: db.prepare(
-        `SELECT d.message_id, d.text FROM message_deltas d JOIN messages m ON m.id = d.message_id
-          WHERE d.session_id = ? AND m.status = 'streaming' AND d.seq <= ? ORDER BY d.message_id, d.seq`,
-      ),
+      // Seeks per index bucket, not a scan of every live stream's rows (appends.ts).
+      deltaLog: db.prepare(DELTA_LOG_READ),
       readEvents: db.prepare(
         `SELECT session_id, seq, type, payload, turn_id, trace_id, created_at FROM events
          WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
@@ -149,7 +146,10 @@ export class SqliteStore implements Store {
 
   async commit(ops: readonly WriteOp[]): Promise<void> {
     if (ops.length === 0) return;
-    this.applyOps(ops);
+    // IMMEDIATE: a commit reads (its fencing row) before it writes. Begun deferred, it would hold
+    // a read snapshot while another process on this file writes, and SQLite refuses the upgrade at
+    // once ("database is locked") instead of waiting out the busy timeout.
+    this.applyOps.immediate(ops);
   }
 
   async getSession(id: string): Promise<SessionRow | null> {
@@ -208,7 +208,7 @@ export class SqliteStore implements Store {
 
   /** Message id → streamed text, for the session's messages still streaming (see delta-log.ts). */
   private readonly readDeltaLog = (sessionId: string, upToSeq = Number.MAX_SAFE_INTEGER): Map<string, string> =>
-    joinDeltaRows(this.stmts.deltaLog!.all(sessionId, upToSeq) as Array<{ message_id: string; text: string }>);
+    joinDeltaRows(this.stmts.deltaLog!.all(sessionId, sessionId, upToSeq) as Array<{ message_id: string; text: string }>);
 
   async streamedText(sessionId: string, upToSeq?: number): Promise<Map<string, string>> {
     return this.readDeltaLog(sessionId, upToSeq);

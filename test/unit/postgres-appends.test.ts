@@ -1,0 +1,136 @@
+/**
+ * PostgreSQL group commits on a real server: a batch of many units is one INSERT per append-only
+ * table (the statements the store sends are counted at the `pg` client), rows keep seq order, the
+ * fences are checked without a query each, and a failing row or a stale fence anywhere in the
+ * batch writes nothing of it.
+ */
+import pg from "pg";
+import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
+import { FenceError, type EventRow, type WriteOp } from "../../src/store/types.js";
+import { dropTestSchemas, PG_URL, pgAvailable, pgTestUrl } from "../support/pg.js";
+import { messageRow, sessionRow } from "../support/store-contract.js";
+
+afterAll(dropTestSchemas);
+
+/** Every statement text the `pg` clients of this process send while `on`. */
+const sent: string[] = [];
+let counting = false;
+const realQuery = pg.Client.prototype.query;
+beforeEach(() => {
+  (pg.Client.prototype as { query: unknown }).query = function (this: pg.Client, ...args: unknown[]) {
+    const q = args[0];
+    if (counting) sent.push(typeof q === "string" ? q : (q as { text: string }).text);
+    return (realQuery as (...a: unknown[]) => unknown).apply(this, args);
+  };
+});
+afterEach(() => {
+  pg.Client.prototype.query = realQuery;
+  counting = false;
+  sent.length = 0;
+});
+
+const ev = (sid: string, seq: number, type = "t"): EventRow => ({
+  session_id: sid, seq, type, payload: `{"n":${seq},"s":"é \\"q\\" {a,b} NULL"}`, turn_id: seq % 2 ? "turn_1" : null, trace_id: null, created_at: 1000 + seq,
+});
+const fence = (sid: string, owner = "A", token = 1): WriteOp => ({ op: "lease.fence", session_id: sid, owner, token });
+const lease = (sid: string, owner = "A"): WriteOp => ({ op: "lease.insert", row: { session_id: sid, owner, token: 1, expires_at: 1e15, detached: false } });
+const streaming = (id: string, sid: string): WriteOp => ({
+  op: "message.insert", row: messageRow(id, sid, 1, { role: "assistant", status: "streaming", content: "" }),
+});
+
+async function fixture(sessions: number) {
+  const store = await PostgresStore.open({ url: pgTestUrl() });
+  const ids = Array.from({ length: sessions }, (_, i) => `s${i}`);
+  await store.commit(ids.flatMap((id) => [{ op: "session.insert" as const, row: sessionRow(id) }, lease(id), streaming(`m_${id}`, id)]));
+  return { store, ids };
+}
+
+/** What a streaming group commit carries: per session, units of [fence, delta] and [fence, event]. */
+function streamingBatch(ids: string[], rounds: number, firstSeq = 2): WriteOp[] {
+  const ops: WriteOp[] = [];
+  for (let r = 0; r < rounds; r++) {
+    for (const id of ids) {
+      const seq = firstSeq + r * 2;
+      ops.push(fence(id), { op: "delta.append", session_id: id, message_id: `m_${id}`, seq, text: ` ${seq}` });
+      ops.push(fence(id), { op: "event.append", row: ev(id, seq + 1) });
+    }
+  }
+  return ops;
+}
+
+describe.skipIf(!pgAvailable)("PostgreSQL commits, batched", () => {
+  it("writes a batch of 400 units as one INSERT per table, the fences with the lease lock it takes anyway", async () => {
+    const { store, ids } = await fixture(100);
+    try {
+      counting = true;
+      await store.commit(streamingBatch(ids, 2));
+      counting = false;
+      const verbs = sent.map((t) => t.trim().split(/\s+/).slice(0, 3).join(" "));
+      expect(verbs).toEqual(["BEGIN", "SELECT session_id, owner,", "INSERT INTO message_deltas", "INSERT INTO events", "COMMIT"]);
+      // Seq order kept, every row there, payload text byte for byte.
+      for (const id of ["s0", "s57", "s99"]) {
+        expect(await store.readEvents(id, 0, 10)).toEqual([ev(id, 3), ev(id, 5)]);
+        expect((await store.streamedText(id)).get(`m_${id}`)).toBe(" 2 4");
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a failing row anywhere in the batch rolls the whole batch back", async () => {
+    const { store, ids } = await fixture(20);
+    try {
+      await store.commit([{ op: "event.append", row: ev("s7", 99) }]);
+      const batch = streamingBatch(ids, 1);
+      batch.push(fence("s7"), { op: "event.append", row: ev("s7", 99) }); // duplicate (session, seq): the INSERT fails
+      await expect(store.commit(batch)).rejects.toMatchObject({ code: "23505" });
+      expect(await store.readEvents("s0", 0, 10)).toEqual([]);
+      expect(await store.readEvents("s7", 0, 10)).toEqual([ev("s7", 99)]);
+      expect(await store.streamedText("s0")).toEqual(new Map());
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a stale fence anywhere in the batch fails it with FenceError; a lease inserted earlier in the batch fences later ops", async () => {
+    const { store, ids } = await fixture(10);
+    try {
+      const stale = streamingBatch(ids, 1);
+      stale.splice(6, 0, fence("s4", "A", 2), { op: "event.append", row: ev("s4", 50) });
+      await expect(store.commit(stale)).rejects.toBeInstanceOf(FenceError);
+      expect(await store.readEvents("s0", 0, 10)).toEqual([]);
+      // A session created and written in one batch (as a group commit can gather them).
+      await store.commit([{ op: "session.insert", row: sessionRow("new") }, lease("new", "B"), fence("new", "B"), { op: "event.append", row: ev("new", 1) }]);
+      expect(await store.readEvents("new", 0, 10)).toEqual([ev("new", 1)]);
+      await expect(store.commit([fence("new", "A"), { op: "event.append", row: ev("new", 2) }])).rejects.toBeInstanceOf(FenceError);
+      await expect(store.commit([fence("unknown"), { op: "event.append", row: ev("s1", 70) }])).rejects.toBeInstanceOf(FenceError);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("delta.compact drops the message's rows gathered earlier in the batch, and those stored before", async () => {
+    const { store } = await fixture(2);
+    try {
+      await store.commit([{ op: "delta.append", session_id: "s0", message_id: "m_s0", seq: 2, text: "stored" }]);
+      await store.commit([
+        { op: "delta.append", session_id: "s0", message_id: "m_s0", seq: 3, text: " gathered" },
+        { op: "delta.append", session_id: "s1", message_id: "m_s1", seq: 3, text: "other" },
+        { op: "message.update", id: "m_s0", patch: { status: "complete", content: "stored gathered" } },
+        { op: "delta.compact", session_id: "s0", message_id: "m_s0" },
+      ]);
+      const client = new pg.Client({ connectionString: PG_URL });
+      await client.connect();
+      try {
+        const rows = await client.query(`SELECT message_id, text FROM ${store.schema}.message_deltas ORDER BY message_id`);
+        expect(rows.rows).toEqual([{ message_id: "m_s1", text: "other" }]);
+      } finally {
+        await client.end();
+      }
+      expect((await store.loadMessages("s0"))[0]).toMatchObject({ status: "complete", content: "stored gathered" });
+    } finally {
+      await store.close();
+    }
+  });
+});
