@@ -12,6 +12,7 @@
  *   call: T {json}    calls tool T (of those the turn offers, the client's own included) with those
  *                     arguments; `call: A {…}; B {…}` calls several in one step (one per step with
  *                     parallel_tool_calls: false); then replies quoting each result (demo-call-cue.ts)
+ *   recall            lists the earlier user prompts the model was sent (which branch it sees)
  *   tool_choice       `required` or a named function with no `call:` cue calls that tool with `{}`
  *   anything else     a short reply quoting the prompt, word by word
  */
@@ -52,7 +53,9 @@ export class DemoProvider implements Provider {
     const cue = /^call:\s*([\s\S]*)$/i.exec(prompt);
     const plan = cue
       ? planCalls(cue[1]!, req, userIndex)
-      : (forcedCall(req, toolResultSeen, userIndex) ?? planReply(prompt, toolResultSeen, userIndex));
+      : /^recall$/i.test(prompt)
+        ? recall(req.messages, userIndex)
+        : (forcedCall(req, toolResultSeen, userIndex) ?? planReply(prompt, toolResultSeen, userIndex));
     if (plan.kind === "fail") throw new ProviderError(plan.info);
 
     let output = "";
@@ -185,6 +188,12 @@ function forcedCall(req: StreamRequest, toolResultSeen: boolean, userIndex: numb
   const tool = typeof choice === "object" ? req.tools?.find((t) => t.name === choice.name) : req.tools?.[0];
   if (!tool) return null;
   return { kind: "tool", calls: [{ id: `call_demo_${userIndex}_0`, name: tool.name, arguments: "{}" }] };
+}
+
+/** `recall`: the user prompts of the history before this one, quoted, so a test can tell which branch the model saw. */
+function recall(messages: ChatMessage[], userIndex: number): Plan {
+  const earlier = messages.slice(0, Math.max(0, userIndex)).filter((m) => m.role === "user").map((m) => `"${(m.content ?? "").trim()}"`);
+  return { kind: "text", chunks: words(earlier.length ? `Earlier you said: ${earlier.join(", ")}.` : "You said nothing before this.") };
 }
 
 /** The last user message and whether a tool result follows it (the tool step already ran). */

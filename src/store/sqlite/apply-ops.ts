@@ -20,6 +20,8 @@ export class SqliteWrites {
   private readonly insertSession: Statement;
   private readonly reserveSeq: Statement;
   private readonly insertMessage: Statement;
+  private readonly hideMessages: Statement;
+  private readonly showMessages: Statement;
   private readonly insertEvent: Statement;
   private readonly appendDelta: Statement;
   /** The delta log's cleanup (see DeltaLogSweep). */
@@ -56,10 +58,14 @@ export class SqliteWrites {
     this.reserveSeq = db.prepare(`UPDATE sessions SET seq_reserved = MAX(seq_reserved, ?) WHERE id = ?`);
     this.insertMessage = db.prepare(
       `INSERT INTO messages (id, session_id, role, content, tool_calls, tool_call_id, display_kind,
-         display_metadata, status, created_at, created_seq)
+         display_metadata, status, created_at, created_seq, branch_of, hidden_by)
        VALUES (@id, @session_id, @role, @content, @tool_calls, @tool_call_id, @display_kind,
-         @display_metadata, @status, @created_at, @created_seq)`,
+         @display_metadata, @status, @created_at, @created_seq, @branch_of, @hidden_by)`,
     );
+    this.hideMessages = db.prepare(
+      `UPDATE messages SET hidden_by = ? WHERE session_id = ? AND hidden_by IS NULL AND created_seq >= ?`,
+    );
+    this.showMessages = db.prepare(`UPDATE messages SET hidden_by = NULL WHERE session_id = ? AND hidden_by = ?`);
     this.insertEvent = db.prepare(
       `INSERT INTO events (session_id, seq, type, payload, turn_id, trace_id, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -111,6 +117,12 @@ export class SqliteWrites {
         return;
       case "message.update":
         return this.update("messages", op.id, messagePatchToColumns(op.patch));
+      case "messages.hide":
+        this.hideMessages.run(op.hidden_by, op.session_id, op.from_seq);
+        return;
+      case "messages.show":
+        this.showMessages.run(op.session_id, op.hidden_by);
+        return;
       case "idempotency.put": {
         const r = op.row;
         this.insertIdempotency.run(r.session_id, r.request_id, r.turn_id, r.trace_id, r.created_at);
