@@ -20,6 +20,7 @@ import { ERROR_LAYERS, type ErrorLayer, type ToolCall } from "../protocol/index.
 import type { Clock } from "../lib/clock.js";
 import { RETRYABLE_CODES } from "./error-classifier.js";
 import { describeResults, parseCallCue } from "./demo-call-cue.js";
+import { DemoPacer, type PacedStream } from "./demo-pacer.js";
 import { ProviderError, type ChatMessage, type Provider, type ProviderChunk, type StreamRequest } from "./provider.js";
 
 export interface DemoProviderOptions {
@@ -37,10 +38,13 @@ export class DemoProvider implements Provider {
   readonly kind = "demo";
   readonly defaultModel = DEMO_MODEL;
   private readonly delayMs: number;
+  /** One timer for every stream of this provider (see demo-pacer.ts); none when unpaced. */
+  private readonly pacer: DemoPacer | null;
   private unpaced = 0;
 
-  constructor(private readonly opts: DemoProviderOptions) {
+  constructor(opts: DemoProviderOptions) {
     this.delayMs = opts.delayMs ?? 20;
+    this.pacer = this.delayMs > 0 ? new DemoPacer(opts.clock, this.delayMs) : null;
   }
 
   async *stream(req: StreamRequest): AsyncGenerator<ProviderChunk> {
@@ -59,11 +63,16 @@ export class DemoProvider implements Provider {
       output = plan.calls.map((c) => c.arguments).join("");
       yield { type: "tool_calls", calls: plan.calls };
     } else {
-      for (let i = 0; i < plan.chunks.length; i++) {
-        if (i > 0) await this.pause(req.signal);
-        const text = plan.chunks[i]!;
-        output += text;
-        yield { type: "text", text };
+      const pace = this.pacer?.start(req.signal);
+      try {
+        for (let i = 0; i < plan.chunks.length; i++) {
+          if (i > 0) await (pace ? pace.next() : this.unpacedPause(req.signal));
+          const text = plan.chunks[i]!;
+          output += text;
+          yield { type: "text", text };
+        }
+      } finally {
+        pace?.end();
       }
     }
     const prompt_tokens = estimateTokens(req.messages.map((m) => m.content ?? "").join(""));
@@ -72,15 +81,12 @@ export class DemoProvider implements Provider {
     yield { type: "finish", reason: plan.kind === "tool" ? "tool_calls" : "stop" };
   }
 
-  private async pause(signal: AbortSignal): Promise<void> {
-    if (this.delayMs > 0) await this.opts.clock.sleep(this.delayMs, signal);
-    else {
-      // Unpaced, but like a real stream it lets I/O run now and then: without this a 100k-chunk
-      // reply is produced in one event-loop turn, and no socket can flush until it ends.
-      if (++this.unpaced % 256 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      // Rethrow the caller's reason untouched: an abort is an interruption, not a failure.
-      signal.throwIfAborted();
-    }
+  private async unpacedPause(signal: AbortSignal): Promise<void> {
+    // Unpaced, but like a real stream it lets I/O run now and then: without this a 100k-chunk
+    // reply is produced in one event-loop turn, and no socket can flush until it ends.
+    if (++this.unpaced % 256 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    // Rethrow the caller's reason untouched: an abort is an interruption, not a failure.
+    signal.throwIfAborted();
   }
 }
 

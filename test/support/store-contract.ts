@@ -371,6 +371,24 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(await store.latestEventSeq("s1")).toBe(1);
       });
 
+      it("checks each fence of a batch: a stale token after a good one for the same session fails the whole batch", async () => {
+        const store = await fresh();
+        await store.commit([{ op: "session.insert", row: sessionRow("s1") }]);
+        await store.beat(beat("A", 10_000), 11_000);
+        await store.acquireLease(req("A", 10_000));
+        const ev = { session_id: "s1", seq: 1, type: "x", payload: "{}", turn_id: null, trace_id: null, created_at: 1 };
+        const batch = store.commit([
+          { op: "lease.fence", session_id: "s1", owner: "A", token: 1 },
+          { op: "event.append", row: ev },
+          { op: "lease.fence", session_id: "s1", owner: "A", token: 1 },
+          { op: "event.append", row: { ...ev, seq: 2 } },
+          { op: "lease.fence", session_id: "s1", owner: "A", token: 0 },
+          { op: "event.append", row: { ...ev, seq: 3 } },
+        ]);
+        await expect(batch).rejects.toBeInstanceOf(FenceError);
+        expect(await store.latestEventSeq("s1")).toBe(0);
+      });
+
       it("beats extend the owner's leases; release needs the current token", async () => {
         const store = await fresh();
         await store.commit([{ op: "session.insert", row: sessionRow("s1") }]);

@@ -33,6 +33,13 @@ export class SqliteWrites {
   private readonly insertLease: Statement;
   /** Patches name a handful of known columns; the statement is cached per column set. */
   private readonly updates = new Map<string, Statement>();
+  /**
+   * Leases already checked in the current transaction (session id → "owner token"). A streaming
+   * session's every write carries the same fence, and a batch holds one unit per session per tick:
+   * re-reading the lease for each unit doubled the statements of a commit. Nothing else can write
+   * the lease inside our transaction but a `lease.insert`, which forgets the session's entry.
+   */
+  private readonly fencesChecked = new Map<string, string>();
 
   constructor(
     private readonly db: Database.Database,
@@ -76,6 +83,11 @@ export class SqliteWrites {
     );
   }
 
+  /** A transaction begins: nothing checked in an earlier one still holds. */
+  beginTransaction(): void {
+    this.fencesChecked.clear();
+  }
+
   apply(op: WriteOp): void {
     switch (op.op) {
       // First: one per durable frame, by far the most common op.
@@ -117,12 +129,16 @@ export class SqliteWrites {
         return;
       }
       case "lease.fence": {
+        const key = `${op.owner} ${op.token}`;
+        if (this.fencesChecked.get(op.session_id) === key) return;
         const held = this.fence.get(op.session_id) as { owner: string; token: number } | undefined;
         if (!held || held.owner !== op.owner || held.token !== op.token) throw new FenceError(op.session_id, op.token);
+        this.fencesChecked.set(op.session_id, key);
         return;
       }
       case "lease.insert": {
         const r = op.row;
+        this.fencesChecked.delete(r.session_id);
         this.insertLease.run(r.session_id, r.owner, r.token, r.expires_at, r.detached ? 1 : 0);
         return;
       }

@@ -148,6 +148,7 @@ export class SqliteStore implements Store {
     this.retention = new SqliteRetention(db);
     const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
+      writes.beginTransaction();
       for (const op of ops) writes.apply(op);
       writes.deltaSweep.afterOps();
     });
