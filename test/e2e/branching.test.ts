@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
 import { RpcSocket } from "../support/rpc-socket.js";
+import { reply, startFakeOpenAI } from "../support/fake-openai-server.js";
 
 let srv: TestServer;
 const dbPath = tempDbPath();
@@ -207,5 +208,35 @@ describe("branching over WebSocket", () => {
     expect(refused.error).toMatchObject({ code: 4074, data: { field: "system_prompt" } });
     expect((await sock.call("session.resume", { session_id: plumbed })).system_prompt_fixed).toBe(true);
     sock.close();
+  });
+});
+
+describe("what a real upstream is sent", () => {
+  it("the session's new system prompt from the next turn on, and after an edit only the branch before it", async () => {
+    const ai = await startFakeOpenAI();
+    const up = await startTestServer({ config: { providers: { up: { base_url: ai.url, models: ["m"] } } } });
+    try {
+      const sock = await RpcSocket.open(up.wsUrl);
+      const { session_id: sid } = await sock.call("session.create", { system_prompt: "old" });
+      ai.script(reply.text(["one"]), reply.text(["two"]), reply.text(["edited"]), reply.text(["plain"]));
+      await turn(sock, sid, { text: "first" });
+      await sock.call("session.update", { session_id: sid, system_prompt: "Be brief." });
+      await turn(sock, sid, { text: "second" });
+      const [first] = await transcript(sock, sid);
+      await turn(sock, sid, { from_message_id: first!.message_id, text: "first, edited" });
+      await sock.call("session.update", { session_id: sid, system_prompt: "" });
+      await turn(sock, sid, { text: "third" });
+      const sent = ai.requests.map((r) => (r.body as { messages: Array<{ role: string; content: string }> }).messages.map((m) => `${m.role}:${m.content}`));
+      expect(sent).toEqual([
+        ["system:old", "user:first"],
+        ["system:Be brief.", "user:first", "assistant:one", "user:second"],
+        ["system:Be brief.", "user:first, edited"],
+        ["user:first, edited", "assistant:edited", "user:third"],
+      ]);
+      sock.close();
+    } finally {
+      await up.close();
+      await ai.close();
+    }
   });
 });
