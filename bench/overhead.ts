@@ -3,7 +3,9 @@
  * streams T chunks with no delay; it is asked directly, through `POST /v1/chat/completions`
  * (stream: true: a new session per call, as a stateless client does), and through WebSocket
  * `prompt.submit` on an existing session — alternating, R rounds, one client on one keep-alive
- * connection per path. Time to first token (TTFT) and to last token (TTLT), p50/p99, and the
+ * connection per path. The WebSocket session is made (untimed) for each round: on one session
+ * for every round, each call would carry the whole conversation so far (300 turns, ~0.4 MB of
+ * JSON by the end) against the direct call's one message, and the figure would be the history's. Time to first token (TTFT) and to last token (TTLT), p50/p99, and the
  * difference to the direct call measured in the same rounds.
  */
 import http from "node:http";
@@ -104,14 +106,18 @@ export async function benchOverhead(opts: { rounds: number; chunks: number; warm
   const gatewayUrl = `${tether.server.url}/v1`;
   const ws = await RpcClient.open(tether.wsUrl);
   try {
-    const { session_id } = await ws.call<{ session_id: string }>(Method.SessionCreate, {});
     const out = { direct: [] as Array<{ ttft: number; ttlt: number }>, chat: [] as Array<{ ttft: number; ttlt: number }>, ws: [] as Array<{ ttft: number; ttlt: number }> };
     for (let i = 0; i < opts.warmup + opts.rounds; i++) {
       // Alternating, and the order rotated each round, so drift and GC fall on every path alike.
       const steps = [
         async () => ({ k: "direct" as const, s: await streamChat(direct, upstream.url, "m") }),
         async () => ({ k: "chat" as const, s: await streamChat(viaGateway, gatewayUrl, "test-model") }),
-        async () => ({ k: "ws" as const, s: await submitTurn(ws, session_id) }),
+        async () => {
+          const { session_id } = await ws.call<{ session_id: string }>(Method.SessionCreate, {});
+          const s = await submitTurn(ws, session_id);
+          await ws.call(Method.SessionClose, { session_id });
+          return { k: "ws" as const, s };
+        },
       ];
       for (let j = 0; j < steps.length; j++) {
         const { k, s } = await steps[(i + j) % steps.length]!();

@@ -17,6 +17,7 @@ import { ProviderError, type CallOptions, type ChatMessage, type ToolSpec } from
 import type { WriteOp } from "../store/types.js";
 import type { TurnContext } from "./turn-context.js";
 import { internalError } from "./turn-errors.js";
+import { stopReasonOf } from "./stop-reason.js";
 import { newMessageRow, type TurnFrames } from "./turn-frames.js";
 import { endModelSpan, startModelSpan } from "./turn-tracing.js";
 import { NOOP_SPAN, type SpanHandle } from "../lib/tracing.js";
@@ -59,9 +60,16 @@ export async function streamAssistantMessage(
       ...call,
       signal: ctx.signal,
     });
+    let first = true;
     for await (const chunk of stream) {
       // A provider that ignores the signal must not keep the turn streaming after an interrupt.
       if (ctx.signal.aborted) break;
+      if (first && (chunk.type === "text" || chunk.type === "reasoning") && chunk.text) {
+        first = false;
+        emitDelta(frames, chunk.type, messageId, chunk.text, step);
+        await firstDeltaOut(ctx);
+        continue;
+      }
       switch (chunk.type) {
         case "text":
           if (!chunk.text) break;
@@ -108,6 +116,8 @@ export async function streamAssistantMessage(
   };
   if (step.usage) payload.usage = step.usage;
   if (step.error) payload.error = step.error;
+  const stopReason = step.status === "interrupted" ? stopReasonOf(ctx.signal) : undefined;
+  if (stopReason) payload.stop_reason = stopReason;
   if (step.toolCalls.length > 0) payload.tool_calls = step.toolCalls;
   const extra = step.toolCalls.length > 0 && completeOps ? completeOps(step.toolCalls) : [];
   frames.emit(EventType.MessageComplete, payload, [
@@ -121,11 +131,31 @@ export async function streamAssistantMessage(
         // Kept with the row, so a Message read back from the store carries it as `error`, with
         // the turn's ids as `turn_id`/`trace_id` (what the live `turn.error` frame carried).
         ...(step.error ? { display_metadata: { error: step.error, turn_id: ctx.turnId, trace_id: ctx.traceId } } : {}),
+        // Why it stopped, kept the same way (read back as the Message's `stop_reason`).
+        ...(stopReason ? { display_metadata: { stop_reason: stopReason } } : {}),
       },
     },
     ...extra,
   ]);
   return step;
+}
+
+function emitDelta(frames: TurnFrames, kind: "text" | "reasoning", messageId: string, text: string, step: AssistantStep): void {
+  if (kind === "text") step.content += text;
+  frames.emit<MessageDeltaPayload>(kind === "text" ? EventType.MessageDelta : EventType.ReasoningDelta, { message_id: messageId, text });
+}
+
+/**
+ * The first delta of a message is committed and sent on its own, and the loop gets a turn, before
+ * the runner reads on. Why: an upstream that answers in a burst hands over many chunks in one
+ * read; processed at once, they would all join the first delta's commit, and its bytes would
+ * leave (SSE writes are uncorked on a nextTick) only after the whole burst went through the
+ * event log and every viewer — the first token as late as the last. Once per message: nothing on
+ * the per-delta path.
+ */
+async function firstDeltaOut(ctx: TurnContext): Promise<void> {
+  await ctx.log.delivered?.();
+  await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
 /** The system prompt is configuration, not conversation: sent every call, never stored in history. */

@@ -8,6 +8,7 @@
  * `timeoutMs` is an idle timeout: the longest the server may stay silent (before the response
  * headers, or between stream bytes). A total deadline would kill long but healthy generations.
  */
+import type { Readable } from "node:stream";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { systemClock, type Clock, type TimerHandle } from "../lib/clock.js";
 import {
@@ -20,6 +21,7 @@ import {
   timeoutError,
 } from "./error-classifier.js";
 import { OpenAIStreamState } from "./openai-stream.js";
+import { postUpstream, type UpstreamResponse } from "./upstream-http.js";
 import { ProviderError, type ChatMessage, type Provider, type ProviderChunk, type StreamRequest } from "./provider.js";
 
 export interface OpenAIProviderOptions {
@@ -55,62 +57,59 @@ export class OpenAIProvider implements Provider {
 
   async *stream(req: StreamRequest): AsyncGenerator<ProviderChunk> {
     req.signal.throwIfAborted();
-    // One controller for the HTTP exchange: the caller's abort and our idle timeout both end it,
-    // and `finally` aborts it so an early `break` by the consumer releases the socket.
+    // One controller for the HTTP exchange: the caller's abort and our idle timeout both end it.
     const http = new AbortController();
     const onCallerAbort = () => http.abort(req.signal.reason);
     req.signal.addEventListener("abort", onCallerAbort, { once: true });
     const watchdog = new IdleWatchdog(this.clock, this.timeoutMs, () => http.abort(new Error("idle timeout")));
-    let responded = false;
+    let res: UpstreamResponse | undefined;
+    let finished = false;
     try {
       watchdog.arm();
-      const res = await fetch(this.url, {
-        method: "POST",
-        headers: this.headers(),
-        body: JSON.stringify(this.body(req)),
-        signal: http.signal,
-      });
-      responded = true;
-      if (!res.ok) {
-        const body = await readLimited(res, MAX_ERROR_BODY).catch(() => "");
+      // Written to the socket in this tick: the model starts while the turn's first writes commit.
+      res = await postUpstream(this.url, this.headers(), JSON.stringify(this.body(req)), http.signal);
+      if (res.status < 200 || res.status > 299) {
+        const body = await readLimited(res.body, MAX_ERROR_BODY).catch(() => "");
+        finished = true;
         throw new ProviderError(
           classifyHttpStatus(res.status, this.name, errorMessageFromBody(body), {
             code: errorCodeFromBody(body),
-            retryAfterS: retryAfterSeconds(res.headers.get("retry-after")),
+            retryAfterS: retryAfterSeconds(headerOf(res.headers["retry-after"])),
           }),
         );
       }
-      if (!res.body) throw new ProviderError(incompleteStreamError(this.name, "response has no body"));
       yield* this.read(res.body, watchdog);
+      finished = true;
     } catch (err) {
       // An abort by the caller is an interruption, never a provider failure.
       if (req.signal.aborted) throw req.signal.reason;
       if (watchdog.fired) throw new ProviderError(timeoutError(this.name, this.timeoutMs), { cause: err });
       if (err instanceof ProviderError) throw err;
-      if (!responded) throw new ProviderError(classifyConnectError(err, this.name), { cause: err });
+      if (!res) throw new ProviderError(classifyConnectError(err, this.name), { cause: err });
       throw new ProviderError(incompleteStreamError(this.name, err), { cause: err });
     } finally {
       watchdog.disarm();
       req.signal.removeEventListener("abort", onCallerAbort);
-      http.abort();
+      // An answer read to its end gives the socket back to the pool; an early `break` or a failure drops it.
+      await res?.release(finished);
     }
   }
 
-  private async *read(body: ReadableStream<Uint8Array>, watchdog: IdleWatchdog): AsyncGenerator<ProviderChunk> {
+  private async *read(body: Readable, watchdog: IdleWatchdog): AsyncGenerator<ProviderChunk> {
     const state = new OpenAIStreamState(this.name);
     const events: EventSourceMessage[] = [];
     const parser = createParser({ onEvent: (e) => events.push(e) });
-    const decoder = new TextDecoder();
-    const reader = body.getReader();
+    body.setEncoding("utf8");
+    // Not destroyed when we stop at `[DONE]`: what is left is drained, so the socket is reused.
+    const chunks = body.iterator({ destroyOnReturn: false });
     try {
       while (!state.done) {
-        const { done, value } = await reader.read();
+        const { done, value } = (await chunks.next()) as IteratorResult<string>;
         if (done) {
           // Dispatch a last event that lacked its blank line, as the spec'd stream end would.
-          parser.feed(decoder.decode());
           parser.reset({ consume: true });
         } else {
-          parser.feed(decoder.decode(value, { stream: true }));
+          parser.feed(value);
         }
         // The server is not to blame for time our consumer spends on a chunk.
         watchdog.disarm();
@@ -122,7 +121,8 @@ export class OpenAIProvider implements Provider {
         if (done) break;
       }
     } finally {
-      reader.releaseLock();
+      // Unhooks the iterator (a paused stream could not be drained back to the pool otherwise).
+      await chunks.return?.();
     }
     if (!state.finished) throw new ProviderError(incompleteStreamError(this.name));
     for (const chunk of state.final()) yield chunk;
@@ -171,21 +171,18 @@ function toWireMessage(m: ChatMessage): Record<string, unknown> {
 }
 
 /** Reads at most `limit` bytes of an error body: a misbehaving server must not make us buffer GBs. */
-async function readLimited(res: Response, limit: number): Promise<string> {
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const decoder = new TextDecoder();
+async function readLimited(body: Readable, limit: number): Promise<string> {
+  body.setEncoding("utf8");
   let text = "";
-  try {
-    while (text.length < limit) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
-    }
-  } finally {
-    await reader.cancel().catch(() => undefined);
+  for await (const chunk of body.iterator({ destroyOnReturn: false }) as AsyncIterable<string>) {
+    text += chunk;
+    if (text.length >= limit) break;
   }
   return text.slice(0, limit);
+}
+
+function headerOf(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 /** Fires `onIdle` when armed for `ms` without being re-armed. */

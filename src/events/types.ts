@@ -23,4 +23,10 @@ export interface SessionEventLog {
   write(ops: WriteOp[]): Promise<void>;
   /** Resolves once everything emitted or written so far is durable; rejects if a commit failed. */
   flushed(): Promise<void>;
+  /**
+   * Resolves once every frame emitted so far was delivered to viewers (or dropped as failed);
+   * never rejects, and leaves a commit failure to `flushed()`. Optional: logs without viewers
+   * (test doubles) have nothing to wait for.
+   */
+  delivered?(): Promise<void>;
 }

@@ -1,4 +1,5 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import net from "node:net";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { OpenAIProvider } from "../../src/agent/openai-provider.js";
 import { ProviderError, type ProviderChunk, type StreamRequest } from "../../src/agent/provider.js";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
@@ -222,5 +223,44 @@ describe("OpenAIProvider", () => {
     const { err } = await failure(provider.stream(request({ signal: abort.signal })));
     expect(err).not.toBeInstanceOf(ProviderError);
     expect((err as Error).name).toBe("AbortError");
+  });
+
+  it("writes the request to its socket in the tick of the call, before an immediate queued beside it (the turn's first group commit) runs", async () => {
+    ai.script(reply.text(["warm"]), reply.text(["a"]));
+    await collect(provider.stream(request())); // a kept-alive connection, as after a session's first turn
+    const writes = vi.spyOn(net.Socket.prototype, "write");
+    try {
+      const stream = provider.stream(request())[Symbol.asyncIterator]();
+      const first = stream.next();
+      // The group commit of the turn's `turn.start` and user message is scheduled like this.
+      const sentFirst = await new Promise<boolean>((resolve) =>
+        setImmediate(() => resolve(writes.mock.calls.some(([chunk]) => String(chunk).startsWith("POST /v1/chat/completions")))),
+      );
+      expect(sentFirst).toBe(true);
+      expect((await first).value).toEqual({ type: "text", text: "a" });
+      for (let r = await stream.next(); !r.done; r = await stream.next());
+    } finally {
+      writes.mockRestore();
+    }
+  });
+
+  it("reuses one kept-alive connection for call after call, also after a stream cut at [DONE] and an HTTP error", async () => {
+    ai.script(reply.text(["a"]), reply.httpError(429, "slow down"), reply.text(["b", "c"]), reply.text(["d"]));
+    expect(textOf(await collect(provider.stream(request())))).toBe("a");
+    await failure(provider.stream(request()));
+    expect(textOf(await collect(provider.stream(request())))).toBe("bc");
+    expect(textOf(await collect(provider.stream(request())))).toBe("d");
+    expect(ai.requests).toHaveLength(4);
+    expect(ai.connections).toBe(1);
+  });
+
+  it("sends the call again on a fresh connection when the kept-alive one was closed by the server meanwhile", async () => {
+    for (let i = 0; i < 5; i++) {
+      ai.script(reply.text([`t${i}`]));
+      expect(textOf(await collect(provider.stream(request())))).toBe(`t${i}`);
+      // The server's keep-alive timeout ran out: the next call may find the socket dead in the pool.
+      ai.dropConnections();
+    }
+    expect(ai.requests).toHaveLength(5);
   });
 });

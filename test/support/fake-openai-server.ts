@@ -80,6 +80,10 @@ export interface FakeOpenAI {
   requests: RecordedRequest[];
   /** Replies scripted but not used yet. */
   readonly pending: number;
+  /** TCP connections accepted so far (a client with a keep-alive pool opens one for many calls). */
+  readonly connections: number;
+  /** Destroys every open connection, as a server whose keep-alive timeout ran out would close them. */
+  dropConnections(): void;
   close(): Promise<void>;
 }
 
@@ -174,11 +178,13 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   let completionSeq = 0;
+  let connections = 0;
 
   const server: Server = createServer((req, res) => {
     void handle(req, res).catch(() => res.destroy());
   });
   server.on("connection", (socket) => {
+    connections++;
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
@@ -217,6 +223,12 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     requests,
     get pending() {
       return queue.length;
+    },
+    get connections() {
+      return connections;
+    },
+    dropConnections: () => {
+      for (const s of sockets) s.destroy();
     },
     close: () =>
       new Promise<void>((resolve) => {

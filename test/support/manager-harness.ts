@@ -71,11 +71,13 @@ export async function startHarness(opts: {
   approvalTimeoutS?: number;
   /** Where the manager logs (default: silent); see `capturingLogger`. */
   logger?: Logger;
+  /** More providers, by their name (beside the demo, `stalling` and `deaf`). */
+  providers?: Provider[];
 }): Promise<Harness> {
   const store = opts.store ?? new SqliteStore({ path: opts.dbPath });
   const config = resolveConfig({}, { ...(opts.config ?? {}), lifecycle: opts.lifecycle });
   const clock = opts.clock;
-  const extra = [new StallingProvider(), new DeafProvider()].map((provider) => ({
+  const extra = [new StallingProvider(), new DeafProvider(), ...(opts.providers ?? [])].map((provider) => ({
     name: provider.name,
     provider,
     models: [],

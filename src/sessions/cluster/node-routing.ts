@@ -32,7 +32,8 @@ export function placeholderFor(viewer: Viewer): Viewer {
 
 /** The calls a sibling node may forward here: the manager's own. */
 export interface ForwardedCalls {
-  submit(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult>;
+  submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts?: { fromMessageId?: string }): Promise<SubmitResult>;
+  selectBranch(caller: Caller, sessionId: string, messageId: string): Promise<unknown>;
   interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }>;
   steer(caller: Caller, sessionId: string, text: string): Promise<unknown>;
   cancelTurn(caller: Caller, sessionId: string, turnId: string): Promise<"interrupted" | "dequeued" | "idle">;
@@ -89,11 +90,15 @@ export class NodeRouting {
       id?: string;
       after_offset?: number;
       tail?: number;
+      from_message_id?: string;
+      message_id?: string;
     };
     const caller: ForwardedCaller = { principal: p.principal, [FORWARDED]: true };
     switch (req.method) {
       case "prompt.submit":
-        return calls.submit(caller, p.session_id, p.text ?? "", p.request_id);
+        return calls.submit(caller, p.session_id, p.text ?? "", p.request_id, p.from_message_id !== undefined ? { fromMessageId: p.from_message_id } : {});
+      case "session.branch.select":
+        return calls.selectBranch(caller, p.session_id, p.message_id ?? "");
       case "session.interrupt":
         return calls.interrupt(caller, p.session_id);
       case "session.steer":

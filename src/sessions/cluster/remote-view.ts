@@ -30,6 +30,8 @@ import type { Bus, BusEntry } from "../../events/bus/index.js";
 import type { Logger } from "../../lib/logger.js";
 import type { EventRow, MessageRow, SessionRow, Store } from "../../store/types.js";
 import { toWireMessage } from "../core/messages.js";
+import { versionGroups, withVersions } from "../core/versions.js";
+import { systemPromptFixed } from "../core/system-prompt.js";
 import type { Viewer } from "../core/viewer.js";
 
 export interface RemoteViewDeps {
@@ -106,6 +108,7 @@ export class RemoteView {
         }
         return m;
       });
+    withVersions(messages, versionGroups(await this.deps.store.messageVersions(row.id)));
     return {
       session_id: row.id,
       title: row.title,
@@ -123,6 +126,8 @@ export class RemoteView {
       delegations: [],
       open_requests: openRequestsOf(requests),
       ...(afterSeq !== undefined ? { messages_after_seq: afterSeq } : {}),
+      ...(row.flags.system_prompt ? { system_prompt: row.flags.system_prompt } : {}),
+      ...(systemPromptFixed(row) ? { system_prompt_fixed: true } : {}),
     };
   }
 

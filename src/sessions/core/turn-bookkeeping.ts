@@ -43,5 +43,6 @@ export function turnLogOf(log: EventLog, sessionId: string, clock: Clock): Sessi
     },
     write: (ops) => log.write(ops),
     flushed: () => log.flushed(),
+    delivered: () => log.settled(),
   };
 }

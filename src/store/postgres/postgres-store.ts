@@ -8,7 +8,7 @@
  */
 import pg from "pg";
 import { RECOVERABLE_END_REASONS } from "../../protocol/index.js";
-import { rowToMessage, rowToSession } from "../columns/sessions.js";
+import { rowToMessage, rowToSession, rowToVersion } from "../columns/sessions.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { withStreamedText } from "../delta-log.js";
 import type {
@@ -21,6 +21,7 @@ import type {
   LeaseRow,
   LeaseState,
   MessageRow,
+  VersionRow,
   Page,
   ResponseRow,
   SessionListItem,
@@ -245,7 +246,7 @@ export class PostgresStore implements Store {
       where.push(`(s.last_activity_at < ${at} OR (s.last_activity_at = ${at} AND s.id < ${arg(cursor.id)}))`);
     }
     const rows = await this.q(
-      `SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS message_count
+      `SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.hidden_by IS NULL) AS message_count
        FROM sessions s WHERE ${where.join(" AND ")}
        ORDER BY s.last_activity_at DESC, s.id DESC LIMIT ${arg(qy.limit + 1)}`,
       params,
@@ -259,8 +260,8 @@ export class PostgresStore implements Store {
   async loadMessages(sessionId: string, afterSeq?: number): Promise<MessageRow[]> {
     const rows =
       afterSeq === undefined
-        ? await this.q(`SELECT * FROM messages WHERE session_id = $1 ORDER BY created_seq, id`, [sessionId])
-        : await this.q(`SELECT * FROM messages WHERE session_id = $1 AND created_seq > $2 ORDER BY created_seq, id`, [
+        ? await this.q(`SELECT * FROM messages WHERE session_id = $1 AND hidden_by IS NULL ORDER BY created_seq, id`, [sessionId])
+        : await this.q(`SELECT * FROM messages WHERE session_id = $1 AND hidden_by IS NULL AND created_seq > $2 ORDER BY created_seq, id`, [
             sessionId, afterSeq,
           ]);
     return withStreamedText(sessionId, rows.map(rowToMessage), this.readDeltaLog);
@@ -290,13 +291,34 @@ export class PostgresStore implements Store {
       afterSeq = found ? found.created_seq : Number.MAX_SAFE_INTEGER;
     }
     const rows = (
-      await this.q(`SELECT * FROM messages WHERE session_id = $1 AND created_seq > $2 ORDER BY created_seq, id LIMIT $3`, [
+      await this.q(`SELECT * FROM messages WHERE session_id = $1 AND hidden_by IS NULL AND created_seq > $2 ORDER BY created_seq, id LIMIT $3`, [
         sessionId, afterSeq, limit + 1,
       ])
     ).map(rowToMessage);
     const items = await withStreamedText(sessionId, rows.slice(0, limit), this.readDeltaLog);
     const last = items[items.length - 1];
     return { items, nextCursor: rows.length > limit && last ? last.id : null };
+  }
+
+  async getMessage(sessionId: string, messageId: string): Promise<MessageRow | null> {
+    const row = (await this.q(`SELECT * FROM messages WHERE session_id = $1 AND id = $2`, [sessionId, messageId]))[0];
+    return row ? rowToMessage(row) : null;
+  }
+
+  async messageVersions(sessionId: string): Promise<VersionRow[]> {
+    const rows = await this.q(
+      `SELECT id, branch_of, hidden_by, created_seq FROM messages
+        WHERE session_id = $1 AND role = 'user'
+          AND (branch_of IS NOT NULL OR id IN (SELECT branch_of FROM messages WHERE session_id = $1 AND branch_of IS NOT NULL))
+        ORDER BY created_seq, id`,
+      [sessionId],
+    );
+    return rows.map(rowToVersion);
+  }
+
+  async loadHidden(sessionId: string, hiddenBy: string): Promise<MessageRow[]> {
+    const rows = await this.q(`SELECT * FROM messages WHERE session_id = $1 AND hidden_by = $2 ORDER BY created_seq, id`, [sessionId, hiddenBy]);
+    return rows.map(rowToMessage);
   }
 
   async readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
