@@ -389,15 +389,15 @@ export class SessionManager implements ForwardedCalls {
   // ---- Events ----
 
   async since(caller: Caller, sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<SinceResult> {
-    const remote = await this.parts.routing?.remoteFor(caller, sessionId);
-    if (remote) return storage(() => remote.since(sessionId, afterSeq, opts));
+    const remote = await this.parts.routing?.remoteSince(caller, sessionId, afterSeq, (r, stored) => r.since(sessionId, afterSeq, opts, stored));
+    if (remote) return remote;
     return (await this.requireLive(caller, sessionId, "session.events.since")).log.since(afterSeq, opts);
   }
 
   /** since() as JSON text, assembled without re-encoding stored frames (the WebSocket fast path). */
   async sinceJson(caller: Caller, sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<EncodedJson> {
-    const remote = await this.parts.routing?.remoteFor(caller, sessionId);
-    if (remote) return storage(() => remote.sinceJson(sessionId, afterSeq, opts));
+    const remote = await this.parts.routing?.remoteSince(caller, sessionId, afterSeq, (r, stored) => r.sinceJson(sessionId, afterSeq, opts, stored));
+    if (remote) return remote;
     return (await this.requireLive(caller, sessionId, "session.events.since")).log.sinceJson(afterSeq, opts);
   }
 
