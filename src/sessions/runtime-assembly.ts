@@ -146,6 +146,7 @@ export class RuntimeAssembly implements RuntimeOpener {
         model: choice.model,
         systemPrompt: renderSystemPrompt(row.flags.system_prompt ?? d.settings.profile?.system_prompt, row),
         lookupRequest: (requestId) => this.storedRequest(lineage, requestId),
+        fresh: true,
       },
       this.env,
       this.hooks,

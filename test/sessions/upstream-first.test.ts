@@ -5,7 +5,7 @@
  * on a real SQLite file whose commits a test can hold, and the real OpenAI provider against a
  * real HTTP upstream.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { EventType } from "../../src/protocol/index.js";
 import { FakeClock } from "../../src/lib/clock.js";
 import { OpenAIProvider } from "../../src/agent/openai-provider.js";
@@ -68,6 +68,7 @@ describe("the upstream request", () => {
     const { h, store } = await setup();
     ai.script(reply.text(["hello ", "there"]));
     const viewer = new TestViewer("tap");
+    const approvals = vi.spyOn(store.requests, "sessionApprovals");
     store.hold();
     const started = h.manager.startTurn({ caller: ME, session: { create: { provider: "up", model: "m", hidden: true } }, text: "hi", viewer });
     let answered = false;
@@ -75,6 +76,8 @@ describe("the upstream request", () => {
 
     expect(await until(() => ai.requests.length === 1)).toBe(true);
     expect(ai.requests[0]!.body.messages).toEqual([{ role: "user", content: "hi" }]);
+    // Nothing was read back for it either: a session this process just made has no stored answers.
+    expect(approvals).not.toHaveBeenCalled();
     // Held: the row (and everything after it) is not stored, so nothing was shown and nothing answered.
     expect(store.held).toBeGreaterThan(0);
     await settle(20);
