@@ -26,6 +26,8 @@ export interface ConcurrencyRow {
   wallMs: number;
   pacedMs: number;
   cpuUsPerDelta: number;
+  /** The kernel's part of it (system time: socket writes, store I/O). */
+  sysUsPerDelta: number;
 }
 
 export interface ConcurrencyResult {
@@ -35,13 +37,20 @@ export interface ConcurrencyResult {
   largestHolding: number;
 }
 
-function cpuMs(pid: number): number {
+/** User and system CPU time of `pid` so far, in ms (from /proc: clock ticks of 10 ms). */
+function cpuMs(pid: number): { user: number; sys: number } {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  return { user: (Number(fields[11]) * 1000) / 100, sys: (Number(fields[12]) * 1000) / 100 };
 }
 
-async function spawnGateway(dir: string): Promise<{ child: ChildProcess; wsUrl: string }> {
-  const child = spawn(process.execPath, [BIN, "serve", "--port", "0", "--db", join(dir, "tether.db")], {
+/** What to run: another build's `bin/tether.js` (an A/B against a baseline), extra node flags (`--cpu-prof`). */
+export interface GatewayOptions {
+  bin?: string;
+  nodeArgs?: string[];
+}
+
+async function spawnGateway(dir: string, o: GatewayOptions): Promise<{ child: ChildProcess; wsUrl: string }> {
+  const child = spawn(process.execPath, [...(o.nodeArgs ?? []), o.bin ?? BIN, "serve", "--port", "0", "--db", join(dir, "tether.db")], {
     env: { ...process.env, TETHER_LOG_LEVEL: "error", TETHER_CONFIG: join(dir, "config.yaml"), TETHER_DEMO_DELAY_MS: String(PACE_MS) },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -108,7 +117,9 @@ async function round(wsUrl: string, pid: number, n: number, deltas: number): Pro
     await Promise.all(viewers.map((v) => v.call("prompt.submit", { session_id: v.sessionId, text: `count to ${deltas}` })));
     await done;
     const wallMs = performance.now() - t0;
-    const cpu = cpuMs(pid) - cpu0;
+    const cpu1 = cpuMs(pid);
+    const sys = cpu1.sys - cpu0.sys;
+    const cpu = cpu1.user - cpu0.user + sys;
     const all = viewers.flatMap((v) => v.latencies);
     return {
       sessions: n,
@@ -118,27 +129,29 @@ async function round(wsUrl: string, pid: number, n: number, deltas: number): Pro
       wallMs,
       pacedMs: deltas * PACE_MS,
       cpuUsPerDelta: (cpu * 1000) / all.length,
+      sysUsPerDelta: (sys * 1000) / all.length,
     };
   } finally {
     for (const v of viewers) v.close();
   }
 }
 
-export async function benchConcurrency(opts: { sessions: number[]; deltas: number }): Promise<ConcurrencyResult> {
+export async function benchConcurrency(opts: { sessions: number[]; deltas: number } & GatewayOptions): Promise<ConcurrencyResult> {
   const rows: ConcurrencyRow[] = [];
   for (const n of opts.sessions) {
     // A fresh gateway per N: one size's sessions and garbage never weigh on the next.
     const dir = mkdtempSync(join(tmpdir(), "tether-bench-conc-"));
-    const g = await spawnGateway(dir);
+    const g = await spawnGateway(dir, opts);
     try {
       const r = await round(g.wsUrl, g.child.pid!, n, opts.deltas);
       rows.push(r);
       progress(
         "concurrency",
-        `${n} sessions: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, wall ${(r.wallMs / 1000).toFixed(1)} s vs paced ${(r.pacedMs / 1000).toFixed(1)} s, ${r.cpuUsPerDelta.toFixed(1)} µs CPU/delta`,
+        `${n} sessions: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, wall ${(r.wallMs / 1000).toFixed(1)} s vs paced ${(r.pacedMs / 1000).toFixed(1)} s, ${r.cpuUsPerDelta.toFixed(1)} µs CPU/delta (${r.sysUsPerDelta.toFixed(1)} system)`,
       );
     } finally {
-      g.child.kill("SIGKILL");
+      // A profiled gateway stops gracefully so that node writes its profile; otherwise no waiting.
+      g.child.kill(opts.nodeArgs?.length ? "SIGTERM" : "SIGKILL");
       await new Promise((r) => (g.child.exitCode === null && g.child.signalCode === null ? g.child.once("exit", r) : r(undefined)));
       rmSync(dir, { recursive: true, force: true });
     }

@@ -17,6 +17,7 @@ import { ProviderError, type CallOptions, type ChatMessage, type ToolSpec } from
 import type { WriteOp } from "../store/types.js";
 import type { TurnContext } from "./turn-context.js";
 import { internalError } from "./turn-errors.js";
+import { stopReasonOf } from "./stop-reason.js";
 import { newMessageRow, type TurnFrames } from "./turn-frames.js";
 import { endModelSpan, startModelSpan } from "./turn-tracing.js";
 import { NOOP_SPAN, type SpanHandle } from "../lib/tracing.js";
@@ -115,6 +116,8 @@ export async function streamAssistantMessage(
   };
   if (step.usage) payload.usage = step.usage;
   if (step.error) payload.error = step.error;
+  const stopReason = step.status === "interrupted" ? stopReasonOf(ctx.signal) : undefined;
+  if (stopReason) payload.stop_reason = stopReason;
   if (step.toolCalls.length > 0) payload.tool_calls = step.toolCalls;
   const extra = step.toolCalls.length > 0 && completeOps ? completeOps(step.toolCalls) : [];
   frames.emit(EventType.MessageComplete, payload, [
@@ -128,6 +131,8 @@ export async function streamAssistantMessage(
         // Kept with the row, so a Message read back from the store carries it as `error`, with
         // the turn's ids as `turn_id`/`trace_id` (what the live `turn.error` frame carried).
         ...(step.error ? { display_metadata: { error: step.error, turn_id: ctx.turnId, trace_id: ctx.traceId } } : {}),
+        // Why it stopped, kept the same way (read back as the Message's `stop_reason`).
+        ...(stopReason ? { display_metadata: { stop_reason: stopReason } } : {}),
       },
     },
     ...extra,

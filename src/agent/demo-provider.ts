@@ -12,6 +12,7 @@
  *   call: T {json}    calls tool T (of those the turn offers, the client's own included) with those
  *                     arguments; `call: A {…}; B {…}` calls several in one step (one per step with
  *                     parallel_tool_calls: false); then replies quoting each result (demo-call-cue.ts)
+ *   recall            lists the earlier user prompts the model was sent (which branch it sees)
  *   tool_choice       `required` or a named function with no `call:` cue calls that tool with `{}`
  *   anything else     a short reply quoting the prompt, word by word
  */
@@ -19,6 +20,7 @@ import { ERROR_LAYERS, type ErrorLayer, type ToolCall } from "../protocol/index.
 import type { Clock } from "../lib/clock.js";
 import { RETRYABLE_CODES } from "./error-classifier.js";
 import { describeResults, parseCallCue } from "./demo-call-cue.js";
+import { DemoPacer, type PacedStream } from "./demo-pacer.js";
 import { ProviderError, type ChatMessage, type Provider, type ProviderChunk, type StreamRequest } from "./provider.js";
 
 export interface DemoProviderOptions {
@@ -36,10 +38,13 @@ export class DemoProvider implements Provider {
   readonly kind = "demo";
   readonly defaultModel = DEMO_MODEL;
   private readonly delayMs: number;
+  /** One timer for every stream of this provider (see demo-pacer.ts); none when unpaced. */
+  private readonly pacer: DemoPacer | null;
   private unpaced = 0;
 
-  constructor(private readonly opts: DemoProviderOptions) {
+  constructor(opts: DemoProviderOptions) {
     this.delayMs = opts.delayMs ?? 20;
+    this.pacer = this.delayMs > 0 ? new DemoPacer(opts.clock, this.delayMs) : null;
   }
 
   async *stream(req: StreamRequest): AsyncGenerator<ProviderChunk> {
@@ -48,7 +53,9 @@ export class DemoProvider implements Provider {
     const cue = /^call:\s*([\s\S]*)$/i.exec(prompt);
     const plan = cue
       ? planCalls(cue[1]!, req, userIndex)
-      : (forcedCall(req, toolResultSeen, userIndex) ?? planReply(prompt, toolResultSeen, userIndex));
+      : /^recall$/i.test(prompt)
+        ? recall(req.messages, userIndex)
+        : (forcedCall(req, toolResultSeen, userIndex) ?? planReply(prompt, toolResultSeen, userIndex));
     if (plan.kind === "fail") throw new ProviderError(plan.info);
 
     let output = "";
@@ -56,11 +63,16 @@ export class DemoProvider implements Provider {
       output = plan.calls.map((c) => c.arguments).join("");
       yield { type: "tool_calls", calls: plan.calls };
     } else {
-      for (let i = 0; i < plan.chunks.length; i++) {
-        if (i > 0) await this.pause(req.signal);
-        const text = plan.chunks[i]!;
-        output += text;
-        yield { type: "text", text };
+      const pace = this.pacer?.start(req.signal);
+      try {
+        for (let i = 0; i < plan.chunks.length; i++) {
+          if (i > 0) await (pace ? pace.next() : this.unpacedPause(req.signal));
+          const text = plan.chunks[i]!;
+          output += text;
+          yield { type: "text", text };
+        }
+      } finally {
+        pace?.end();
       }
     }
     const prompt_tokens = estimateTokens(req.messages.map((m) => m.content ?? "").join(""));
@@ -69,15 +81,12 @@ export class DemoProvider implements Provider {
     yield { type: "finish", reason: plan.kind === "tool" ? "tool_calls" : "stop" };
   }
 
-  private async pause(signal: AbortSignal): Promise<void> {
-    if (this.delayMs > 0) await this.opts.clock.sleep(this.delayMs, signal);
-    else {
-      // Unpaced, but like a real stream it lets I/O run now and then: without this a 100k-chunk
-      // reply is produced in one event-loop turn, and no socket can flush until it ends.
-      if (++this.unpaced % 256 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      // Rethrow the caller's reason untouched: an abort is an interruption, not a failure.
-      signal.throwIfAborted();
-    }
+  private async unpacedPause(signal: AbortSignal): Promise<void> {
+    // Unpaced, but like a real stream it lets I/O run now and then: without this a 100k-chunk
+    // reply is produced in one event-loop turn, and no socket can flush until it ends.
+    if (++this.unpaced % 256 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    // Rethrow the caller's reason untouched: an abort is an interruption, not a failure.
+    signal.throwIfAborted();
   }
 }
 
@@ -179,6 +188,12 @@ function forcedCall(req: StreamRequest, toolResultSeen: boolean, userIndex: numb
   const tool = typeof choice === "object" ? req.tools?.find((t) => t.name === choice.name) : req.tools?.[0];
   if (!tool) return null;
   return { kind: "tool", calls: [{ id: `call_demo_${userIndex}_0`, name: tool.name, arguments: "{}" }] };
+}
+
+/** `recall`: the user prompts of the history before this one, quoted, so a test can tell which branch the model saw. */
+function recall(messages: ChatMessage[], userIndex: number): Plan {
+  const earlier = messages.slice(0, Math.max(0, userIndex)).filter((m) => m.role === "user").map((m) => `"${(m.content ?? "").trim()}"`);
+  return { kind: "text", chunks: words(earlier.length ? `Earlier you said: ${earlier.join(", ")}.` : "You said nothing before this.") };
 }
 
 /** The last user message and whether a tool result follows it (the tool step already ran). */

@@ -1,5 +1,5 @@
 /** What one turn needs, and what it reports back. Built by the session runtime per turn. */
-import type { TurnErrorInfo, TurnStatus, Usage } from "../protocol/index.js";
+import type { BranchCreatedPayload, TurnErrorInfo, TurnStatus, Usage } from "../protocol/index.js";
 import type { SessionEventLog } from "../events/types.js";
 import type { WriteOp } from "../store/types.js";
 import type { Clock } from "../lib/clock.js";
@@ -61,6 +61,11 @@ export interface TurnContext {
   processes?: ToolContext["processes"];
   /** Guidance steered into this turn while it runs: joined before each model call (turn-steering.ts). */
   steering?: SteerInbox;
+  /**
+   * A new version of an earlier prompt (branching): `branch.created` (carrying `ops`, the hide of
+   * the old branch) goes right before the user message, which gets `branch_of`.
+   */
+  branch?: { ops: WriteOp[]; payload(messageId: string): BranchCreatedPayload; branchOf: string };
   /** Retries of a model call that failed with a retryable error. @default none */
   retry?: { maxRetries: number; baseDelayMs: number };
 }

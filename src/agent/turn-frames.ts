@@ -50,10 +50,17 @@ export function newMessageRow(
  * The user's input as a complete message row: `message.start` carries the insert, `message.complete`
  * the text. Emitted right after `turn.start`, so both commit with it (one group-commit tick).
  */
-export function emitUserMessage(frames: TurnFrames, sessionId: string, id: string, text: string, createdAt: number): void {
-  frames.emit<MessageStartPayload>(EventType.MessageStart, { message_id: id, role: "user" }, [
-    { op: "message.insert", row: newMessageRow(sessionId, id, "user", text, "complete", createdAt) },
-  ]);
+export function emitUserMessage(
+  frames: TurnFrames,
+  sessionId: string,
+  id: string,
+  text: string,
+  createdAt: number,
+  extra: Pick<MessageRow, "branch_of"> = {},
+): void {
+  const row = newMessageRow(sessionId, id, "user", text, "complete", createdAt);
+  if (extra.branch_of) row.branch_of = extra.branch_of;
+  frames.emit<MessageStartPayload>(EventType.MessageStart, { message_id: id, role: "user" }, [{ op: "message.insert", row }]);
   frames.emit<MessageCompletePayload>(EventType.MessageComplete, { message_id: id, role: "user", content: text, status: "complete" });
 }
 

@@ -15,6 +15,7 @@
  */
 import {
   EventType,
+  type BranchCreatedPayload,
   type SessionNoticePayload,
   type ToolCall,
   type TurnCompletePayload,
@@ -36,6 +37,7 @@ import { emitUserMessage, TurnFrames, turnErrorMessageOp } from "./turn-frames.j
 import type { PendingCall, PendingDecision } from "./turn-requests.js";
 import { endTurnSpan, startTurnSpan } from "./turn-tracing.js";
 import { joinSteers } from "./turn-steering.js";
+import { stopReasonOf } from "./stop-reason.js";
 import type { SpanHandle } from "../lib/tracing.js";
 
 export type { TurnContext, TurnOutcome } from "./turn-context.js";
@@ -180,7 +182,9 @@ async function settle(
 
 /** The user's input as a complete message row, carried by its own `message.start`. */
 function commitUserMessage(ctx: TurnContext, frames: TurnFrames): void {
-  emitUserMessage(frames, ctx.sessionId, ctx.ids.next("msg"), ctx.input, ctx.clock.now());
+  const id = ctx.ids.next("msg");
+  if (ctx.branch) frames.emit<BranchCreatedPayload>(EventType.BranchCreated, ctx.branch.payload(id), ctx.branch.ops);
+  emitUserMessage(frames, ctx.sessionId, id, ctx.input, ctx.clock.now(), ctx.branch ? { branch_of: ctx.branch.branchOf } : {});
   ctx.history.push({ role: "user", content: ctx.input });
 }
 
@@ -322,7 +326,10 @@ function finish(ctx: TurnContext, frames: TurnFrames, logger: Logger, result: Lo
         : [turnErrorMessageOp(ctx.sessionId, ctx.ids.next("msg"), result.error, turnId, ctx.traceId, ctx.clock.now())];
       frames.emit<TurnErrorPayload>(EventType.TurnError, { turn_id: turnId, error: result.error }, ops);
     }
-    frames.emit<TurnCompletePayload>(EventType.TurnComplete, { turn_id: turnId, status: result.status, usage });
+    const complete: TurnCompletePayload = { turn_id: turnId, status: result.status, usage };
+    const stopReason = result.status === "interrupted" ? stopReasonOf(ctx.signal) : undefined;
+    if (stopReason) complete.stop_reason = stopReason;
+    frames.emit<TurnCompletePayload>(EventType.TurnComplete, complete);
   } catch (err) {
     logger.error({ err }, "could not emit the end of the turn");
   }

@@ -220,6 +220,28 @@ export class TetherClient {
   }
 
   /**
+   * Edit and resend (branching): a new turn from user message `messageId` — any prompt of the
+   * active branch, not only the newest — with `text`; what followed it stays as the previous
+   * version. While a turn runs or waits it rejects with RpcError 4073 (stop it first).
+   */
+  editPrompt(sessionId: string, messageId: string, text: string, requestId?: string): Promise<MethodMap[typeof Method.PromptSubmit]["result"]> {
+    return this.call(Method.PromptSubmit, { session_id: sessionId, from_message_id: messageId, text, ...(requestId ? { request_id: requestId } : {}) });
+  }
+
+  /** Regenerate (branching): the same prompt `messageId` again, as a new version of it. */
+  regenerate(sessionId: string, messageId: string, requestId?: string): Promise<MethodMap[typeof Method.PromptSubmit]["result"]> {
+    return this.call(Method.PromptSubmit, { session_id: sessionId, from_message_id: messageId, ...(requestId ? { request_id: requestId } : {}) });
+  }
+
+  /**
+   * Shows version `messageId` of its prompt (one of a Message's `versions`): the session's
+   * subscribers get a durable `branch.switched` carrying the restored branch.
+   */
+  selectVersion(sessionId: string, messageId: string): Promise<MethodMap[typeof Method.SessionBranchSelect]["result"]> {
+    return this.call(Method.SessionBranchSelect, { session_id: sessionId, message_id: messageId });
+  }
+
+  /**
    * Runs `handler` for every call of the client tool `name` in the sessions this client subscribes
    * to (declare the tool with `session.create { client_tools }` or `session.update`): its result is
    * the call's output, an error it throws the call's error. Calls still open in a Snapshot

@@ -36,7 +36,12 @@ export function connectionHandlers(
     [Method.SessionReopen]: (p, sessions, ctx) => sessions.reopen(who(ctx), p.session_id, viewer),
     [Method.SessionDetach]: (p, sessions, ctx) => sessions.detach(who(ctx), p.session_id, viewer),
     [Method.SessionUpdate]: (p, sessions, ctx) =>
-      sessions.update(who(ctx), p.session_id, { title: p.title, archived: p.archived, ...(p.client_tools ? { client_tools: p.client_tools } : {}) }),
+      sessions.update(who(ctx), p.session_id, {
+        title: p.title,
+        archived: p.archived,
+        ...(p.client_tools ? { client_tools: p.client_tools } : {}),
+        ...(p.system_prompt !== undefined ? { system_prompt: p.system_prompt } : {}),
+      }),
     [Method.SessionDelete]: (p, sessions, ctx) => sessions.delete(who(ctx), p.session_id),
     [Method.PromptCancel]: async (p, sessions, ctx) => ({ status: await sessions.cancelTurn(who(ctx), p.session_id, p.turn_id) }),
     [Method.SessionList]: (p, sessions, ctx) => sessions.list(who(ctx), p ?? {}),
@@ -44,7 +49,17 @@ export function connectionHandlers(
     [Method.SessionClose]: (p, sessions, ctx) => sessions.close(who(ctx), p.session_id),
     [Method.SessionInterrupt]: (p, sessions, ctx) => sessions.interrupt(who(ctx), p.session_id),
     [Method.PromptSubmit]: async (p, sessions, ctx) =>
-      (await sessions.startTurn({ caller: who(ctx), session: { id: p.session_id }, text: p.text, requestId: p.request_id })).result,
+      (
+        await sessions.startTurn({
+          caller: who(ctx),
+          session: { id: p.session_id },
+          // Absent only for a regenerate (from_message_id): the branch point's own text again.
+          text: p.text ?? "",
+          requestId: p.request_id,
+          ...(p.from_message_id !== undefined ? { fromMessageId: p.from_message_id } : {}),
+        })
+      ).result,
+    [Method.SessionBranchSelect]: (p, sessions, ctx) => sessions.selectBranch(who(ctx), p.session_id, p.message_id),
     [Method.SessionSteer]: (p, sessions, ctx) => sessions.steer(who(ctx), p.session_id, p.text),
     // The catch-up answer is assembled as JSON text (stored payloads spliced in, never re-parsed).
     [Method.EventsSince]: async (p, sessions, ctx) =>

@@ -33,7 +33,8 @@ export const DEFAULT_FLOW_LIMITS: FlowLimits = { softBytes: 8 * 1024 * 1024, har
 export const CLOSE_SLOW_VIEWER = 1013;
 
 export interface FlowSink {
-  send(text: WireText): void;
+  /** `frame`: the session frame `text` encodes (its viewers may share what is built from it). */
+  send(text: WireText, frame?: Frame): void;
   /** Over the hard limit: close the connection (1013). Called once. */
   overflow(): void;
   /** Sent when lagging ends, once per session whose frames were skipped. */
@@ -75,7 +76,7 @@ export class ViewerFlow {
       if (!this.skipped.has(frame.session_id)) this.skipped.set(frame.session_id, (frame.seq ?? 1) - 1);
       return;
     }
-    this.sink.send(wire);
+    this.sink.send(wire, frame);
   }
 
   /** An RPC answer or a global frame: never skipped, but counted against the hard limit. */

@@ -27,6 +27,7 @@ import { connectionHandlers, type GatewayIdentity } from "./rpc-handlers.js";
 import { CLOSE_SLOW_VIEWER, DEFAULT_FLOW_LIMITS, ViewerFlow, type FlowLimits } from "./viewer-flow.js";
 import { WsHeartbeat, type HeartbeatTiming } from "./ws-heartbeat.js";
 import type { WireText } from "./wire-text.js";
+import { textFrame, writesRawFrames } from "./ws-frame.js";
 
 export interface WsEndpointOptions {
   /** The sessions of every profile, as one. */
@@ -124,14 +125,16 @@ function rejectUpgrade(socket: Duplex, status: number, text: string): void {
  * their group commit, inside the committer's `setImmediate` callback: an uncork left to a
  * `setImmediate` of its own would run in the next loop iteration, after its timers and poll phase.
  */
-function corkingSender(ws: WebSocket, socket: Duplex): (text: WireText) => void {
+function corkingSender(ws: WebSocket, socket: Duplex): (text: WireText, frame?: Frame) => void {
+  // Decided once: extensions are negotiated in the handshake, before the first send.
+  const raw = writesRawFrames(ws);
   let corked = false;
   let corkedBytes = 0;
   const uncork = () => {
     corked = false;
     socket.uncork();
   };
-  return (text) => {
+  return (text, frame) => {
     if (ws.readyState !== ws.OPEN) return;
     if (!corked) {
       corked = true;
@@ -147,8 +150,9 @@ function corkingSender(ws: WebSocket, socket: Duplex): (text: WireText) => void 
     }
     corkedBytes += text.length;
     // A Buffer here is UTF-8 text (a large answer, see wire-text.ts): it must go as a text frame.
-    if (typeof text === "string") ws.send(text);
-    else ws.send(text, TEXT_FRAME);
+    if (typeof text !== "string") ws.send(text, TEXT_FRAME);
+    else if (raw) socket.write(textFrame(text, frame));
+    else ws.send(text);
   };
 }
 

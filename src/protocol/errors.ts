@@ -26,6 +26,16 @@ export const ErrorCode = {
   NotARoom: 4060,
   /** No bot of that name here or on the named peer (`bot.chat`, `message_agent`). */
   UnknownBot: 4061,
+  /** Branching: the session has no message of that id (another principal's session answers 4007). */
+  MessageNotFound: 4070,
+  /** Branching: the message is not a prompt a new version can start from (not a user message, a steer, a delivered result…). */
+  NotBranchable: 4071,
+  /** Branching: the message lies at or before a compression point (summarized away, or copied into the continuation's head). */
+  BranchBeforeCompression: 4072,
+  /** Branching, switching versions: a turn runs or waits in the session; stop it first. */
+  BranchWhileBusy: 4073,
+  /** `session.update { system_prompt }` on a session whose prompt follows its profile's config. */
+  SystemPromptFixed: 4074,
   AtCapacity: 4090,
   StorageUnavailable: 5070,
 } as const;
@@ -57,6 +67,11 @@ export const ERROR_TABLE: Record<ErrorCodeValue, ErrorInfo> = {
   4020: { name: "tool_name_taken", httpStatus: 400, retryable: false, message: "A client tool has the name of a server tool" },
   4060: { name: "not_a_room", httpStatus: 400, retryable: false, message: "The session is not a room" },
   4061: { name: "unknown_bot", httpStatus: 404, retryable: false, message: "No such bot" },
+  4070: { name: "message_not_found", httpStatus: 404, retryable: false, message: "The session has no such message" },
+  4071: { name: "not_branchable", httpStatus: 400, retryable: false, message: "A new version can only start from a prompt the user wrote" },
+  4072: { name: "branch_before_compression", httpStatus: 409, retryable: false, message: "The message lies before a compression point of this session" },
+  4073: { name: "branch_while_busy", httpStatus: 409, retryable: true, message: "A turn runs in this session; stop it first" },
+  4074: { name: "system_prompt_fixed", httpStatus: 409, retryable: false, message: "This session's system prompt follows its profile's config" },
   4030: { name: "process_not_found", httpStatus: 404, retryable: false, message: "No such process in this session" },
   4029: { name: "rate_limited", httpStatus: 429, retryable: true, message: "Rate limited" },
   4090: { name: "at_capacity", httpStatus: 503, retryable: true, message: "Gateway at capacity" },

@@ -4,7 +4,7 @@
  * `id: <seq>` + `event: <type>` + `data: <Frame>`.
  */
 import type { TurnErrorInfo } from "./errors.js";
-import type { DelegationKind, DelegationResultMetadata, DisplayKind, TodoItem, Usage } from "./types.js";
+import type { DelegationKind, DelegationResultMetadata, DisplayKind, Message, TodoItem, Usage } from "./types.js";
 
 export const EventType = {
   // global
@@ -34,6 +34,8 @@ export const EventType = {
   ProcessStarted: "process.started",
   ProcessExited: "process.exited",
   TurnSteered: "turn.steered",
+  BranchCreated: "branch.created",
+  BranchSwitched: "branch.switched",
   // session, transient
   MessageDelta: "message.delta",
   ReasoningDelta: "reasoning.delta",
@@ -111,6 +113,54 @@ export interface MessageCompletePayload {
   tool_calls?: Array<{ id: string; name: string; arguments: string }>;
   display_kind?: string;
   display_metadata?: Record<string, unknown>;
+  /** With `status: "interrupted"`: who or what stopped it (StopReason). */
+  stop_reason?: StopReason;
+}
+
+/**
+ * Why a reply (a message, a turn) was interrupted: `user` (Stop: `session.interrupt`,
+ * `prompt.cancel`, a run's stop), `restart` (the gateway process died mid-turn; the next one
+ * finished it), `shutdown` (the gateway stopped gracefully), `closed` (the session was closed),
+ * `superseded` (busy policy `interrupt`: a new prompt replaced it), `gateway` (the gateway's own
+ * reasons: a sub-agent's timeout, a reaped stale turn).
+ */
+export type StopReason = "user" | "restart" | "shutdown" | "closed" | "superseded" | "gateway";
+
+export const STOP_REASONS: readonly StopReason[] = ["user", "restart", "shutdown", "closed", "superseded", "gateway"];
+
+export function isStopReason(v: unknown): v is StopReason {
+  return typeof v === "string" && (STOP_REASONS as readonly string[]).includes(v);
+}
+
+/**
+ * `branch.created`: a turn started a new version of the user message `replaced_message_id` (an
+ * edit, or a regenerate with the same text). Every message of the active branch from that one on
+ * left it (`hidden_message_ids`, kept as the previous version); the new version's user message
+ * `message_id` follows as usual (`message.start`, `message.complete`). Carries the turn's ids.
+ */
+export interface BranchCreatedPayload {
+  /** The group: the first version's message id. */
+  root_message_id: string;
+  message_id: string;
+  replaced_message_id: string;
+  /** Every version of the group, oldest first (the new one last). */
+  versions: string[];
+  hidden_message_ids: string[];
+}
+
+/**
+ * `branch.switched` (`session.branch.select`): version `message_id` of a group is shown again.
+ * What followed the version left (`previous_message_id`, itself included) is hidden
+ * (`hidden_message_ids`), and `messages` — that version's branch as it was when it was left,
+ * in transcript order — is the active branch from there on.
+ */
+export interface BranchSwitchedPayload {
+  root_message_id: string;
+  message_id: string;
+  previous_message_id: string;
+  versions: string[];
+  hidden_message_ids: string[];
+  messages: Message[];
 }
 
 export interface ToolStartPayload {
@@ -141,6 +191,8 @@ export interface TurnCompletePayload {
   turn_id: string;
   status: TurnStatus;
   usage?: Usage;
+  /** With `status: "interrupted"`: who or what stopped it. */
+  stop_reason?: StopReason;
 }
 
 export interface TurnErrorPayload {

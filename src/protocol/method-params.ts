@@ -69,18 +69,30 @@ export const SessionUpdateParams = z.object({
   title: z.string().max(500).optional(),
   client_tools: clientTools,
   archived: z.boolean().optional(),
+  /** The session's own system prompt from its next turn on; `""` drops it (the profile's applies again). */
+  system_prompt: z.string().max(200_000).optional(),
   profile,
 });
 
 /** `prompt.cancel`: a queued prompt is dropped (a running one is interrupted). */
 export const PromptCancelParams = z.object({ session_id: sessionId, profile, turn_id: z.string().min(1).max(200) });
 
-export const PromptSubmitParams = z.object({
-  session_id: sessionId,
-  profile,
-  text: z.string().min(1).max(1_000_000),
-  request_id: z.string().min(1).max(200).optional(),
-});
+/**
+ * `from_message_id`: a new version of that user message (see Branching): `text` is the edited
+ * prompt; without `text`, the same prompt again (regenerate). Without `from_message_id`, `text` is required.
+ */
+export const PromptSubmitParams = z
+  .object({
+    session_id: sessionId,
+    profile,
+    text: z.string().min(1).max(1_000_000).optional(),
+    request_id: z.string().min(1).max(200).optional(),
+    from_message_id: z.string().min(1).max(200).optional(),
+  })
+  .refine((p) => p.text !== undefined || p.from_message_id !== undefined, { message: "Required (only a regenerate, with from_message_id, may leave it out)", path: ["text"] });
+
+/** `session.branch.select`: show version `message_id` (a user message's id, one of its `versions`). */
+export const BranchSelectParams = z.object({ session_id: sessionId, profile, message_id: z.string().min(1).max(200) });
 
 export const SessionSteerParams = z.object({
   session_id: sessionId,
@@ -177,6 +189,7 @@ export const METHOD_PARAMS = {
   [Method.PromptCancel]: PromptCancelParams,
   [Method.SessionInterrupt]: SessionIdParams,
   [Method.PromptSubmit]: PromptSubmitParams,
+  [Method.SessionBranchSelect]: BranchSelectParams,
   [Method.SessionSteer]: SessionSteerParams,
   [Method.EventsSince]: EventsSinceParams,
   [Method.EventsStats]: EmptyParams,

@@ -15,6 +15,7 @@ import type {
   RequestRespondParams,
   EventsSinceParams,
   PromptSubmitParams,
+  BranchSelectParams,
   SessionSteerParams,
   SessionCreateParams,
   PromptCancelParams,
@@ -52,6 +53,7 @@ export const Method = {
   PromptCancel: "prompt.cancel",
   SessionInterrupt: "session.interrupt",
   PromptSubmit: "prompt.submit",
+  SessionBranchSelect: "session.branch.select",
   SessionSteer: "session.steer",
   EventsSince: "session.events.since",
   EventsStats: "session.events.stats",
@@ -114,6 +116,16 @@ export interface SubmitResult {
   resolved_from?: string;
 }
 
+/** `session.branch.select`: the version shown now, and every version of its group. */
+export interface BranchSelectResult {
+  message_id: string;
+  versions: string[];
+  /** `unchanged` when that version was already the one shown (no event). */
+  status: "switched" | "unchanged";
+  /** The seq of the `branch.switched` frame (absent when unchanged). */
+  seq?: number;
+}
+
 /**
  * `session.steer`: `steered` — the text joins the running turn `turn_id` before its next model
  * call; otherwise no turn was running and it started (or queued) one as `prompt.submit` would.
@@ -151,6 +163,7 @@ export interface MethodMap {
     result: { status: "interrupted" | "idle" };
   };
   "prompt.submit": { params: z.input<typeof PromptSubmitParams>; result: SubmitResult };
+  "session.branch.select": { params: z.input<typeof BranchSelectParams>; result: BranchSelectResult };
   "session.steer": { params: z.input<typeof SessionSteerParams>; result: SteerResult };
   "session.events.since": { params: z.input<typeof EventsSinceParams>; result: SinceResult };
   "session.events.stats": { params: z.input<typeof EmptyParams>; result: StatsResult };

@@ -1,6 +1,6 @@
 /** Result shapes shared by the server, the SDK and the web client. */
 import type { TurnErrorInfo } from "./errors.js";
-import type { MessageStatus } from "./events.js";
+import type { MessageStatus, StopReason } from "./events.js";
 import type { OpenRequest } from "./requests.js";
 
 export interface Usage {
@@ -68,6 +68,14 @@ export interface Message {
   turn_id?: string;
   /** That turn's trace id (as its frames carried it), when recorded with `turn_id`. */
   trace_id?: string;
+  /** A message with `status: "interrupted"`: why it stopped, when its row recorded it. */
+  stop_reason?: StopReason;
+  /**
+   * A user message with earlier or later versions (edit, regenerate; `session.branch.select`
+   * switches): every version's message id, oldest first — this message among them. Absent when
+   * the message has one version only.
+   */
+  versions?: string[];
   created_at: number;
 }
 
@@ -103,6 +111,10 @@ export interface Snapshot {
   outbox?: EnvelopeSummary[];
   /** Present when the resume passed `after_seq`: `messages` is then empty (`session.events.since` brings everything after it). */
   messages_after_seq?: number;
+  /** The session's own system prompt (`session.create`/`session.update { system_prompt }`); absent: the profile's applies. */
+  system_prompt?: string;
+  /** True when the session's system prompt follows its profile's config and `session.update` cannot set one (4074). */
+  system_prompt_fixed?: boolean;
 }
 
 /** One task of a delegation, as `delegation.list` and Snapshots show it. */

@@ -32,6 +32,7 @@ import type { Compressor } from "./rotation/compression.js";
 import type { DelegationService } from "./delegation/delegation-service.js";
 import type { RequestService } from "./requests/request-service.js";
 import type { ProcessService } from "./processes/process-service.js";
+import { Branching } from "./branching/branching.js";
 
 export interface RuntimeAssemblyDeps {
   store: Store;
@@ -191,5 +192,6 @@ function runtimeHooks(d: RuntimeAssemblyDeps): RuntimeHooks {
     stopProcesses: (rt) => processes.stopSession(rt),
     abandonProcesses: (rt) => processes.abandonSession(rt),
     moveProcesses: (from, to) => processes.moveSession(from, to),
+    branching: new Branching(store),
   };
 }

@@ -11,6 +11,7 @@
  */
 import { EndReason, ErrorCode, isRecoverableEnd, TetherError } from "../protocol/index.js";
 import type {
+  BranchSelectResult,
   DelegationSummary,
   EncodedJson,
   Frame,
@@ -34,7 +35,7 @@ import type { TetherConfig } from "../config/index.js";
 import type { ProviderCatalog } from "../agent/provider-catalog.js";
 import { continuationAncestors } from "./core/live-tip.js";
 import { assertOwner, requireLive, requireRow, storage } from "./core/session-access.js";
-import { archiveSession, renameSession, titleFromFirstPrompt } from "./core/session-info.js";
+import { archiveSession, renameSession, setSystemPrompt, titleFromFirstPrompt } from "./core/session-info.js";
 import type { SessionRuntime } from "./core/session-runtime.js";
 import { seedHistory, type SeedMessage } from "./core/seed-history.js";
 import type { Caller, CreateParams, GlobalListener, ListParams, SessionManagerDeps } from "./core/types.js";
@@ -46,7 +47,7 @@ import { applyLiveConfig, assembleSessions, type SessionParts } from "./assembly
 import { createSession } from "./creating.js";
 import { exportSession, type ExportedTranscript, type ExportFormat } from "./views/session-export.js";
 import { resumeSession, type ResumeDeps } from "./resuming.js";
-import { startTurn, type StartedTurn, type TurnConfig, type TurnRequest } from "./turn-entry.js";
+import { startTurn, type StartedTurn, type SubmitOptions, type TurnConfig, type TurnRequest } from "./turn-entry.js";
 import { setClientTools } from "./core/client-tools.js";
 import { reopenStored } from "./lifecycle/reopening.js";
 import { deleteSession } from "./lifecycle/session-delete.js";
@@ -178,7 +179,8 @@ export class SessionManager implements ForwardedCalls {
   }
 
   /** Renames a session; viewers see a new `session.info`. */
-  async update(caller: Caller, sessionId: string, patch: { title?: string; client_tools?: ClientToolSpec[]; archived?: boolean }): Promise<SessionSummary> {
+  async update(caller: Caller, sessionId: string, patch: { title?: string; client_tools?: ClientToolSpec[]; archived?: boolean; system_prompt?: string }): Promise<SessionSummary> {
+    await setSystemPrompt({ ...this.deps, registry: this.parts.registry }, caller, sessionId, patch.system_prompt);
     await renameSession({ ...this.deps, registry: this.parts.registry }, caller, sessionId, patch.title);
     await archiveSession({ ...this.deps, registry: this.parts.registry }, caller, sessionId, patch.archived);
     if (patch.client_tools !== undefined) await this.configure(caller, sessionId, { clientTools: patch.client_tools, callOptions: this.parts.registry.get(sessionId)?.callOptions });
@@ -223,12 +225,12 @@ export class SessionManager implements ForwardedCalls {
   }
 
   /** Submits to the live tip: a prompt aimed at a session compression rotated lands on its continuation. */
-  async submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts: { noInput?: boolean } = {}): Promise<SubmitResult> {
+  async submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts: SubmitOptions = {}): Promise<SubmitResult> {
     return onLiveTip(this.tips, caller, sessionId, async (tipId, resolvedFrom) => {
       const tipped = (r: SubmitResult): SubmitResult => (resolvedFrom ? { ...r, session_id: tipId, resolved_from: resolvedFrom } : r);
       const routed = opts.noInput
         ? { forwarded: false as const, runtime: await this.requireLive(caller, tipId, "prompt.submit") }
-        : await this.ownedOrForwarded(caller, tipId, "prompt.submit", { text, request_id: requestId });
+        : await this.ownedOrForwarded(caller, tipId, "prompt.submit", { text, request_id: requestId, ...(opts.fromMessageId !== undefined ? { from_message_id: opts.fromMessageId } : {}) });
       if (routed.forwarded) return tipped(routed.result as SubmitResult);
       const runtime = routed.runtime;
       const result = await runtime.submit(text, requestId, opts);
@@ -237,6 +239,18 @@ export class SessionManager implements ForwardedCalls {
       await titleFromFirstPrompt({ ...this.deps, registry: this.parts.registry }, caller, runtime, text, result);
       return tipped(result);
     });
+  }
+
+  /**
+   * `session.branch.select`: shows another version of a prompt (branching/). Forwarded to the
+   * node that owns the session; needs it idle (4073).
+   */
+  async selectBranch(caller: Caller, sessionId: string, messageId: string): Promise<BranchSelectResult> {
+    const routed = await this.ownedOrForwarded(caller, sessionId, "session.branch.select", { message_id: messageId });
+    if (routed.forwarded) return routed.result as BranchSelectResult;
+    const result = await routed.runtime.selectVersion(messageId);
+    this.parts.lifecycle.activity(routed.runtime);
+    return result;
   }
 
   /**
@@ -389,15 +403,15 @@ export class SessionManager implements ForwardedCalls {
   // ---- Events ----
 
   async since(caller: Caller, sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<SinceResult> {
-    const remote = await this.parts.routing?.remoteFor(caller, sessionId);
-    if (remote) return storage(() => remote.since(sessionId, afterSeq, opts));
+    const remote = await this.parts.routing?.remoteSince(caller, sessionId, afterSeq, (r, stored) => r.since(sessionId, afterSeq, opts, stored));
+    if (remote) return remote;
     return (await this.requireLive(caller, sessionId, "session.events.since")).log.since(afterSeq, opts);
   }
 
   /** since() as JSON text, assembled without re-encoding stored frames (the WebSocket fast path). */
   async sinceJson(caller: Caller, sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<EncodedJson> {
-    const remote = await this.parts.routing?.remoteFor(caller, sessionId);
-    if (remote) return storage(() => remote.sinceJson(sessionId, afterSeq, opts));
+    const remote = await this.parts.routing?.remoteSince(caller, sessionId, afterSeq, (r, stored) => r.sinceJson(sessionId, afterSeq, opts, stored));
+    if (remote) return remote;
     return (await this.requireLive(caller, sessionId, "session.events.since")).log.sinceJson(afterSeq, opts);
   }
 

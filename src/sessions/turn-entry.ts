@@ -45,6 +45,8 @@ export interface TurnRequest {
   callOptions?: CallOptions;
   /** One turn per request id, across retries and restarts. */
   requestId?: string;
+  /** A new version of this user message (branching: edit with `text`, regenerate with `text: ""`). */
+  fromMessageId?: string;
   /** Follows the session's frames from the open on (an HTTP stream); detached if the turn cannot start. */
   viewer?: Viewer;
   admit?: Admission;
@@ -65,10 +67,16 @@ export interface TurnEntrance {
   createForTurn(caller: Caller, params: CreateParams, viewer?: Viewer): Promise<{ snapshot: Snapshot; durable: Promise<void> }>;
   resume(caller: Caller, sessionId: string, viewer?: Viewer): Promise<Snapshot>;
   appendHistory(caller: Caller, sessionId: string, messages: readonly SeedMessage[]): Promise<{ latest_seq: number }>;
-  submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts?: { noInput?: boolean }): Promise<SubmitResult>;
+  submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts?: SubmitOptions): Promise<SubmitResult>;
   /** The session's client tools and call options for what follows (see TurnRequest). */
   configure(caller: Caller, sessionId: string, cfg: TurnConfig): Promise<void>;
   detach(caller: Caller, sessionId: string, viewer: Viewer): Promise<{ detached: boolean }>;
+}
+
+/** How a submit differs from a plain prompt. */
+export interface SubmitOptions {
+  noInput?: boolean;
+  fromMessageId?: string;
 }
 
 /** What `configure` sets: client tools (absent = unchanged) and call options (absent = none). */
@@ -104,7 +112,8 @@ export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then?: (t
       }
       // The asked id, not the tip the resume found: submit resolves it, and says so in its answer.
       const target = "create" in req.session ? snap!.session_id : req.session.id;
-      const result = await sessions.submit(caller, target, req.text, req.requestId, req.noInput ? { noInput: true } : undefined);
+      const opts: SubmitOptions = { ...(req.noInput ? { noInput: true } : {}), ...(req.fromMessageId !== undefined ? { fromMessageId: req.fromMessageId } : {}) };
+      const result = await sessions.submit(caller, target, req.text, req.requestId, opts);
       // A new session's row commits while the turn's model call is on its way: answered once it is stored.
       if (durable) await durable;
       const turn: StartedTurn = {

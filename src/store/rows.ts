@@ -76,6 +76,25 @@ export interface MessageRow {
   created_at: number;
   /** The session seq current when the message was created: orders a transcript. */
   created_seq: number;
+  /**
+   * Branching (migration 14). On a user message that is a later version of another (an edit or a
+   * regenerate): the first version's id, which names the group of versions. Null otherwise.
+   */
+  branch_of?: string | null;
+  /**
+   * Null while the message is on the session's active branch. Otherwise the id of the version
+   * (a user message) that was left when it went off the branch: it comes back with that version.
+   */
+  hidden_by?: string | null;
+}
+
+/** A user message that belongs to a group of versions (branching): what the views need to count them. */
+export interface VersionRow {
+  id: string;
+  /** The group: the first version's id (that version's own row has `branch_of` null). */
+  root: string;
+  hidden_by: string | null;
+  created_seq: number;
 }
 
 export interface EventRow {

@@ -23,6 +23,7 @@ import type {
   SessionListItem,
   SessionListQuery,
   SessionRow,
+  VersionRow,
 } from "./rows.js";
 import type { RetentionStore } from "./retention-types.js";
 import type { RunStore } from "./run-types.js";
@@ -111,6 +112,16 @@ export interface Store {
   /** The transcript in order; with `afterSeq`, only messages created after that seq. */
   loadMessages(sessionId: string, afterSeq?: number): Promise<MessageRow[]>;
   listMessages(sessionId: string, afterMessageId: string | undefined, limit: number): Promise<Page<MessageRow>>;
+  /*
+   * Reads of the transcript (loadMessages, listMessages, message counts) see the active branch only.
+   * These see the rest: earlier versions left by an edit or a regenerate (migration 14).
+   */
+  /** One message of the session, on the active branch or not; null when the session has none of that id. */
+  getMessage(sessionId: string, messageId: string): Promise<MessageRow | null>;
+  /** The user messages that belong to a group of versions, in created_seq order. */
+  messageVersions(sessionId: string): Promise<VersionRow[]>;
+  /** The messages hidden when version `hiddenBy` was left, in transcript order. */
+  loadHidden(sessionId: string, hiddenBy: string): Promise<MessageRow[]>;
   /**
    * The delta log (see delta-log.ts): message id → streamed text of the session's messages still
    * streaming, joined from the rows with seq ≤ `upToSeq` (every row without it). Reads of

@@ -33,6 +33,13 @@ export type WriteOp =
   | { op: "message.update"; id: string; patch: MessagePatch }
   | { op: "event.append"; row: EventRow }
   /**
+   * Branching: every message of the session still on the active branch with `created_seq >= from_seq`
+   * leaves it, marked `hidden_by` (the version being left). Apply before `messages.show`.
+   */
+  | { op: "messages.hide"; session_id: string; from_seq: number; hidden_by: string }
+  /** Branching: the messages hidden when version `hidden_by` was left come back onto the active branch. */
+  | { op: "messages.show"; session_id: string; hidden_by: string }
+  /**
    * The delta log: streamed text of a message still streaming (one row per message per commit, the
    * deltas of that commit joined; `seq` = the last delta's). Read back as the message's content.
    */

@@ -155,6 +155,56 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       expect(p2.nextCursor).toBeNull();
     });
 
+    it("keeps versions apart (branching): hide from a seq, show what a version hid, versions by group, in one transaction", async () => {
+      const store = await fresh();
+      await store.commit([{ op: "session.insert", row: sessionRow("s1") }, { op: "session.insert", row: sessionRow("s2") }]);
+      // u1 a1 u2 a2 — then u2 edited as v2 (u2b a2b) — then back to u2.
+      await store.commit([
+        { op: "message.insert", row: messageRow("u1", "s1", 1) },
+        { op: "message.insert", row: messageRow("a1", "s1", 2, { role: "assistant" }) },
+        { op: "message.insert", row: messageRow("u2", "s1", 3) },
+        { op: "message.insert", row: messageRow("a2", "s1", 4, { role: "assistant" }) },
+        { op: "message.insert", row: messageRow("x1", "s2", 3) },
+      ]);
+      await store.commit([
+        { op: "messages.hide", session_id: "s1", from_seq: 3, hidden_by: "u2" },
+        { op: "message.insert", row: messageRow("u2b", "s1", 5, { branch_of: "u2" }) },
+        { op: "message.insert", row: messageRow("a2b", "s1", 6, { role: "assistant" }) },
+      ]);
+      const ids = async () => (await store.loadMessages("s1")).map((m) => m.id);
+      expect(await ids()).toEqual(["u1", "a1", "u2b", "a2b"]);
+      expect((await store.listMessages("s1", undefined, 10)).items.map((m) => m.id)).toEqual(["u1", "a1", "u2b", "a2b"]);
+      expect((await store.loadMessages("s1", 2)).map((m) => m.id)).toEqual(["u2b", "a2b"]);
+      expect((await store.loadMessages("s2")).map((m) => m.id)).toEqual(["x1"]);
+      expect(await store.getMessage("s1", "a2")).toMatchObject({ id: "a2", hidden_by: "u2" });
+      expect(await store.getMessage("s1", "u2b")).toMatchObject({ branch_of: "u2" });
+      expect((await store.getMessage("s1", "u1"))?.hidden_by).toBeUndefined();
+      expect(await store.getMessage("s2", "u1")).toBeNull();
+      expect((await store.loadHidden("s1", "u2")).map((m) => m.id)).toEqual(["u2", "a2"]);
+      expect(await store.messageVersions("s1")).toEqual([
+        { id: "u2", root: "u2", hidden_by: "u2", created_seq: 3 },
+        { id: "u2b", root: "u2", hidden_by: null, created_seq: 5 },
+      ]);
+      expect(await store.messageVersions("s2")).toEqual([]);
+      const listed = await store.listSessions({ principal: "default", limit: 10, includeEnded: true, includeHidden: true });
+      expect(listed.items.find((i) => i.row.id === "s1")?.message_count).toBe(4);
+      // Switch back: hide the shown version first, then show the one asked for.
+      await store.commit([
+        { op: "messages.hide", session_id: "s1", from_seq: 5, hidden_by: "u2b" },
+        { op: "messages.show", session_id: "s1", hidden_by: "u2" },
+      ]);
+      expect(await ids()).toEqual(["u1", "a1", "u2", "a2"]);
+      expect((await store.loadHidden("s1", "u2b")).map((m) => m.id)).toEqual(["u2b", "a2b"]);
+      // A failing op in the batch leaves every hide undone.
+      await expect(
+        store.commit([
+          { op: "messages.hide", session_id: "s1", from_seq: 0, hidden_by: "u1" },
+          { op: "session.insert", row: sessionRow("s1") },
+        ]),
+      ).rejects.toThrow();
+      expect(await ids()).toEqual(["u1", "a1", "u2", "a2"]);
+    });
+
     it("reads a streaming message's text from its delta log, in seq order, until message.complete compacts it", async () => {
       const store = await fresh();
       await store.commit([{ op: "session.insert", row: sessionRow("s1") }, { op: "session.insert", row: sessionRow("s2") }]);
@@ -319,6 +369,24 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         ]);
         await expect(stale).rejects.toBeInstanceOf(FenceError);
         expect(await store.latestEventSeq("s1")).toBe(1);
+      });
+
+      it("checks each fence of a batch: a stale token after a good one for the same session fails the whole batch", async () => {
+        const store = await fresh();
+        await store.commit([{ op: "session.insert", row: sessionRow("s1") }]);
+        await store.beat(beat("A", 10_000), 11_000);
+        await store.acquireLease(req("A", 10_000));
+        const ev = { session_id: "s1", seq: 1, type: "x", payload: "{}", turn_id: null, trace_id: null, created_at: 1 };
+        const batch = store.commit([
+          { op: "lease.fence", session_id: "s1", owner: "A", token: 1 },
+          { op: "event.append", row: ev },
+          { op: "lease.fence", session_id: "s1", owner: "A", token: 1 },
+          { op: "event.append", row: { ...ev, seq: 2 } },
+          { op: "lease.fence", session_id: "s1", owner: "A", token: 0 },
+          { op: "event.append", row: { ...ev, seq: 3 } },
+        ]);
+        await expect(batch).rejects.toBeInstanceOf(FenceError);
+        expect(await store.latestEventSeq("s1")).toBe(0);
       });
 
       it("beats extend the owner's leases; release needs the current token", async () => {

@@ -38,6 +38,7 @@ const SESSION_ROOMS: Record<string, number> = {
   views: 2,
   requests: 2,
   processes: 2,
+  branching: 2,
   rotation: 3,
   delegation: 3,
   cluster: 3,

@@ -1,7 +1,7 @@
 /**
  * What every chat app has, in Debian's Chromium against a real gateway (demo provider): suggestion
- * chips, the context meter, jump to latest, cancel and edit a queued prompt, settings (theme, a
- * system prompt for new sessions), shortcuts and their help overlay — and accessibility: a live
+ * chips, the context meter, jump to latest, cancel and edit a queued prompt, settings (theme, the
+ * open session's system prompt, a system prompt for new sessions), shortcuts and their help overlay — and accessibility: a live
  * region that announces a finished reply only, only a new error as an alert, a heading, badge
  * contrast of at least 4.5:1 in both themes (computed here), focus where the user expects it.
  */
@@ -150,7 +150,7 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
     await page.close();
   });
 
-  it("settings (theme, a system prompt for new sessions), shortcuts and their help overlay, focus back after a dialog", async () => {
+  it("settings (theme, the session's own system prompt, a system prompt for new sessions), shortcuts and their help overlay, focus back after a dialog", async () => {
     const page = await browser.page();
     const created: string[] = [];
     page.on("websocket", (ws) =>
@@ -166,19 +166,31 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
     await settings.click();
     const dialog = page.getByRole("dialog", { name: "Settings" });
     await dialog.waitFor();
-    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.name)).toBe("theme");
+    // Focus moves in once the dialog's effect ran (after its first paint).
+    await expect.poll(() => page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.name)).toBe("theme");
     await dialog.getByLabel("Dark").check();
     expect(await page.evaluate(() => document.documentElement.dataset["theme"])).toBe("dark");
-    await dialog.getByLabel("System prompt (empty: the profile's)").fill("Answer like a pirate.");
+    await dialog.getByLabel("System prompt (empty: the profile's)", { exact: true }).fill("Answer like a pirate.");
+    // The open session's own system prompt, where the gateway allows it; its profile is shown, fixed.
+    const own = dialog.getByTestId("session-settings");
+    expect(await own.innerText()).toContain("Profile default");
+    await own.getByLabel("This session's system prompt (empty: the profile's)").fill("Be brief.");
+    await own.getByRole("button", { name: "Save for this session" }).click();
+    await page.getByText("System prompt saved: used from the next reply").waitFor();
     await screenshot(page, "15-settings-desktop");
     await dialog.getByRole("button", { name: "Done" }).click();
     await expect.poll(() => dialog.count()).toBe(0);
-    expect(await activeId(page)).toBe("Settings");
+    await expect.poll(() => activeId(page)).toBe("Settings");
     // The theme is kept by the browser.
     await page.reload();
     await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
     expect(await page.evaluate(() => document.documentElement.dataset["theme"])).toBe("dark");
     expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).not.toBe("rgb(246, 247, 251)");
+    // The session's prompt is the gateway's (its Snapshot): the reloaded page shows it.
+    await settings.click();
+    await expect.poll(() => dialog.getByTestId("session-settings").getByRole("textbox").inputValue()).toBe("Be brief.");
+    await dialog.getByRole("button", { name: "Done" }).click();
+    await expect.poll(() => dialog.count()).toBe(0);
 
     // Shortcuts: Ctrl+Shift+O makes a new session (with the system prompt), Ctrl+K searches,
     // Shift+Esc goes back to the composer, ? lists them; Esc closes the list, focus goes back.
@@ -198,7 +210,7 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
     await screenshot(page, "16-shortcuts-dark-desktop");
     await page.keyboard.press("Escape");
     await expect.poll(() => help.count()).toBe(0);
-    expect(await activeId(page)).toBe("Settings");
+    await expect.poll(() => activeId(page)).toBe("Settings");
     // Back to the system theme for the next page.
     await page.evaluate(() => localStorage.removeItem("tether.theme"));
     await page.close();

@@ -1,18 +1,27 @@
 /**
  * Per-message actions in Debian's Chromium against a real gateway (demo provider): Copy on prompts,
- * replies and code blocks, Edit and resend (a new version, the old one kept), Regenerate of a
- * finished reply, and Continue on a reply the user stopped. One gateway, one browser, one page.
+ * replies and code blocks, Edit and resend of any prompt (a new version, the old branch kept, the
+ * model seeing the new one only), Regenerate of a finished reply, versions switched and shown the
+ * same after a reload that forgot everything, and Continue on a reply the user stopped (its label
+ * from the gateway). One gateway, one browser, one page.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../support/start-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, send, type Browser } from "./browser.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, screenshot, send, type Browser } from "./browser.js";
 
 async function clipboardAfter(page: Page, click: () => Promise<void>): Promise<string> {
   await page.evaluate(() => navigator.clipboard.writeText("nothing yet"));
   await click();
   await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).not.toBe("nothing yet");
   return page.evaluate(() => navigator.clipboard.readText());
+}
+
+/** Reloads with this browser's storage emptied: what shows after it comes from the gateway. */
+async function reloadForgetting(page: Page): Promise<void> {
+  await page.evaluate(() => localStorage.clear());
+  await page.reload();
+  await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
 }
 
 const userTexts = (page: Page) => page.locator('[data-kind="user"]').allInnerTexts();
@@ -45,7 +54,7 @@ describe.skipIf(!chromiumAvailable)("web client per-message actions in Chromium"
     // Token usage of the turn, from message.complete.usage.
     expect(await page.getByTestId("usage").innerText()).toMatch(/^\d+ in · \d+ out$/);
 
-    // Edit and resend: a new version of the exchange; the old one is kept.
+    // Edit and resend: a new version of the exchange (the gateway's branch); the old one is kept.
     await page.getByRole("button", { name: "Edit" }).click();
     await page.getByLabel("Edit prompt").fill("count to 5");
     await page.getByRole("button", { name: "Send", exact: true }).first().click();
@@ -53,13 +62,20 @@ describe.skipIf(!chromiumAvailable)("web client per-message actions in Chromium"
     await expect.poll(() => versions.locator(".versions-count").innerText()).toBe("2 / 2");
     await expect.poll(() => replyTexts(page)).toEqual(["1 2 3 4 5"]);
     expect(await userTexts(page)).toEqual(["count to 5"]);
+    // Switching versions is the gateway's (session.branch.select): a reload with nothing kept in
+    // this browser shows the version chosen.
     await versions.getByRole("button", { name: "Previous version" }).click();
+    await expect.poll(() => versions.locator(".versions-count").innerText()).toBe("1 / 2");
     expect(await userTexts(page)).toEqual(["count to 3"]);
     expect(await replyTexts(page)).toEqual(["1 2 3"]);
-    // Only the newest version can be edited or regenerated.
-    expect(await page.getByRole("button", { name: "Edit" }).count()).toBe(0);
+    await reloadForgetting(page);
+    await expect.poll(() => versions.locator(".versions-count").innerText()).toBe("1 / 2");
+    expect(await replyTexts(page)).toEqual(["1 2 3"]);
+    // A used version's Regenerate is gone (Edit stays: it starts another version).
     expect(await page.getByRole("button", { name: "Regenerate" }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Edit" }).count()).toBe(1);
     await versions.getByRole("button", { name: "Next version" }).click();
+    await expect.poll(() => versions.locator(".versions-count").innerText()).toBe("2 / 2");
 
     // Regenerate a finished reply: a third version.
     await page.getByRole("button", { name: "Regenerate" }).click();
@@ -67,11 +83,22 @@ describe.skipIf(!chromiumAvailable)("web client per-message actions in Chromium"
     await expect.poll(() => page.locator('[data-kind="assistant"][data-status="complete"] .md').allInnerTexts()).toEqual(["1 2 3 4 5"]);
     expect(await userTexts(page)).toEqual(["count to 5"]);
 
-    // Versions are kept by this browser: a reload shows the same.
-    await page.reload();
-    await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
-    await expect.poll(() => versions.locator(".versions-count").innerText()).toBe("3 / 3");
-    expect(await userTexts(page)).toEqual(["count to 5"]);
+    // Not only the newest exchange: edit the first of two, and the model sees the new branch only.
+    await send(page, "recall");
+    await expect.poll(() => replyTexts(page)).toEqual(["1 2 3 4 5", 'Earlier you said: "count to 5".']);
+    await page.getByRole("button", { name: "Edit" }).first().click();
+    await page.getByLabel("Edit prompt").fill("count to 2");
+    await page.getByRole("button", { name: "Send", exact: true }).first().click();
+    await expect.poll(() => versions.locator(".versions-count").innerText()).toBe("4 / 4");
+    await expect.poll(() => replyTexts(page)).toEqual(["1 2"]);
+    await send(page, "recall");
+    await expect.poll(() => replyTexts(page)).toEqual(["1 2", 'Earlier you said: "count to 2".']);
+    await screenshot(page, "18-versions-desktop");
+
+    // Versions are the gateway's: a reload with nothing kept in this browser shows the same.
+    await reloadForgetting(page);
+    await expect.poll(() => versions.locator(".versions-count").innerText()).toBe("4 / 4");
+    expect(await userTexts(page)).toEqual(["count to 2", "recall"]);
 
     // Continue on a reply the user stopped.
     await send(page, "count to 500");
@@ -81,11 +108,10 @@ describe.skipIf(!chromiumAvailable)("web client per-message actions in Chromium"
     await badge.waitFor();
     expect(await badge.innerText()).toBe("You stopped this");
     await page.getByRole("button", { name: "Continue" }).click();
-    await expect.poll(() => userTexts(page)).toEqual(["count to 5", "count to 500", "Continue exactly where your previous reply stopped."]);
+    await expect.poll(() => userTexts(page)).toEqual(["count to 2", "recall", "count to 500", "Continue exactly where your previous reply stopped."]);
     await expect.poll(() => page.locator('[data-kind="assistant"]').last().getAttribute("data-status")).toBe("complete");
-    // The stop cause is kept too.
-    await page.reload();
-    await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
+    // The stop cause is the gateway's (stored with the reply), not this browser's memory.
+    await reloadForgetting(page);
     await expect.poll(() => badge.innerText()).toBe("You stopped this");
 
     // A code block: its language in a head bar above the code (never over it), and a Copy button.

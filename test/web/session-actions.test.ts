@@ -110,7 +110,8 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
         title: "Provider error",
         shownCode: "rate_limited",
         message: "demo provider: simulated failure provider/rate_limited",
-        regenerateButton: 0,
+        // Not the newest exchange, and still offered: the gateway branches from any prompt.
+        regenerateButton: 1,
         diag: expect.stringMatching(new RegExp(`^turn ${ids[0]!.turn_id}\\s+trace ${ids[0]!.trace_id}$`)),
       },
       {

@@ -58,7 +58,6 @@ export function App({ ctl }: { ctl: AppController }) {
     copy: copyText,
     paused: ctl.linkDown,
     running: m?.running ?? false,
-    stopCause: (key) => m?.stops[key] ?? "unknown",
     usage: (key) => m?.usage[key],
   };
   return (

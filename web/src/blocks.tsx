@@ -1,7 +1,7 @@
 /** The transcript's blocks: messages, tool cards, error cards, delegations, notices. */
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Usage } from "../../src/protocol/index.js";
-import { interruptedLabel, type StopCause } from "./labels.js";
+import { interruptedLabel } from "./labels.js";
 import type { Block, DelegationTaskView, PendingPrompt } from "./model.js";
 import { highlightJson, renderMarkdown } from "./markdown.js";
 
@@ -66,13 +66,12 @@ export interface BlockActions {
   paused: boolean;
   /** Whether the session runs a turn now (no regenerate meanwhile). */
   running: boolean;
-  stopCause(key: string): StopCause;
   usage(key: string): Usage | undefined;
 }
 
-/** Where a block sits: its exchange (user key), and whether that is the newest one. */
+/** What a block's exchange offers (any exchange of the active branch: the gateway branches from it). */
 export interface ExchangeActions {
-  /** Runs this exchange again (undefined when not offered: not the newest, or a turn runs). */
+  /** Runs this exchange again as a new version (undefined when not offered: a turn runs, the session ended). */
   regenerate?: () => void;
   /** Continues an interrupted reply (the newest exchange only). */
   resume?: () => void;
@@ -184,8 +183,8 @@ function AssistantBlock({ block, actions, ex }: { block: Extract<Block, { kind: 
           block.status === "streaming" && <span class="sr-only">Streaming…</span>
         )}
         {block.status === "interrupted" && (
-          <div class="badge badge-warn" role="note" data-testid="interrupted-badge" data-cause={actions.stopCause(block.key)}>
-            {interruptedLabel(actions.stopCause(block.key))}
+          <div class="badge badge-warn" role="note" data-testid="interrupted-badge" data-cause={block.stopReason ?? "unknown"}>
+            {interruptedLabel(block.stopReason)}
           </div>
         )}
         {block.status !== "streaming" && (

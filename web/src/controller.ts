@@ -25,7 +25,7 @@ import {
 } from "./model.js";
 
 export const TOKEN_KEY = "tether.apiKey";
-/** Per-session page state kept in this browser: versions of exchanges, why replies stopped. */
+/** What an older page kept per session in this browser (versions, stop causes): the gateway keeps both now; dropped. */
 const PAGE_KEY = (sessionId: string) => `tether.page.${sessionId}`;
 /** A running turn silent this long while "connected": probe the socket (a stalled stream). */
 const STALL_MS = 4000;
@@ -97,9 +97,6 @@ export class AppController {
   private lastFrameAt = Date.now();
   private probing = false;
   private stallTimer: ReturnType<typeof setInterval> | undefined;
-  /** Replies streaming when the link went down: if the gateway restarted, they were cut by it. */
-  private cutCandidates = new Set<string>();
-  private kept = new Map<string, string>();
   private client: TetherClient | undefined;
   /** The tab's SDK client, for panels that make their own calls (processes.tsx). */
   get sdk(): TetherClient | undefined {
@@ -161,7 +158,6 @@ export class AppController {
   /** The browser's `offline` event: shown at once, and the socket is probed. */
   goOffline(): void {
     this.offline = true;
-    this.markCutCandidates();
     this.changed();
     this.wake();
   }
@@ -170,10 +166,6 @@ export class AppController {
     this.offline = false;
     this.changed();
     this.wake();
-  }
-
-  private markCutCandidates(): void {
-    for (const b of this.current?.blocks ?? []) if (b.kind === "assistant" && b.status === "streaming") this.cutCandidates.add(b.key);
   }
 
   /** A running turn silent for STALL_MS: probe; if the probe hangs, the page says so at once. */
@@ -185,7 +177,6 @@ export class AppController {
     this.probing = true;
     const shown = setTimeout(() => {
       this.stalled = true;
-      this.markCutCandidates();
       this.changed();
     }, STALL_SHOW_MS);
     void client.wake().finally(() => {
@@ -197,26 +188,12 @@ export class AppController {
     });
   }
 
-  /** Versions and stop causes of a session, as this browser kept them. */
-  private loadKept(sessionId: string): Pick<SessionModel, "versions" | "stops"> {
+  /** An older page's per-session state in this browser: the gateway keeps versions and stop reasons now. */
+  private forgetPageState(sessionId: string): void {
     try {
-      const raw = this.storage.getItem(PAGE_KEY(sessionId));
-      const v = raw ? (JSON.parse(raw) as Partial<Pick<SessionModel, "versions" | "stops">>) : {};
-      return { versions: v.versions ?? {}, stops: v.stops ?? {} };
+      this.storage.removeItem(PAGE_KEY(sessionId));
     } catch {
-      return { versions: {}, stops: {} };
-    }
-  }
-
-  private keep(m: SessionModel): void {
-    const text = JSON.stringify({ versions: m.versions, stops: m.stops });
-    if (this.kept.get(m.sessionId) === text) return;
-    this.kept.set(m.sessionId, text);
-    if (Object.keys(m.versions).length === 0 && Object.keys(m.stops).length === 0) return;
-    try {
-      this.storage.setItem(PAGE_KEY(m.sessionId), text);
-    } catch {
-      // storage full or blocked: the versions show for this page's life only
+      // storage blocked: nothing to forget
     }
   }
 
@@ -283,17 +260,9 @@ export class AppController {
     installBrowserTools(client);
     client.onStatus((s) => {
       this.status = s;
-      if (s.state !== "connected") this.markCutCandidates();
-      else {
+      if (s.state === "connected") {
         this.lastFrameAt = Date.now();
         if (s.reconnected) this.offline = false;
-        const m = this.current;
-        if (s.restarted && m) {
-          for (const b of m.blocks) if (b.kind === "assistant" && b.status === "interrupted" && this.cutCandidates.has(b.key)) m.stops[b.key] ??= "restart";
-          m.version++;
-          this.keep(m);
-        }
-        this.cutCandidates.clear();
       }
       if (s.state === "connected" && s.reconnected) {
         if (s.restarted) this.toast("Gateway restarted — transcript recovered", "ok");
@@ -403,7 +372,8 @@ export class AppController {
     try {
       const snap = await client.resumeSession(sessionId);
       if (seq !== this.openSeq) return;
-      model = fromSnapshot(snap, this.current, this.loadKept(snap.session_id));
+      model = fromSnapshot(snap, this.current);
+      this.forgetPageState(snap.session_id);
       for (const f of early) if ((f.seq ?? 0) > snap.latest_seq) applyFrame(model, f);
       early = [];
       this.current = model;
@@ -456,7 +426,7 @@ export class AppController {
         todo: { revision: 0, items: [] },
         delegations,
       };
-      this.current = fromSnapshot(snap, undefined, this.loadKept(sessionId));
+      this.current = fromSnapshot(snap, undefined);
       this.current.endReason = endReason;
       return;
     }
@@ -478,7 +448,6 @@ export class AppController {
 
   private onModelFrame(model: SessionModel, frame: Frame): void {
     if (model !== this.current) return;
-    if (frame.type === "message.start" || frame.type === "message.complete") this.keep(model);
     if (frame.type === "message.complete") {
       const c = frame.payload as { role?: string; status?: string; content?: string };
       // A count, not the text: the reply is right there in the transcript to read (and no text is shown twice).
@@ -504,14 +473,47 @@ export class AppController {
     }
   }
 
-  /** Runs the exchange of user message `userKey` again: its new turn replaces it (the old one stays a previous version). */
+  /**
+   * Runs the exchange of user message `userKey` again, as a new version of it (the gateway's
+   * branching: `prompt.submit { from_message_id }`) — with `text`, an edit; without, the same prompt.
+   * The old branch stays a previous version; any exchange of the transcript, not only the newest.
+   */
   async regenerate(userKey: string, text?: string): Promise<boolean> {
     const user = this.current?.blocks.find((b) => b.key === userKey && b.kind === "user");
     if (!user || user.kind !== "user") return false;
-    return this.submit(text ?? user.text, { replaces: userKey });
+    return this.submit(text ?? user.text, { replaces: userKey, ...(text === undefined ? { sameText: true } : {}) });
   }
 
-  async submit(text: string, opts: { replaces?: string } = {}): Promise<boolean> {
+  /** "‹ / ›": shows another version of a prompt (`session.branch.select`), a change every viewer sees. */
+  async selectVersion(messageId: string): Promise<void> {
+    const model = this.current;
+    if (!model || !this.client) return;
+    try {
+      await this.client.selectVersion(model.sessionId, messageId);
+    } catch (err) {
+      this.toast(`Could not switch versions: ${errorText(err)}`, "error");
+    }
+  }
+
+  /** The open session's own system prompt (`session.update`): from its next turn on; "" = the profile's. */
+  async setSessionPrompt(text: string): Promise<boolean> {
+    const model = this.current;
+    if (!model || !this.client) return false;
+    try {
+      await this.client.call(Method.SessionUpdate, { session_id: model.sessionId, system_prompt: text.trim() });
+      if (text.trim()) model.systemPrompt = text.trim();
+      else delete model.systemPrompt;
+      model.version++;
+      this.toast(text.trim() ? "System prompt saved: used from the next reply" : "System prompt cleared: the profile's applies", "ok");
+      this.changed();
+      return true;
+    } catch (err) {
+      this.toast(`Could not save the system prompt: ${errorText(err)}`, "error");
+      return false;
+    }
+  }
+
+  async submit(text: string, opts: { replaces?: string; sameText?: boolean } = {}): Promise<boolean> {
     const model = this.current;
     const client = this.client;
     if (!model || !client || !text.trim()) return false;
@@ -532,9 +534,9 @@ export class AppController {
     // The same request_id on every retry: a prompt sent twice never runs twice.
     for (let attempt = 0; attempt < 20; attempt++) {
       try {
-        const res = await client.call(Method.PromptSubmit, { session_id: model.sessionId, text, request_id: requestId }, { timeoutMs: 15_000 });
+        const branch = opts.replaces ? { from_message_id: opts.replaces, ...(opts.sameText ? {} : { text }) } : { text };
+        const res = await client.call(Method.PromptSubmit, { session_id: model.sessionId, request_id: requestId, ...branch }, { timeoutMs: 15_000 });
         settlePending(model, requestId, res);
-        this.keep(model);
         this.changed();
         return true;
       } catch (err) {
@@ -607,9 +609,7 @@ export class AppController {
   async interrupt(): Promise<void> {
     const model = this.current;
     if (!model || !this.client || this.linkDown) return;
-    // Said as "You stopped this" on the reply (this page pressed Stop).
-    for (const b of model.blocks) if (b.kind === "assistant" && b.status === "streaming") model.stops[b.key] = "you";
-    this.keep(model);
+    // "You stopped this" comes back from the gateway with the reply (`stop_reason: "user"`).
     try {
       await this.client.call(Method.SessionInterrupt, { session_id: model.sessionId });
     } catch (err) {
@@ -656,11 +656,7 @@ export class AppController {
   async deleteSession(sessionId: string): Promise<void> {
     try {
       await this.requireClient().call(Method.SessionDelete, { session_id: sessionId });
-      try {
-        this.storage.removeItem(PAGE_KEY(sessionId));
-      } catch {
-        // nothing kept, or storage blocked
-      }
+      this.forgetPageState(sessionId);
       if (this.currentId === sessionId) {
         this.unsubscribe?.();
         this.unsubscribe = undefined;

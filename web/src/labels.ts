@@ -2,7 +2,7 @@
  * Plain words for what the gateway reports in its own terms (`detached`, `orphan_reap`, …): the
  * list, the ended bar and interrupted replies say what happened and what opening the session does.
  */
-import type { SessionSummary } from "../../src/protocol/index.js";
+import type { SessionSummary, StopReason } from "../../src/protocol/index.js";
 import { isRecoverableEnd } from "../../src/protocol/end-reasons.js";
 
 /** How a session's row in the list describes it. */
@@ -54,11 +54,19 @@ export function endedSentence(reason: string | null | undefined): string {
   }
 }
 
-/** Why a reply stopped before its end, as far as this page knows. */
-export type StopCause = "you" | "restart" | "unknown";
-
-export function interruptedLabel(cause: StopCause): string {
-  if (cause === "you") return "You stopped this";
-  if (cause === "restart") return "Cut off by a gateway restart";
-  return "Stopped before it finished";
+/** Why a reply stopped before its end: the gateway's `stop_reason`, stored with the reply (so every browser says the same). */
+export function interruptedLabel(reason: StopReason | undefined): string {
+  switch (reason) {
+    case "user":
+      return "You stopped this";
+    case "restart":
+    case "shutdown":
+      return "Cut off by a gateway restart";
+    case "closed":
+      return "Stopped when the session was closed";
+    case "superseded":
+      return "Stopped for your next message";
+    default:
+      return "Stopped before it finished";
+  }
 }

@@ -18,6 +18,8 @@
  */
 import { DisplayKind, isDelegationKind } from "../../src/protocol/types.js";
 import type {
+  BranchCreatedPayload,
+  BranchSwitchedPayload,
   DelegationDeliveredPayload,
   DelegationKind,
   DelegationResultMetadata,
@@ -41,6 +43,7 @@ import type {
   TurnCompletePayload,
   TurnErrorPayload,
   TurnStartPayload,
+  StopReason,
   Usage,
 } from "../../src/protocol/index.js";
 
@@ -52,7 +55,14 @@ export interface TurnErrorInfo {
 }
 
 export type Block =
-  | { kind: "user"; key: string; text: string; turnId?: string }
+  | {
+      kind: "user";
+      key: string;
+      text: string;
+      turnId?: string;
+      /** Every version of this prompt, oldest first (the gateway's branching), when there are several. */
+      versions?: string[];
+    }
   | {
       kind: "assistant";
       key: string;
@@ -60,6 +70,8 @@ export type Block =
       reasoning: string;
       status: "streaming" | "complete" | "interrupted" | "error";
       turnId?: string;
+      /** Why an interrupted reply stopped, as the gateway stored it (the same in every browser). */
+      stopReason?: StopReason;
     }
   | {
       kind: "tool";
@@ -133,7 +145,7 @@ export interface PendingPrompt {
   status: "sending" | "queued" | "failed";
   turnId?: string;
   error?: string;
-  /** Regenerate / edit-and-resend: the user message whose exchange this prompt's turn replaces. */
+  /** Regenerate / edit-and-resend: the user message this prompt is a new version of (`from_message_id`). */
   replaces?: string;
 }
 
@@ -154,10 +166,9 @@ export interface SessionModel {
   requests: OpenRequest[];
   /** A model switch stashed until the running turn ends. */
   pendingModel?: string;
-  /** New user message key → the one its exchange replaces (see versions.ts); kept by the page. */
-  versions: Record<string, string>;
-  /** Why an interrupted reply stopped, when this page knows (assistant key → cause); kept by the page. */
-  stops: Record<string, "you" | "restart">;
+  /** The session's own system prompt (absent: the profile's applies) and whether it may change. */
+  systemPrompt?: string;
+  systemPromptFixed?: boolean;
   /** Token usage of each finished assistant message (from `message.complete.usage`). */
   usage: Record<string, Usage>;
   /** Bumped on every change, so views can tell. */
@@ -171,8 +182,8 @@ interface Index {
   startedTurns: Set<string>;
   /** `${delegation_id}#${task_index}` → the `ts` of the frame that said the task started running. */
   taskStarts: Map<string, number>;
-  /** turn_id → the user key its exchange replaces (a regenerate whose user message is not shown yet). */
-  replacesByTurn: Map<string, string>;
+  /** New user message id → its versions, from a `branch.created` that came before the message. */
+  versionsOf: Map<string, string[]>;
 }
 
 const indexes = new WeakMap<SessionModel, Index>();
@@ -180,7 +191,7 @@ const indexes = new WeakMap<SessionModel, Index>();
 function idx(m: SessionModel): Index {
   let i = indexes.get(m);
   if (!i) {
-    i = { byKey: new Map(), turnInputs: new Map(), startedTurns: new Set(), taskStarts: new Map(), replacesByTurn: new Map() };
+    i = { byKey: new Map(), turnInputs: new Map(), startedTurns: new Set(), taskStarts: new Map(), versionsOf: new Map() };
     for (const b of m.blocks) i.byKey.set(b.key, b);
     indexes.set(m, i);
   }
@@ -228,7 +239,7 @@ function precedingUserText(m: SessionModel, before: number): string | undefined 
 }
 
 /** A model from a Snapshot (session.create / session.resume). */
-export function fromSnapshot(snap: Snapshot, previous?: SessionModel, kept?: Pick<SessionModel, "versions" | "stops">): SessionModel {
+export function fromSnapshot(snap: Snapshot, previous?: SessionModel): SessionModel {
   const same = previous?.sessionId === snap.session_id;
   const m: SessionModel = {
     sessionId: snap.session_id,
@@ -242,8 +253,8 @@ export function fromSnapshot(snap: Snapshot, previous?: SessionModel, kept?: Pic
     todo: { revision: snap.todo.revision, items: [...snap.todo.items] },
     pending: previous?.sessionId === snap.session_id ? previous.pending : [],
     requests: [...(snap.open_requests ?? [])],
-    versions: { ...(kept?.versions ?? {}), ...(same ? previous!.versions : {}) },
-    stops: { ...(kept?.stops ?? {}), ...(same ? previous!.stops : {}) },
+    ...(snap.system_prompt ? { systemPrompt: snap.system_prompt } : {}),
+    ...(snap.system_prompt_fixed ? { systemPromptFixed: true } : {}),
     usage: same ? { ...previous!.usage } : {},
     version: (previous?.version ?? 0) + 1,
   };
@@ -392,7 +403,9 @@ function addMessage(m: SessionModel, msg: Message): void {
     return;
   }
   if (msg.role === "user") {
-    add(m, { kind: "user", key: msg.message_id, text: msg.content });
+    const b: Block = { kind: "user", key: msg.message_id, text: msg.content };
+    if (msg.versions && msg.versions.length > 1) b.versions = [...msg.versions];
+    add(m, b);
   } else if (msg.role === "assistant") {
     if (msg.status === "error") {
       // As live: the partial text (if any) above the card, which shows the stored error (the same
@@ -407,7 +420,9 @@ function addMessage(m: SessionModel, msg: Message): void {
       return;
     }
     if (msg.content || !msg.tool_calls?.length || msg.status !== "complete") {
-      add(m, assistantBlock(msg.message_id, msg.content, msg.status));
+      const b = assistantBlock(msg.message_id, msg.content, msg.status);
+      if (msg.stop_reason && b.kind === "assistant") b.stopReason = msg.stop_reason;
+      add(m, b);
     }
     for (const call of msg.tool_calls ?? []) {
       add(m, { kind: "tool", key: call.id, name: call.name, args: parseArgs(call.arguments), done: false });
@@ -441,8 +456,12 @@ export function applyFrame(m: SessionModel, frame: Frame): boolean {
   const p = frame.payload as Record<string, unknown>;
   switch (frame.type) {
     case "session.info": {
-      const info = p as { title?: string; model?: string; provider?: string };
+      const info = p as { title?: string; model?: string; provider?: string; system_prompt?: string };
       if (typeof info.title === "string") m.title = info.title;
+      if (typeof info.system_prompt === "string") {
+        if (info.system_prompt) m.systemPrompt = info.system_prompt;
+        else delete m.systemPrompt;
+      }
       if (typeof info.model === "string") m.model = info.model;
       if (typeof info.provider === "string") m.provider = info.provider;
       break;
@@ -462,9 +481,9 @@ export function applyFrame(m: SessionModel, frame: Frame): boolean {
       if (s.role === "user") {
         const b: Block = { kind: "user", key: s.message_id, text: frame.turn_id ? (i.turnInputs.get(frame.turn_id) ?? "") : "" };
         if (frame.turn_id) b.turnId = frame.turn_id;
+        const versions = i.versionsOf.get(s.message_id);
+        if (versions && b.kind === "user") b.versions = versions;
         add(m, b);
-        const replaces = frame.turn_id ? i.replacesByTurn.get(frame.turn_id) : undefined;
-        if (replaces && replaces !== b.key) m.versions[b.key] = replaces;
       } else if (s.role === "assistant") add(m, assistantBlock(s.message_id, "", "streaming", frame.turn_id));
       break;
     }
@@ -500,6 +519,7 @@ export function applyFrame(m: SessionModel, frame: Frame): boolean {
       const b = get(m, c.message_id, "assistant") ?? (add(m, assistantBlock(c.message_id, "", "streaming", frame.turn_id)) as Extract<Block, { kind: "assistant" }>);
       b.text = c.content;
       b.status = c.status;
+      if (c.stop_reason) b.stopReason = c.stop_reason;
       if (c.usage) m.usage[c.message_id] = c.usage;
       if (!c.content && c.tool_calls?.length && c.status === "complete") {
         // A message that only calls tools: its cards stand for it.
@@ -559,6 +579,7 @@ export function applyFrame(m: SessionModel, frame: Frame): boolean {
       for (const b of m.blocks) {
         if (b.kind === "assistant" && b.status === "streaming" && (!b.turnId || b.turnId === t.turn_id)) {
           b.status = t.status === "complete" ? "complete" : t.status;
+          if (t.stop_reason && t.status === "interrupted") b.stopReason ??= t.stop_reason;
         }
         if (b.kind === "tool" && !b.done && t.status !== "complete") {
           b.done = true;
@@ -593,6 +614,19 @@ export function applyFrame(m: SessionModel, frame: Frame): boolean {
     case "delegation.progress":
       delegationProgress(m, p as unknown as DelegationProgressPayload, frame.ts);
       break;
+    case "branch.created": {
+      const b = p as unknown as BranchCreatedPayload;
+      cutFrom(m, b.replaced_message_id, b.hidden_message_ids);
+      i.versionsOf.set(b.message_id, [...b.versions]);
+      break;
+    }
+    case "branch.switched": {
+      const b = p as unknown as BranchSwitchedPayload;
+      cutFrom(m, b.previous_message_id, b.hidden_message_ids);
+      seedTranscript(m, b.messages, []);
+      markAwaiting(m);
+      break;
+    }
     case "delegation.delivered": {
       const d = p as unknown as DelegationDeliveredPayload;
       const msg = { ...d.message, message_id: d.message.message_id ?? d.message_id };
@@ -624,6 +658,18 @@ function addError(m: SessionModel, frame: Frame, error: TurnErrorInfo | undefine
   const fallback = withInput(m).input;
   if (input ?? fallback) b.input = input ?? fallback;
   add(m, b);
+}
+
+/**
+ * Branching: the active branch from `first` on left it (a new version replaced it, or another one
+ * was selected). Those messages' blocks go, and with them whatever the page drew after them.
+ */
+function cutFrom(m: SessionModel, first: string, hidden: readonly string[]): void {
+  const gone = new Set([first, ...hidden]);
+  const at = m.blocks.findIndex((b) => gone.has(b.key) || (b.kind === "error" && gone.has(b.key.slice(4))));
+  if (at < 0) return;
+  const i = idx(m);
+  for (const b of m.blocks.splice(at)) i.byKey.delete(b.key);
 }
 
 function removeBlock(m: SessionModel, key: string): void {
@@ -702,12 +748,6 @@ export function applyMessageSnapshot(m: SessionModel, snap: MessageSnapshot): vo
 export function settlePending(m: SessionModel, requestId: string, result: { turn_id: string; status: string }): void {
   const q = m.pending.find((x) => x.requestId === requestId);
   if (!q) return;
-  if (q.replaces && result.status !== "duplicate") {
-    const shown = m.blocks.find((b) => b.kind === "user" && b.turnId === result.turn_id);
-    if (shown) {
-      if (shown.key !== q.replaces) m.versions[shown.key] = q.replaces;
-    } else idx(m).replacesByTurn.set(result.turn_id, q.replaces);
-  }
   if (idx(m).startedTurns.has(result.turn_id) || result.status === "duplicate") {
     m.pending = m.pending.filter((x) => x !== q);
   } else {

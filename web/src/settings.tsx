@@ -1,5 +1,5 @@
 /**
- * The settings panel (theme, API key, what new sessions start with) and the keyboard shortcuts'
+ * The settings panel (theme, API key, the open session's system prompt, what new sessions start with) and the keyboard shortcuts'
  * help overlay. Both are modal dialogs: focus moves in when they open and back when they close.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
@@ -82,14 +82,12 @@ export function SettingsDialog({ ctl, onClose }: { ctl: AppController; onClose()
             )}
           </div>
         </fieldset>
+        {ctl.current && <SessionSettings ctl={ctl} />}
         <fieldset class="settings-group">
           <legend>New sessions</legend>
           <label for="settings-prompt">System prompt (empty: the profile's)</label>
-          <textarea id="settings-prompt" rows={3} value={prompt} onInput={(e) => setPrompt((e.target as HTMLTextAreaElement).value)} />
-          <p class="settings-note">
-            {ctl.current ? `This session: profile ${ctl.current.profile}. ` : ""}A session's system prompt and profile are set when it is created; this page
-            creates sessions in the default profile.
-          </p>
+          <textarea id="settings-prompt" rows={2} value={prompt} onInput={(e) => setPrompt((e.target as HTMLTextAreaElement).value)} />
+          <p class="settings-note">This page creates sessions in the default profile.</p>
         </fieldset>
         <div class="modal-actions">
           <button
@@ -105,6 +103,46 @@ export function SettingsDialog({ ctl, onClose }: { ctl: AppController; onClose()
         </div>
       </div>
     </div>
+  );
+}
+
+/**
+ * The open session's own settings, where the gateway allows: its system prompt (`session.update`,
+ * from the next reply on; refused for a session whose prompt is its profile's) — and its profile,
+ * shown but fixed (each profile keeps its own store, so a session cannot move).
+ */
+function SessionSettings({ ctl }: { ctl: AppController }) {
+  const m = ctl.current!;
+  const [prompt, setPrompt] = useState(m.systemPrompt ?? "");
+  const ended = m.state === "ended";
+  const fixed = m.systemPromptFixed === true;
+  return (
+    <fieldset class="settings-group" data-testid="session-settings">
+      <legend>This session</legend>
+      <p class="settings-note">
+        Profile <strong>{m.profile}</strong> (fixed: each profile keeps its own store)
+      </p>
+      <label for="session-prompt">This session's system prompt (empty: the profile's)</label>
+      <textarea
+        id="session-prompt"
+        rows={2}
+        value={prompt}
+        disabled={fixed || ended}
+        onInput={(e) => setPrompt((e.target as HTMLTextAreaElement).value)}
+      />
+      {fixed ? (
+        <p class="settings-note">This session follows its profile's configuration: its system prompt is the profile's.</p>
+      ) : ended ? (
+        <p class="settings-note">The session has ended: reopen it to change its system prompt.</p>
+      ) : (
+        <div class="settings-row">
+          <button type="button" class="btn btn-sm btn-primary" disabled={prompt.trim() === (m.systemPrompt ?? "")} onClick={() => void ctl.setSessionPrompt(prompt)}>
+            Save for this session
+          </button>
+          <span class="settings-note">Used from the next reply on.</span>
+        </div>
+      )}
+    </fieldset>
   );
 }
 

@@ -1,39 +1,44 @@
 /**
- * The transcript's messages, exchange by exchange (versions.ts): a regenerated or edited exchange
- * shows in its first version's place with "‹ 2 / 2 ›" to see the previous ones. Regenerate, edit
- * and Continue are offered on the newest exchange only — the one a new turn really follows.
+ * The transcript's messages, exchange by exchange (versions.ts). The gateway branches: any exchange
+ * of the active branch can be regenerated or edited (a new version of its prompt, the old branch
+ * kept), and a prompt with several versions shows "‹ n / N ›" to switch — a durable change every
+ * browser sees. Continue is offered on the newest exchange only (it follows the last reply).
  */
 import { Fragment } from "preact";
-import { useState } from "preact/hooks";
 import { BlockView, PendingView, type BlockActions, type ExchangeActions } from "./blocks.js";
 import type { AppController } from "./controller.js";
 import type { SessionModel } from "./model.js";
-import { isLatest, shownExchanges, type Choice, type ShownExchange } from "./versions.js";
+import { exchanges, versionOf, type Exchange, type VersionPlace } from "./versions.js";
 
 /** The words a Continue sends: the model picks up its interrupted reply. */
 export const CONTINUE_TEXT = "Continue exactly where your previous reply stopped.";
 
-function exchangeActions(ctl: AppController, model: SessionModel, ex: ShownExchange, latest: boolean): ExchangeActions {
-  if (!latest || !ex.key || model.running || model.state === "ended") return {};
-  const regenerating = model.pending.some((q) => q.replaces === ex.key);
-  if (regenerating) return {};
+function exchangeActions(ctl: AppController, model: SessionModel, ex: Exchange, latest: boolean): ExchangeActions {
+  if (!ex.key || model.running || model.state === "ended") return {};
+  if (model.pending.some((q) => q.replaces && q.status !== "failed")) return {};
   return {
     regenerate: () => void ctl.regenerate(ex.key),
     edit: (text) => void ctl.regenerate(ex.key, text),
-    resume: () => void ctl.submit(CONTINUE_TEXT),
+    ...(latest ? { resume: () => void ctl.submit(CONTINUE_TEXT) } : {}),
   };
 }
 
-function VersionSwitch({ ex, onChoose }: { ex: ShownExchange; onChoose(n: number): void }) {
+function VersionSwitch({ place, busy, onChoose }: { place: VersionPlace; busy: boolean; onChoose(messageId: string): void }) {
   return (
     <div class="versions" role="group" aria-label="Versions" data-testid="versions">
-      <button type="button" class="msg-action" aria-label="Previous version" disabled={ex.version <= 1} onClick={() => onChoose(ex.version - 1)}>
+      <button
+        type="button"
+        class="msg-action"
+        aria-label="Previous version"
+        disabled={busy || !place.previous}
+        onClick={() => place.previous && onChoose(place.previous)}
+      >
         ‹
       </button>
       <span class="versions-count">
-        {ex.version} / {ex.versions}
+        {place.n} / {place.of}
       </span>
-      <button type="button" class="msg-action" aria-label="Next version" disabled={ex.version >= ex.versions} onClick={() => onChoose(ex.version + 1)}>
+      <button type="button" class="msg-action" aria-label="Next version" disabled={busy || !place.next} onClick={() => place.next && onChoose(place.next)}>
         ›
       </button>
     </div>
@@ -41,25 +46,29 @@ function VersionSwitch({ ex, onChoose }: { ex: ShownExchange; onChoose(n: number
 }
 
 export function ExchangeList({ ctl, model, actions }: { ctl: AppController; model: SessionModel; actions: BlockActions }) {
-  const [chosen, setChosen] = useState<Record<string, Choice>>({});
-  const shown = shownExchanges(model, chosen);
+  const shown = exchanges(model.blocks);
+  const last = shown[shown.length - 1];
+  // Switching needs the session idle (the gateway refuses it while a turn runs).
+  const busy = model.running || model.state === "ended" || ctl.linkDown;
   return (
     <>
       {shown.map((ex) => {
-        const latest = isLatest(shown, ex);
-        const ea = exchangeActions(ctl, model, ex, latest);
-        const regenerating = model.pending.some((q) => q.replaces && q.status !== "failed" && ex.chain.includes(q.replaces));
+        const place = versionOf(ex);
+        const all = exchangeActions(ctl, model, ex, ex === last);
+        // A version a newer one replaced: its Regenerate is used up (Edit still starts another version).
+        const ea = place?.next ? { ...(all.edit ? { edit: all.edit } : {}) } : all;
+        const regenerating = model.pending.some((q) => q.replaces === ex.key && q.status !== "failed");
         let reply = -1;
         ex.blocks.forEach((b, n) => {
           if (b.kind === "assistant" || b.kind === "error") reply = n;
         });
         return (
           // Flat in the transcript (no wrapper): each block stays a direct child of the transcript.
-          <Fragment key={ex.chain[0] ?? "start"}>
+          <Fragment key={ex.key || "start"}>
             {ex.blocks.map((b, n) => (
               <Fragment key={b.key}>
                 <BlockView block={b} actions={actions} ex={b.kind === "user" ? { ...(ea.edit ? { edit: ea.edit } : {}) } : n === reply ? ea : {}} />
-                {n === 0 && ex.versions > 1 && <VersionSwitch ex={ex} onChoose={(v) => setChosen({ ...chosen, [ex.chain[0]!]: { n: v, of: ex.versions } })} />}
+                {n === 0 && place && <VersionSwitch place={place} busy={busy} onChoose={(id) => void ctl.selectVersion(id)} />}
               </Fragment>
             ))}
             {regenerating && (
@@ -82,7 +91,8 @@ export function ExchangeList({ ctl, model, actions }: { ctl: AppController; mode
             onEdit={() => void ctl.editPending(q.requestId)}
             onRetry={() => {
               ctl.dismissPending(q.requestId);
-              void ctl.submit(q.text);
+              // A failed regenerate or edit tries the same branch again, not a plain prompt.
+              void (q.replaces ? ctl.regenerate(q.replaces, q.text) : ctl.submit(q.text));
             }}
           />
         ))}

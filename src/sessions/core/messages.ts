@@ -1,5 +1,5 @@
 /** Conversions between stored message rows, wire messages and the model's chat history. */
-import type { Message, TurnErrorInfo } from "../../protocol/index.js";
+import { isStopReason, type Message, type TurnErrorInfo } from "../../protocol/index.js";
 import type { ChatMessage } from "../../agent/provider.js";
 import type { MessageRow } from "../../store/types.js";
 
@@ -29,6 +29,11 @@ export function toWireMessage(row: MessageRow): Message {
     if (typeof traceId === "string") {
       m.trace_id = traceId;
       delete rest["trace_id"];
+    }
+    const stop = rest["stop_reason"];
+    if (isStopReason(stop)) {
+      if (row.status === "interrupted") m.stop_reason = stop;
+      delete rest["stop_reason"];
     }
     if (Object.keys(rest).length > 0) m.display_metadata = rest;
   }

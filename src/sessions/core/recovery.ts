@@ -21,15 +21,17 @@ export async function finishInterruptedTurn(row: SessionRow, messages: MessageRo
       role: m.role,
       content: m.content,
       status: "interrupted",
+      // Nobody stopped it: the process writing it died (every browser shows "Cut off by a gateway restart").
+      stop_reason: "restart",
     };
     log.emit(EventType.MessageComplete, payload, {
       ...opts,
-      ops: [{ op: "message.update", id: m.id, patch: { status: "interrupted", content: m.content } }],
+      ops: [{ op: "message.update", id: m.id, patch: { status: "interrupted", content: m.content, display_metadata: { ...(m.display_metadata ?? {}), stop_reason: "restart" } } }],
     });
     m.status = "interrupted";
   }
   if (turn) {
-    const payload: TurnCompletePayload = { turn_id: turn.turn_id, status: "interrupted" };
+    const payload: TurnCompletePayload = { turn_id: turn.turn_id, status: "interrupted", stop_reason: "restart" };
     log.emit(EventType.TurnComplete, payload, {
       ...opts,
       ops: [{ op: "session.update", id: row.id, patch: { active_turn: null } }],

@@ -3,7 +3,7 @@
  * title an untitled session takes from its first prompt. Viewers of a live session see the new
  * title as a frame; the row changes in the same transaction either way.
  */
-import { EventType, type SubmitResult } from "../../protocol/index.js";
+import { ErrorCode, EventType, TetherError, type SubmitResult } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
 import type { GroupCommitter } from "../../events/index.js";
@@ -13,6 +13,7 @@ import { isContinuationEnd } from "./live-tip.js";
 import { assertOwner, closedErrorOf, requireRow, storage } from "./session-access.js";
 import type { SessionRuntime } from "./session-runtime.js";
 import type { Caller } from "./types.js";
+import { systemPromptFixed } from "./system-prompt.js";
 
 /** The `session.info` payload. */
 export function sessionInfo(row: SessionRow): Record<string, unknown> {
@@ -81,4 +82,35 @@ export async function archiveSession(deps: RenameDeps, caller: Caller, sessionId
   else delete flags.archived;
   await storage(() => deps.committer.enqueue([{ op: "session.update", id: sessionId, patch: { flags } }]));
   row.flags = flags;
+}
+
+/**
+ * `session.update { system_prompt }`: the session's own prompt from its next turn on (`""` drops
+ * it: the profile's applies again). Viewers get a `session.info` carrying `system_prompt`. Refused
+ * (4074) for a session whose prompt follows its profile's config (a bot's chat, a room member).
+ */
+export async function setSystemPrompt(deps: RenameDeps, caller: Caller, sessionId: string, prompt: string | undefined): Promise<void> {
+  if (prompt === undefined) return;
+  const runtime = deps.registry.get(sessionId);
+  const row = runtime?.row ?? (await requireRow(deps.store, caller, sessionId));
+  assertOwner(caller, row);
+  if (isContinuationEnd(row)) throw await closedErrorOf(deps.store, row, "session.update");
+  if (systemPromptFixed(row)) {
+    throw new TetherError(ErrorCode.SystemPromptFixed, "This session's system prompt follows its profile's config; change the profile's system_prompt instead", {
+      field: "system_prompt",
+    });
+  }
+  if ((row.flags.system_prompt ?? "") === prompt) return;
+  const flags = { ...row.flags };
+  if (prompt) flags.system_prompt = prompt;
+  else delete flags.system_prompt;
+  const ops = [{ op: "session.update" as const, id: sessionId, patch: { flags } }];
+  if (runtime) {
+    runtime.log.emit(EventType.SessionInfo, { ...sessionInfo(row), system_prompt: prompt }, { ops });
+    await storage(() => runtime.log.flushed());
+  } else {
+    await storage(() => deps.committer.enqueue(ops));
+  }
+  row.flags = flags;
+  runtime?.refreshSystemPrompt();
 }

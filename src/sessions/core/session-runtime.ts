@@ -7,7 +7,8 @@
  * are given to the constructor. What changes while it lives — the model, a stashed model switch,
  * the provider's last usage, the last sign of life — changes only through its own methods.
  */
-import { ErrorCode, TetherError, type SteerResult, type SubmitResult } from "../../protocol/index.js";
+import { ErrorCode, EventType, TetherError, type BranchSelectResult, type SteerResult, type StopReason, type SubmitResult } from "../../protocol/index.js";
+import { TurnStop } from "../../agent/stop-reason.js";
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
@@ -20,10 +21,12 @@ import type { PendingDecision, TurnRequests } from "../../agent/turn-requests.js
 import { SteerInbox } from "../../agent/turn-steering.js";
 import { createTodoList, type TodoList, type ToolContext, type ToolSet } from "../../agent/tools/index.js";
 import type { LiveSettings } from "./live-settings.js";
+import { renderSystemPrompt } from "./system-prompt.js";
 import { toToolSpec } from "./client-tools.js";
 import { turnLogOf, turnStartOps } from "./turn-bookkeeping.js";
 import { TurnQueue, type QueuedTurn } from "./turn-queue.js";
 import type { Viewer } from "./viewer.js";
+import type { BranchingHooks, Fork } from "./versions.js";
 
 /**
  * What a runtime calls around its turns. The assembler (sessions/runtime-assembly.ts) builds one
@@ -63,6 +66,8 @@ export interface RuntimeHooks {
   abandonProcesses?(rt: SessionRuntime): void;
   /** A rotation continues the session in `to`: its processes move there (killed when there is none). */
   moveProcesses?(from: SessionRuntime, to: SessionRuntime | undefined): void;
+  /** Edit, regenerate and switching versions (sessions/branching/); absent: refused. */
+  branching?: BranchingHooks;
 }
 
 /** A turn, by its ids. */
@@ -146,8 +151,8 @@ export class SessionRuntime {
    * tool choice and sampling parameters): set with each such request, read at every model call.
    */
   callOptions: CallOptions | undefined;
-  /** The system prompt this runtime sends (context counting includes it). */
-  readonly systemPrompt: string | undefined;
+  /** The system prompt this runtime sends (context counting includes it); `session.update` may change it. */
+  private currentSystemPrompt: string | undefined;
   /** Created by this process: the store holds nothing of it this runtime does not know (no earlier approvals). */
   readonly fresh: boolean;
   private readonly lookupRequest: (requestId: string) => Promise<SubmitRecord | null>;
@@ -164,7 +169,7 @@ export class SessionRuntime {
     this.lineage = init.lineage;
     this.currentProvider = init.provider;
     this.currentModel = init.model;
-    this.systemPrompt = init.systemPrompt;
+    this.currentSystemPrompt = init.systemPrompt;
     this.lookupRequest = init.lookupRequest;
     this.fresh = init.fresh === true;
     this.todo = createTodoList(init.row.todo);
@@ -182,6 +187,15 @@ export class SessionRuntime {
 
   touch(): void {
     this.lastSignOfLife = this.env.clock.monotonic();
+  }
+
+  get systemPrompt(): string | undefined {
+    return this.currentSystemPrompt;
+  }
+
+  /** The row's system prompt changed (`session.update`): the next turn sends it, rendered, or the profile's. */
+  refreshSystemPrompt(): void {
+    this.currentSystemPrompt = renderSystemPrompt(this.row.flags.system_prompt ?? this.env.settings.profile?.system_prompt, this.row);
   }
 
   get provider(): Provider {
@@ -274,7 +288,11 @@ export class SessionRuntime {
     return this.viewers.size === 0;
   }
 
-  async submit(text: string, requestId: string | undefined, opts: { noInput?: boolean } = {}): Promise<SubmitResult> {
+  /**
+   * `opts.fromMessageId`: a new version of that user message (branching) — `text` is the edited
+   * prompt, or `""` for the same prompt again. Only while no turn runs or waits (4073).
+   */
+  async submit(text: string, requestId: string | undefined, opts: { noInput?: boolean; fromMessageId?: string } = {}): Promise<SubmitResult> {
     if (this.closing) throw new TetherError(ErrorCode.Closed, "Session is closing");
     this.touch();
     let claim: ((r: SubmitRecord | null) => void) | undefined;
@@ -292,7 +310,19 @@ export class SessionRuntime {
         return { ...stored, status: "duplicate" };
       }
     }
-    const steered = this.env.settings.busyPolicy === "steer" && !opts.noInput ? this.steerRunning(text) : undefined;
+    let fork: Fork | undefined;
+    if (opts.fromMessageId !== undefined) {
+      try {
+        const planned = await this.planFork(opts.fromMessageId, text);
+        fork = planned.fork;
+        text = planned.text;
+      } catch (err) {
+        claim?.(null);
+        if (requestId !== undefined) this.requests.delete(requestId);
+        throw err;
+      }
+    }
+    const steered = this.env.settings.busyPolicy === "steer" && !opts.noInput && !fork ? this.steerRunning(text) : undefined;
     if (steered) {
       claim?.({ turn_id: steered.turn_id, trace_id: steered.trace_id });
       return steered;
@@ -308,6 +338,7 @@ export class SessionRuntime {
       text,
       requestId,
       ...(opts.noInput ? { noInput: true } : {}),
+      ...(fork ? { fork } : {}),
     };
     claim?.({ turn_id: turn.turnId, trace_id: turn.traceId });
     const result = { turn_id: turn.turnId, trace_id: turn.traceId };
@@ -315,9 +346,52 @@ export class SessionRuntime {
       this.start(turn);
       return { ...result, status: "started" };
     }
-    if (this.env.settings.busyPolicy === "interrupt") this.turns.running?.abort.abort(new Error("superseded by a new prompt"));
+    if (this.env.settings.busyPolicy === "interrupt") this.turns.running?.abort.abort(new TurnStop("superseded", "superseded by a new prompt"));
     this.turns.push(turn);
     return { ...result, status: "queued" };
+  }
+
+  /** The fork of a branching submit, planned while nothing runs (and checked again after the reads). */
+  private async planFork(fromMessageId: string, text: string): Promise<{ fork: Fork; text: string }> {
+    const branching = this.hooks.branching;
+    if (!branching) throw new TetherError(ErrorCode.NotBranchable, "This gateway does not branch sessions");
+    this.assertIdle();
+    const from = await branching.branchPoint(this, fromMessageId);
+    const fork = await branching.fork(this, fromMessageId);
+    this.assertIdle();
+    return { fork, text: text === "" ? from.content : text };
+  }
+
+  /** Branching rewrites the history a turn reads: never while one runs, waits or is queued. */
+  private assertIdle(): void {
+    if (this.closing) throw new TetherError(ErrorCode.Closed, "Session is closing");
+    if (this.turns.busy || this.turns.length > 0) {
+      throw new TetherError(ErrorCode.BranchWhileBusy, "A turn runs or waits in this session: stop it before editing, regenerating or switching versions");
+    }
+  }
+
+  /**
+   * `session.branch.select`: version `messageId` of its group becomes the one shown, as a durable
+   * `branch.switched` (in the turn slot, so no turn starts meanwhile); the history follows it.
+   */
+  async selectVersion(messageId: string): Promise<BranchSelectResult> {
+    const branching = this.hooks.branching;
+    if (!branching) throw new TetherError(ErrorCode.NotBranchable, "This gateway does not branch sessions");
+    this.assertIdle();
+    let result: BranchSelectResult | undefined;
+    await this.runJob(async () => {
+      const plan = await branching.planSwitch(this, messageId);
+      if (!plan) {
+        result = { message_id: messageId, versions: [], status: "unchanged" };
+        return;
+      }
+      const frame = this.log.emit(EventType.BranchSwitched, plan.payload, { ops: plan.ops });
+      await this.log.flushed();
+      this.history.splice(0, this.history.length, ...plan.history);
+      this.lastUsage = undefined;
+      result = { message_id: messageId, versions: plan.payload.versions, status: "switched", seq: frame.seq };
+    });
+    return result!;
   }
 
   /**
@@ -373,10 +447,11 @@ export class SessionRuntime {
     }
   }
 
-  interrupt(): "interrupted" | "idle" {
+  /** `reason`: who stops it — the user (Stop) unless the gateway says otherwise; written with the reply. */
+  interrupt(reason: StopReason = "user"): "interrupted" | "idle" {
     const running = this.turns.running;
     if (!running) return "idle";
-    running.abort.abort(new Error("interrupted"));
+    running.abort.abort(new TurnStop(reason, "interrupted"));
     return "interrupted";
   }
 
@@ -384,7 +459,7 @@ export class SessionRuntime {
   async cancelTurn(turnId: string): Promise<"interrupted" | "dequeued" | "idle"> {
     const running = this.turns.running;
     if (running?.turnId === turnId) {
-      running.abort.abort(new Error("cancelled"));
+      running.abort.abort(new TurnStop("user", "cancelled"));
       await running.done;
       await this.log.settled();
       return "interrupted";
@@ -392,13 +467,13 @@ export class SessionRuntime {
     return this.turns.remove(turnId) ? "dequeued" : "idle";
   }
 
-  /** Stops taking turns, interrupts the running one and waits for it to settle. */
-  async stop(): Promise<void> {
+  /** Stops taking turns, interrupts the running one (`reason`: why, written with the reply) and waits for it to settle. */
+  async stop(reason: StopReason = "shutdown"): Promise<void> {
     this.closing = true;
     this.dropQueue();
     const running = this.turns.running;
     if (running) {
-      running.abort.abort(new Error("session stopping"));
+      running.abort.abort(new TurnStop(reason, "session stopping"));
       await running.done;
     }
     // Background processes end with the session (their `process.exited` is written before the end).
@@ -413,7 +488,7 @@ export class SessionRuntime {
   abandon(): void {
     this.closing = true;
     this.dropQueue();
-    this.turns.running?.abort.abort(new Error("force-reaped"));
+    this.turns.running?.abort.abort(new TurnStop("gateway", "force-reaped"));
     this.hooks.abandonProcesses?.(this);
     this.log.close();
   }
@@ -487,6 +562,11 @@ export class SessionRuntime {
       return;
     }
     const startOps = turnStartOps(this.id, turn, this.env.clock.now());
+    if (turn.fork) {
+      // The new version continues from the history before the message it replaces.
+      this.history.splice(0, this.history.length, ...turn.fork.history);
+      this.lastUsage = undefined;
+    }
     try {
       if (turn.text.startsWith("/") && (await this.hooks.command(this, turn, signal, startOps))) {
         await this.hooks.afterTurn(this);
@@ -549,6 +629,7 @@ export class SessionRuntime {
       logger: this.env.logger,
       maxIterations: settings.maxIterations,
       startOps,
+      ...(turn.fork ? { branch: turn.fork } : {}),
       ...(steering ? { steering } : {}),
       ...(requestInput ? { requestInput } : {}),
       ...(this.row.flags.cwd !== undefined ? { cwd: this.row.flags.cwd } : {}),

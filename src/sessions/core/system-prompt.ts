@@ -14,3 +14,11 @@ export function renderSystemPrompt(template: string | undefined, row: SessionRow
   };
   return template.replace(/\{(cwd|date|profile)\}/g, (_, k: string) => values[k] ?? "");
 }
+
+/**
+ * A session whose config follows its profile (a bot's chat, a room member) rebuilds its prompt from
+ * the profile at every open: `session.update { system_prompt }` cannot set one of its own (4074).
+ */
+export function systemPromptFixed(row: SessionRow): boolean {
+  return row.flags.follow_profile_config === true || row.flags.room_plumbing === true;
+}

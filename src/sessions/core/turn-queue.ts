@@ -3,6 +3,7 @@
  * while busy queues, interrupts or is rejected is the session's busy policy.
  */
 import type { SteerInbox } from "../../agent/turn-steering.js";
+import type { Fork } from "./versions.js";
 
 export interface QueuedTurn {
   turnId: string;
@@ -18,6 +19,8 @@ export interface QueuedTurn {
   parked?: boolean;
   /** No new user message: the model answers the history as it stands (tool results a client sent). */
   noInput?: boolean;
+  /** A new version of an earlier prompt (branching): computed at submit, applied when the turn starts. */
+  fork?: Fork;
 }
 
 export interface RunningTurn extends QueuedTurn {

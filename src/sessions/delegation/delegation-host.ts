@@ -67,7 +67,7 @@ export class SessionsDelegationHost implements DelegationHost {
     await this.deps.committer.enqueue([{ op: "session.insert", row }, this.deps.ownership.insertOp(childId)]);
     onChild(childId);
     const runtime = await this.deps.registry.open(childId);
-    const interrupt = () => runtime.interrupt();
+    const interrupt = () => runtime.interrupt("gateway");
     signal.addEventListener("abort", interrupt, { once: true });
     try {
       const sub = await runtime.submit(prompt, undefined);

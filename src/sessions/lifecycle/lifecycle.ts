@@ -143,7 +143,7 @@ export class Lifecycle {
       { session_id: rt.id, turn_id: rt.turns.running?.turnId, trace_id: rt.turns.running?.traceId },
       "interrupting a stale turn of a detached session",
     );
-    rt.interrupt();
+    rt.interrupt("gateway");
     for (let i = 0; i < INTERRUPT_POLLS; i++) {
       await this.deps.clock.sleep(INTERRUPT_POLL_MS);
       if (this.stopped || !registry.isServing(rt)) return;

@@ -56,7 +56,7 @@ export class SessionEnding {
     // Closing for good cancels what the session waits for (an end by the gateway leaves it parked).
     if (registry.stateOf(runtime) === "awaiting") {
       const running = runtime.turns.running;
-      runtime.interrupt();
+      runtime.interrupt("closed");
       await running?.done;
     }
     await this.end(runtime, EndReason.UserClose, { broadcast: false });
@@ -79,7 +79,8 @@ export class SessionEnding {
   private async doEnd(runtime: SessionRuntime, endReason: string, opts: { broadcast: boolean }): Promise<void> {
     const { logger, ownership } = this.deps;
     this.deps.timers.cancel(runtime.id);
-    await runtime.stop();
+    // A user's close stops the reply as `closed`; every other end is the gateway's (shutdown, reaping).
+    await runtime.stop(endReason === EndReason.UserClose || endReason === EndReason.ClientDisconnect ? "closed" : "shutdown");
     const now = this.deps.clock.now();
     let fenced = false;
     try {

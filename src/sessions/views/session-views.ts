@@ -14,6 +14,7 @@ import type {
 import type { Clock } from "../../lib/clock.js";
 import type { Store } from "../../store/types.js";
 import type { LiveRegistry } from "../core/live-registry.js";
+import { versionGroups } from "../core/versions.js";
 import { assertOwner, requireRow, storage } from "../core/session-access.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
 import type { Caller, ListParams } from "../core/types.js";
@@ -61,7 +62,8 @@ export class SessionViews {
     const { store, registry } = this.deps;
     await requireRow(store, caller, sessionId);
     const page = await storage(() => store.listMessages(sessionId, afterMessageId, limit));
-    return { messages: withLiveText(page.items, registry.get(sessionId)), next_cursor: page.nextCursor };
+    const versions = versionGroups(await storage(() => store.messageVersions(sessionId)));
+    return { messages: withLiveText(page.items, registry.get(sessionId), versions), next_cursor: page.nextCursor };
   }
 
   /**

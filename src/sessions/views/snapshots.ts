@@ -15,6 +15,8 @@ import {
 import type { LeaseView } from "../lifecycle/ownership.js";
 import type { EnvelopeRow, MessageRow, RequestRow, SessionRow, Store } from "../../store/types.js";
 import { toWireMessage } from "../core/messages.js";
+import { versionGroups, withVersions } from "../core/versions.js";
+import { systemPromptFixed } from "../core/system-prompt.js";
 import { storage } from "../core/session-access.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
 
@@ -36,6 +38,7 @@ export async function buildSnapshot(deps: SnapshotDeps, runtime: SessionRuntime,
     // change after it (message.complete carries full content, snapshots the streaming text): its
     // Snapshot carries no messages, so a reconnect reads and sends the transcript once, not twice.
     const rows = afterSeq === undefined ? await storage(() => deps.store.loadMessages(runtime.id)) : [];
+    const versions = afterSeq === undefined ? versionGroups(await storage(() => deps.store.messageVersions(runtime.id))) : new Map<string, string[]>();
     const requests = await storage(() => deps.store.requests.unfinishedRequests(runtime.id));
     const waiting = await storage(() => outboxOf(deps.store, runtime));
     if (runtime.log.durableSeq !== before) continue;
@@ -52,6 +55,7 @@ export async function buildSnapshot(deps: SnapshotDeps, runtime: SessionRuntime,
         }
         return m;
       });
+    withVersions(messages, versions);
     const row = runtime.row;
     return {
       session_id: row.id,
@@ -69,6 +73,8 @@ export async function buildSnapshot(deps: SnapshotDeps, runtime: SessionRuntime,
       open_requests: openRequestsOf(requests),
       ...(waiting.length ? { outbox: waiting } : {}),
       ...(afterSeq !== undefined ? { messages_after_seq: afterSeq } : {}),
+      ...(row.flags.system_prompt ? { system_prompt: row.flags.system_prompt } : {}),
+      ...(systemPromptFixed(row) ? { system_prompt_fixed: true } : {}),
     };
   }
 }
@@ -123,15 +129,16 @@ export function envelopeSummary(e: EnvelopeRow): EnvelopeSummary {
   };
 }
 
-/** Stored messages as the wire shows them, a message still streaming here with its live text. */
-export function withLiveText(rows: readonly MessageRow[], runtime: SessionRuntime | undefined): Message[] {
+/** Stored messages as the wire shows them, a message still streaming here with its live text (and a prompt's versions). */
+export function withLiveText(rows: readonly MessageRow[], runtime: SessionRuntime | undefined, versions: ReadonlyMap<string, string[]> = new Map()): Message[] {
   const streaming = runtime ? streamingText(runtime) : new Map<string, string>();
-  return rows.map((row) => {
+  const messages = rows.map((row) => {
     const m = toWireMessage(row);
     const live = streaming.get(m.message_id);
     if (live !== undefined) m.content = live;
     return m;
   });
+  return withVersions(messages, versions);
 }
 
 function streamingText(runtime: SessionRuntime): Map<string, string> {

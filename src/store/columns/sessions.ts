@@ -3,7 +3,7 @@
  * stored payload comes back byte for byte), timestamps and seqs as integers (PostgreSQL BIGINT
  * comes back as a string, hence Number()).
  */
-import type { MessagePatch, MessageRow, SessionPatch, SessionRow } from "../rows.js";
+import type { MessagePatch, MessageRow, SessionPatch, SessionRow, VersionRow } from "../rows.js";
 
 const JSON_SESSION_COLUMNS = new Set(["model_config", "flags", "todo", "active_turn"]);
 
@@ -59,6 +59,8 @@ export function messageToColumns(row: MessageRow): Record<string, unknown> {
     ...row,
     tool_calls: row.tool_calls ? JSON.stringify(row.tool_calls) : null,
     display_metadata: row.display_metadata ? JSON.stringify(row.display_metadata) : null,
+    branch_of: row.branch_of ?? null,
+    hidden_by: row.hidden_by ?? null,
   };
 }
 
@@ -74,6 +76,18 @@ export function rowToMessage(r: Record<string, unknown>): MessageRow {
     display_metadata: r.display_metadata ? JSON.parse(r.display_metadata as string) : null,
     status: r.status as MessageRow["status"],
     created_at: Number(r.created_at),
+    created_seq: Number(r.created_seq),
+    ...(r.branch_of ? { branch_of: r.branch_of as string } : {}),
+    ...(r.hidden_by ? { hidden_by: r.hidden_by as string } : {}),
+  };
+}
+
+/** A row of a versions read: `root` is the group (the first version's id). */
+export function rowToVersion(r: Record<string, unknown>): VersionRow {
+  return {
+    id: r.id as string,
+    root: (r.branch_of as string | null) ?? (r.id as string),
+    hidden_by: (r.hidden_by as string | null) ?? null,
     created_seq: Number(r.created_seq),
   };
 }

@@ -48,6 +48,14 @@ export class PgWrites {
         return insertMessage(c, op.row);
       case "message.update":
         return updateColumns(c, "messages", op.id, messagePatchToColumns(op.patch));
+      case "messages.hide":
+        await c.query(`UPDATE messages SET hidden_by = $1 WHERE session_id = $2 AND hidden_by IS NULL AND created_seq >= $3`, [
+          op.hidden_by, op.session_id, op.from_seq,
+        ]);
+        return;
+      case "messages.show":
+        await c.query(`UPDATE messages SET hidden_by = NULL WHERE session_id = $1 AND hidden_by = $2`, [op.session_id, op.hidden_by]);
+        return;
       case "idempotency.put":
         return insertIdempotency(c, op.row);
       case "lease.fence":
@@ -105,10 +113,10 @@ async function insertMessage(c: Queryable, row: MessageRow): Promise<void> {
   const r = messageToColumns(row);
   await c.query(
     `INSERT INTO messages (id, session_id, role, content, tool_calls, tool_call_id, display_kind, display_metadata,
-       status, created_at, created_seq)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+       status, created_at, created_seq, branch_of, hidden_by)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
     [r.id, r.session_id, r.role, r.content, r.tool_calls, r.tool_call_id, r.display_kind, r.display_metadata,
-      r.status, r.created_at, r.created_seq],
+      r.status, r.created_at, r.created_seq, r.branch_of, r.hidden_by],
   );
 }
 

@@ -301,4 +301,27 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX agent_envelopes_moving ON agent_envelopes (next_attempt_at) WHERE status IN ('pending', 'sent', 'replied');
     `,
   },
+  {
+    version: 13,
+    name: "a commit of appends alone is one statement: its fence check raises from inside it",
+    sql: `
+      -- Called by the one-statement commit (appends.ts) for a lease.fence whose owner or token no
+      -- longer matches: raising aborts the statement, so nothing of the batch is written.
+      CREATE FUNCTION tether_fence_refused(session_id TEXT, token BIGINT) RETURNS BOOLEAN LANGUAGE plpgsql AS $$
+      BEGIN
+        RAISE EXCEPTION 'stale owner: lease of session % is no longer held with token %', session_id, token
+          USING ERRCODE = 'TF001', DETAIL = session_id, HINT = token::text;
+      END $$;
+    `,
+  },
+  {
+    version: 14,
+    name: "branching: versions of a user message and the messages off the active branch",
+    sql: `
+      ALTER TABLE messages ADD COLUMN branch_of TEXT;
+      ALTER TABLE messages ADD COLUMN hidden_by TEXT;
+      CREATE INDEX messages_hidden ON messages (session_id, hidden_by) WHERE hidden_by IS NOT NULL;
+      CREATE INDEX messages_versions ON messages (session_id, branch_of) WHERE branch_of IS NOT NULL;
+    `,
+  },
 ];

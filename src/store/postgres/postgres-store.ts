@@ -8,7 +8,7 @@
  */
 import pg from "pg";
 import { RECOVERABLE_END_REASONS } from "../../protocol/index.js";
-import { rowToMessage, rowToSession } from "../columns/sessions.js";
+import { rowToMessage, rowToSession, rowToVersion } from "../columns/sessions.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { withStreamedText } from "../delta-log.js";
 import type {
@@ -21,6 +21,7 @@ import type {
   LeaseRow,
   LeaseState,
   MessageRow,
+  VersionRow,
   Page,
   ResponseRow,
   SessionListItem,
@@ -38,7 +39,7 @@ import { PgHttpTables } from "./http-tables.js";
 import { PgRunTables } from "./run-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 import { PgRetention } from "./retention.js";
-import { RowBatch } from "./appends.js";
+import { appendsOnly, commitAppends, RowBatch } from "./appends.js";
 
 export interface PostgresStoreOptions {
   /** `postgres://user@host:port/db`; a `schema` query parameter selects (and creates) a schema. */
@@ -145,6 +146,19 @@ export class PostgresStore implements Store {
     });
   }
 
+  /** Runs one statement (its own transaction); retries it on a deadlock, as tx() does. */
+  private async retrying(fn: () => Promise<void>): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (attempt < 2 && code !== undefined && RETRYABLE.has(code)) continue;
+        throw err;
+      }
+    }
+  }
+
   /** Runs `fn` in one transaction on one pooled client; retries once on a deadlock. */
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
@@ -172,6 +186,8 @@ export class PostgresStore implements Store {
 
   async commit(ops: readonly WriteOp[]): Promise<void> {
     if (ops.length === 0) return;
+    // A streaming batch (appends, fences, seq reservations): one statement (appends.ts).
+    if (appendsOnly(ops)) return this.retrying(() => commitAppends(this.pool, ops));
     await this.tx(async (c) => {
       // Share-lock every lease this batch fences, in one sorted query: a takeover (FOR UPDATE)
       // waits for this transaction, and two batches never lock leases in opposite orders.
@@ -230,7 +246,7 @@ export class PostgresStore implements Store {
       where.push(`(s.last_activity_at < ${at} OR (s.last_activity_at = ${at} AND s.id < ${arg(cursor.id)}))`);
     }
     const rows = await this.q(
-      `SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS message_count
+      `SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.hidden_by IS NULL) AS message_count
        FROM sessions s WHERE ${where.join(" AND ")}
        ORDER BY s.last_activity_at DESC, s.id DESC LIMIT ${arg(qy.limit + 1)}`,
       params,
@@ -244,8 +260,8 @@ export class PostgresStore implements Store {
   async loadMessages(sessionId: string, afterSeq?: number): Promise<MessageRow[]> {
     const rows =
       afterSeq === undefined
-        ? await this.q(`SELECT * FROM messages WHERE session_id = $1 ORDER BY created_seq, id`, [sessionId])
-        : await this.q(`SELECT * FROM messages WHERE session_id = $1 AND created_seq > $2 ORDER BY created_seq, id`, [
+        ? await this.q(`SELECT * FROM messages WHERE session_id = $1 AND hidden_by IS NULL ORDER BY created_seq, id`, [sessionId])
+        : await this.q(`SELECT * FROM messages WHERE session_id = $1 AND hidden_by IS NULL AND created_seq > $2 ORDER BY created_seq, id`, [
             sessionId, afterSeq,
           ]);
     return withStreamedText(sessionId, rows.map(rowToMessage), this.readDeltaLog);
@@ -275,13 +291,34 @@ export class PostgresStore implements Store {
       afterSeq = found ? found.created_seq : Number.MAX_SAFE_INTEGER;
     }
     const rows = (
-      await this.q(`SELECT * FROM messages WHERE session_id = $1 AND created_seq > $2 ORDER BY created_seq, id LIMIT $3`, [
+      await this.q(`SELECT * FROM messages WHERE session_id = $1 AND hidden_by IS NULL AND created_seq > $2 ORDER BY created_seq, id LIMIT $3`, [
         sessionId, afterSeq, limit + 1,
       ])
     ).map(rowToMessage);
     const items = await withStreamedText(sessionId, rows.slice(0, limit), this.readDeltaLog);
     const last = items[items.length - 1];
     return { items, nextCursor: rows.length > limit && last ? last.id : null };
+  }
+
+  async getMessage(sessionId: string, messageId: string): Promise<MessageRow | null> {
+    const row = (await this.q(`SELECT * FROM messages WHERE session_id = $1 AND id = $2`, [sessionId, messageId]))[0];
+    return row ? rowToMessage(row) : null;
+  }
+
+  async messageVersions(sessionId: string): Promise<VersionRow[]> {
+    const rows = await this.q(
+      `SELECT id, branch_of, hidden_by, created_seq FROM messages
+        WHERE session_id = $1 AND role = 'user'
+          AND (branch_of IS NOT NULL OR id IN (SELECT branch_of FROM messages WHERE session_id = $1 AND branch_of IS NOT NULL))
+        ORDER BY created_seq, id`,
+      [sessionId],
+    );
+    return rows.map(rowToVersion);
+  }
+
+  async loadHidden(sessionId: string, hiddenBy: string): Promise<MessageRow[]> {
+    const rows = await this.q(`SELECT * FROM messages WHERE session_id = $1 AND hidden_by = $2 ORDER BY created_seq, id`, [sessionId, hiddenBy]);
+    return rows.map(rowToMessage);
   }
 
   async readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRow[]> {

@@ -20,6 +20,8 @@ export class SqliteWrites {
   private readonly insertSession: Statement;
   private readonly reserveSeq: Statement;
   private readonly insertMessage: Statement;
+  private readonly hideMessages: Statement;
+  private readonly showMessages: Statement;
   private readonly insertEvent: Statement;
   private readonly appendDelta: Statement;
   /** The delta log's cleanup (see DeltaLogSweep). */
@@ -31,6 +33,13 @@ export class SqliteWrites {
   private readonly insertLease: Statement;
   /** Patches name a handful of known columns; the statement is cached per column set. */
   private readonly updates = new Map<string, Statement>();
+  /**
+   * Leases already checked in the current transaction (session id → "owner token"). A streaming
+   * session's every write carries the same fence, and a batch holds one unit per session per tick:
+   * re-reading the lease for each unit doubled the statements of a commit. Nothing else can write
+   * the lease inside our transaction but a `lease.insert`, which forgets the session's entry.
+   */
+  private readonly fencesChecked = new Map<string, string>();
 
   constructor(
     private readonly db: Database.Database,
@@ -49,10 +58,14 @@ export class SqliteWrites {
     this.reserveSeq = db.prepare(`UPDATE sessions SET seq_reserved = MAX(seq_reserved, ?) WHERE id = ?`);
     this.insertMessage = db.prepare(
       `INSERT INTO messages (id, session_id, role, content, tool_calls, tool_call_id, display_kind,
-         display_metadata, status, created_at, created_seq)
+         display_metadata, status, created_at, created_seq, branch_of, hidden_by)
        VALUES (@id, @session_id, @role, @content, @tool_calls, @tool_call_id, @display_kind,
-         @display_metadata, @status, @created_at, @created_seq)`,
+         @display_metadata, @status, @created_at, @created_seq, @branch_of, @hidden_by)`,
     );
+    this.hideMessages = db.prepare(
+      `UPDATE messages SET hidden_by = ? WHERE session_id = ? AND hidden_by IS NULL AND created_seq >= ?`,
+    );
+    this.showMessages = db.prepare(`UPDATE messages SET hidden_by = NULL WHERE session_id = ? AND hidden_by = ?`);
     this.insertEvent = db.prepare(
       `INSERT INTO events (session_id, seq, type, payload, turn_id, trace_id, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -68,6 +81,11 @@ export class SqliteWrites {
     this.insertLease = db.prepare(
       `INSERT INTO leases (session_id, owner, token, expires_at, detached) VALUES (?, ?, ?, ?, ?)`,
     );
+  }
+
+  /** A transaction begins: nothing checked in an earlier one still holds. */
+  beginTransaction(): void {
+    this.fencesChecked.clear();
   }
 
   apply(op: WriteOp): void {
@@ -99,18 +117,28 @@ export class SqliteWrites {
         return;
       case "message.update":
         return this.update("messages", op.id, messagePatchToColumns(op.patch));
+      case "messages.hide":
+        this.hideMessages.run(op.hidden_by, op.session_id, op.from_seq);
+        return;
+      case "messages.show":
+        this.showMessages.run(op.session_id, op.hidden_by);
+        return;
       case "idempotency.put": {
         const r = op.row;
         this.insertIdempotency.run(r.session_id, r.request_id, r.turn_id, r.trace_id, r.created_at);
         return;
       }
       case "lease.fence": {
+        const key = `${op.owner} ${op.token}`;
+        if (this.fencesChecked.get(op.session_id) === key) return;
         const held = this.fence.get(op.session_id) as { owner: string; token: number } | undefined;
         if (!held || held.owner !== op.owner || held.token !== op.token) throw new FenceError(op.session_id, op.token);
+        this.fencesChecked.set(op.session_id, key);
         return;
       }
       case "lease.insert": {
         const r = op.row;
+        this.fencesChecked.delete(r.session_id);
         this.insertLease.run(r.session_id, r.owner, r.token, r.expires_at, r.detached ? 1 : 0);
         return;
       }

@@ -313,4 +313,14 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX messages_streaming ON messages (session_id) WHERE status = 'streaming';
     `,
   },
+  {
+    version: 14,
+    name: "branching: versions of a user message and the messages off the active branch",
+    sql: `
+      ALTER TABLE messages ADD COLUMN branch_of TEXT;
+      ALTER TABLE messages ADD COLUMN hidden_by TEXT;
+      CREATE INDEX messages_hidden ON messages (session_id, hidden_by) WHERE hidden_by IS NOT NULL;
+      CREATE INDEX messages_versions ON messages (session_id, branch_of) WHERE branch_of IS NOT NULL;
+    `,
+  },
 ];

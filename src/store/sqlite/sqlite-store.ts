@@ -5,7 +5,7 @@
  */
 import Database from "better-sqlite3";
 import { RECOVERABLE_END_REASONS } from "../../protocol/index.js";
-import { rowToMessage, rowToSession } from "../columns/sessions.js";
+import { rowToMessage, rowToSession, rowToVersion } from "../columns/sessions.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { joinDeltaRows, withStreamedText } from "../delta-log.js";
 import { makeParentDirSync } from "../parent-dir.js";
@@ -19,6 +19,7 @@ import type {
   LeaseRow,
   LeaseState,
   MessageRow,
+  VersionRow,
   Page,
   ResponseRow,
   SessionListItem,
@@ -82,11 +83,20 @@ export class SqliteStore implements Store {
     this.stmts = {
       getSession: db.prepare(`SELECT * FROM sessions WHERE id = ?`),
       openSessions: db.prepare(`SELECT * FROM sessions WHERE ended_at IS NULL`),
-      loadMessages: db.prepare(`SELECT * FROM messages WHERE session_id = ? ORDER BY created_seq, id`),
+      // The transcript is the active branch: rows another version hid are left out (migration 14).
+      loadMessages: db.prepare(`SELECT * FROM messages WHERE session_id = ? AND hidden_by IS NULL ORDER BY created_seq, id`),
       messageSeq: db.prepare(`SELECT created_seq FROM messages WHERE id = ? AND session_id = ?`),
       pageMessages: db.prepare(
-        `SELECT * FROM messages WHERE session_id = ? AND created_seq > ? ORDER BY created_seq, id LIMIT ?`,
+        `SELECT * FROM messages WHERE session_id = ? AND hidden_by IS NULL AND created_seq > ? ORDER BY created_seq, id LIMIT ?`,
       ),
+      getMessage: db.prepare(`SELECT * FROM messages WHERE session_id = ? AND id = ?`),
+      versions: db.prepare(
+        `SELECT id, branch_of, hidden_by, created_seq FROM messages
+          WHERE session_id = ? AND role = 'user'
+            AND (branch_of IS NOT NULL OR id IN (SELECT branch_of FROM messages WHERE session_id = ? AND branch_of IS NOT NULL))
+          ORDER BY created_seq, id`,
+      ),
+      loadHidden: db.prepare(`SELECT * FROM messages WHERE session_id = ? AND hidden_by = ? ORDER BY created_seq, id`),
       // Seeks per index bucket, not a scan of every live stream's rows (appends.ts).
       deltaLog: db.prepare(DELTA_LOG_READ),
       readEvents: db.prepare(
@@ -138,6 +148,7 @@ export class SqliteStore implements Store {
     this.retention = new SqliteRetention(db);
     const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes);
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
+      writes.beginTransaction();
       for (const op of ops) writes.apply(op);
       writes.deltaSweep.afterOps();
     });
@@ -185,7 +196,7 @@ export class SqliteStore implements Store {
       where.push("(s.last_activity_at < ? OR (s.last_activity_at = ? AND s.id < ?))");
       params.push(cursor.at, cursor.at, cursor.id);
     }
-    const sql = `SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS message_count
+    const sql = `SELECT s.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.hidden_by IS NULL) AS message_count
       FROM sessions s WHERE ${where.join(" AND ")}
       ORDER BY s.last_activity_at DESC, s.id DESC LIMIT ?`;
     params.push(q.limit + 1);
@@ -225,6 +236,19 @@ export class SqliteStore implements Store {
     const items = await withStreamedText(sessionId, rows.slice(0, limit), this.readDeltaLog);
     const last = items[items.length - 1];
     return { items, nextCursor: rows.length > limit && last ? last.id : null };
+  }
+
+  async getMessage(sessionId: string, messageId: string): Promise<MessageRow | null> {
+    const row = this.stmts.getMessage!.get(sessionId, messageId) as Record<string, unknown> | undefined;
+    return row ? rowToMessage(row) : null;
+  }
+
+  async messageVersions(sessionId: string): Promise<VersionRow[]> {
+    return (this.stmts.versions!.all(sessionId, sessionId) as Record<string, unknown>[]).map(rowToVersion);
+  }
+
+  async loadHidden(sessionId: string, hiddenBy: string): Promise<MessageRow[]> {
+    return (this.stmts.loadHidden!.all(sessionId, hiddenBy) as Record<string, unknown>[]).map(rowToMessage);
   }
 
   async readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRow[]> {

@@ -1,0 +1,149 @@
+/**
+ * The demo provider's pacing, shared by every stream of one provider: one timer ticking every
+ * `intervalMs` releases the next chunk of every waiting stream, instead of one timer (and one
+ * abort listener) per stream per chunk. With 1,000 streams at 50 chunks/s that is 50 timer
+ * callbacks a second instead of 50,000, and the chunks of one tick reach the group commit together
+ * (one transaction, one delivery pass) instead of spread over many event-loop turns.
+ *
+ *   const pace = pacer.start(signal);   // a stream begins: its first chunk goes now
+ *   await pace.next();                  // before each later chunk; rejects with signal.reason
+ *   pace.end();                         // the stream is done (finally)
+ *
+ * Time: ticks lie on one grid (anchored at the first wait after an idle spell, so a lone stream is
+ * paced exactly), and a stream's next chunk is due one interval after the tick that released its
+ * last one: a stream that joins a busy pacer waits at most one interval more for its second chunk,
+ * and is never released early. The grid is absolute: a tick that fires late (a busy event loop)
+ * does not push the later ones back, so the lateness of one tick never adds up over a turn; a
+ * stream that missed ticks gets one chunk per tick (at most) until it is back on time.
+ */
+import type { Clock, TimerHandle } from "../lib/clock.js";
+
+export interface PacedStream {
+  /** Resolves when this stream's next chunk is due; rejects with the signal's reason once aborted. */
+  next(): Promise<void>;
+  /** The stream is over: drops its wait and its abort listener. */
+  end(): void;
+}
+
+/** Node fires a timer by its millisecond loop time: `monotonic()` may read a little short of the tick. */
+const EARLY_SLACK_MS = 1;
+
+class Stream implements PacedStream {
+  /** The grid time of the tick that released this stream's last chunk (its start, at first). */
+  last: number;
+  /** The tick this stream waits for; NaN when it does not wait. */
+  tick = Number.NaN;
+  resolve: (() => void) | null = null;
+  reject: ((err: unknown) => void) | null = null;
+  private readonly onAbort = (): void => {
+    const reject = this.reject;
+    this.clear();
+    reject?.(this.signal.reason);
+  };
+
+  constructor(
+    private readonly pacer: DemoPacer,
+    private readonly signal: AbortSignal,
+    start: number,
+  ) {
+    this.last = start;
+    signal.addEventListener("abort", this.onAbort, { once: true });
+  }
+
+  next(): Promise<void> {
+    if (this.signal.aborted) return Promise.reject(this.signal.reason);
+    return new Promise<void>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+      this.pacer.wait(this);
+    });
+  }
+
+  end(): void {
+    this.clear();
+    this.signal.removeEventListener("abort", this.onAbort);
+  }
+
+  /** Released by the tick at grid time `at`. */
+  release(at: number): void {
+    const resolve = this.resolve;
+    this.last = at;
+    this.clear();
+    resolve?.();
+  }
+
+  private clear(): void {
+    if (this.resolve) this.pacer.dropped();
+    this.resolve = null;
+    this.reject = null;
+    this.tick = Number.NaN;
+  }
+}
+
+export class DemoPacer {
+  /** Streams waiting for a tick (a stream that ended or aborted has `resolve` null and is skipped). */
+  private waiting: Stream[] = [];
+  private timer: TimerHandle | null = null;
+  /** Streams in `waiting` that still wait. */
+  private pending = 0;
+  private armedFor = Number.POSITIVE_INFINITY;
+  private anchor = 0;
+
+  constructor(
+    private readonly clock: Clock,
+    readonly intervalMs: number,
+  ) {
+    if (!(intervalMs > 0)) throw new RangeError("DemoPacer: intervalMs must be > 0");
+  }
+
+  /** A stream starting now; listens to `signal` once (not once per chunk). */
+  start(signal: AbortSignal): PacedStream {
+    return new Stream(this, signal, this.clock.monotonic());
+  }
+
+  /** Streams currently waiting for a tick (tests). */
+  get waitingCount(): number {
+    return this.pending;
+  }
+
+  /** @internal A stream's `next()`: queue it for the first tick at or after its due time. */
+  wait(s: Stream): void {
+    const due = s.last + this.intervalMs;
+    if (this.pending === 0) this.anchor = due;
+    this.pending++;
+    const k = Math.ceil((due - this.anchor) / this.intervalMs - 1e-9);
+    s.tick = this.anchor + k * this.intervalMs;
+    this.waiting.push(s);
+    if (s.tick < this.armedFor) this.arm(s.tick);
+  }
+
+  /** @internal A waiting stream was released, ended or aborted. */
+  dropped(): void {
+    this.pending--;
+  }
+
+  private arm(tick: number): void {
+    this.timer?.cancel();
+    this.armedFor = tick;
+    this.timer = this.clock.setTimeout(this.fire, Math.max(0, tick - this.clock.monotonic()));
+  }
+
+  private readonly fire = (): void => {
+    this.timer = null;
+    this.armedFor = Number.POSITIVE_INFINITY;
+    const now = this.clock.monotonic() + Math.min(EARLY_SLACK_MS, this.intervalMs / 2);
+    const waiting = this.waiting;
+    const kept: Stream[] = [];
+    this.waiting = kept;
+    let next = Number.POSITIVE_INFINITY;
+    for (const s of waiting) {
+      if (!s.resolve) continue;
+      if (s.tick <= now) s.release(s.tick);
+      else {
+        kept.push(s);
+        if (s.tick < next) next = s.tick;
+      }
+    }
+    if (next !== Number.POSITIVE_INFINITY) this.arm(next);
+  };
+}
