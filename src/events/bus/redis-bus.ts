@@ -13,13 +13,14 @@
  *   and an id. PUBLISH answers how many nodes listen, so a call to a dead node fails at once.
  * - Streams of sessions nobody publishes to expire after `streamTtlMs` (default 1 day).
  * - Publishes of one tick go to Redis as one script call (`XADD` per frame, in order, inside Redis):
- *   ~3× the frames/s of one command per frame. (Multi-key scripts: a single Redis or Sentinel, not
+ *   ~3× the frames/s of one command per frame; the call is encoded once into a Buffer (resp.ts). (Multi-key scripts: a single Redis or Sentinel, not
  *   Redis Cluster.)
  */
 import { Redis } from "ioredis";
 import { randomUUID } from "node:crypto";
 import { NodeUnreachable, type Bus, type BusEntry, type BusFrameListener, type BusGlobalListener, type BusOptions, type BusRequest, type BusRequestHandler, type WireError } from "./types.js";
 import { fromWireError, toWireError } from "./rpc-errors.js";
+import { prebuiltCommand } from "./resp.js";
 
 export interface RedisBusOptions extends BusOptions {
   /** `redis://host:port/db`; a `prefix` query parameter overrides the key prefix. */
@@ -68,7 +69,10 @@ export class RedisBus implements Bus {
   private readonly onError: (err: unknown, context: string) => void;
   private readonly subs = new Map<string, Set<Sub>>();
   private readonly globals = new Set<BusGlobalListener>();
-  private batch: Array<{ key: string; id: string; wire: string }> = [];
+  /** This tick's publishes, as parallel arrays (no object per frame). */
+  private batchKeys: string[] = [];
+  private batchIds: string[] = [];
+  private batchWires: string[] = [];
   private batchScheduled = false;
   private readonly services = new Map<string, BusRequestHandler>();
   private readonly calls = new Map<string, { resolve: (v: unknown) => void; reject: (e: unknown) => void; timer: NodeJS.Timeout }>();
@@ -136,7 +140,9 @@ export class RedisBus implements Bus {
 
   publish(sessionId: string, seq: number, wire: string): void {
     if (this.closed) return;
-    this.batch.push({ key: this.key(sessionId), id: `${seq}-0`, wire });
+    this.batchKeys.push(this.key(sessionId));
+    this.batchIds.push(`${seq}-0`);
+    this.batchWires.push(wire);
     if (this.batchScheduled) return;
     this.batchScheduled = true;
     let release!: () => void;
@@ -147,20 +153,31 @@ export class RedisBus implements Bus {
     });
   }
 
-  /** Sends what this tick published, in order; a frame with a stale seq is skipped by Redis. */
+  /**
+   * Sends what this tick published, in order; a frame with a stale seq is skipped by Redis. Each
+   * chunk is one EVAL encoded straight into a Buffer (resp.ts).
+   */
   private async sendBatch(): Promise<void> {
-    const frames = this.batch;
-    this.batch = [];
+    const keys = this.batchKeys;
+    const ids = this.batchIds;
+    const wires = this.batchWires;
+    this.batchKeys = [];
+    this.batchIds = [];
+    this.batchWires = [];
     // Every chunk is written now, in order, on one connection: Redis runs them in that order, and
     // a later tick's batch can only come after (no await between chunks).
     const sent: Promise<unknown>[] = [];
-    for (let i = 0; i < frames.length; i += PUBLISH_BATCH) {
-      const chunk = frames.slice(i, i + PUBLISH_BATCH);
-      const args: Array<string | number> = [PUBLISH_SCRIPT, chunk.length];
-      for (const f of chunk) args.push(f.key);
-      args.push(this.ringFrames, this.ttlMs);
-      for (const f of chunk) args.push(f.id, f.wire);
-      sent.push(this.cmd.call("EVAL", ...args).catch((err: unknown) => this.onError(err, "bus publish")));
+    const maxlen = String(this.ringFrames);
+    const ttl = String(this.ttlMs);
+    for (let i = 0; i < keys.length; i += PUBLISH_BATCH) {
+      const end = Math.min(keys.length, i + PUBLISH_BATCH);
+      const args: string[] = ["EVAL", PUBLISH_SCRIPT, String(end - i)];
+      for (let k = i; k < end; k++) args.push(keys[k]!);
+      args.push(maxlen, ttl);
+      for (let k = i; k < end; k++) args.push(ids[k]!, wires[k]!);
+      const cmd = prebuiltCommand(args);
+      void this.cmd.sendCommand(cmd);
+      sent.push((cmd.promise as Promise<unknown>).catch((err: unknown) => this.onError(err, "bus publish")));
     }
     await Promise.all(sent);
   }
