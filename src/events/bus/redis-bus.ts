@@ -11,7 +11,8 @@
  * - Global events go over pub/sub on `<prefix>global`, tagged with the sender so it skips its own.
  * - Forwarded calls: each node listens on `<prefix>node:<nodeId>`; a request names its reply node
  *   and an id. PUBLISH answers how many nodes listen, so a call to a dead node fails at once.
- * - Streams of sessions nobody publishes to expire after `streamTtlMs` (default 1 day).
+ * - Streams of sessions nobody publishes to expire after `streamTtlMs` (default 1 day; refreshed
+ *   by a publish at most every 24th of it).
  * - Publishes of one tick go to Redis as one script call (`XADD` per frame, in order, inside Redis):
  *   ~3× the frames/s of one command per frame; the call is encoded once into a Buffer (resp.ts). (Multi-key scripts: a single Redis or Sentinel, not
  *   Redis Cluster.)
@@ -39,20 +40,23 @@ interface Sub {
 const READ_COUNT = 1000;
 const PUBLISH_BATCH = 500;
 
-/** KEYS: one stream per frame. ARGV: maxlen, ttl, then (id, wire) per frame. Stale ids are skipped. */
+/**
+ * KEYS: one stream per frame, then the streams whose expiry to push back. ARGV: maxlen, ttl, the
+ * number of frames, then (id, wire) per frame. Stale ids are skipped. The expiry is refreshed for a
+ * stream only now and then (see expiryDue), not at every call: with one frame per session per tick
+ * that was one PEXPIRE per XADD, about a third of Redis's CPU for publishing.
+ */
 const PUBLISH_SCRIPT = `
-local maxlen, ttl = ARGV[1], ARGV[2]
-local seen = {}
+local maxlen, ttl, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local refused = 0
-for i = 1, #KEYS do
-  local ok = redis.pcall('XADD', KEYS[i], 'MAXLEN', '~', maxlen, ARGV[i * 2 + 1], 'w', ARGV[i * 2 + 2])
+for i = 1, n do
+  local ok = redis.pcall('XADD', KEYS[i], 'MAXLEN', '~', maxlen, ARGV[i * 2 + 2], 'w', ARGV[i * 2 + 3])
   if type(ok) == 'table' and ok.err then refused = refused + 1 end
-  if not seen[KEYS[i]] then
-    seen[KEYS[i]] = true
-    redis.call('PEXPIRE', KEYS[i], ttl)
-  end
 end
+for i = n + 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
 return refused`;
+/** A stream's expiry is pushed back when it was last pushed back this long ago (a 24th of the TTL). */
+const EXPIRY_REFRESH_FRACTION = 24;
 const BLOCK_MS = 5000;
 
 export { isRedisUrl } from "./locations.js";
@@ -73,6 +77,9 @@ export class RedisBus implements Bus {
   private batchKeys: string[] = [];
   private batchIds: string[] = [];
   private batchWires: string[] = [];
+  /** Stream key → when this node last pushed its expiry back (expiryDue). */
+  private readonly expiryRefreshed = new Map<string, number>();
+  private expiryPruned = Date.now();
   private batchScheduled = false;
   private readonly services = new Map<string, BusRequestHandler>();
   private readonly calls = new Map<string, { resolve: (v: unknown) => void; reject: (e: unknown) => void; timer: NodeJS.Timeout }>();
@@ -169,17 +176,43 @@ export class RedisBus implements Bus {
     const sent: Promise<unknown>[] = [];
     const maxlen = String(this.ringFrames);
     const ttl = String(this.ttlMs);
+    const now = Date.now();
     for (let i = 0; i < keys.length; i += PUBLISH_BATCH) {
       const end = Math.min(keys.length, i + PUBLISH_BATCH);
-      const args: string[] = ["EVAL", PUBLISH_SCRIPT, String(end - i)];
+      const expiring = this.expiryDue(keys, i, end, now);
+      const args: string[] = ["EVAL", PUBLISH_SCRIPT, String(end - i + expiring.length)];
       for (let k = i; k < end; k++) args.push(keys[k]!);
-      args.push(maxlen, ttl);
+      for (const key of expiring) args.push(key);
+      args.push(maxlen, ttl, String(end - i));
       for (let k = i; k < end; k++) args.push(ids[k]!, wires[k]!);
       const cmd = prebuiltCommand(args);
       void this.cmd.sendCommand(cmd);
       sent.push((cmd.promise as Promise<unknown>).catch((err: unknown) => this.onError(err, "bus publish")));
     }
     await Promise.all(sent);
+  }
+
+  /**
+   * The streams among keys[from, to) whose expiry this node has not pushed back for a while (or
+   * ever): a stream nobody publishes to still expires between 23/24 of the TTL and the TTL after
+   * its last frame.
+   */
+  private expiryDue(keys: readonly string[], from: number, to: number, now: number): string[] {
+    const every = this.ttlMs / EXPIRY_REFRESH_FRACTION;
+    const due: string[] = [];
+    for (let k = from; k < to; k++) {
+      const key = keys[k]!;
+      const last = this.expiryRefreshed.get(key);
+      if (last !== undefined && now - last < every) continue;
+      this.expiryRefreshed.set(key, now);
+      due.push(key);
+    }
+    // Forget streams not refreshed for a whole TTL (they expired, or moved to another node).
+    if (now - this.expiryPruned > this.ttlMs) {
+      this.expiryPruned = now;
+      for (const [key, at] of this.expiryRefreshed) if (now - at > this.ttlMs) this.expiryRefreshed.delete(key);
+    }
+    return due;
   }
 
   private track(p: Promise<unknown>): void {
