@@ -8,7 +8,7 @@
  */
 import pg from "pg";
 import { RECOVERABLE_END_REASONS } from "../../protocol/index.js";
-import { rowToMessage, rowToSession, rowToVersion } from "../columns/sessions.js";
+import { rowToMessage, rowToSession, rowToVersion, sortVersions } from "../columns/sessions.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { withStreamedText } from "../delta-log.js";
 import type {
@@ -306,14 +306,12 @@ export class PostgresStore implements Store {
   }
 
   async messageVersions(sessionId: string): Promise<VersionRow[]> {
-    const rows = await this.q(
-      `SELECT id, branch_of, hidden_by, created_seq FROM messages
-        WHERE session_id = $1 AND role = 'user'
-          AND (branch_of IS NOT NULL OR id IN (SELECT branch_of FROM messages WHERE session_id = $1 AND branch_of IS NOT NULL))
-        ORDER BY created_seq, id`,
-      [sessionId],
-    );
-    return rows.map(rowToVersion);
+    // Two seeks: later versions through their partial index (none in a session never branched), then their groups' first versions.
+    const later = await this.q(`SELECT id, branch_of, hidden_by, created_seq FROM messages WHERE session_id = $1 AND branch_of IS NOT NULL`, [sessionId]);
+    if (later.length === 0) return [];
+    const roots = [...new Set(later.map((r) => r.branch_of as string))];
+    const first = await this.q(`SELECT id, branch_of, hidden_by, created_seq FROM messages WHERE session_id = $1 AND id = ANY($2)`, [sessionId, roots]);
+    return sortVersions([...first, ...later].map(rowToVersion));
   }
 
   async loadHidden(sessionId: string, hiddenBy: string): Promise<MessageRow[]> {
