@@ -9,6 +9,9 @@
  *   + bus stream), p50/p99.
  *
  * Needs PostgreSQL and Redis (TETHER_BENCH_PG_URL, TETHER_BENCH_REDIS_URL; defaults as the tests).
+ * `--runs=N`, `--sessions=N`, `--count=N` change the sizes (defaults 5, 200, 300; `--quick`: 1, 40,
+ * 100). Beside each throughput: the machine's busy share and the CPU µs a frame of the nodes,
+ * PostgreSQL, Redis and the clients (bench/cpu-split.ts), the median run's.
  * Everything runs on this machine: clients, nodes, PostgreSQL and Redis share its cores, which is
  * what limits the 2-node figure (see docs/deploy.md).
  */
@@ -22,6 +25,7 @@ import { Redis } from "ioredis";
 import { spawnGateway, type SpawnedGateway } from "../test/support/spawn-gateway.js";
 import { RpcClient } from "./rpc-client.js";
 import { fmtInt, fmtMs, fmtRatio, median, percentile, progress } from "./stats.js";
+import { cpuSample, cpuSplit, type CpuSplitResult } from "./cpu-split.js";
 
 const PG_URL = process.env.TETHER_BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const REDIS_URL = process.env.TETHER_BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -35,6 +39,8 @@ interface StreamResult {
   frames: number;
   seconds: number;
   framesPerSec: number;
+  /** Where the CPU went during the (median) run; null without /proc. */
+  cpu: CpuSplitResult | null;
 }
 
 interface CatchupResult {
@@ -44,7 +50,9 @@ interface CatchupResult {
   frames: number;
 }
 
-const ENV = { TETHER_DEMO_DELAY_MS: "0", TETHER_LOG_LEVEL: "error", TETHER_ORPHAN_GRACE_S: "0" };
+const ENV: Record<string, string> = { TETHER_DEMO_DELAY_MS: "0", TETHER_LOG_LEVEL: "error", TETHER_ORPHAN_GRACE_S: "0" };
+// E.g. TETHER_BENCH_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every node (not the clients).
+if (process.env.TETHER_BENCH_NODE_OPTIONS) ENV.NODE_OPTIONS = process.env.TETHER_BENCH_NODE_OPTIONS;
 
 async function cluster(n: number, args: string[]): Promise<SpawnedGateway[]> {
   return Promise.all(Array.from({ length: n }, () => spawnGateway(["--port", "0", ...args], ENV)));
@@ -83,12 +91,15 @@ async function stream(label: string, nodes: SpawnedGateway[], sessions: number, 
       }
     };
   }
+  const pids = nodes.map((n) => n.child.pid!);
+  const cpu0 = cpuSample(pids);
   const t0 = performance.now();
   await Promise.all(ids.map((s) => s.client.call("prompt.submit", { session_id: s.sid, text: `count to ${countTo}` })));
   await all;
   const seconds = (performance.now() - t0) / 1000;
+  const cpu = cpuSplit(cpu0, cpuSample(pids));
   for (const c of clients.flat()) await c.close();
-  return { label, runs: [], nodes: nodes.length, sessions, frames, seconds, framesPerSec: frames / seconds, ids: ids.map(({ node, sid }) => ({ node, sid })) };
+  return { label, runs: [], nodes: nodes.length, sessions, frames, seconds, framesPerSec: frames / seconds, cpu, ids: ids.map(({ node, sid }) => ({ node, sid })) };
 }
 
 async function catchup(label: string, url: string, sid: string, iterations: number): Promise<CatchupResult> {
@@ -110,10 +121,17 @@ async function stopAll(nodes: SpawnedGateway[]): Promise<void> {
   await Promise.all(nodes.map((n) => n.kill("SIGTERM")));
 }
 
+/** `--name=N` on the command line (`npm run bench -- --scale --runs=3`), else `fallback`. */
+function numArg(name: string, fallback: number): number {
+  const a = process.argv.find((x) => x.startsWith(`--${name}=`));
+  const n = a ? Number(a.slice(name.length + 3)) : NaN;
+  return Number.isInteger(n) && n > 0 ? n : fallback;
+}
+
 export async function runScale(opts: { quick: boolean }): Promise<number> {
-  const sessions = opts.quick ? 40 : 200;
-  const RUNS = opts.quick ? 1 : 5;
-  const countTo = opts.quick ? 100 : 300;
+  const sessions = numArg("sessions", opts.quick ? 40 : 200);
+  const RUNS = numArg("runs", opts.quick ? 1 : 5);
+  const countTo = numArg("count", opts.quick ? 100 : 300);
   const schema = `tether_bench_${randomBytes(4).toString("hex")}`;
   const prefix = `tether_bench_${randomBytes(4).toString("hex")}:`;
   const storeUrl = `${PG_URL}${PG_URL.includes("?") ? "&" : "?"}schema=${schema}`;
@@ -171,6 +189,11 @@ export async function runScale(opts: { quick: boolean }): Promise<number> {
   for (const s of streams) {
     const spread = `${fmtInt(Math.min(...s.runs))}–${fmtInt(Math.max(...s.runs))}`;
     console.log(`  ${s.label.padEnd(30)} ${fmtInt(s.framesPerSec).padStart(9)} frames/s median of ${s.runs.length} (${spread})  ×${fmtRatio(s.framesPerSec / base)} vs SQLite`);
+    if (s.cpu) {
+      const per = (ms: number) => ((ms * 1000) / s.frames).toFixed(1);
+      const c = s.cpu.ms;
+      console.log(`  ${"".padEnd(30)} machine ${(s.cpu.machineBusy * 100).toFixed(0)}% busy; CPU µs a frame: nodes ${per(c.nodes)}, PostgreSQL ${per(c.postgres)}, Redis ${per(c.redis)}, clients ${per(c.clients)}`);
+    }
   }
   const one = streams[2]!.framesPerSec;
   console.log(`  2 nodes vs 1 node (PostgreSQL + Redis): ×${fmtRatio(streams[3]!.framesPerSec / one)}`);

@@ -137,6 +137,19 @@ export class EventLog implements SessionEventLog {
     return log;
   }
 
+  /**
+   * The log of a session this process has just created, whose row is still on its way to the
+   * store: nothing to read back, so it is ready at once. Its first block of seqs is reserved in
+   * the background — the session's durable frames commit after that reservation (commits are
+   * FIFO) and a transient frame waits for it, as for every later block. Why: a turn on a new
+   * session (a stateless chat completion) must not wait for these writes to start its model call.
+   */
+  static fresh(sessionId: string, deps: EventLogDeps): EventLog {
+    const log = new EventLog(sessionId, deps, 0, 0);
+    void log.reserve(log.nextSeq + log.seqBlock - 1).catch(() => undefined);
+    return log;
+  }
+
   private constructor(
     readonly sessionId: string,
     private readonly deps: EventLogDeps,
@@ -155,6 +168,11 @@ export class EventLog implements SessionEventLog {
 
   get epoch(): string {
     return this.deps.epoch;
+  }
+
+  /** The highest seq handed out so far (delivered or not yet). */
+  get emittedSeq(): number {
+    return this.nextSeq - 1;
   }
 
   /** The highest seq delivered to viewers. */

@@ -1,8 +1,10 @@
 /**
  * Creating a session: its row — with the provider and model it will use, checked as routable, and
  * their identity — and its lease in one transaction (a sibling's sweep never sees it unowned),
- * then its runtime, its first `session.info`, the viewer, and the Snapshot. Bound from the first
- * instant, so a viewer that leaves meanwhile cannot park it under the caller.
+ * then its runtime (built from the row, not read back), its first `session.info` and the viewer.
+ * Bound from the first instant, so a viewer that leaves meanwhile cannot park it under the caller.
+ * `session.create` answers once the row is stored; a turn entry starts its turn before (see
+ * SessionManager.createForTurn).
  */
 import { EventType, type Snapshot } from "../protocol/index.js";
 import { storage } from "./core/session-access.js";
@@ -13,6 +15,13 @@ import type { Viewer } from "./core/viewer.js";
 import { identityOf, mergeModelConfig } from "./models/model-identity.js";
 import { newSessionRow } from "./views/session-rows.js";
 import type { SessionParts } from "./assembly.js";
+import type { SessionRuntime } from "./core/session-runtime.js";
+
+/** A session just created: its runtime serves at once; `durable` settles when its row is stored. */
+export interface CreatedSession {
+  runtime: SessionRuntime;
+  durable: Promise<void>;
+}
 
 export function createSession(
   deps: SessionManagerDeps,
@@ -20,7 +29,7 @@ export function createSession(
   caller: Caller,
   params: CreateParams,
   viewer: Viewer | undefined,
-): Promise<Snapshot> {
+): Promise<CreatedSession> {
   const { switching, binding, registry, ownership } = parts;
   const { provider, model } = switching.pickModel(params.provider, params.model);
   const row = newSessionRow({
@@ -36,11 +45,17 @@ export function createSession(
   return binding.binding(row.id, async () => {
     // Refused before the row exists: a request with a colliding client tool leaves nothing behind.
     await checkClientTools(deps.tools, row.id, params.client_tools ?? []);
-    await storage(() => deps.committer.enqueue([{ op: "session.insert", row }, ownership.insertOp(row.id)]));
-    const runtime = await registry.open(row.id);
+    // Queued, not awaited: the runtime is built from the row in memory, and everything it writes
+    // commits after the row (FIFO commits). A turn on the new session starts its model call while
+    // this commits; its frames reach viewers only after it.
+    const durable = storage(() => deps.committer.enqueue([{ op: "session.insert", row }, ownership.insertOp(row.id)]));
+    ownership.insertCommitting(row.id, durable);
+    const runtime = await registry.openFresh(row);
+    // A row that never reached the store takes its runtime with it: nothing it writes can commit.
+    durable.catch(() => parts.ending.discard(runtime));
     runtime.log.emit(EventType.SessionInfo, sessionInfo(row));
     if (viewer) binding.attach(runtime, viewer);
     deps.logger.info({ session_id: row.id, provider, model }, "session created");
-    return parts.views.snapshot(runtime);
+    return { runtime, durable };
   });
 }

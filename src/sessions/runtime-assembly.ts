@@ -10,7 +10,7 @@ import { ErrorCode, parksTurn, TetherError } from "../protocol/index.js";
 import type { Clock } from "../lib/clock.js";
 import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
-import type { Store } from "../store/types.js";
+import type { SessionRow, Store } from "../store/types.js";
 import type { ToolSet } from "../agent/tools/index.js";
 import type { LiveRegistry, RuntimeOpener } from "./core/live-registry.js";
 import type { LiveSettings } from "./core/live-settings.js";
@@ -64,7 +64,8 @@ export class RuntimeAssembly implements RuntimeOpener {
     this.hooks = runtimeHooks(deps);
   }
 
-  async build(sessionId: string): Promise<SessionRuntime> {
+  async build(sessionId: string, fresh?: SessionRow): Promise<SessionRuntime> {
+    if (fresh) return this.buildFresh(fresh);
     const d = this.deps;
     const lease = await storage(() => d.ownership.acquire(sessionId, true));
     if (!lease.acquired) {
@@ -114,6 +115,43 @@ export class RuntimeAssembly implements RuntimeOpener {
     d.registry.opened(runtime);
     await d.requests.recover(runtime, unfinished);
     if (lease.from) d.logger.info({ session_id: sessionId, from: lease.from.owner }, "took over the session's lease");
+    void d.lifecycle.enforceCap().catch((err: unknown) => d.logger.error({ err }, "LRU cap enforcement failed"));
+    return runtime;
+  }
+
+  /**
+   * A session created here a moment ago: its row and lease are in the group commit's queue, and
+   * the row is what it will be — no lease to take (this process inserts it), no transcript, no
+   * requests, no lineage, no turn to recover, and the model it was created with. Nothing is read
+   * back or awaited, so a turn on it starts its model call at once; every write of the runtime
+   * commits after the row (FIFO commits).
+   */
+  private buildFresh(row: SessionRow): SessionRuntime {
+    const d = this.deps;
+    const log = d.logs.openFresh(row.id, () => {
+      const rt = d.registry.get(row.id);
+      if (rt) d.ending.supersede(rt);
+    });
+    // As an open of a stored row would (pickModel chose a routable one, so this rarely switches).
+    const choice = chooseModel(row, d.switching.catalog, d.switching.profileDefault());
+    if (choice.reason) d.switching.recordSwitch(log, row, choice.provider, choice.model, choice.reason);
+    const lineage = [row.id];
+    const runtime = new SessionRuntime(
+      {
+        row,
+        log,
+        history: [],
+        lineage,
+        provider: d.switching.catalog.resolve(choice.provider).provider,
+        model: choice.model,
+        systemPrompt: renderSystemPrompt(row.flags.system_prompt ?? d.settings.profile?.system_prompt, row),
+        lookupRequest: (requestId) => this.storedRequest(lineage, requestId),
+        fresh: true,
+      },
+      this.env,
+      this.hooks,
+    );
+    d.registry.opened(runtime);
     void d.lifecycle.enforceCap().catch((err: unknown) => d.logger.error({ err }, "LRU cap enforcement failed"));
     return runtime;
   }

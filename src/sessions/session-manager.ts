@@ -51,7 +51,7 @@ import { startTurn, type StartedTurn, type SubmitOptions, type TurnConfig, type 
 import { setClientTools } from "./core/client-tools.js";
 import { reopenStored } from "./lifecycle/reopening.js";
 import { deleteSession } from "./lifecycle/session-delete.js";
-import { openRequestsOf } from "./views/snapshots.js";
+import { freshSnapshot, openRequestsOf } from "./views/snapshots.js";
 import type { RequestAnswer } from "./requests/request-shapes.js";
 
 export type { ProviderCatalog } from "../agent/provider-catalog.js";
@@ -123,9 +123,23 @@ export class SessionManager implements ForwardedCalls {
 
   // ---- Sessions ----
 
-  create(caller: Caller, params: CreateParams = {}, viewer?: Viewer): Promise<Snapshot> {
+  /** A new session, answered once its row is stored. */
+  async create(caller: Caller, params: CreateParams = {}, viewer?: Viewer): Promise<Snapshot> {
     this.assertAccepting();
-    return createSession(this.deps, this.parts, caller, params, viewer);
+    const created = await createSession(this.deps, this.parts, caller, params, viewer);
+    await created.durable;
+    return this.parts.views.snapshot(created.runtime);
+  }
+
+  /**
+   * A new session for a turn that starts right away (turn-entry.ts): answered before its row is
+   * stored, with a Snapshot from memory (there is nothing else yet), and `durable` — what the turn
+   * entry awaits once the turn's model call is on its way.
+   */
+  async createForTurn(caller: Caller, params: CreateParams, viewer?: Viewer): Promise<{ snapshot: Snapshot; durable: Promise<void> }> {
+    this.assertAccepting();
+    const created = await createSession(this.deps, this.parts, caller, params, viewer);
+    return { snapshot: freshSnapshot(this.deps.epoch, created.runtime), durable: created.durable };
   }
 
   /**
@@ -389,15 +403,15 @@ export class SessionManager implements ForwardedCalls {
   // ---- Events ----
 
   async since(caller: Caller, sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<SinceResult> {
-    const remote = await this.parts.routing?.remoteFor(caller, sessionId);
-    if (remote) return storage(() => remote.since(sessionId, afterSeq, opts));
+    const remote = await this.parts.routing?.remoteSince(caller, sessionId, afterSeq, (r, stored) => r.since(sessionId, afterSeq, opts, stored));
+    if (remote) return remote;
     return (await this.requireLive(caller, sessionId, "session.events.since")).log.since(afterSeq, opts);
   }
 
   /** since() as JSON text, assembled without re-encoding stored frames (the WebSocket fast path). */
   async sinceJson(caller: Caller, sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<EncodedJson> {
-    const remote = await this.parts.routing?.remoteFor(caller, sessionId);
-    if (remote) return storage(() => remote.sinceJson(sessionId, afterSeq, opts));
+    const remote = await this.parts.routing?.remoteSince(caller, sessionId, afterSeq, (r, stored) => r.sinceJson(sessionId, afterSeq, opts, stored));
+    if (remote) return remote;
     return (await this.requireLive(caller, sessionId, "session.events.since")).log.sinceJson(afterSeq, opts);
   }
 

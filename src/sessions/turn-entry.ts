@@ -3,7 +3,11 @@
  * `/v1/chat/completions`, `/v1/responses`, `POST /api/sessions/{id}/prompt` and `POST /v1/runs`
  * — asks for the same steps and differs only in how it renders the frames:
  *
- *   admit → create, or resume the live tip → seed the history → submit → (then) → detach on error
+ *   admit → create, or resume the live tip → seed the history → submit → (a new session's row
+ *   stored) → (then) → detach on error
+ *
+ * A new session's row is not awaited before the turn: the model call starts while it commits
+ * (the turn's frames reach viewers only after it); the entry answers once it is stored.
  *
  * `admit` is the transport's admission (the HTTP API's per-principal turn limit); `then` runs
  * inside it, once the turn is submitted (a Response records its row there), so a failure there too
@@ -59,7 +63,8 @@ export interface StartedTurn {
 
 /** What the way into a turn calls: the SessionManager's own operations. */
 export interface TurnEntrance {
-  create(caller: Caller, params: CreateParams, viewer?: Viewer): Promise<Snapshot>;
+  /** A new session for this turn, answered before its row is stored; `durable` settles when it is. */
+  createForTurn(caller: Caller, params: CreateParams, viewer?: Viewer): Promise<{ snapshot: Snapshot; durable: Promise<void> }>;
   resume(caller: Caller, sessionId: string, viewer?: Viewer): Promise<Snapshot>;
   appendHistory(caller: Caller, sessionId: string, messages: readonly SeedMessage[]): Promise<{ latest_seq: number }>;
   submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts?: SubmitOptions): Promise<SubmitResult>;
@@ -88,8 +93,11 @@ export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then?: (t
   const { caller, viewer } = req;
   return (req.admit ?? admitAll)(caller, async () => {
     let snap: Snapshot | undefined;
+    let durable: Promise<void> | undefined;
     try {
-      snap = await open(sessions, req);
+      const opened = await open(sessions, req);
+      snap = opened?.snapshot;
+      durable = opened?.durable;
       // Tools and call options before anything is written: a client tool named like a server tool fails here.
       const configured = snap?.session_id ?? idOf(req);
       if (configured) {
@@ -106,6 +114,8 @@ export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then?: (t
       const target = "create" in req.session ? snap!.session_id : req.session.id;
       const opts: SubmitOptions = { ...(req.noInput ? { noInput: true } : {}), ...(req.fromMessageId !== undefined ? { fromMessageId: req.fromMessageId } : {}) };
       const result = await sessions.submit(caller, target, req.text, req.requestId, opts);
+      // A new session's row commits while the turn's model call is on its way: answered once it is stored.
+      if (durable) await durable;
       const turn: StartedTurn = {
         result,
         sessionId: snap?.session_id ?? result.session_id ?? target,
@@ -119,13 +129,13 @@ export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then?: (t
   });
 }
 
-function open(sessions: TurnEntrance, req: TurnRequest): Promise<Snapshot | undefined> {
+async function open(sessions: TurnEntrance, req: TurnRequest): Promise<{ snapshot: Snapshot; durable?: Promise<void> } | undefined> {
   const s = req.session;
   if ("create" in s) {
     const create = req.clientTools && req.clientTools.length > 0 ? { ...s.create, client_tools: [...req.clientTools] } : s.create;
-    return sessions.create(req.caller, create, req.viewer);
+    return sessions.createForTurn(req.caller, create, req.viewer);
   }
-  return s.resume ? sessions.resume(req.caller, s.id, req.viewer) : Promise.resolve(undefined);
+  return s.resume ? { snapshot: await sessions.resume(req.caller, s.id, req.viewer) } : undefined;
 }
 
 function idOf(req: TurnRequest): string {

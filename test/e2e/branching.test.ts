@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
 import { RpcSocket } from "../support/rpc-socket.js";
+import { reply, startFakeOpenAI } from "../support/fake-openai-server.js";
 
 let srv: TestServer;
 const dbPath = tempDbPath();
@@ -207,5 +208,66 @@ describe("branching over WebSocket", () => {
     expect(refused.error).toMatchObject({ code: 4074, data: { field: "system_prompt" } });
     expect((await sock.call("session.resume", { session_id: plumbed })).system_prompt_fixed).toBe(true);
     sock.close();
+  });
+});
+
+describe("branching over the sessions API", () => {
+  it("prompt with from_message_id, branch to switch, PATCH system_prompt; errors by name", async () => {
+    const post = (path: string, body: unknown) =>
+      fetch(`${srv.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const created = (await (await post("/api/sessions", {})).json()) as { session_id: string };
+    const sid = created.session_id;
+    // A WebSocket viewer of the session sees the HTTP turns end.
+    const sock = await RpcSocket.open(srv.wsUrl);
+    await sock.call("session.resume", { session_id: sid });
+    const done = async (turnId: string) => {
+      await sock.waitForEvent(sid, (f) => f.type === "turn.complete" && f.payload.turn_id === turnId);
+      return transcript(sock, sid);
+    };
+    const t1 = (await (await post(`/api/sessions/${sid}/prompt`, { text: "hello" })).json()) as { turn_id: string };
+    const [hello] = await done(t1.turn_id);
+    const t2 = await post(`/api/sessions/${sid}/prompt`, { from_message_id: hello.message_id });
+    expect(t2.status).toBe(202);
+    await done(((await t2.json()) as { turn_id: string }).turn_id);
+    const switched = await post(`/api/sessions/${sid}/branch`, { message_id: hello.message_id });
+    expect(await switched.json()).toMatchObject({ status: "switched", message_id: hello.message_id });
+    const missing = await post(`/api/sessions/${sid}/prompt`, { from_message_id: "msg_nope" });
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { error: { code: string } }).error.code).toBe("message_not_found");
+    const noText = await post(`/api/sessions/${sid}/prompt`, {});
+    expect(noText.status).toBe(400);
+    const patched = await fetch(`${srv.url}/api/sessions/${sid}`, { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify({ system_prompt: "Be brief." }) });
+    expect(patched.status).toBe(200);
+    sock.close();
+  });
+});
+
+describe("what a real upstream is sent", () => {
+  it("the session's new system prompt from the next turn on, and after an edit only the branch before it", async () => {
+    const ai = await startFakeOpenAI();
+    const up = await startTestServer({ config: { providers: { up: { base_url: ai.url, models: ["m"] } } } });
+    try {
+      const sock = await RpcSocket.open(up.wsUrl);
+      const { session_id: sid } = await sock.call("session.create", { system_prompt: "old" });
+      ai.script(reply.text(["one"]), reply.text(["two"]), reply.text(["edited"]), reply.text(["plain"]));
+      await turn(sock, sid, { text: "first" });
+      await sock.call("session.update", { session_id: sid, system_prompt: "Be brief." });
+      await turn(sock, sid, { text: "second" });
+      const [first] = await transcript(sock, sid);
+      await turn(sock, sid, { from_message_id: first!.message_id, text: "first, edited" });
+      await sock.call("session.update", { session_id: sid, system_prompt: "" });
+      await turn(sock, sid, { text: "third" });
+      const sent = ai.requests.map((r) => (r.body as { messages: Array<{ role: string; content: string }> }).messages.map((m) => `${m.role}:${m.content}`));
+      expect(sent).toEqual([
+        ["system:old", "user:first"],
+        ["system:Be brief.", "user:first", "assistant:one", "user:second"],
+        ["system:Be brief.", "user:first, edited"],
+        ["user:first, edited", "assistant:edited", "user:third"],
+      ]);
+      sock.close();
+    } finally {
+      await up.close();
+      await ai.close();
+    }
   });
 });

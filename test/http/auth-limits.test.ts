@@ -125,6 +125,32 @@ describe("limits and malformed input", () => {
     expect(r.body.error).toMatchObject({ code: "payload_too_large", type: "invalid_request_error" });
   });
 
+  it("413 for a streamed (chunked) body over the limit too, and a streamed body under it is read whole", async () => {
+    server = await startTestServer({ config: { http: { max_body_bytes: 4096 } } });
+    // No content-length: the limit is counted as the body arrives, not taken from a header.
+    const streamed = (body: string) =>
+      fetch(`${server!.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: new ReadableStream({
+          start(ctrl) {
+            for (let i = 0; i < body.length; i += 1000) ctrl.enqueue(new TextEncoder().encode(body.slice(i, i + 1000)));
+            ctrl.close();
+          },
+        }),
+        duplex: "half",
+      } as RequestInit);
+    const over = await streamed(chat({ messages: [{ role: "user", content: "x".repeat(5000) }] }));
+    expect(over.status).toBe(413);
+    expect(((await over.json()) as any).error).toMatchObject({ code: "payload_too_large" });
+    const under = await streamed(chat({ messages: [{ role: "user", content: "count to 2" }] }));
+    expect(under.status).toBe(200);
+    expect(((await under.json()) as any).choices[0].message.content).toContain("2");
+    // A declared length over the limit is refused from the header alone.
+    const declared = await req("/v1/chat/completions", { method: "POST", body: chat({ messages: [{ role: "user", content: "x".repeat(5000) }] }) });
+    expect(declared.status).toBe(413);
+  });
+
   it("400 for malformed JSON and for invalid fields, naming the field", async () => {
     server = await startTestServer();
     const broken = await req("/v1/chat/completions", { method: "POST", body: '{"model": "demo", ' });

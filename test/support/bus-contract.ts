@@ -48,6 +48,19 @@ export function busContract(name: string, open: OpenNodes): void {
       expect(got.length).toBe(38);
     });
 
+    it("carries any text byte for byte, in a tick of many sessions' frames (more than one script call)", async () => {
+      const [a, b] = await nodes(2000);
+      const text = (sid: string, seq: number) => `{"jsonrpc":"2.0","method":"event","params":{"session_id":"${sid}","seq":${seq},"t":"é ü 漢字 🙂 \\r\\n \\\\ \\"q\\" $5\\r\\n*1"}}`;
+      const sids = Array.from({ length: 30 }, (_, i) => `multi${i}`);
+      for (let seq = 1; seq <= 40; seq++) for (const sid of sids) a.publish(sid, seq, text(sid, seq)); // 1,200 frames, one tick
+      await a.flush();
+      for (const sid of [sids[0]!, sids[17]!, sids[29]!]) {
+        const got = await b.readAfter(sid, 0);
+        expect(got.map((e) => e.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+        expect(got.map((e) => e.wire)).toEqual(Array.from({ length: 40 }, (_, i) => text(sid, i + 1)));
+      }
+    });
+
     it("keeps sessions apart, and two subscribers of one session at different cursors each get their own tail", async () => {
       const [a, b] = await nodes();
       const s1: number[] = [];

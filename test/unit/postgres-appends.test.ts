@@ -1,8 +1,8 @@
 /**
- * PostgreSQL group commits on a real server: a batch of many units is one INSERT per append-only
- * table (the statements the store sends are counted at the `pg` client), rows keep seq order, the
- * fences are checked without a query each, and a failing row or a stale fence anywhere in the
- * batch writes nothing of it.
+ * PostgreSQL group commits on a real server: a streaming batch of many units is one statement, any
+ * other batch one INSERT per append-only table in its transaction (the statements the store sends
+ * are counted at the `pg` client); rows keep seq order, the fences are checked without a query
+ * each, and a failing row or a stale fence anywhere in the batch writes nothing of it.
  */
 import pg from "pg";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -60,19 +60,41 @@ function streamingBatch(ids: string[], rounds: number, firstSeq = 2): WriteOp[] 
 }
 
 describe.skipIf(!pgAvailable)("PostgreSQL commits, batched", () => {
-  it("writes a batch of 400 units as one INSERT per table, the fences with the lease lock it takes anyway", async () => {
+  it("writes a streaming batch of 400 units (appends, fences, seq reservations) as one statement", async () => {
     const { store, ids } = await fixture(100);
     try {
+      const batch = streamingBatch(ids, 2);
+      batch.push(fence("s3"), { op: "seq.reserve", session_id: "s3", upTo: 2048 }, fence("s3"), { op: "seq.reserve", session_id: "s3", upTo: 1024 });
       counting = true;
-      await store.commit(streamingBatch(ids, 2));
+      await store.commit(batch);
       counting = false;
-      const verbs = sent.map((t) => t.trim().split(/\s+/).slice(0, 3).join(" "));
-      expect(verbs).toEqual(["BEGIN", "SELECT session_id, owner,", "INSERT INTO message_deltas", "INSERT INTO events", "COMMIT"]);
-      // Seq order kept, every row there, payload text byte for byte.
+      expect(sent.map((t) => t.trim().split(/\s+/).slice(0, 3).join(" "))).toEqual(["WITH fence AS"]);
+      // Seq order kept, every row there, payload text byte for byte; the larger reservation won.
       for (const id of ["s0", "s57", "s99"]) {
         expect(await store.readEvents(id, 0, 10)).toEqual([ev(id, 3), ev(id, 5)]);
         expect((await store.streamedText(id)).get(`m_${id}`)).toBe(" 2 4");
       }
+      expect((await store.getSession("s3"))!.seq_reserved).toBe(2048);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("writes any other batch in one transaction with one INSERT per table, the fences with the lease lock it takes anyway", async () => {
+    const { store, ids } = await fixture(100);
+    try {
+      const batch = streamingBatch(ids, 2);
+      batch.push(fence("s5"), { op: "session.update", id: "s5", patch: { title: "renamed" } });
+      counting = true;
+      await store.commit(batch);
+      counting = false;
+      const verbs = sent.map((t) => t.trim().split(/\s+/).slice(0, 3).join(" "));
+      expect(verbs).toEqual(["BEGIN", "SELECT session_id, owner,", "UPDATE sessions SET", "INSERT INTO message_deltas", "INSERT INTO events", "COMMIT"]);
+      for (const id of ["s0", "s57", "s99"]) {
+        expect(await store.readEvents(id, 0, 10)).toEqual([ev(id, 3), ev(id, 5)]);
+        expect((await store.streamedText(id)).get(`m_${id}`)).toBe(" 2 4");
+      }
+      expect((await store.getSession("s5"))!.title).toBe("renamed");
     } finally {
       await store.close();
     }
@@ -86,6 +108,11 @@ describe.skipIf(!pgAvailable)("PostgreSQL commits, batched", () => {
       batch.push(fence("s7"), { op: "event.append", row: ev("s7", 99) }); // duplicate (session, seq): the INSERT fails
       await expect(store.commit(batch)).rejects.toMatchObject({ code: "23505" });
       expect(await store.readEvents("s0", 0, 10)).toEqual([]);
+      // The same in a batch that takes the transaction path.
+      batch.push({ op: "session.update", id: "s1", patch: { title: "renamed" } });
+      await expect(store.commit(batch)).rejects.toMatchObject({ code: "23505" });
+      expect(await store.readEvents("s0", 0, 10)).toEqual([]);
+      expect((await store.getSession("s1"))!.title).toBe("title s1");
       expect(await store.readEvents("s7", 0, 10)).toEqual([ev("s7", 99)]);
       expect(await store.streamedText("s0")).toEqual(new Map());
     } finally {
@@ -98,7 +125,11 @@ describe.skipIf(!pgAvailable)("PostgreSQL commits, batched", () => {
     try {
       const stale = streamingBatch(ids, 1);
       stale.splice(6, 0, fence("s4", "A", 2), { op: "event.append", row: ev("s4", 50) });
+      await expect(store.commit(stale)).rejects.toMatchObject({ name: "FenceError", sessionId: "s4", token: 2 });
       await expect(store.commit(stale)).rejects.toBeInstanceOf(FenceError);
+      expect(await store.readEvents("s0", 0, 10)).toEqual([]);
+      stale.push({ op: "session.update", id: "s1", patch: { title: "renamed" } }); // the transaction path
+      await expect(store.commit(stale)).rejects.toMatchObject({ name: "FenceError", sessionId: "s4", token: 2 });
       expect(await store.readEvents("s0", 0, 10)).toEqual([]);
       // A session created and written in one batch (as a group commit can gather them).
       await store.commit([{ op: "session.insert", row: sessionRow("new") }, lease("new", "B"), fence("new", "B"), { op: "event.append", row: ev("new", 1) }]);

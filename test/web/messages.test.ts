@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../support/start-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, send, type Browser } from "./browser.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, screenshot, send, type Browser } from "./browser.js";
 
 async function clipboardAfter(page: Page, click: () => Promise<void>): Promise<string> {
   await page.evaluate(() => navigator.clipboard.writeText("nothing yet"));
@@ -93,6 +93,7 @@ describe.skipIf(!chromiumAvailable)("web client per-message actions in Chromium"
     await expect.poll(() => replyTexts(page)).toEqual(["1 2"]);
     await send(page, "recall");
     await expect.poll(() => replyTexts(page)).toEqual(["1 2", 'Earlier you said: "count to 2".']);
+    await screenshot(page, "18-versions-desktop");
 
     // Versions are the gateway's: a reload with nothing kept in this browser shows the same.
     await reloadForgetting(page);

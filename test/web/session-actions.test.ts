@@ -292,6 +292,15 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     await screenshot(page, "17-sessions-desktop");
     await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
 
+    // Download: the transcript as a Markdown file (the export route, with the page's key).
+    await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
+    const [file] = await Promise.all([page.waitForEvent("download"), sidebarItem(page, first).getByRole("button", { name: "Download" }).click()]);
+    expect(file.suggestedFilename()).toBe("renamed-later.md");
+    const { readFile } = await import("node:fs/promises");
+    const md = await readFile((await file.path())!, "utf8");
+    expect(md).toContain("renamed later");
+    expect(md).toContain("count to 3");
+
     // Archive: out of the list, in the Archived one, and back.
     await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
     await sidebarItem(page, first).getByRole("button", { name: "Archive" }).click();

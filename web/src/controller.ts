@@ -652,6 +652,27 @@ export class AppController {
     }
   }
 
+  /**
+   * Downloads the transcript (`GET /api/sessions/{id}/export?format=markdown`, the active branch with
+   * its compression lineage) as a file: fetched with the key's header, saved through a blob link.
+   */
+  async download(sessionId: string, title: string): Promise<void> {
+    try {
+      const res = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/export?format=markdown`, { headers: this.authHeaders() });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      const url = URL.createObjectURL(await res.blob());
+      const a = document.createElement("a");
+      a.href = url;
+      a.download = `${(title || sessionId).replace(/[^\w.-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 60) || sessionId}.md`;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (err) {
+      this.toast(`Download failed: ${errorText(err)}`, "error");
+    }
+  }
+
   /** Deletes the session and its transcript for good (the row asked first). */
   async deleteSession(sessionId: string): Promise<void> {
     try {

@@ -86,7 +86,7 @@ export function SettingsDialog({ ctl, onClose }: { ctl: AppController; onClose()
         <fieldset class="settings-group">
           <legend>New sessions</legend>
           <label for="settings-prompt">System prompt (empty: the profile's)</label>
-          <textarea id="settings-prompt" rows={3} value={prompt} onInput={(e) => setPrompt((e.target as HTMLTextAreaElement).value)} />
+          <textarea id="settings-prompt" rows={2} value={prompt} onInput={(e) => setPrompt((e.target as HTMLTextAreaElement).value)} />
           <p class="settings-note">This page creates sessions in the default profile.</p>
         </fieldset>
         <div class="modal-actions">
@@ -120,12 +120,12 @@ function SessionSettings({ ctl }: { ctl: AppController }) {
     <fieldset class="settings-group" data-testid="session-settings">
       <legend>This session</legend>
       <p class="settings-note">
-        Profile <strong>{m.profile}</strong> — fixed for a session: each profile keeps its own store.
+        Profile <strong>{m.profile}</strong> (fixed: each profile keeps its own store)
       </p>
       <label for="session-prompt">This session's system prompt (empty: the profile's)</label>
       <textarea
         id="session-prompt"
-        rows={3}
+        rows={2}
         value={prompt}
         disabled={fixed || ended}
         onInput={(e) => setPrompt((e.target as HTMLTextAreaElement).value)}

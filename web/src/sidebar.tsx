@@ -173,6 +173,17 @@ function SessionItem({ ctl, s, active, onPick }: { ctl: AppController; s: Sessio
           >
             {s.archived ? "Unarchive" : "Archive"}
           </button>
+          <button
+            type="button"
+            class="btn btn-sm"
+            title="The transcript as Markdown, with what it was compressed from"
+            onClick={() => {
+              setMore(false);
+              void ctl.download(s.session_id, name);
+            }}
+          >
+            Download
+          </button>
           <button type="button" class="btn btn-sm btn-danger" onClick={() => setConfirmDelete(true)}>
             Delete…
           </button>

@@ -11,15 +11,17 @@
  * - Global events go over pub/sub on `<prefix>global`, tagged with the sender so it skips its own.
  * - Forwarded calls: each node listens on `<prefix>node:<nodeId>`; a request names its reply node
  *   and an id. PUBLISH answers how many nodes listen, so a call to a dead node fails at once.
- * - Streams of sessions nobody publishes to expire after `streamTtlMs` (default 1 day).
+ * - Streams of sessions nobody publishes to expire after `streamTtlMs` (default 1 day; refreshed
+ *   by a publish at most every 24th of it).
  * - Publishes of one tick go to Redis as one script call (`XADD` per frame, in order, inside Redis):
- *   ~3× the frames/s of one command per frame. (Multi-key scripts: a single Redis or Sentinel, not
+ *   ~3× the frames/s of one command per frame; the call is encoded once into a Buffer (resp.ts). (Multi-key scripts: a single Redis or Sentinel, not
  *   Redis Cluster.)
  */
 import { Redis } from "ioredis";
 import { randomUUID } from "node:crypto";
 import { NodeUnreachable, type Bus, type BusEntry, type BusFrameListener, type BusGlobalListener, type BusOptions, type BusRequest, type BusRequestHandler, type WireError } from "./types.js";
 import { fromWireError, toWireError } from "./rpc-errors.js";
+import { prebuiltCommand } from "./resp.js";
 
 export interface RedisBusOptions extends BusOptions {
   /** `redis://host:port/db`; a `prefix` query parameter overrides the key prefix. */
@@ -38,20 +40,23 @@ interface Sub {
 const READ_COUNT = 1000;
 const PUBLISH_BATCH = 500;
 
-/** KEYS: one stream per frame. ARGV: maxlen, ttl, then (id, wire) per frame. Stale ids are skipped. */
+/**
+ * KEYS: one stream per frame, then the streams whose expiry to push back. ARGV: maxlen, ttl, the
+ * number of frames, then (id, wire) per frame. Stale ids are skipped. The expiry is refreshed for a
+ * stream only now and then (see expiryDue), not at every call: with one frame per session per tick
+ * that was one PEXPIRE per XADD, about a third of Redis's CPU for publishing.
+ */
 const PUBLISH_SCRIPT = `
-local maxlen, ttl = ARGV[1], ARGV[2]
-local seen = {}
+local maxlen, ttl, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local refused = 0
-for i = 1, #KEYS do
-  local ok = redis.pcall('XADD', KEYS[i], 'MAXLEN', '~', maxlen, ARGV[i * 2 + 1], 'w', ARGV[i * 2 + 2])
+for i = 1, n do
+  local ok = redis.pcall('XADD', KEYS[i], 'MAXLEN', '~', maxlen, ARGV[i * 2 + 2], 'w', ARGV[i * 2 + 3])
   if type(ok) == 'table' and ok.err then refused = refused + 1 end
-  if not seen[KEYS[i]] then
-    seen[KEYS[i]] = true
-    redis.call('PEXPIRE', KEYS[i], ttl)
-  end
 end
+for i = n + 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
 return refused`;
+/** A stream's expiry is pushed back when it was last pushed back this long ago (a 24th of the TTL). */
+const EXPIRY_REFRESH_FRACTION = 24;
 const BLOCK_MS = 5000;
 
 export { isRedisUrl } from "./locations.js";
@@ -68,7 +73,13 @@ export class RedisBus implements Bus {
   private readonly onError: (err: unknown, context: string) => void;
   private readonly subs = new Map<string, Set<Sub>>();
   private readonly globals = new Set<BusGlobalListener>();
-  private batch: Array<{ key: string; id: string; wire: string }> = [];
+  /** This tick's publishes, as parallel arrays (no object per frame). */
+  private batchKeys: string[] = [];
+  private batchIds: string[] = [];
+  private batchWires: string[] = [];
+  /** Stream key → when this node last pushed its expiry back (expiryDue). */
+  private readonly expiryRefreshed = new Map<string, number>();
+  private expiryPruned = Date.now();
   private batchScheduled = false;
   private readonly services = new Map<string, BusRequestHandler>();
   private readonly calls = new Map<string, { resolve: (v: unknown) => void; reject: (e: unknown) => void; timer: NodeJS.Timeout }>();
@@ -136,7 +147,9 @@ export class RedisBus implements Bus {
 
   publish(sessionId: string, seq: number, wire: string): void {
     if (this.closed) return;
-    this.batch.push({ key: this.key(sessionId), id: `${seq}-0`, wire });
+    this.batchKeys.push(this.key(sessionId));
+    this.batchIds.push(`${seq}-0`);
+    this.batchWires.push(wire);
     if (this.batchScheduled) return;
     this.batchScheduled = true;
     let release!: () => void;
@@ -147,22 +160,59 @@ export class RedisBus implements Bus {
     });
   }
 
-  /** Sends what this tick published, in order; a frame with a stale seq is skipped by Redis. */
+  /**
+   * Sends what this tick published, in order; a frame with a stale seq is skipped by Redis. Each
+   * chunk is one EVAL encoded straight into a Buffer (resp.ts).
+   */
   private async sendBatch(): Promise<void> {
-    const frames = this.batch;
-    this.batch = [];
+    const keys = this.batchKeys;
+    const ids = this.batchIds;
+    const wires = this.batchWires;
+    this.batchKeys = [];
+    this.batchIds = [];
+    this.batchWires = [];
     // Every chunk is written now, in order, on one connection: Redis runs them in that order, and
     // a later tick's batch can only come after (no await between chunks).
     const sent: Promise<unknown>[] = [];
-    for (let i = 0; i < frames.length; i += PUBLISH_BATCH) {
-      const chunk = frames.slice(i, i + PUBLISH_BATCH);
-      const args: Array<string | number> = [PUBLISH_SCRIPT, chunk.length];
-      for (const f of chunk) args.push(f.key);
-      args.push(this.ringFrames, this.ttlMs);
-      for (const f of chunk) args.push(f.id, f.wire);
-      sent.push(this.cmd.call("EVAL", ...args).catch((err: unknown) => this.onError(err, "bus publish")));
+    const maxlen = String(this.ringFrames);
+    const ttl = String(this.ttlMs);
+    const now = Date.now();
+    for (let i = 0; i < keys.length; i += PUBLISH_BATCH) {
+      const end = Math.min(keys.length, i + PUBLISH_BATCH);
+      const expiring = this.expiryDue(keys, i, end, now);
+      const args: string[] = ["EVAL", PUBLISH_SCRIPT, String(end - i + expiring.length)];
+      for (let k = i; k < end; k++) args.push(keys[k]!);
+      for (const key of expiring) args.push(key);
+      args.push(maxlen, ttl, String(end - i));
+      for (let k = i; k < end; k++) args.push(ids[k]!, wires[k]!);
+      const cmd = prebuiltCommand(args);
+      void this.cmd.sendCommand(cmd);
+      sent.push((cmd.promise as Promise<unknown>).catch((err: unknown) => this.onError(err, "bus publish")));
     }
     await Promise.all(sent);
+  }
+
+  /**
+   * The streams among keys[from, to) whose expiry this node has not pushed back for a while (or
+   * ever): a stream nobody publishes to still expires between 23/24 of the TTL and the TTL after
+   * its last frame.
+   */
+  private expiryDue(keys: readonly string[], from: number, to: number, now: number): string[] {
+    const every = this.ttlMs / EXPIRY_REFRESH_FRACTION;
+    const due: string[] = [];
+    for (let k = from; k < to; k++) {
+      const key = keys[k]!;
+      const last = this.expiryRefreshed.get(key);
+      if (last !== undefined && now - last < every) continue;
+      this.expiryRefreshed.set(key, now);
+      due.push(key);
+    }
+    // Forget streams not refreshed for a whole TTL (they expired, or moved to another node).
+    if (now - this.expiryPruned > this.ttlMs) {
+      this.expiryPruned = now;
+      for (const [key, at] of this.expiryRefreshed) if (now - at > this.ttlMs) this.expiryRefreshed.delete(key);
+    }
+    return due;
   }
 
   private track(p: Promise<unknown>): void {

@@ -4,10 +4,11 @@
  *   GET    /api/sessions                  list (profile, limit, cursor, include_ended, include_hidden)
  *   POST   /api/sessions                  create → 201 Snapshot
  *   GET    /api/sessions/{id}             SessionSummary
- *   PATCH  /api/sessions/{id}             { title?, archived? } → SessionSummary
+ *   PATCH  /api/sessions/{id}             { title?, archived?, system_prompt? } → SessionSummary
  *   DELETE /api/sessions/{id}             close → { closed, end_reason }; ?purge=true deletes it and its transcript → { deleted }
  *   GET    /api/sessions/{id}/messages    ?after=<message_id>&limit= → { messages, next_cursor }
- *   POST   /api/sessions/{id}/prompt      { text, request_id? } → 202 { turn_id, trace_id, status }
+ *   POST   /api/sessions/{id}/prompt      { text, request_id?, from_message_id? } → 202 { turn_id, trace_id, status }
+ *   POST   /api/sessions/{id}/branch      { message_id } → { message_id, versions, status, seq? } (session.branch.select)
  *   POST   /api/sessions/{id}/interrupt   → { status }
  *   POST   /api/sessions/{id}/requests/{request_id}   { choice?, note?, content?, output?, error? } → { request_id, status, choice, by }
  *   GET    /api/approvals                 the caller's stored `always` approvals; DELETE /api/approvals/{tool} revokes one
@@ -38,9 +39,17 @@ import { sseResponse } from "./sse.js";
 
 export { SseEvent } from "./session-events.js";
 
-const PatchBody = z.object({ title: z.string().max(500).optional(), archived: z.boolean().optional() });
+const PatchBody = z.object({ title: z.string().max(500).optional(), archived: z.boolean().optional(), system_prompt: z.string().max(200_000).optional() });
 const RespondBody = RequestRespondParams.omit({ session_id: true, request_id: true, profile: true });
-const PromptBody = z.object({ text: z.string().min(1).max(1_000_000), request_id: z.string().min(1).max(200).optional() });
+/** `from_message_id`: a new version of that prompt (branching); then `text` may be left out (regenerate). */
+const PromptBody = z
+  .object({
+    text: z.string().min(1).max(1_000_000).optional(),
+    request_id: z.string().min(1).max(200).optional(),
+    from_message_id: z.string().min(1).max(200).optional(),
+  })
+  .refine((b) => b.text !== undefined || b.from_message_id !== undefined, { message: "Required (only a regenerate, with from_message_id, may leave it out)", path: ["text"] });
+const BranchBody = z.object({ message_id: z.string().min(1).max(200) });
 
 function id(c: AppContext): string {
   return c.req.param("id") ?? "";
@@ -127,9 +136,10 @@ function mountWrites(app: Hono<AppEnv>, api: HttpApi): void {
 
   app.patch("/api/sessions/:id", async (c) => {
     const body = await readJson(c, PatchBody);
-    const patch: { title?: string; archived?: boolean } = {};
+    const patch: { title?: string; archived?: boolean; system_prompt?: string } = {};
     if (body.title !== undefined) patch.title = body.title;
     if (body.archived !== undefined) patch.archived = body.archived;
+    if (body.system_prompt !== undefined) patch.system_prompt = body.system_prompt;
     return c.json(await (await sessionsOf(c)).update(callerOf(c), id(c), patch));
   });
 
@@ -153,8 +163,9 @@ function mountWrites(app: Hono<AppEnv>, api: HttpApi): void {
       const { result } = await sessions.startTurn({
         caller,
         session: { id: id(c), resume: true },
-        text: body.text,
+        text: body.text ?? "",
         ...(requestId !== undefined ? { requestId } : {}),
+        ...(body.from_message_id !== undefined ? { fromMessageId: body.from_message_id } : {}),
         admit: (who, run) => api.limiter.admit(who, run),
       });
       if (claim.kind === "fresh") await claim.record(202, result);
@@ -169,6 +180,15 @@ function mountWrites(app: Hono<AppEnv>, api: HttpApi): void {
   });
 
   app.delete("/api/approvals/:tool", async (c) => c.json(await (await sessionsOf(c)).revokeApproval(callerOf(c), c.req.param("tool") ?? "")));
+
+  // Shows another version of a prompt (session.branch.select); the session is opened here if needed.
+  app.post("/api/sessions/:id/branch", async (c) => {
+    const caller = callerOf(c);
+    const body = await readJson(c, BranchBody);
+    const sessions = await sessionsOf(c);
+    await sessions.resume(caller, id(c));
+    return c.json(await sessions.selectBranch(caller, id(c), body.message_id));
+  });
 
   app.post("/api/sessions/:id/interrupt", async (c) => {
     const caller = callerOf(c);

@@ -18,7 +18,7 @@ import type { Ownership } from "../lifecycle/ownership.js";
 import { reopenStored } from "../lifecycle/reopening.js";
 import type { ViewerBinding } from "../lifecycle/viewer-binding.js";
 import type { ConfigSetResult } from "../models/model-switching.js";
-import type { RemoteView } from "./remote-view.js";
+import type { RemoteView, StoredCut } from "./remote-view.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
 
 /** Marks a call forwarded from another node: it runs here, never forwarded again. */
@@ -199,6 +199,25 @@ export class NodeRouting {
     const snap = await storage(() => this.remote.snapshot(row, afterSeq));
     if (viewer) this.remote.follow(sessionId, snap.latest_seq, viewer);
     return snap;
+  }
+
+  /**
+   * since() of a session a live sibling owns, from the store and the bus; null when the session is
+   * not served remotely (the caller answers it here). The store half of the answer is read beside
+   * the access checks, not after them: a catch-up on a non-owner node waits for two round trips
+   * (store, then bus), not three. When the checks say no, that read is dropped.
+   */
+  async remoteSince<T>(
+    caller: Caller,
+    sessionId: string,
+    afterSeq: number,
+    answer: (remote: RemoteView, stored: Promise<StoredCut>) => Promise<T>,
+  ): Promise<T | null> {
+    if (this.deps.registry.has(sessionId)) return null;
+    const stored = this.remote.readStored(sessionId, afterSeq);
+    stored.catch(() => undefined); // awaited below only when the session is remote
+    const remote = await this.remoteFor(caller, sessionId);
+    return remote ? storage(() => answer(remote, stored)) : null;
   }
 
   /** The remote view when `sessionId` is not live here but a sibling node holds its lease. */

@@ -50,6 +50,12 @@ interface Cut {
 
 const SINCE_PAGE = 100_000;
 
+/** What since() reads from the store, before it reads the bus. */
+export interface StoredCut {
+  rows: EventRow[];
+  messages: MessageRow[];
+}
+
 export class RemoteView {
   /** viewer id → session id → unsubscribe */
   private readonly follows = new Map<string, Map<string, () => void>>();
@@ -57,8 +63,8 @@ export class RemoteView {
 
   constructor(private readonly deps: RemoteViewDeps) {}
 
-  async since(sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<SinceResult> {
-    const cut = await this.collect(sessionId, afterSeq);
+  async since(sessionId: string, afterSeq: number, opts: SinceOptions = {}, stored?: Promise<StoredCut>): Promise<SinceResult> {
+    const cut = await this.collect(sessionId, afterSeq, stored);
     let events = cut.items.map((it) => (it.row ? fromEventRow(it.row, this.deps.epoch) : parseFrame(it.entry!.wire)));
     if (opts.transient === false) events = events.filter((f) => !isTransientEvent(f.type));
     return { events, latest_seq: cut.latest, truncated: false, epoch: this.deps.epoch, snapshots: cut.snapshots };
@@ -68,8 +74,8 @@ export class RemoteView {
    * since() as JSON text: the retained frames are spliced in as the owner encoded them and the
    * stored ones as stored (the owner's sinceJson does the same), not parsed and re-encoded.
    */
-  async sinceJson(sessionId: string, afterSeq: number, opts: SinceOptions = {}): Promise<EncodedJson> {
-    const cut = await this.collect(sessionId, afterSeq);
+  async sinceJson(sessionId: string, afterSeq: number, opts: SinceOptions = {}, stored?: Promise<StoredCut>): Promise<EncodedJson> {
+    const cut = await this.collect(sessionId, afterSeq, stored);
     const epochJson = JSON.stringify(this.deps.epoch);
     const sessionJson = JSON.stringify(sessionId);
     const parts: string[] = [];
@@ -205,11 +211,19 @@ export class RemoteView {
     this.viewers.clear();
   }
 
-  private async collect(sessionId: string, afterSeq: number): Promise<Cut> {
+  /**
+   * The store half of a since() cut: the events after `afterSeq` and the session's messages, read
+   * together (two pooled connections: one round trip of latency, not two). A caller may start it
+   * before it has checked access (node-routing.ts) and pass it to since().
+   */
+  readStored(sessionId: string, afterSeq: number): Promise<StoredCut> {
+    return Promise.all([this.storedEvents(sessionId, afterSeq), this.deps.store.loadMessages(sessionId)]).then(([rows, messages]) => ({ rows, messages }));
+  }
+
+  private async collect(sessionId: string, afterSeq: number, storedCut = this.readStored(sessionId, afterSeq)): Promise<Cut> {
     // Store first, bus second: the owner publishes a durable frame only after committing it, so
-    // anything published before our bus read is in the store or in what the bus returns. The two
-    // store reads go together (two pooled connections): one round trip of latency, not two.
-    const [rows, stored] = await Promise.all([this.storedEvents(sessionId, afterSeq), this.deps.store.loadMessages(sessionId)]);
+    // anything published before our bus read is in the store or in what the bus returns.
+    const { rows, messages: stored } = await storedCut;
     const retained = await this.deps.bus.readAfter(sessionId, 0);
     const items: Cut["items"] = [];
     let i = 0;
@@ -260,25 +274,37 @@ export class RemoteView {
   private async streamingSnapshots(sessionId: string, retained: BusEntry[], latest: number, stored: MessageRow[]): Promise<MessageSnapshot[]> {
     const open = new Map<string, MessageSnapshot>();
     const completed = new Set<string>();
+    // Starts and completions first (few): deltas are parsed only when some message is still open,
+    // which, for a session between turns, none is.
+    const deltas: BusEntry[] = [];
     for (const e of retained) {
       if (e.seq > latest) break;
       // Only the message frames are parsed: the rest (tool, todo, turn frames) say nothing here.
       const type = frameType(e.wire);
       if (type !== undefined && !SNAPSHOT_FRAMES.has(type)) continue;
+      if (type === EventType.MessageDelta || type === EventType.ReasoningDelta) {
+        deltas.push(e);
+        continue;
+      }
       const f = parseFrame(e.wire) as Frame<any>;
       if (f.type === EventType.MessageStart && f.payload?.role === "assistant") {
         const s: MessageSnapshot = { message_id: f.payload.message_id, role: "assistant", text: "", reasoning: "", as_of_seq: latest };
         if (f.turn_id !== undefined) s.turn_id = f.turn_id;
         open.set(s.message_id, s);
       } else if (f.type === EventType.MessageDelta || f.type === EventType.ReasoningDelta) {
-        const s = open.get(f.payload?.message_id);
-        if (s) {
-          if (f.type === EventType.MessageDelta) s.text += f.payload.text;
-          else s.reasoning += f.payload.text;
-        }
+        deltas.push(e);
       } else if (f.type === EventType.MessageComplete) {
         open.delete(f.payload?.message_id);
         completed.add(f.payload?.message_id);
+      }
+    }
+    if (open.size > 0) {
+      for (const e of deltas) {
+        const f = parseFrame(e.wire) as Frame<any>;
+        const s = open.get(f.payload?.message_id);
+        if (!s) continue;
+        if (f.type === EventType.MessageDelta) s.text += f.payload.text;
+        else s.reasoning += f.payload.text;
       }
     }
     // A message that started before the retained window: its delta log up to `latest` (never past

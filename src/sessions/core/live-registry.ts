@@ -12,10 +12,12 @@
  */
 import { canTransition, isServingState, type SessionState, type StateOrAbsent } from "./session-state.js";
 import type { SessionRuntime } from "./session-runtime.js";
+import type { SessionRow } from "../../store/types.js";
 
 /** Builds a session's runtime here (lease, row, log, recovery, hooks) and registers it with `opened`. */
 export interface RuntimeOpener {
-  build(sessionId: string): Promise<SessionRuntime>;
+  /** `fresh`: the row of a session just created here (not yet committed): nothing to read back. */
+  build(sessionId: string, fresh?: SessionRow): Promise<SessionRuntime>;
 }
 
 interface Entry {
@@ -109,17 +111,24 @@ export class LiveRegistry {
     return this.beginOpen(sessionId);
   }
 
-  private beginOpen(sessionId: string): Promise<SessionRuntime> {
+  /** The runtime of a session just created here from its row (see RuntimeOpener.build). */
+  openFresh(row: SessionRow): Promise<SessionRuntime> {
+    if (this.entries.has(row.id)) return Promise.reject(new Error(`session ${row.id} is already known here`));
+    return this.beginOpen(row.id, row);
+  }
+
+  private beginOpen(sessionId: string, fresh?: SessionRow): Promise<SessionRuntime> {
     const opener = this.opener;
     if (!opener) return Promise.reject(new Error("the live registry has no opener installed"));
     const entry: Entry = { state: "opening", runtime: this.runtimes.get(sessionId) };
-    const opened = opener.build(sessionId).catch((err: unknown) => {
+    // Set before the opener runs: a fresh build registers its runtime (`opened`) synchronously.
+    this.entries.set(sessionId, entry);
+    const opened = opener.build(sessionId, fresh).catch((err: unknown) => {
       // A failed open leaves nothing behind (unless something newer took the id meanwhile).
       if (this.entries.get(sessionId) === entry) this.entries.delete(sessionId);
       throw err;
     });
     entry.opened = opened;
-    this.entries.set(sessionId, entry);
     return opened;
   }
 

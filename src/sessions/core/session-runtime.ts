@@ -95,6 +95,8 @@ export interface RuntimeInit {
   systemPrompt: string | undefined;
   /** A request id stored with an earlier turn of the lineage, so a retry after a restart is still a duplicate. */
   lookupRequest(requestId: string): Promise<SubmitRecord | null>;
+  /** Created by this process a moment ago: nothing of the session was stored before this runtime. */
+  fresh?: boolean;
 }
 
 /** What every runtime of a manager shares. */
@@ -152,6 +154,8 @@ export class SessionRuntime {
   callOptions: CallOptions | undefined;
   /** The system prompt this runtime sends (context counting includes it); `session.update` may change it. */
   private currentSystemPrompt: string | undefined;
+  /** Created by this process: the store holds nothing of it this runtime does not know (no earlier approvals). */
+  readonly fresh: boolean;
   private readonly lookupRequest: (requestId: string) => Promise<SubmitRecord | null>;
 
   constructor(
@@ -168,6 +172,7 @@ export class SessionRuntime {
     this.currentModel = init.model;
     this.currentSystemPrompt = init.systemPrompt;
     this.lookupRequest = init.lookupRequest;
+    this.fresh = init.fresh === true;
     this.todo = createTodoList(init.row.todo);
     this.logger = env.logger.child({ session_id: init.row.id });
     this.lastSignOfLife = env.clock.monotonic();

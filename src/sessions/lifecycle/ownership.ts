@@ -35,6 +35,11 @@ export const DEAD_AFTER_BEATS = 3;
 export class Ownership {
   readonly processId: string;
   private readonly held = new Map<string, number>();
+  /**
+   * Leases inserted with a new session's row in a commit not done yet (creating.ts does not wait
+   * for it): a beat must not take a missing row for a lost lease, nor a direct write run before it.
+   */
+  private readonly inserting = new Map<string, Promise<void>>();
   private readonly startedAt: number;
 
   constructor(private readonly opts: OwnershipOptions) {
@@ -63,11 +68,13 @@ export class Ownership {
       now + this.opts.leaseTtlMs,
     );
     if (this.held.size === 0) return [];
+    // Taken before the read: a lease whose insert commits meanwhile may be missing from it.
+    const inserting = new Set(this.inserting.keys());
     const rows = await this.opts.store.leasesOf(this.processId);
     const still = new Map(rows.map((r) => [r.session_id, r.token]));
     const lost: string[] = [];
     for (const [sessionId, token] of this.held) {
-      if (still.get(sessionId) !== token) lost.push(sessionId);
+      if (still.get(sessionId) !== token && !inserting.has(sessionId)) lost.push(sessionId);
     }
     return lost;
   }
@@ -133,12 +140,25 @@ export class Ownership {
     return token === undefined ? undefined : { op: "lease.fence", session_id: sessionId, owner: this.processId, token };
   }
 
+  /** The lease `insertOp` made is in a commit that settles with `committed` (not awaited by the creator). */
+  insertCommitting(sessionId: string, committed: Promise<void>): void {
+    const settled: Promise<void> = committed
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.inserting.get(sessionId) === settled) this.inserting.delete(sessionId);
+      });
+    this.inserting.set(sessionId, settled);
+  }
+
   async setDetached(sessionId: string, detached: boolean): Promise<void> {
+    // Written straight to the store: after the lease row's own commit, or it would update nothing.
+    await this.inserting.get(sessionId);
     const token = this.held.get(sessionId);
     if (token !== undefined) await this.opts.store.setLeaseDetached(sessionId, this.processId, token, detached);
   }
 
   async release(sessionId: string): Promise<void> {
+    await this.inserting.get(sessionId);
     const token = this.held.get(sessionId);
     this.held.delete(sessionId);
     if (token !== undefined) await this.opts.store.releaseLease(sessionId, this.processId, token);

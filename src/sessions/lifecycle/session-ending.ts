@@ -119,6 +119,16 @@ export class SessionEnding {
     this.deps.logger.info({ session_id: runtime.id, end_reason: EndReason.SupersededByResume }, "runtime superseded by a resume elsewhere");
   }
 
+  /** A session whose row never reached the store: its runtime goes, writing nothing (nothing could commit). */
+  discard(runtime: SessionRuntime): void {
+    if (!this.deps.registry.handOver(runtime)) return;
+    this.deps.timers.cancel(runtime.id);
+    runtime.abandon();
+    this.deps.registry.drop(runtime);
+    this.deps.ownership.forget(runtime.id);
+    this.deps.logger.error({ session_id: runtime.id }, "the new session's row was not stored: its runtime is dropped");
+  }
+
   /**
    * A turn that ignored its interrupt: give up on it (its log is closed under it) and write the
    * terminal state from a fresh log — the partial message as interrupted, with the text streamed

@@ -7,7 +7,7 @@
  */
 import type { Logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
-import { EventLog, type GroupCommitter, type RingBudget, type RingLimits } from "../../events/index.js";
+import { EventLog, type EventLogDeps, type GroupCommitter, type RingBudget, type RingLimits } from "../../events/index.js";
 import type { Bus } from "../../events/bus/index.js";
 import type { Clock } from "../../lib/clock.js";
 import { FenceError, type Store } from "../../store/types.js";
@@ -34,8 +34,17 @@ export class SessionLogs {
    * process owns the session now (the runtime using it must go, quietly).
    */
   async open(sessionId: string, onFenced?: () => void): Promise<EventLog> {
+    return this.published(sessionId, await EventLog.open(sessionId, this.logDeps(sessionId, onFenced)));
+  }
+
+  /** The log of a session just created here, its row not yet committed (EventLog.fresh). */
+  openFresh(sessionId: string, onFenced?: () => void): EventLog {
+    return this.published(sessionId, EventLog.fresh(sessionId, this.logDeps(sessionId, onFenced)));
+  }
+
+  private logDeps(sessionId: string, onFenced: (() => void) | undefined): EventLogDeps {
     const d = this.deps;
-    const log = await EventLog.open(sessionId, {
+    return {
       store: d.store,
       committer: d.committer,
       epoch: d.epoch,
@@ -52,9 +61,12 @@ export class SessionLogs {
         d.logger.error({ err, session_id: sessionId }, `event log: ${context}`);
       },
       metrics: d.metrics,
-    });
+    };
+  }
+
+  private published(sessionId: string, log: EventLog): EventLog {
     // One node (in-process bus) publishes nothing: the single-node path pays nothing for scale-out.
-    const bus = d.bus;
+    const bus = this.deps.bus;
     if (bus && bus.kind !== "local") log.subscribe((frame, wire) => bus.publish(sessionId, frame.seq!, wire));
     return log;
   }

@@ -318,7 +318,8 @@ export class RequestService {
       state = { sessionApproved: undefined, parked: undefined, inputs: new Map(), timers: new Map() };
       this.sessions.set(rt, state);
     }
-    state.sessionApproved ??= new Set(await this.deps.store.requests.sessionApprovals(rt.lineage));
+    // A session created by this runtime has no stored answers: nothing to read before its first model call.
+    state.sessionApproved ??= new Set(rt.fresh ? [] : await this.deps.store.requests.sessionApprovals(rt.lineage));
     return state;
   }
 }

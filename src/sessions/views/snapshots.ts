@@ -79,6 +79,31 @@ export async function buildSnapshot(deps: SnapshotDeps, runtime: SessionRuntime,
   }
 }
 
+/**
+ * The Snapshot of a session created here a moment ago, from memory: its row is on its way to the
+ * store and nothing else of it is there (no messages, requests, envelopes, delegations).
+ * `latest_seq` covers what it emitted so far (its `session.info`), committed or not: a turn's
+ * frames come after it.
+ */
+export function freshSnapshot(epoch: string, runtime: SessionRuntime): Snapshot {
+  const row = runtime.row;
+  return {
+    session_id: row.id,
+    title: row.title,
+    profile: row.profile,
+    model: runtime.model,
+    provider: runtime.providerName,
+    state: runtime.viewers.size > 0 ? "live" : "detached",
+    running: runtime.running,
+    latest_seq: runtime.log.emittedSeq,
+    epoch,
+    messages: [],
+    todo: runtime.todo.get(),
+    delegations: [],
+    open_requests: [],
+  };
+}
+
 /** The lineage's envelopes still waiting for their reply to be delivered. */
 async function outboxOf(store: Store, runtime: SessionRuntime): Promise<EnvelopeSummary[]> {
   if (!store.envelopes) return [];

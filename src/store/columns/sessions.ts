@@ -101,3 +101,8 @@ export function messagePatchToColumns(patch: MessagePatch): Record<string, unkno
   if (patch.display_metadata !== undefined) cols.display_metadata = patch.display_metadata ? JSON.stringify(patch.display_metadata) : null;
   return cols;
 }
+
+/** Versions in transcript order (created_seq, then id), as both stores answer them. */
+export function sortVersions(rows: VersionRow[]): VersionRow[] {
+  return rows.sort((a, b) => a.created_seq - b.created_seq || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}

@@ -16,6 +16,7 @@
  */
 import { FenceError } from "../errors.js";
 import type { EventRow, LeaseRow } from "../rows.js";
+import type { WriteOp } from "../write-ops.js";
 import type { Queryable } from "./apply-ops.js";
 
 /** Named, so each pooled connection parses and plans them once. */
@@ -87,6 +88,13 @@ export class RowBatch {
     this.dl = kept;
   }
 
+  /** The gathered rows as the parameters of APPEND_ONLY ($4–$14). */
+  params(): unknown[] {
+    const d = this.dl;
+    const e = this.ev;
+    return [d.session_id, d.message_id, d.seq, d.text, e.session_id, e.seq, e.type, e.payload, e.turn_id, e.trace_id, e.created_at];
+  }
+
   /** Writes the gathered rows: at most one statement per table. */
   async flush(c: Queryable): Promise<void> {
     const d = this.dl;
@@ -95,5 +103,65 @@ export class RowBatch {
     if (e.seq.length > 0) {
       await c.query({ ...INSERT_EVENTS, values: [e.session_id, e.seq, e.type, e.payload, e.turn_id, e.trace_id, e.created_at] });
     }
+  }
+}
+
+/**
+ * A commit of nothing but appends, their fences and seq reservations — what a streaming group
+ * commit is, between the starts and ends of turns — is ONE statement (its own implicit
+ * transaction): one round trip, not five (BEGIN, lease lock, two INSERTs, COMMIT). Every part of a
+ * statement commits or none does. The fences: the leases are share-locked in session order (as the
+ * transaction path locks them, so a takeover waits for this write), and a lease whose owner or
+ * token differs calls `tether_fence_refused` (migration 13), which raises, aborting the statement.
+ * CASE, not AND, so the function is reached only for such a row.
+ */
+const APPEND_ONLY = {
+  name: "tether_commit_appends",
+  text: `WITH fence AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) AS f(session_id, owner, token)),
+    held AS MATERIALIZED (SELECT session_id, owner, token FROM leases WHERE session_id = ANY($1::text[]) ORDER BY session_id FOR SHARE),
+    deltas AS (INSERT INTO message_deltas (session_id, message_id, seq, text)
+      SELECT * FROM unnest($4::text[], $5::text[], $6::bigint[], $7::text[])),
+    appended AS (INSERT INTO events (session_id, seq, type, payload, turn_id, trace_id, created_at)
+      SELECT * FROM unnest($8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[])),
+    reserved AS (UPDATE sessions s SET seq_reserved = GREATEST(s.seq_reserved, r.up_to)
+      FROM unnest($15::text[], $16::bigint[]) AS r(id, up_to) WHERE s.id = r.id)
+  SELECT count(*) AS refused FROM fence f LEFT JOIN held h ON h.session_id = f.session_id
+   WHERE CASE WHEN h.owner IS DISTINCT FROM f.owner OR h.token IS DISTINCT FROM f.token
+              THEN tether_fence_refused(f.session_id, f.token) ELSE FALSE END`,
+};
+
+/** The SQLSTATE `tether_fence_refused` raises (its DETAIL is the session id, its HINT the token). */
+const FENCE_REFUSED = "TF001";
+
+/** True when every op of the batch is one APPEND_ONLY can carry. */
+export function appendsOnly(ops: readonly WriteOp[]): boolean {
+  for (const op of ops) {
+    if (op.op !== "event.append" && op.op !== "delta.append" && op.op !== "lease.fence" && op.op !== "seq.reserve") return false;
+  }
+  return true;
+}
+
+/** Writes an appendsOnly() batch as one statement; a stale fence fails it with FenceError. */
+export async function commitAppends(c: Queryable, ops: readonly WriteOp[]): Promise<void> {
+  const rows = new RowBatch();
+  const fences = new Map<string, { session_id: string; owner: string; token: number }>();
+  const reserves = new Map<string, number>();
+  for (const op of ops) {
+    if (op.op === "event.append") rows.addEvent(op.row);
+    else if (op.op === "delta.append") rows.addDelta(op.session_id, op.message_id, op.seq, op.text);
+    else if (op.op === "lease.fence") fences.set(`${op.session_id}\n${op.owner}\n${op.token}`, op);
+    // GREATEST of one row's several reservations = the largest of them.
+    else if (op.op === "seq.reserve") reserves.set(op.session_id, Math.max(reserves.get(op.session_id) ?? 0, op.upTo));
+  }
+  const f = [...fences.values()];
+  try {
+    await c.query({
+      ...APPEND_ONLY,
+      values: [f.map((x) => x.session_id), f.map((x) => x.owner), f.map((x) => x.token), ...rows.params(), [...reserves.keys()], [...reserves.values()]],
+    });
+  } catch (err) {
+    const e = err as { code?: string; detail?: string; hint?: string };
+    if (e.code === FENCE_REFUSED) throw new FenceError(e.detail ?? "", Number(e.hint));
+    throw err;
   }
 }

@@ -302,6 +302,19 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
     `,
   },
   {
+    version: 13,
+    name: "a commit of appends alone is one statement: its fence check raises from inside it",
+    sql: `
+      -- Called by the one-statement commit (appends.ts) for a lease.fence whose owner or token no
+      -- longer matches: raising aborts the statement, so nothing of the batch is written.
+      CREATE FUNCTION tether_fence_refused(session_id TEXT, token BIGINT) RETURNS BOOLEAN LANGUAGE plpgsql AS $$
+      BEGIN
+        RAISE EXCEPTION 'stale owner: lease of session % is no longer held with token %', session_id, token
+          USING ERRCODE = 'TF001', DETAIL = session_id, HINT = token::text;
+      END $$;
+    `,
+  },
+  {
     version: 14,
     name: "branching: versions of a user message and the messages off the active branch",
     sql: `

@@ -8,7 +8,7 @@
  */
 import pg from "pg";
 import { RECOVERABLE_END_REASONS } from "../../protocol/index.js";
-import { rowToMessage, rowToSession, rowToVersion } from "../columns/sessions.js";
+import { rowToMessage, rowToSession, rowToVersion, sortVersions } from "../columns/sessions.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { withStreamedText } from "../delta-log.js";
 import type {
@@ -39,7 +39,7 @@ import { PgHttpTables } from "./http-tables.js";
 import { PgRunTables } from "./run-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 import { PgRetention } from "./retention.js";
-import { RowBatch } from "./appends.js";
+import { appendsOnly, commitAppends, RowBatch } from "./appends.js";
 
 export interface PostgresStoreOptions {
   /** `postgres://user@host:port/db`; a `schema` query parameter selects (and creates) a schema. */
@@ -146,6 +146,19 @@ export class PostgresStore implements Store {
     });
   }
 
+  /** Runs one statement (its own transaction); retries it on a deadlock, as tx() does. */
+  private async retrying(fn: () => Promise<void>): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (attempt < 2 && code !== undefined && RETRYABLE.has(code)) continue;
+        throw err;
+      }
+    }
+  }
+
   /** Runs `fn` in one transaction on one pooled client; retries once on a deadlock. */
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
@@ -173,6 +186,8 @@ export class PostgresStore implements Store {
 
   async commit(ops: readonly WriteOp[]): Promise<void> {
     if (ops.length === 0) return;
+    // A streaming batch (appends, fences, seq reservations): one statement (appends.ts).
+    if (appendsOnly(ops)) return this.retrying(() => commitAppends(this.pool, ops));
     await this.tx(async (c) => {
       // Share-lock every lease this batch fences, in one sorted query: a takeover (FOR UPDATE)
       // waits for this transaction, and two batches never lock leases in opposite orders.
@@ -291,14 +306,12 @@ export class PostgresStore implements Store {
   }
 
   async messageVersions(sessionId: string): Promise<VersionRow[]> {
-    const rows = await this.q(
-      `SELECT id, branch_of, hidden_by, created_seq FROM messages
-        WHERE session_id = $1 AND role = 'user'
-          AND (branch_of IS NOT NULL OR id IN (SELECT branch_of FROM messages WHERE session_id = $1 AND branch_of IS NOT NULL))
-        ORDER BY created_seq, id`,
-      [sessionId],
-    );
-    return rows.map(rowToVersion);
+    // Two seeks: later versions through their partial index (none in a session never branched), then their groups' first versions.
+    const later = await this.q(`SELECT id, branch_of, hidden_by, created_seq FROM messages WHERE session_id = $1 AND branch_of IS NOT NULL`, [sessionId]);
+    if (later.length === 0) return [];
+    const roots = [...new Set(later.map((r) => r.branch_of as string))];
+    const first = await this.q(`SELECT id, branch_of, hidden_by, created_seq FROM messages WHERE session_id = $1 AND id = ANY($2)`, [sessionId, roots]);
+    return sortVersions([...first, ...later].map(rowToVersion));
   }
 
   async loadHidden(sessionId: string, hiddenBy: string): Promise<MessageRow[]> {

@@ -5,7 +5,7 @@
  */
 import Database from "better-sqlite3";
 import { RECOVERABLE_END_REASONS } from "../../protocol/index.js";
-import { rowToMessage, rowToSession, rowToVersion } from "../columns/sessions.js";
+import { rowToMessage, rowToSession, rowToVersion, sortVersions } from "../columns/sessions.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { joinDeltaRows, withStreamedText } from "../delta-log.js";
 import { makeParentDirSync } from "../parent-dir.js";
@@ -92,13 +92,12 @@ export class SqliteStore implements Store {
         `SELECT * FROM messages WHERE session_id = ? AND hidden_by IS NULL AND created_seq > ? ORDER BY created_seq, id LIMIT ?`,
       ),
       getMessage: db.prepare(`SELECT * FROM messages WHERE session_id = ? AND id = ?`),
-      versions: db.prepare(
-        `SELECT id, branch_of, hidden_by, created_seq FROM messages
-          WHERE session_id = ? AND role = 'user'
-            AND (branch_of IS NOT NULL OR id IN (SELECT branch_of FROM messages WHERE session_id = ? AND branch_of IS NOT NULL))
-          ORDER BY created_seq, id`,
-      ),
-      loadHidden: db.prepare(`SELECT * FROM messages WHERE session_id = ? AND hidden_by = ? ORDER BY created_seq, id`),
+      // Versions in two seeks: the later versions through their partial index (none, in a session
+      // never branched: one empty seek), then their groups' first versions by id.
+      laterVersions: db.prepare(`SELECT id, branch_of, hidden_by, created_seq FROM messages WHERE session_id = ? AND branch_of IS NOT NULL`),
+      // By primary key (a session filter here made the planner walk the whole session instead).
+      firstVersions: db.prepare(`SELECT id, session_id, branch_of, hidden_by, created_seq FROM messages WHERE id IN (SELECT value FROM json_each(?))`),
+      loadHidden: db.prepare(`SELECT * FROM messages INDEXED BY messages_hidden WHERE session_id = ? AND hidden_by = ? ORDER BY created_seq, id`),
       // Seeks per index bucket, not a scan of every live stream's rows (appends.ts).
       deltaLog: db.prepare(DELTA_LOG_READ),
       readEvents: db.prepare(
@@ -253,7 +252,11 @@ export class SqliteStore implements Store {
   }
 
   async messageVersions(sessionId: string): Promise<VersionRow[]> {
-    return (this.stmts.versions!.all(sessionId, sessionId) as Record<string, unknown>[]).map(rowToVersion);
+    const later = this.stmts.laterVersions!.all(sessionId) as Record<string, unknown>[];
+    if (later.length === 0) return [];
+    const roots = [...new Set(later.map((r) => r.branch_of as string))];
+    const first = (this.stmts.firstVersions!.all(JSON.stringify(roots)) as Record<string, unknown>[]).filter((r) => r.session_id === sessionId);
+    return sortVersions([...first, ...later].map(rowToVersion));
   }
 
   async loadHidden(sessionId: string, hiddenBy: string): Promise<MessageRow[]> {
