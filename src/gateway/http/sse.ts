@@ -1,15 +1,18 @@
 /**
- * Server-sent events on top of hono's streamSSE, with what every Tether stream needs: a keep-alive
- * comment every `keepAliveMs` (15 s by default; proxies close idle connections), an AbortSignal
+ * Server-sent events, written straight to the node response, with what every Tether stream needs:
+ * a keep-alive comment every `keepAliveMs` (15 s by default; proxies close idle connections), an AbortSignal
  * that fires when the client goes away, and a count of open SSE connections for /metrics.
  * The interval runs on the gateway's Clock, so tests can drive it with a short interval.
  * For flow control (sse-flow.ts) it also exposes how many written bytes the client has not taken
  * yet, the response's `drain`, and a way to cut a connection whose end cannot get through.
  */
-import { streamSSE, type SSEStreamingApi } from "hono/streaming";
+import type { ServerResponse } from "node:http";
 import type { Clock, TimerHandle } from "../../lib/clock.js";
 import type { Metrics } from "../../lib/metrics.js";
 import type { AppContext } from "./context.js";
+
+/** The node adapter's mark for a response the handler wrote itself (@hono/node-server). */
+const ALREADY_SENT = "x-hono-already-sent";
 
 export interface SseWriter {
   /** One event: `id:` and `event:` lines when given, then `data:`. */
@@ -38,58 +41,100 @@ export interface SseOptions {
 }
 
 export function sseResponse(c: AppContext, opts: SseOptions, body: (sse: SseWriter) => Promise<void>): Response {
-  return streamSSE(c, async (stream: SSEStreamingApi) => {
-    const abort = new AbortController();
-    let done = false;
-    const gone = () => {
-      if (done || abort.signal.aborted) return;
-      abort.abort(new Error("client disconnected"));
-      opts.onDisconnect?.();
-    };
-    stream.onAbort(gone);
-    c.env.outgoing.once("close", gone);
-    opts.metrics?.connectionOpened("sse");
-    let timer: TimerHandle | null = null;
-    const arm = () => {
-      timer = opts.clock.setTimeout(() => {
-        if (abort.signal.aborted || done) return;
-        stream.write(": keep-alive\n\n").then(arm, gone);
-      }, opts.keepAliveMs);
-    };
-    arm();
-    const outgoing = c.env.outgoing;
-    const drainListeners: Array<() => void> = [];
-    let cut: TimerHandle | null = null;
-    const writer: SseWriter = {
-      signal: abort.signal,
-      pendingBytes: () => outgoing.writableLength,
-      blocked: () => outgoing.writableNeedDrain,
-      onDrain(fn) {
-        drainListeners.push(fn);
-        outgoing.on("drain", fn);
-      },
-      cutAfter(graceMs) {
-        if (cut || outgoing.destroyed || outgoing.writableFinished) return;
-        // Armed on the Clock and left running after the body returns: the end is what may be stuck.
-        cut = opts.clock.setTimeout(() => outgoing.destroy(), graceMs);
-        outgoing.once("close", () => cut?.cancel());
-      },
-      async send(data, fields = {}) {
-        if (abort.signal.aborted) return;
-        const msg: { data: string; event?: string; id?: string } = { data };
-        if (fields.event !== undefined) msg.event = fields.event;
-        if (fields.id !== undefined) msg.id = fields.id;
-        await stream.writeSSE(msg);
-      },
-    };
-    try {
-      await body(writer);
-    } finally {
-      done = true;
-      (timer as TimerHandle | null)?.cancel();
-      c.env.outgoing.off("close", gone);
-      for (const fn of drainListeners) outgoing.off("drain", fn);
-      opts.metrics?.connectionClosed("sse");
-    }
-  });
+  const outgoing = c.env.outgoing;
+  // The context's headers so far (CORS, X-Session-Id…) go out with the stream's own.
+  const head: Record<string, string> = {};
+  c.res.headers.forEach((value, name) => (head[name] = value));
+  outgoing.writeHead(200, { ...head, "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  void run(outgoing, opts, body);
+  // Written above and by `run`: the node adapter leaves a response marked so alone.
+  return c.body(null, 200, { [ALREADY_SENT]: "1" });
+}
+
+/**
+ * Events are written straight to the node response, not through hono's streamSSE: its web
+ * TransformStream and the adapter's reader loop cost ~0.4 ms per response before its first event
+ * (and a few promise hops per event) on the way to the first token. `send` resolves once node took
+ * the event, or after `drain` when its buffer is full: the loop still waits for a slow client.
+ */
+async function run(outgoing: ServerResponse, opts: SseOptions, body: (sse: SseWriter) => Promise<void>): Promise<void> {
+  const abort = new AbortController();
+  let done = false;
+  const gone = () => {
+    if (done || abort.signal.aborted) return;
+    abort.abort(new Error("client disconnected"));
+    opts.onDisconnect?.();
+  };
+  outgoing.once("close", gone);
+  opts.metrics?.connectionOpened("sse");
+  const write = (text: string): Promise<void> => {
+    if (abort.signal.aborted || outgoing.destroyed || outgoing.writableEnded) return Promise.resolve();
+    if (outgoing.write(text)) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const on = () => {
+        outgoing.off("drain", on);
+        outgoing.off("close", on);
+        resolve();
+      };
+      outgoing.on("drain", on);
+      outgoing.on("close", on);
+    });
+  };
+  let timer: TimerHandle | null = null;
+  const arm = () => {
+    timer = opts.clock.setTimeout(() => {
+      if (abort.signal.aborted || done) return;
+      write(": keep-alive\n\n").then(arm, gone);
+    }, opts.keepAliveMs);
+  };
+  arm();
+  const drainListeners: Array<() => void> = [];
+  let cut: TimerHandle | null = null;
+  const writer: SseWriter = {
+    signal: abort.signal,
+    pendingBytes: () => outgoing.writableLength,
+    blocked: () => outgoing.writableNeedDrain,
+    onDrain(fn) {
+      drainListeners.push(fn);
+      outgoing.on("drain", fn);
+    },
+    cutAfter(graceMs) {
+      if (cut || outgoing.destroyed || outgoing.writableFinished) return;
+      // Armed on the Clock and left running after the body returns: the end is what may be stuck.
+      cut = opts.clock.setTimeout(() => outgoing.destroy(), graceMs);
+      outgoing.once("close", () => cut?.cancel());
+    },
+    send(data, fields = {}) {
+      if (abort.signal.aborted) return Promise.resolve();
+      try {
+        return write(sseEvent(data, fields));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
+  };
+  try {
+    await body(writer);
+  } catch (err) {
+    // As hono's streamSSE did: the stream ends; the route's own handlers answer what they expect.
+    console.error(err);
+  } finally {
+    done = true;
+    (timer as TimerHandle | null)?.cancel();
+    outgoing.off("close", gone);
+    for (const fn of drainListeners) outgoing.off("drain", fn);
+    opts.metrics?.connectionClosed("sse");
+    if (!outgoing.writableEnded) outgoing.end();
+  }
+}
+
+/** One event as hono's writeSSE wrote it: `event:`, one `data:` line per line, `id:`. */
+function sseEvent(data: string, fields: { event?: string; id?: string }): string {
+  for (const value of [fields.event, fields.id]) {
+    if (value !== undefined && /[\r\n]/.test(value)) throw new Error("an SSE event or id must not contain a line break");
+  }
+  let out = fields.event ? `event: ${fields.event}\n` : "";
+  out += /[\r\n]/.test(data) ? data.split(/\r\n|\r|\n/).map((line) => `data: ${line}`).join("\n") : `data: ${data}`;
+  if (fields.id !== undefined) out += `\nid: ${fields.id}`;
+  return `${out}\n\n`;
 }
