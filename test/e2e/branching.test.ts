@@ -211,6 +211,33 @@ describe("branching over WebSocket", () => {
   });
 });
 
+describe("the export keeps every version", () => {
+  it("jsonl: the active branch (versions on its prompt), then every message off it with hidden_by; markdown says they are there", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const { session_id: sid } = await sock.call("session.create", {});
+    await turn(sock, sid, { text: "one" });
+    await turn(sock, sid, { text: "two" });
+    const [one] = await transcript(sock, sid);
+    await turn(sock, sid, { from_message_id: one!.message_id, text: "uno" });
+    const lines = (await (await fetch(`${srv.url}/api/sessions/${sid}/export`)).text()).trim().split("\n").map((l) => JSON.parse(l));
+    const active = lines.filter((l) => l.type === "message");
+    const hidden = lines.filter((l) => l.type === "hidden_message");
+    expect(active.map((m) => m.content.split(" ")[0])).toEqual(["uno", "You"]);
+    expect(active[0].versions).toEqual([one!.message_id, active[0].message_id]);
+    expect(hidden.map((m) => [m.role, m.hidden_by])).toEqual([
+      ["user", one!.message_id],
+      ["assistant", one!.message_id],
+      ["user", one!.message_id],
+      ["assistant", one!.message_id],
+    ]);
+    expect(hidden[0].content).toBe("one");
+    const md = await (await fetch(`${srv.url}/api/sessions/${sid}/export?format=markdown`)).text();
+    expect(md).toContain("4 message(s) of earlier versions");
+    expect(md).not.toContain("two");
+    sock.close();
+  });
+});
+
 describe("branching over the sessions API", () => {
   it("prompt with from_message_id, branch to switch, PATCH system_prompt; errors by name", async () => {
     const post = (path: string, body: unknown) =>

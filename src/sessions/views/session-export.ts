@@ -5,7 +5,10 @@
  *
  * - `jsonl`: one JSON object per line — `{ "type": "export", … }` first, then for each session of
  *   the lineage `{ "type": "session", … }` followed by its `{ "type": "message", … }` lines (wire
- *   `Message` shape, `session_id` added). Lossless; what a script or an import reads.
+ *   `Message` shape, `session_id` added: the active branch, a prompt with versions carrying them),
+ *   then `{ "type": "hidden_message", hidden_by, … }` for every message off the active branch (an
+ *   edited or regenerated prompt's earlier versions, and what followed them). Lossless; what a
+ *   script or an import reads.
  * - `markdown`: headings per session, each message with its role, tool calls and results as code
  *   blocks. What a person reads.
  *
@@ -17,6 +20,7 @@ import { continuationOf } from "../core/live-tip.js";
 import type { Caller } from "../core/types.js";
 import { toWireMessage } from "../core/messages.js";
 import { requireRow, storage } from "../core/session-access.js";
+import { versionGroups, withVersions } from "../core/versions.js";
 
 export const EXPORT_FORMATS = ["jsonl", "markdown"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -35,6 +39,8 @@ const MAX_LINEAGE = 1000;
 interface LineageEntry {
   row: SessionRow;
   messages: Message[];
+  /** Off the active branch, each with the version whose leaving hid it. */
+  hidden: Array<Message & { hidden_by: string }>;
 }
 
 export function isExportFormat(value: string): value is ExportFormat {
@@ -74,7 +80,14 @@ export async function exportSession(store: Store, caller: Caller, sessionId: str
   const entries: LineageEntry[] = [];
   for (const r of rows) {
     const messages = await storage(() => store.loadMessages(r.id));
-    entries.push({ row: r, messages: messages.map(toWireMessage) });
+    const versions = await storage(() => store.messageVersions(r.id));
+    const hidden: LineageEntry["hidden"] = [];
+    // Rows are hidden by a version (a user message of a group): one read per version.
+    for (const v of versions) {
+      for (const h of await storage(() => store.loadHidden(r.id, v.id))) hidden.push({ ...toWireMessage(h), hidden_by: v.id });
+    }
+    hidden.sort((a, b) => a.created_at - b.created_at);
+    entries.push({ row: r, messages: withVersions(messages.map(toWireMessage), versionGroups(versions)), hidden });
   }
   if (format === "jsonl") {
     return { format, contentType: "application/x-ndjson; charset=utf-8", filename: `${sessionId}.jsonl`, body: toJsonl(sessionId, entries, now) };
@@ -106,6 +119,7 @@ function toJsonl(asked: string, entries: LineageEntry[], now: number): string {
   for (const e of entries) {
     lines.push(JSON.stringify({ type: "session", ...sessionHeader(e.row) }));
     for (const m of e.messages) lines.push(JSON.stringify({ type: "message", session_id: e.row.id, ...m }));
+    for (const m of e.hidden) lines.push(JSON.stringify({ type: "hidden_message", session_id: e.row.id, ...m }));
   }
   return `${lines.join("\n")}\n`;
 }
@@ -135,6 +149,7 @@ function toMarkdown(asked: string, entries: LineageEntry[], now: number): string
     if (r.flags.continued_in) out.push(`- continued in \`${r.flags.continued_in}\``);
     out.push("");
     for (const m of e.messages) out.push(...messageMarkdown(m), "");
+    if (e.hidden.length > 0) out.push(`*${e.hidden.length} message(s) of earlier versions (edited or regenerated prompts) are in the jsonl export.*`, "");
   }
   return `${out.join("\n").trimEnd()}\n`;
 }

@@ -34,12 +34,16 @@ export class SqliteWrites {
   /** Patches name a handful of known columns; the statement is cached per column set. */
   private readonly updates = new Map<string, Statement>();
   /**
-   * Leases already checked in the current transaction (session id → "owner token"). A streaming
-   * session's every write carries the same fence, and a batch holds one unit per session per tick:
-   * re-reading the lease for each unit doubled the statements of a commit. Nothing else can write
-   * the lease inside our transaction but a `lease.insert`, which forgets the session's entry.
+   * Leases already checked (session id → "owner token"), kept while nobody can have changed them:
+   * a streaming session's every write carries the same fence, and re-reading the lease for each
+   * unit was one SELECT per delta beside its INSERT. Kept across transactions while the file's
+   * `data_version` stays put (no other connection — another process — committed anything) and this
+   * connection wrote no lease outside a commit (`leasesChanged`); inside a commit only a
+   * `lease.insert` writes one, and it forgets its session's entry. A rolled-back commit forgets all.
    */
   private readonly fencesChecked = new Map<string, string>();
+  private fencesAtVersion = -1;
+  private readonly dataVersion: Statement;
 
   constructor(
     private readonly db: Database.Database,
@@ -78,13 +82,22 @@ export class SqliteWrites {
        VALUES (?, ?, ?, ?, ?)`,
     );
     this.fence = db.prepare(`SELECT owner, token FROM leases WHERE session_id = ?`);
+    this.dataVersion = db.prepare(`PRAGMA data_version`).pluck();
     this.insertLease = db.prepare(
       `INSERT INTO leases (session_id, owner, token, expires_at, detached) VALUES (?, ?, ?, ?, ?)`,
     );
   }
 
-  /** A transaction begins: nothing checked in an earlier one still holds. */
+  /** A commit's transaction begins (its write lock held): another process's commit voids the checks. */
   beginTransaction(): void {
+    const version = this.dataVersion.get() as number;
+    if (version === this.fencesAtVersion) return;
+    this.fencesChecked.clear();
+    this.fencesAtVersion = version;
+  }
+
+  /** This connection wrote leases outside a commit (acquire, release, purge), or a commit rolled back. */
+  leasesChanged(): void {
     this.fencesChecked.clear();
   }
 

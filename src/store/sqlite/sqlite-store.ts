@@ -55,6 +55,8 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly stmts: Record<string, Statement>;
   private readonly applyOps: Database.Transaction<(ops: readonly WriteOp[]) => void>;
+  /** The op switch (and its cache of checked fences, which lease writes here must void). */
+  private readonly writes: SqliteWrites;
   /** The HTTP API's tables (responses, idempotency keys). */
   private readonly http: HttpTables;
   /** Background sub-agents (`delegations`). */
@@ -150,8 +152,9 @@ export class SqliteStore implements Store {
     this.processes = new ProcessTables(db);
     this.envelopes = new EnvelopeTables(db);
     this.runs = new RunTables(db);
-    this.retention = new SqliteRetention(db);
     const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes);
+    this.writes = writes;
+    this.retention = new SqliteRetention(db, () => writes.leasesChanged());
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       writes.beginTransaction();
       for (const op of ops) writes.apply(op);
@@ -164,7 +167,13 @@ export class SqliteStore implements Store {
     // IMMEDIATE: a commit reads (its fencing row) before it writes. Begun deferred, it would hold
     // a read snapshot while another process on this file writes, and SQLite refuses the upgrade at
     // once ("database is locked") instead of waiting out the busy timeout.
-    this.applyOps.immediate(ops);
+    try {
+      this.applyOps.immediate(ops);
+    } catch (err) {
+      // Rolled back: a lease it wrote (and then checked) is not there.
+      this.writes.leasesChanged();
+      throw err;
+    }
   }
 
   async getSession(id: string): Promise<SessionRow | null> {
@@ -302,6 +311,7 @@ export class SqliteStore implements Store {
   }
 
   async acquireLease(req: LeaseRequest): Promise<LeaseResult> {
+    this.writes.leasesChanged();
     // IMMEDIATE: two processes deciding about one lease must not both read "free".
     return this.db
       .transaction((): LeaseResult => {
@@ -348,6 +358,7 @@ export class SqliteStore implements Store {
   }
 
   async releaseLease(sessionId: string, owner: string, token: number): Promise<void> {
+    this.writes.leasesChanged();
     this.stmts.releaseLease!.run(sessionId, owner, token);
   }
 
