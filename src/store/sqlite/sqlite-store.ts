@@ -100,6 +100,12 @@ export class SqliteStore implements Store {
       loadHidden: db.prepare(`SELECT * FROM messages INDEXED BY messages_hidden WHERE session_id = ? AND hidden_by = ? ORDER BY created_seq, id`),
       // Seeks per index bucket, not a scan of every live stream's rows (appends.ts).
       deltaLog: db.prepare(DELTA_LOG_READ),
+      // On the partial index of streaming messages (migration 13); left to itself the planner walks
+      // every message of the session (messages_by_session serves the ORDER BY).
+      streaming: db.prepare(
+        `SELECT id, role, created_seq FROM messages INDEXED BY messages_streaming
+          WHERE session_id = ? AND status = 'streaming' AND hidden_by IS NULL ORDER BY created_seq, id`,
+      ),
       readEvents: db.prepare(
         `SELECT session_id, seq, type, payload, turn_id, trace_id, created_at FROM events
          WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
@@ -230,6 +236,10 @@ export class SqliteStore implements Store {
 
   async streamedText(sessionId: string, upToSeq?: number): Promise<Map<string, string>> {
     return this.readDeltaLog(sessionId, upToSeq);
+  }
+
+  async streamingMessages(sessionId: string): Promise<Array<Pick<MessageRow, "id" | "role" | "created_seq">>> {
+    return this.stmts.streaming!.all(sessionId) as Array<Pick<MessageRow, "id" | "role" | "created_seq">>;
   }
 
   async listMessages(sessionId: string, afterMessageId: string | undefined, limit: number): Promise<Page<MessageRow>> {
