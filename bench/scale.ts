@@ -204,7 +204,7 @@ export async function runScale(opts: { quick: boolean }): Promise<number> {
   const allIn = (s: StreamResult) => (s.cpu ? (Object.values(s.cpu.ms).reduce((a, b) => a + b, 0) * 1000) / s.frames : NaN);
   if (streams.every((s) => s.cpu)) {
     const sqliteCpu = allIn(streams[0]!);
-    const parts = streams.slice(1).map((s) => `${s.label.replace(/^\d+ nodes?, /, (m) => m)}: ${allIn(s).toFixed(1)} µs (×${fmtRatio(sqliteCpu / allIn(s))})`);
+    const parts = streams.slice(1).map((s) => `${s.label}: ${allIn(s).toFixed(1)} µs (×${fmtRatio(sqliteCpu / allIn(s))})`);
     console.log(`  CPU a frame, all processes: SQLite ${sqliteCpu.toFixed(1)} µs; ${parts.join("; ")}`);
   }
   console.log(`catch-up: since(after_seq 0) of a finished turn`);
