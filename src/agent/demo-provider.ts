@@ -20,7 +20,8 @@ import { ERROR_LAYERS, type ErrorLayer, type ToolCall } from "../protocol/index.
 import type { Clock } from "../lib/clock.js";
 import { RETRYABLE_CODES } from "./error-classifier.js";
 import { describeResults, parseCallCue } from "./demo-call-cue.js";
-import { DemoPacer, type PacedStream } from "./demo-pacer.js";
+import { DemoPacer } from "./demo-pacer.js";
+import { DemoStream, type DemoPlan } from "./demo-stream.js";
 import { ProviderError, type ChatMessage, type Provider, type ProviderChunk, type StreamRequest } from "./provider.js";
 
 export interface DemoProviderOptions {
@@ -40,60 +41,28 @@ export class DemoProvider implements Provider {
   private readonly delayMs: number;
   /** One timer for every stream of this provider (see demo-pacer.ts); none when unpaced. */
   private readonly pacer: DemoPacer | null;
-  private unpaced = 0;
 
   constructor(opts: DemoProviderOptions) {
     this.delayMs = opts.delayMs ?? 20;
     this.pacer = this.delayMs > 0 ? new DemoPacer(opts.clock, this.delayMs) : null;
   }
 
-  async *stream(req: StreamRequest): AsyncGenerator<ProviderChunk> {
-    req.signal.throwIfAborted();
-    const { prompt, toolResultSeen, userIndex } = lastUserTurn(req.messages);
-    const cue = /^call:\s*([\s\S]*)$/i.exec(prompt);
-    const plan = cue
-      ? planCalls(cue[1]!, req, userIndex)
-      : /^recall$/i.test(prompt)
-        ? recall(req.messages, userIndex)
-        : (forcedCall(req, toolResultSeen, userIndex) ?? planReply(prompt, toolResultSeen, userIndex));
-    if (plan.kind === "fail") throw new ProviderError(plan.info);
-
-    let output = "";
-    if (plan.kind === "tool") {
-      output = plan.calls.map((c) => c.arguments).join("");
-      yield { type: "tool_calls", calls: plan.calls };
-    } else {
-      const pace = this.pacer?.start(req.signal);
-      try {
-        for (let i = 0; i < plan.chunks.length; i++) {
-          if (i > 0) await (pace ? pace.next() : this.unpacedPause(req.signal));
-          const text = plan.chunks[i]!;
-          output += text;
-          yield { type: "text", text };
-        }
-      } finally {
-        pace?.end();
-      }
-    }
-    const prompt_tokens = estimateTokens(req.messages.map((m) => m.content ?? "").join(""));
-    const completion_tokens = estimateTokens(output);
-    yield { type: "usage", usage: { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens } };
-    yield { type: "finish", reason: plan.kind === "tool" ? "tool_calls" : "stop" };
-  }
-
-  private async unpacedPause(signal: AbortSignal): Promise<void> {
-    // Unpaced, but like a real stream it lets I/O run now and then: without this a 100k-chunk
-    // reply is produced in one event-loop turn, and no socket can flush until it ends.
-    if (++this.unpaced % 256 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    // Rethrow the caller's reason untouched: an abort is an interruption, not a failure.
-    signal.throwIfAborted();
+  stream(req: StreamRequest): AsyncIterableIterator<ProviderChunk> {
+    return new DemoStream(req, () => plan(req), this.pacer, estimateTokens);
   }
 }
 
-type Plan =
-  | { kind: "text"; chunks: string[] }
-  | { kind: "tool"; calls: ToolCall[] }
-  | { kind: "fail"; info: ProviderError["info"] };
+function plan(req: StreamRequest): Plan {
+  const { prompt, toolResultSeen, userIndex } = lastUserTurn(req.messages);
+  const cue = /^call:\s*([\s\S]*)$/i.exec(prompt);
+  return cue
+    ? planCalls(cue[1]!, req, userIndex)
+    : /^recall$/i.test(prompt)
+      ? recall(req.messages, userIndex)
+      : (forcedCall(req, toolResultSeen, userIndex) ?? planReply(prompt, toolResultSeen, userIndex));
+}
+
+type Plan = DemoPlan;
 
 function planReply(prompt: string, toolResultSeen: boolean, userIndex: number): Plan {
   const count = /^count\s+to\s+(\d+)$/i.exec(prompt);

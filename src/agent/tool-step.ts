@@ -74,6 +74,7 @@ async function decideAndRun(ctx: TurnContext, logger: Logger, call: ToolCall, ar
       ...(ctx.requestInput ? { requestInput: ctx.requestInput } : {}),
       ...(ctx.cwd !== undefined ? { cwd: ctx.cwd } : {}),
       ...(ctx.processes ? { processes: ctx.processes } : {}),
+      ...(ctx.delegation ? { delegation: ctx.delegation } : {}),
     },
     { timeoutMs: offer.timeoutMs, clock: ctx.clock, logger: logger.child({ tool: call.name, call_id: call.id }) },
   );

@@ -59,6 +59,8 @@ export interface TurnContext {
   cwd?: string;
   /** The session's background processes (workspace terminal). */
   processes?: ToolContext["processes"];
+  /** The origin `delegate_task` starts from (delegation/origin.ts); absent = the turn cannot delegate. */
+  delegation?: ToolContext["delegation"];
   /** Guidance steered into this turn while it runs: joined before each model call (turn-steering.ts). */
   steering?: SteerInbox;
   /**

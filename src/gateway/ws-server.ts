@@ -118,29 +118,34 @@ function rejectUpgrade(socket: Duplex, status: number, text: string): void {
 }
 
 /**
- * Sends through a corked socket: every frame sent in one run of the event loop's callbacks leaves
- * in one write (one syscall) instead of one each. A token stream is many small frames in bursts;
- * this is what keeps one streaming turn to one viewer close to a bare socket's throughput.
- * Every socket corked in that run is uncorked by one shared microtask. Frames are delivered after
- * their group commit, inside the committer's `setImmediate` callback: an uncork left to a
- * `setImmediate` of its own would run in the next loop iteration, after its timers and poll phase.
+ * Sends frames so that a burst leaves in few writes: the first frame of a run of the event loop's
+ * callbacks is written at once (the common case, one delta per viewer per pacing tick, needs no
+ * buffering at all), and if more follow in the same run the socket is corked, so the rest leave
+ * together in one write (one syscall) instead of one each. A token stream is many small frames in
+ * bursts; this is what keeps one streaming turn to one viewer close to a bare socket's throughput.
+ * The end of the run is one shared microtask for every socket written in it (not a timer each):
+ * frames are delivered after their group commit, inside the committer's `setImmediate` callback,
+ * and a `setImmediate` of its own would run in the next loop iteration, after timers and poll.
  */
 function corkingSender(ws: WebSocket, socket: Duplex): (text: WireText, frame?: Frame) => void {
   // Decided once: extensions are negotiated in the handshake, before the first send.
   const raw = writesRawFrames(ws);
-  let corked = false;
+  /** Idle: nothing sent in this run yet; Wrote: one frame went straight out; Corked: more follow. */
+  let run: "idle" | "wrote" | "corked" = "idle";
   let corkedBytes = 0;
-  const uncork = () => {
-    corked = false;
-    socket.uncork();
+  const endOfRun = () => {
+    if (run === "corked") socket.uncork();
+    run = "idle";
   };
   return (text, frame) => {
     if (ws.readyState !== ws.OPEN) return;
-    if (!corked) {
-      corked = true;
+    if (run === "idle") {
+      run = "wrote";
+      uncorkSoon(endOfRun);
+    } else if (run === "wrote") {
+      run = "corked";
       corkedBytes = 0;
       socket.cork();
-      uncorkSoon(uncork);
     } else if (corkedBytes > CORK_FLUSH_BYTES) {
       // A producer that does not yield must not pile its whole burst up behind the cork: flush in
       // 64 KiB writes, so `bufferedAmount` measures what the peer has not read, not our batching.
@@ -156,7 +161,7 @@ function corkingSender(ws: WebSocket, socket: Duplex): (text: WireText, frame?: 
   };
 }
 
-/** Sockets corked since the last flush, uncorked together by one microtask (not a timer each). */
+/** Sockets written since the last flush, their runs ended together by one microtask (not a timer each). */
 let toUncork: Array<() => void> = [];
 
 function uncorkSoon(uncork: () => void): void {

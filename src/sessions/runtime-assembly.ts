@@ -12,7 +12,6 @@ import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
 import type { SessionRow, Store } from "../store/types.js";
 import type { ToolSet } from "../agent/tools/index.js";
-import { delegationOrigin } from "../agent/delegation/origin.js";
 import type { LiveRegistry, RuntimeOpener } from "./core/live-registry.js";
 import type { LiveSettings } from "./core/live-settings.js";
 import { continuationAncestors } from "./core/live-tip.js";
@@ -176,11 +175,9 @@ function runtimeHooks(d: RuntimeAssemblyDeps): RuntimeHooks {
       (await compressor.command(rt, turn, signal, startOps)) ||
       (!rt.row.flags.delegate && (await delegations.reviewCommand(rt, turn, startOps, () => store.loadMessages(rt.id)))),
     afterTurn: (rt) => compressor.afterTurn(rt),
-    // The delegation origin of a turn is the turn's own session, carried in its async context.
+    // The delegation origin of a turn is the turn's own session, carried in its turn context.
     // Sub-agents get none: they cannot delegate further.
-    turnScope<T>(rt: SessionRuntime, fn: () => Promise<T>): Promise<T> {
-      return !rt.row.flags.delegate && delegations.available ? delegationOrigin.run(delegations.originFor(rt), fn) : fn();
-    },
+    delegationOrigin: (rt) => (!rt.row.flags.delegate && delegations.available ? delegations.originFor(rt) : undefined),
     turnSettled: (rt) => binding.turnSettled(rt),
     delegationsRunning: (rt) => delegations.runningFor(rt.lineage),
     // Sub-agents have nobody to ask: their `ask` calls are refused (approval_required).

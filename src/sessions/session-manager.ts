@@ -312,10 +312,20 @@ export class SessionManager implements ForwardedCalls {
     return runtime.cancelTurn(turnId);
   }
 
-  /** Adds earlier messages of a conversation to a live session as complete messages; returns latest_seq. */
-  async appendHistory(caller: Caller, sessionId: string, messages: readonly SeedMessage[]): Promise<{ latest_seq: number }> {
+  /**
+   * Adds earlier messages of a conversation to a live session as complete messages; returns
+   * latest_seq once they are stored — or, with `wait: false`, at once, with `stored` settling when
+   * their commits did (the turn entry of a new session: its model call does not wait for them).
+   */
+  async appendHistory(
+    caller: Caller,
+    sessionId: string,
+    messages: readonly SeedMessage[],
+    opts: { wait?: boolean } = {},
+  ): Promise<{ latest_seq: number; stored?: Promise<void> }> {
     const runtime = await this.requireLive(caller, (await tipOf(this.tips, caller, sessionId)).id, "session.append_history");
-    return { latest_seq: await storage(() => seedHistory(runtime, messages, this.deps.clock, this.deps.ids)) };
+    const latest = await storage(() => seedHistory(runtime, messages, this.deps.clock, this.deps.ids, opts));
+    return opts.wait === false ? { latest_seq: latest, stored: runtime.log.settled() } : { latest_seq: latest };
   }
 
   /**

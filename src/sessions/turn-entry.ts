@@ -66,7 +66,8 @@ export interface TurnEntrance {
   /** A new session for this turn, answered before its row is stored; `durable` settles when it is. */
   createForTurn(caller: Caller, params: CreateParams, viewer?: Viewer): Promise<{ snapshot: Snapshot; durable: Promise<void> }>;
   resume(caller: Caller, sessionId: string, viewer?: Viewer): Promise<Snapshot>;
-  appendHistory(caller: Caller, sessionId: string, messages: readonly SeedMessage[]): Promise<{ latest_seq: number }>;
+  /** `wait: false`: answered before the messages are stored; `stored` settles when they are. */
+  appendHistory(caller: Caller, sessionId: string, messages: readonly SeedMessage[], opts?: { wait?: boolean }): Promise<{ latest_seq: number; stored?: Promise<void> }>;
   submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts?: SubmitOptions): Promise<SubmitResult>;
   /** The session's client tools and call options for what follows (see TurnRequest). */
   configure(caller: Caller, sessionId: string, cfg: TurnConfig): Promise<void>;
@@ -108,7 +109,14 @@ export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then?: (t
       }
       let latestSeq = snap?.latest_seq ?? 0;
       if (req.history && req.history.length > 0) {
-        latestSeq = (await sessions.appendHistory(caller, snap?.session_id ?? idOf(req), req.history)).latest_seq;
+        // On a new session the history joins the row's commit, which the model call does not wait for.
+        const seeded = await sessions.appendHistory(caller, snap?.session_id ?? idOf(req), req.history, durable ? { wait: false } : {});
+        latestSeq = seeded.latest_seq;
+        if (durable && seeded.stored) {
+          const both = Promise.all([durable, seeded.stored]).then(() => undefined);
+          both.catch(() => undefined); // awaited below, unless a step before fails first
+          durable = both;
+        }
       }
       // The asked id, not the tip the resume found: submit resolves it, and says so in its answer.
       const target = "create" in req.session ? snap!.session_id : req.session.id;

@@ -128,6 +128,11 @@ export interface Store {
    * messages already show it; this is for a reader that must not run ahead of a seq it serves.
    */
   streamedText(sessionId: string, upToSeq?: number): Promise<Map<string, string>>;
+  /**
+   * The session's messages still streaming (active branch), in transcript order, without their
+   * text: what a node serving the session from another node's stream needs, not the transcript.
+   */
+  streamingMessages(sessionId: string): Promise<Array<Pick<MessageRow, "id" | "role" | "created_seq">>>;
 
   /** Durable events with seq > afterSeq, in seq order, at most `limit`. */
   readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRow[]>;

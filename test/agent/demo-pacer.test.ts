@@ -60,15 +60,17 @@ describe("DemoPacer", () => {
       await s.done;
       expect(s.at).toHaveLength(10);
       for (let k = 1; k < 10; k++) {
-        // Chunk k: not before the pace allows, and at most one interval later (joining the grid).
+        // Chunk k: not before the pace allows, and at most one grid step (a quarter interval) later.
         expect(s.at[k]! - s.start).toBeGreaterThanOrEqual(k * 20);
-        expect(s.at[k]! - s.start).toBeLessThanOrEqual((k + 1) * 20);
+        expect(s.at[k]! - s.start).toBeLessThanOrEqual(k * 20 + 5);
         // On the shared grid, one interval apart.
         if (k > 1) expect(s.at[k]! - s.at[k - 1]!).toBe(20);
       }
     }
-    // All streams share the ticks of the first one (started at 0).
-    expect(new Set(streams.flatMap((s) => s.at.slice(1).map((t) => t % 20)))).toEqual(new Set([0]));
+    // All streams are released on the grid of the first one (started at 0), a quarter interval
+    // apart: streams that started apart stay spread over its four ticks.
+    expect(new Set(streams.flatMap((s) => s.at.slice(1).map((t) => t % 5)))).toEqual(new Set([0]));
+    expect(new Set(streams.map((s) => s.at[1]! % 20)).size).toBeGreaterThan(1);
     expect(clock.pending).toBe(0);
   });
 
@@ -128,5 +130,32 @@ describe("DemoProvider pacing", () => {
     await clock.advance(200);
     await Promise.all(runs);
     expect(got.map((g) => g.join(""))).toEqual(["1 2 3 4 5", "1 2 3 4 5 6", "1 2 3 4 5 6 7"]);
+  });
+
+  it("a consumer that stops early ends the stream's pacing: no wait left, no abort listener", async () => {
+    const clock = new FakeClock();
+    const p = new DemoProvider({ clock, delayMs: 20 });
+    const signal = new AbortController().signal;
+    const got: string[] = [];
+    const run = (async () => {
+      for await (const c of p.stream({ model: "demo", messages: [{ role: "user", content: "count to 50" }], signal })) {
+        if (c.type === "text") got.push(c.text);
+        if (got.length === 3) break;
+      }
+    })();
+    await clock.advance(100);
+    await run;
+    expect(got).toEqual(["1", " 2", " 3"]);
+    expect(getEventListeners(signal, "abort")).toHaveLength(0);
+    expect(clock.pending).toBe(0);
+  });
+
+  it("does nothing before the first next(): an aborted signal rejects that call with its reason", async () => {
+    const p = new DemoProvider({ clock: new FakeClock(), delayMs: 20 });
+    const abort = new AbortController();
+    const reason = new Error("gone");
+    const stream = p.stream({ model: "demo", messages: [{ role: "user", content: "count to 3" }], signal: abort.signal });
+    abort.abort(reason);
+    await expect(stream[Symbol.asyncIterator]().next()).rejects.toBe(reason);
   });
 });

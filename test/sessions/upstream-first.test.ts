@@ -98,6 +98,35 @@ describe("the upstream request", () => {
     ]);
   });
 
+  it("of a stateless call's conversation leaves before its earlier messages are stored; they are stored before the answer", async () => {
+    const { h, store } = await setup();
+    ai.script(reply.text(["4"]));
+    const viewer = new TestViewer("tap");
+    store.hold();
+    const history = [
+      { role: "user" as const, content: "2+2?" },
+      { role: "assistant" as const, content: "4" },
+    ];
+    const started = h.manager.startTurn({ caller: ME, session: { create: { provider: "up", model: "m", hidden: true } }, history, text: "and 2+2 again?", viewer });
+    let answered = false;
+    void started.then(() => (answered = true));
+    expect(await until(() => ai.requests.length === 1)).toBe(true);
+    expect(ai.requests[0]!.body.messages.map((m: { content: string }) => m.content)).toEqual(["2+2?", "4", "and 2+2 again?"]);
+    await settle(20);
+    expect(viewer.frames).toEqual([]);
+    expect(answered).toBe(false);
+
+    store.release();
+    const turn = await started;
+    // The turn's frames start after the seeded history, as before.
+    const seeded = viewer.frames.filter((f) => f.type === EventType.MessageComplete && f.turn_id === undefined);
+    expect(seeded.map((f) => f.payload.content)).toEqual(["2+2?", "4"]);
+    expect(seeded.at(-1)!.seq).toBe(turn.opened!.latestSeq);
+    expect(await until(() => viewer.frames.some((f) => f.type === EventType.TurnComplete))).toBe(true);
+    const stored = await h.store.loadMessages(turn.sessionId);
+    expect(stored.map((m) => m.content)).toEqual(["2+2?", "4", "and 2+2 again?", "4"]);
+  });
+
   it("of prompt.submit on a stored session leaves while the turn's first writes are not stored yet", async () => {
     const { h, store } = await setup();
     const snap = await h.manager.create(ME, { provider: "up", model: "m" });

@@ -155,6 +155,29 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       expect(p2.nextCursor).toBeNull();
     });
 
+    it("lists a session's messages still streaming, without their text, in transcript order, off-branch ones left out", async () => {
+      const store = await fresh();
+      await store.commit([{ op: "session.insert", row: sessionRow("s1") }, { op: "session.insert", row: sessionRow("s2") }]);
+      const streaming = (id: string, sid: string, seq: number) =>
+        ({ op: "message.insert", row: messageRow(id, sid, seq, { role: "assistant", status: "streaming", content: "" }) }) as const;
+      await store.commit([
+        { op: "message.insert", row: messageRow("u1", "s1", 1) },
+        streaming("a2", "s1", 4),
+        streaming("a1", "s1", 2),
+        streaming("hid", "s1", 6),
+        streaming("other", "s2", 3),
+        { op: "delta.append", session_id: "s1", message_id: "a1", seq: 3, text: "not read here" },
+      ]);
+      await store.commit([{ op: "messages.hide", session_id: "s1", from_seq: 6, hidden_by: "u1" }]);
+      expect(await store.streamingMessages("s1")).toEqual([
+        { id: "a1", role: "assistant", created_seq: 2 },
+        { id: "a2", role: "assistant", created_seq: 4 },
+      ]);
+      await store.commit([{ op: "message.update", id: "a1", patch: { status: "complete", content: "done" } }]);
+      expect((await store.streamingMessages("s1")).map((m) => m.id)).toEqual(["a2"]);
+      expect(await store.streamingMessages("nope")).toEqual([]);
+    });
+
     it("keeps versions apart (branching): hide from a seq, show what a version hid, versions by group, in one transaction", async () => {
       const store = await fresh();
       await store.commit([{ op: "session.insert", row: sessionRow("s1") }, { op: "session.insert", row: sessionRow("s2") }]);

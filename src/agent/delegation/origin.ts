@@ -1,12 +1,13 @@
 /**
  * The origin of a delegation is the request that asked for it: the session and turn whose tool
- * call ran `delegate_task`. It travels in an AsyncLocalStorage set around each turn by the session
- * runtime, never in process-global state a concurrently running child agent could overwrite.
+ * call ran `delegate_task`. The session runtime puts it in each turn's context (`delegation`), and
+ * the turn hands it to the tools it calls (`ToolContext.delegation`): never process-global state a
+ * concurrently running child agent could overwrite.
  *
- *   delegationOrigin.run(origin, () => runTurn(ctx));   // the runtime, around a turn
- *   const origin = currentOrigin();                      // the tool, deep inside the turn
+ * Why not an AsyncLocalStorage around the turn (as before): on Node 20 that turns on async hooks
+ * for the whole process — a hook call at every promise and every socket write of every session,
+ * a measurable part of the CPU each streamed delta costs — to carry one value to one tool.
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import type { DelegationKind } from "../../protocol/index.js";
 
 export interface DelegationStartRequest {
@@ -30,8 +31,3 @@ export interface DelegationOrigin {
   start(req: DelegationStartRequest): Promise<DelegationStarted>;
 }
 
-export const delegationOrigin = new AsyncLocalStorage<DelegationOrigin>();
-
-export function currentOrigin(): DelegationOrigin | undefined {
-  return delegationOrigin.getStore();
-}

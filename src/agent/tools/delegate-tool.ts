@@ -3,10 +3,9 @@
  * `delegation_id`; the turn goes on. Each sub-agent runs in a child session of its own (marked as
  * a delegate). When all are done, their results arrive in the origin session — at its live tip,
  * even after compression — as one message (`display_kind: async_delegation_complete`), starting no
- * turn. The origin comes from the turn's AsyncLocalStorage (see delegation/origin.ts).
+ * turn. The origin comes with the call's context (`ctx.delegation`, see delegation/origin.ts).
  */
 import { z } from "zod";
-import { currentOrigin } from "../delegation/origin.js";
 import { ToolInputError, type Tool } from "./registry.js";
 
 const Goal = z.string().trim().min(1).max(20_000);
@@ -39,7 +38,7 @@ export const delegateTool: Tool = {
       const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "args"}: ${i.message}`).join("; ");
       throw new ToolInputError(`invalid delegate_task arguments: ${issues}`);
     }
-    const origin = currentOrigin();
+    const origin = ctx.delegation;
     // The request's own origin, or nothing: a sub-agent (no origin) cannot delegate further.
     if (!origin || origin.sessionId !== ctx.sessionId) {
       throw new ToolInputError("delegate_task is not available here (sub-agents cannot delegate)");

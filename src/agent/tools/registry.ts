@@ -6,6 +6,7 @@
  * `ToolRegistry` is the source of the built-in tools; on its own it is also a complete ToolSet
  * (every tool `auto`), which is what unit tests and embedders without MCP use.
  */
+import type { DelegationOrigin } from "../delegation/origin.js";
 import type { SessionEventLog } from "../../events/types.js";
 import type { WriteOp } from "../../store/types.js";
 import type { ToolSpec } from "../provider.js";
@@ -30,6 +31,8 @@ export interface ToolContext {
   cwd?: string;
   /** The session's background processes (the workspace terminal); absent = not available here. */
   processes?: WorkspaceProcesses;
+  /** Where `delegate_task` starts sub-agents from: this turn's session; absent for sub-agents. */
+  delegation?: DelegationOrigin;
 }
 
 /** What a tool asks the user (MCP elicitation, form mode). */

@@ -50,10 +50,14 @@ interface Cut {
 
 const SINCE_PAGE = 100_000;
 
+/** A stored message as the snapshots of messages still streaming need it. */
+type StreamingRow = Pick<MessageRow, "id" | "role" | "created_seq"> & { status?: MessageRow["status"] };
+
 /** What since() reads from the store, before it reads the bus. */
 export interface StoredCut {
   rows: EventRow[];
-  messages: MessageRow[];
+  /** The session's messages still streaming. */
+  messages: StreamingRow[];
 }
 
 export class RemoteView {
@@ -212,12 +216,17 @@ export class RemoteView {
   }
 
   /**
-   * The store half of a since() cut: the events after `afterSeq` and the session's messages, read
-   * together (two pooled connections: one round trip of latency, not two). A caller may start it
+   * The store half of a since() cut: the events after `afterSeq` and the session's messages still
+   * streaming, read together (two pooled connections: one round trip of latency, not two). A caller may start it
    * before it has checked access (node-routing.ts) and pass it to since().
    */
   readStored(sessionId: string, afterSeq: number): Promise<StoredCut> {
-    return Promise.all([this.storedEvents(sessionId, afterSeq), this.deps.store.loadMessages(sessionId)]).then(([rows, messages]) => ({ rows, messages }));
+    // Only the messages still streaming, not the transcript: a long session's catch-up must not
+    // read every message it ever had.
+    return Promise.all([this.storedEvents(sessionId, afterSeq), this.deps.store.streamingMessages(sessionId)]).then(([rows, messages]) => ({
+      rows,
+      messages,
+    }));
   }
 
   private async collect(sessionId: string, afterSeq: number, storedCut = this.readStored(sessionId, afterSeq)): Promise<Cut> {
@@ -268,10 +277,10 @@ export class RemoteView {
 
   /**
    * Messages still streaming at `latest`, rebuilt from the retained deltas (or the delta log).
-   * `stored`: the session's messages, read before the bus (a message that started after that read
-   * has its message.start in the retained frames).
+   * `stored`: the session's messages (or those still streaming), read before the bus for since()
+   * (a message that started after that read has its message.start in the retained frames).
    */
-  private async streamingSnapshots(sessionId: string, retained: BusEntry[], latest: number, stored: MessageRow[]): Promise<MessageSnapshot[]> {
+  private async streamingSnapshots(sessionId: string, retained: BusEntry[], latest: number, stored: StreamingRow[]): Promise<MessageSnapshot[]> {
     const open = new Map<string, MessageSnapshot>();
     const completed = new Set<string>();
     // Starts and completions first (few): deltas are parsed only when some message is still open,
@@ -310,7 +319,7 @@ export class RemoteView {
     // A message that started before the retained window: its delta log up to `latest` (never past
     // it: the viewer follows the bus from there, so a later delta must not be in the snapshot too).
     const older = stored.filter(
-      (r) => r.role === "assistant" && r.status === "streaming" && r.created_seq <= latest && !open.has(r.id) && !completed.has(r.id),
+      (r) => r.role === "assistant" && (r.status ?? "streaming") === "streaming" && r.created_seq <= latest && !open.has(r.id) && !completed.has(r.id),
     );
     const logged = older.length > 0 ? await this.deps.store.streamedText(sessionId, latest) : new Map<string, string>();
     for (const r of older) {

@@ -23,12 +23,17 @@ export interface SeedMessage {
   tool_call_id?: string;
 }
 
-/** Writes `messages` into the runtime's transcript; returns the latest seq once they are delivered. */
+/**
+ * Writes `messages` into the runtime's transcript; returns the latest seq once they are delivered.
+ * With `wait: false` it returns at once the seq of the last one emitted: the history is in the
+ * model's context already, and its frames commit (FIFO) before anything the turn writes after.
+ */
 export async function seedHistory(
   runtime: SessionRuntime,
   messages: readonly SeedMessage[],
   clock: Clock,
   ids: IdGenerator,
+  opts: { wait?: boolean } = {},
 ): Promise<number> {
   for (const m of messages) {
     const id = ids.next("msg");
@@ -47,6 +52,7 @@ export async function seedHistory(
     if (m.tool_call_id !== undefined) chat.tool_call_id = m.tool_call_id;
     runtime.history.push(chat);
   }
+  if (opts.wait === false) return runtime.log.emittedSeq;
   await runtime.log.flushed();
   await runtime.log.settled();
   return runtime.log.latestSeq;

@@ -18,6 +18,7 @@ import type { CallOptions, ChatMessage, Provider } from "../../agent/provider.js
 import type { UsageMark } from "../../agent/compression/index.js";
 import { continueTurn, runTurn, type TurnContext, type TurnOutcome } from "../../agent/turn-runner.js";
 import type { PendingDecision, TurnRequests } from "../../agent/turn-requests.js";
+import type { DelegationOrigin } from "../../agent/delegation/origin.js";
 import { SteerInbox } from "../../agent/turn-steering.js";
 import { createTodoList, type TodoList, type ToolContext, type ToolSet } from "../../agent/tools/index.js";
 import type { LiveSettings } from "./live-settings.js";
@@ -39,8 +40,8 @@ export interface RuntimeHooks {
   command(rt: SessionRuntime, turn: QueuedTurn, signal: AbortSignal, startOps: WriteOp[]): Promise<boolean>;
   /** In the turn slot right after every model turn (automatic compression). */
   afterTurn(rt: SessionRuntime): Promise<void>;
-  /** Wraps a turn (the delegation origin is set in an AsyncLocalStorage around it). */
-  turnScope<T>(rt: SessionRuntime, fn: () => Promise<T>): Promise<T>;
+  /** Where the turn's `delegate_task` calls start from; undefined = this session cannot delegate. */
+  delegationOrigin(rt: SessionRuntime): DelegationOrigin | undefined;
   /** Whenever a turn settles and no other follows (the lifecycle re-arms the grace of a detached session). */
   turnSettled(rt: SessionRuntime): void;
   /** Delegations started from this session's lineage still run: it must not be reaped. */
@@ -554,7 +555,7 @@ export class SessionRuntime {
     }
     if (turn.parked) {
       try {
-        await this.hooks.turnScope(this, () => this.continueParked(this.turnContext(turn, signal, [], steering), undefined, signal));
+        await this.continueParked(this.turnContext(turn, signal, [], steering), undefined, signal);
         await this.hooks.afterTurn(this);
       } catch (err) {
         this.logger.error({ err, trace_id: turn.traceId, turn_id: turn.turnId }, "resuming a parked turn threw");
@@ -572,7 +573,7 @@ export class SessionRuntime {
         await this.hooks.afterTurn(this);
         return;
       }
-      await this.hooks.turnScope(this, () => this.runModelTurn(turn, signal, startOps, steering));
+      await this.runModelTurn(turn, signal, startOps, steering);
       await this.hooks.afterTurn(this);
     } catch (err) {
       // runTurn reports turn failures as events; reaching here is a bug worth a loud line.
@@ -607,6 +608,7 @@ export class SessionRuntime {
     const { clock, ids, settings } = this.env;
     const requestInput = this.hooks.requestInput(this, turn);
     const processes = this.hooks.processes?.(this);
+    const delegation = this.hooks.delegationOrigin(this);
     return {
       sessionId: this.id,
       turnId: turn.turnId,
@@ -634,6 +636,7 @@ export class SessionRuntime {
       ...(requestInput ? { requestInput } : {}),
       ...(this.row.flags.cwd !== undefined ? { cwd: this.row.flags.cwd } : {}),
       ...(processes ? { processes } : {}),
+      ...(delegation ? { delegation } : {}),
       ...(settings.retry && settings.retry.max_retries > 0
         ? { retry: { maxRetries: settings.retry.max_retries, baseDelayMs: settings.retry.base_delay_ms } }
         : {}),

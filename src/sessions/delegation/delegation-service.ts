@@ -111,7 +111,7 @@ export class DelegationService implements DelegationRunner {
     return false;
   }
 
-  /** What the turn's AsyncLocalStorage carries for a session: where `delegate_task` starts from. */
+  /** What a turn's context carries for a session (TurnContext.delegation): where `delegate_task` starts from. */
   originFor(runtime: SessionRuntime): DelegationOrigin {
     return {
       sessionId: runtime.id,

@@ -282,6 +282,13 @@ export class PostgresStore implements Store {
     return this.readDeltaLog(sessionId, upToSeq);
   }
 
+  async streamingMessages(sessionId: string): Promise<Array<Pick<MessageRow, "id" | "role" | "created_seq">>> {
+    return this.q<Pick<MessageRow, "id" | "role" | "created_seq">>(
+      `SELECT id, role, created_seq FROM messages WHERE session_id = $1 AND status = 'streaming' AND hidden_by IS NULL ORDER BY created_seq, id`,
+      [sessionId],
+    );
+  }
+
   async listMessages(sessionId: string, afterMessageId: string | undefined, limit: number): Promise<Page<MessageRow>> {
     let afterSeq = -1;
     if (afterMessageId !== undefined) {

@@ -13,7 +13,11 @@ export class SqliteRetention implements RetentionStore {
   private readonly s;
   private readonly purge: Database.Transaction<(id: string, endedBefore: number, maxRows: number) => PurgeStep>;
 
-  constructor(db: Database.Database) {
+  constructor(
+    db: Database.Database,
+    /** Called after a purge step: it deletes leases behind the commit path's back. */
+    private readonly leasesChanged: () => void = () => undefined,
+  ) {
     this.s = {
       // On the partial index of ended sessions (migration 6).
       ended: db.prepare(
@@ -67,6 +71,10 @@ export class SqliteRetention implements RetentionStore {
 
   async purgeSession(id: string, endedBefore: number, maxRows: number): Promise<PurgeStep> {
     // IMMEDIATE, as every read-then-write transaction here: see SqliteStore.commit.
-    return this.purge.immediate(id, endedBefore, maxRows);
+    try {
+      return this.purge.immediate(id, endedBefore, maxRows);
+    } finally {
+      this.leasesChanged();
+    }
   }
 }

@@ -55,6 +55,8 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly stmts: Record<string, Statement>;
   private readonly applyOps: Database.Transaction<(ops: readonly WriteOp[]) => void>;
+  /** The op switch (and its cache of checked fences, which lease writes here must void). */
+  private readonly writes: SqliteWrites;
   /** The HTTP API's tables (responses, idempotency keys). */
   private readonly http: HttpTables;
   /** Background sub-agents (`delegations`). */
@@ -98,6 +100,12 @@ export class SqliteStore implements Store {
       loadHidden: db.prepare(`SELECT * FROM messages INDEXED BY messages_hidden WHERE session_id = ? AND hidden_by = ? ORDER BY created_seq, id`),
       // Seeks per index bucket, not a scan of every live stream's rows (appends.ts).
       deltaLog: db.prepare(DELTA_LOG_READ),
+      // On the partial index of streaming messages (migration 13); left to itself the planner walks
+      // every message of the session (messages_by_session serves the ORDER BY).
+      streaming: db.prepare(
+        `SELECT id, role, created_seq FROM messages INDEXED BY messages_streaming
+          WHERE session_id = ? AND status = 'streaming' AND hidden_by IS NULL ORDER BY created_seq, id`,
+      ),
       readEvents: db.prepare(
         `SELECT session_id, seq, type, payload, turn_id, trace_id, created_at FROM events
          WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
@@ -144,12 +152,13 @@ export class SqliteStore implements Store {
     this.processes = new ProcessTables(db);
     this.envelopes = new EnvelopeTables(db);
     this.runs = new RunTables(db);
-    this.retention = new SqliteRetention(db);
     const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes);
+    this.writes = writes;
+    this.retention = new SqliteRetention(db, () => writes.leasesChanged());
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       writes.beginTransaction();
       for (const op of ops) writes.apply(op);
-      writes.deltaSweep.afterOps();
+      writes.endTransaction();
     });
   }
 
@@ -158,7 +167,13 @@ export class SqliteStore implements Store {
     // IMMEDIATE: a commit reads (its fencing row) before it writes. Begun deferred, it would hold
     // a read snapshot while another process on this file writes, and SQLite refuses the upgrade at
     // once ("database is locked") instead of waiting out the busy timeout.
-    this.applyOps.immediate(ops);
+    try {
+      this.applyOps.immediate(ops);
+    } catch (err) {
+      // Rolled back: a lease it wrote (and then checked) is not there.
+      this.writes.leasesChanged();
+      throw err;
+    }
   }
 
   async getSession(id: string): Promise<SessionRow | null> {
@@ -221,6 +236,10 @@ export class SqliteStore implements Store {
 
   async streamedText(sessionId: string, upToSeq?: number): Promise<Map<string, string>> {
     return this.readDeltaLog(sessionId, upToSeq);
+  }
+
+  async streamingMessages(sessionId: string): Promise<Array<Pick<MessageRow, "id" | "role" | "created_seq">>> {
+    return this.stmts.streaming!.all(sessionId) as Array<Pick<MessageRow, "id" | "role" | "created_seq">>;
   }
 
   async listMessages(sessionId: string, afterMessageId: string | undefined, limit: number): Promise<Page<MessageRow>> {
@@ -292,6 +311,7 @@ export class SqliteStore implements Store {
   }
 
   async acquireLease(req: LeaseRequest): Promise<LeaseResult> {
+    this.writes.leasesChanged();
     // IMMEDIATE: two processes deciding about one lease must not both read "free".
     return this.db
       .transaction((): LeaseResult => {
@@ -338,6 +358,7 @@ export class SqliteStore implements Store {
   }
 
   async releaseLease(sessionId: string, owner: string, token: number): Promise<void> {
+    this.writes.leasesChanged();
     this.stmts.releaseLease!.run(sessionId, owner, token);
   }
 
