@@ -38,6 +38,7 @@ import { RunTables } from "./run-tables.js";
 import { MIGRATIONS } from "./migrations.js";
 import { SqliteRetention } from "./retention.js";
 import { DELTA_LOG_READ } from "./appends.js";
+import { WalCheckpointer, type CheckpointResult } from "../wal-checkpointer.js";
 
 type Statement = Database.Statement;
 
@@ -47,12 +48,16 @@ export interface SqliteStoreOptions {
   /** File path, or ":memory:". Parent folders are created. */
   path: string;
   busyTimeoutMs?: number;
+  /** How often the WAL is checkpointed, off the event loop (store/wal-checkpointer.ts). @default 1000 */
+  checkpointIntervalMs?: number;
 }
 
 export class SqliteStore implements Store {
   readonly kind = "sqlite";
   readonly path: string;
   private readonly db: Database.Database;
+  /** Runs the WAL checkpoints in a worker (none for ":memory:"). */
+  private readonly checkpointer: WalCheckpointer | undefined;
   private readonly stmts: Record<string, Statement>;
   private readonly applyOps: Database.Transaction<(ops: readonly WriteOp[]) => void>;
   /** The op switch (and its cache of checked fences, which lease writes here must void). */
@@ -78,6 +83,11 @@ export class SqliteStore implements Store {
     this.db = new Database(options.path);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");
+    if (options.path !== ":memory:") {
+      // Not inside a commit on this thread: a checkpoint's copy and sync was the commit tail.
+      this.db.pragma("wal_autocheckpoint = 0");
+      this.checkpointer = WalCheckpointer.start(options.path, { intervalMs: options.checkpointIntervalMs ?? 1000 });
+    }
     this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     this.db.pragma("foreign_keys = ON");
     migrate(this.db);
@@ -382,7 +392,13 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.checkpointer?.stop();
     if (this.db.open) this.db.close();
+  }
+
+  /** Runs a WAL checkpoint now, off the event loop (tests; undefined for ":memory:"). */
+  checkpointNow(): Promise<CheckpointResult> | undefined {
+    return this.checkpointer?.checkpointNow();
   }
 }
 
