@@ -56,8 +56,12 @@ export class SqliteStore implements Store {
   readonly kind = "sqlite";
   readonly path: string;
   private readonly db: Database.Database;
-  /** Runs the WAL checkpoints in a worker (none for ":memory:"). */
-  private readonly checkpointer: WalCheckpointer | undefined;
+  /**
+   * Runs the WAL checkpoints in a worker, from the first commit on (none for ":memory:"): until
+   * then SQLite's own checkpoint serves — an idle gateway (heartbeats only) pays no thread for it.
+   */
+  private checkpointer: WalCheckpointer | undefined;
+  private readonly checkpointIntervalMs: number;
   private readonly stmts: Record<string, Statement>;
   private readonly applyOps: Database.Transaction<(ops: readonly WriteOp[]) => void>;
   /** The op switch (and its cache of checked fences, which lease writes here must void). */
@@ -83,11 +87,7 @@ export class SqliteStore implements Store {
     this.db = new Database(options.path);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");
-    if (options.path !== ":memory:") {
-      // Not inside a commit on this thread: a checkpoint's copy and sync was the commit tail.
-      this.db.pragma("wal_autocheckpoint = 0");
-      this.checkpointer = WalCheckpointer.start(options.path, { intervalMs: options.checkpointIntervalMs ?? 1000 });
-    }
+    this.checkpointIntervalMs = options.checkpointIntervalMs ?? 1000;
     this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     this.db.pragma("foreign_keys = ON");
     migrate(this.db);
@@ -174,6 +174,7 @@ export class SqliteStore implements Store {
 
   async commit(ops: readonly WriteOp[]): Promise<void> {
     if (ops.length === 0) return;
+    if (!this.checkpointer && this.path !== ":memory:") this.checkpointOffThread();
     // IMMEDIATE: a commit reads (its fencing row) before it writes. Begun deferred, it would hold
     // a read snapshot while another process on this file writes, and SQLite refuses the upgrade at
     // once ("database is locked") instead of waiting out the busy timeout.
@@ -396,7 +397,13 @@ export class SqliteStore implements Store {
     if (this.db.open) this.db.close();
   }
 
-  /** Runs a WAL checkpoint now, off the event loop (tests; undefined for ":memory:"). */
+  /** Not inside a commit on this thread from now on: a checkpoint's copy and sync was the commit tail. */
+  private checkpointOffThread(): void {
+    this.db.pragma("wal_autocheckpoint = 0");
+    this.checkpointer = WalCheckpointer.start(this.path, { intervalMs: this.checkpointIntervalMs });
+  }
+
+  /** Runs a WAL checkpoint now, off the event loop (tests; undefined before the first commit and for ":memory:"). */
   checkpointNow(): Promise<CheckpointResult> | undefined {
     return this.checkpointer?.checkpointNow();
   }
