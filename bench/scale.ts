@@ -11,7 +11,8 @@
  * Needs PostgreSQL and Redis (TETHER_BENCH_PG_URL, TETHER_BENCH_REDIS_URL; defaults as the tests).
  * `--runs=N`, `--sessions=N`, `--count=N` change the sizes (defaults 5, 200, 300; `--quick`: 1, 40,
  * 100). Beside each throughput: the machine's busy share and the CPU µs a frame of the nodes,
- * PostgreSQL, Redis and the clients (bench/cpu-split.ts), the median run's.
+ * PostgreSQL, Redis and the clients (bench/cpu-split.ts), the median run's; and the ratio of CPU
+ * per frame in all to SQLite's (what the throughput ratio becomes when the machine is the limit).
  * Everything runs on this machine: clients, nodes, PostgreSQL and Redis share its cores, which is
  * what limits the 2-node figure (see docs/deploy.md).
  */
@@ -197,6 +198,15 @@ export async function runScale(opts: { quick: boolean }): Promise<number> {
   }
   const one = streams[2]!.framesPerSec;
   console.log(`  2 nodes vs 1 node (PostgreSQL + Redis): ×${fmtRatio(streams[3]!.framesPerSec / one)}`);
+  // On a machine others share, frames/s follows their load; CPU per frame does not. The ratio of
+  // CPU per frame (everything: nodes, servers, clients) is what throughput becomes once the
+  // machine is the limit.
+  const allIn = (s: StreamResult) => (s.cpu ? (Object.values(s.cpu.ms).reduce((a, b) => a + b, 0) * 1000) / s.frames : NaN);
+  if (streams.every((s) => s.cpu)) {
+    const sqliteCpu = allIn(streams[0]!);
+    const parts = streams.slice(1).map((s) => `${s.label}: ${allIn(s).toFixed(1)} µs (×${fmtRatio(sqliteCpu / allIn(s))})`);
+    console.log(`  CPU a frame, all processes: SQLite ${sqliteCpu.toFixed(1)} µs; ${parts.join("; ")}`);
+  }
   console.log(`catch-up: since(after_seq 0) of a finished turn`);
   for (const c of catchups) console.log(`  ${c.label.padEnd(48)} p50 ${fmtMs(c.p50)}  p99 ${fmtMs(c.p99)}  (${c.frames} frames)`);
   const out = fileURLToPath(new URL("./.last-scale-results.json", import.meta.url));

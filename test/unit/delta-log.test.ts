@@ -180,3 +180,30 @@ describe("durable deltas", () => {
     await log.settled();
   });
 });
+
+describe("delta-log rows of one commit, many to a statement", () => {
+  it("stores every row of a commit of 1 to 130 streaming messages, in order, and before a completion in the same commit", async () => {
+    const store = new SqliteStore({ path: tempDbPath() });
+    stores.push(store);
+    await store.commit([{ op: "session.insert", row: sessionRow("s1") }]);
+    for (const n of [1, 2, 3, 63, 64, 65, 127, 130]) {
+      const ids = Array.from({ length: n }, (_, i) => `m${n}_${i}`);
+      await store.commit(ids.map((id, i) => ({ op: "message.insert", row: messageRow(id, "s1", i, { role: "assistant", status: "streaming", content: "" }) })));
+      const delta = (id: string, seq: number, text: string): WriteOp => ({ op: "delta.append", session_id: "s1", message_id: id, seq, text });
+      // Two commits of one row per message (what two pacing ticks commit).
+      await store.commit(ids.flatMap((id, i) => [delta(id, 1000 + i, `a${i}`)]));
+      await store.commit(ids.flatMap((id, i) => [delta(id, 2000 + i, ` b${i}`)]));
+      const text = await store.streamedText("s1");
+      for (const [i, id] of ids.entries()) expect(text.get(id)).toBe(`a${i} b${i}`);
+      // A delta and its message's completion in one commit: the row is in before the update.
+      const last = ids.at(-1)!;
+      await store.commit([
+        delta(last, 3000, " c"),
+        { op: "message.update", id: last, patch: { content: `a${n - 1} b${n - 1} c`, status: "complete" } },
+        { op: "delta.compact", session_id: "s1", message_id: last },
+      ]);
+      expect((await store.loadMessages("s1")).find((m) => m.id === last)!.content).toBe(`a${n - 1} b${n - 1} c`);
+    }
+  });
+});
+

@@ -6,7 +6,7 @@
 import type Database from "better-sqlite3";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
 import { FenceError } from "../errors.js";
-import { DeltaBuckets } from "./appends.js";
+import { DeltaAppends, DeltaBuckets } from "./appends.js";
 import { unsupportedOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
 
 type Statement = Database.Statement;
@@ -16,6 +16,9 @@ interface OpTables<O> {
   apply(op: O): void;
 }
 
+/** Ops that neither read nor delete delta-log rows: pending rows may wait past them. */
+const KEEPS_DELTAS_PENDING: ReadonlySet<WriteOp["op"]> = new Set(["delta.append", "lease.fence", "event.append", "delta.compact"]);
+
 export class SqliteWrites {
   private readonly insertSession: Statement;
   private readonly reserveSeq: Statement;
@@ -23,7 +26,8 @@ export class SqliteWrites {
   private readonly hideMessages: Statement;
   private readonly showMessages: Statement;
   private readonly insertEvent: Statement;
-  private readonly appendDelta: Statement;
+  /** Delta-log rows, inserted many to a statement (appends.ts). */
+  private readonly deltas: DeltaAppends;
   /** The delta log's cleanup (see DeltaLogSweep). */
   readonly deltaSweep: DeltaLogSweep;
   /** The index bucket of each appended delta-log row (appends.ts). */
@@ -74,7 +78,7 @@ export class SqliteWrites {
       `INSERT INTO events (session_id, seq, type, payload, turn_id, trace_id, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
-    this.appendDelta = db.prepare(`INSERT INTO message_deltas (session_id, message_id, seq, text, bucket) VALUES (?, ?, ?, ?, ?)`);
+    this.deltas = new DeltaAppends(db);
     this.buckets = new DeltaBuckets(db);
     this.deltaSweep = new DeltaLogSweep(db);
     this.insertIdempotency = db.prepare(
@@ -90,6 +94,7 @@ export class SqliteWrites {
 
   /** A commit's transaction begins (its write lock held): another process's commit voids the checks. */
   beginTransaction(): void {
+    this.deltas.reset();
     const version = this.dataVersion.get() as number;
     if (version === this.fencesAtVersion) return;
     this.fencesChecked.clear();
@@ -101,7 +106,16 @@ export class SqliteWrites {
     this.fencesChecked.clear();
   }
 
+  /** The end of a commit's ops, still inside its transaction. */
+  endTransaction(): void {
+    if (this.deltas.pending > 0) this.deltas.flush();
+    this.deltaSweep.afterOps();
+  }
+
   apply(op: WriteOp): void {
+    // Pending delta rows go in before any op that could read or delete them (a streaming
+    // commit is fences, deltas and event rows; anything else flushes first).
+    if (this.deltas.pending > 0 && !KEEPS_DELTAS_PENDING.has(op.op)) this.deltas.flush();
     switch (op.op) {
       // First: one per durable frame, by far the most common op.
       case "event.append": {
@@ -111,7 +125,7 @@ export class SqliteWrites {
       }
       // Second: one per streaming message per commit.
       case "delta.append":
-        this.appendDelta.run(op.session_id, op.message_id, op.seq, op.text, this.buckets.next());
+        this.deltas.add(op.session_id, op.message_id, op.seq, op.text, this.buckets.next());
         this.deltaSweep.appended(op.message_id);
         return;
       case "delta.compact":

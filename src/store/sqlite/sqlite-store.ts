@@ -168,7 +168,7 @@ export class SqliteStore implements Store {
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
       writes.beginTransaction();
       for (const op of ops) writes.apply(op);
-      writes.deltaSweep.afterOps();
+      writes.endTransaction();
     });
   }
 
