@@ -16,6 +16,7 @@ import {
   type RpcId,
 } from "../protocol/index.js";
 import { METHOD_PARAMS } from "../protocol/method-params.js";
+import { paramIssues } from "../protocol/param-issues.js";
 import type { Logger } from "../lib/logger.js";
 import { encodeAnswer, type WireText } from "./wire-text.js";
 
@@ -39,7 +40,7 @@ export type ScopeOf<S> = (profile: string | undefined) => Promise<S> | S;
 
 /** `data.issues` names each bad field, e.g. `{ path: "session_id", message: "Required" }`. */
 export function invalidParams(error: z.ZodError): TetherError {
-  const issues = error.issues.map((i) => ({ path: i.path.join(".") || "(params)", message: i.message }));
+  const issues = paramIssues(error).map((i) => ({ path: i.path || "(params)", message: i.message }));
   const names = issues.map((i) => i.path).join(", ");
   return new TetherError(ErrorCode.InvalidParams, `Invalid params: ${names}`, { issues });
 }

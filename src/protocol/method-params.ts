@@ -1,5 +1,6 @@
 /**
- * The zod schemas of every method's params, validated on every request. Server-only: the gateway
+ * The zod schemas of every method's params, validated on every request. Strict objects: a field a
+ * method does not take is refused by name (InvalidParams), never dropped. Server-only: the gateway
  * imports this module directly (protocol/index.ts does not re-export it), so the SDK and the web
  * client, which only need the param TYPES (methods.ts, `MethodMap`), never bundle zod.
  */
@@ -11,10 +12,10 @@ const sessionId = z.string().min(1).max(200);
 const profile = z.string().min(1).max(100).optional();
 const seq = z.number().int().min(0);
 
-export const EmptyParams = z.object({}).optional();
+export const EmptyParams = z.strictObject({}).optional();
 
 /** A tool the client executes itself: OpenAI's function name rules (letters, digits, `_`, `-`; at most 64). */
-export const ClientToolParam = z.object({
+export const ClientToolParam = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "1-64 letters, digits, _ or -"),
   description: z.string().max(10_000).optional(),
   parameters: z.record(z.string(), z.unknown()).optional(),
@@ -22,7 +23,7 @@ export const ClientToolParam = z.object({
 });
 const clientTools = z.array(ClientToolParam).max(128).optional();
 
-export const SessionCreateParams = z.object({
+export const SessionCreateParams = z.strictObject({
   client_tools: clientTools,
   profile: z.string().min(1).max(100).optional(),
   title: z.string().max(500).optional(),
@@ -39,10 +40,10 @@ export const SessionCreateParams = z.object({
   wake_on_delivery: z.boolean().optional(),
 });
 
-export const SessionResumeParams = z.object({ session_id: sessionId, after_seq: seq.optional(), profile });
+export const SessionResumeParams = z.strictObject({ session_id: sessionId, after_seq: seq.optional(), profile });
 
 export const SessionListParams = z
-  .object({
+  .strictObject({
     profile: z.string().optional(),
     limit: z.number().int().min(1).max(500).optional(),
     cursor: z.string().max(500).optional(),
@@ -55,16 +56,16 @@ export const SessionListParams = z
   })
   .optional();
 
-export const SessionMessagesParams = z.object({
+export const SessionMessagesParams = z.strictObject({
   session_id: sessionId,
   profile,
   after_message_id: z.string().max(200).optional(),
   limit: z.number().int().min(1).max(1000).optional(),
 });
 
-export const SessionIdParams = z.object({ session_id: sessionId, profile });
+export const SessionIdParams = z.strictObject({ session_id: sessionId, profile });
 
-export const SessionUpdateParams = z.object({
+export const SessionUpdateParams = z.strictObject({
   session_id: sessionId,
   title: z.string().max(500).optional(),
   client_tools: clientTools,
@@ -75,14 +76,14 @@ export const SessionUpdateParams = z.object({
 });
 
 /** `prompt.cancel`: a queued prompt is dropped (a running one is interrupted). */
-export const PromptCancelParams = z.object({ session_id: sessionId, profile, turn_id: z.string().min(1).max(200) });
+export const PromptCancelParams = z.strictObject({ session_id: sessionId, profile, turn_id: z.string().min(1).max(200) });
 
 /**
  * `from_message_id`: a new version of that user message (see Branching): `text` is the edited
  * prompt; without `text`, the same prompt again (regenerate). Without `from_message_id`, `text` is required.
  */
 export const PromptSubmitParams = z
-  .object({
+  .strictObject({
     session_id: sessionId,
     profile,
     text: z.string().min(1).max(1_000_000).optional(),
@@ -92,9 +93,9 @@ export const PromptSubmitParams = z
   .refine((p) => p.text !== undefined || p.from_message_id !== undefined, { message: "Required (only a regenerate, with from_message_id, may leave it out)", path: ["text"] });
 
 /** `session.branch.select`: show version `message_id` (a user message's id, one of its `versions`). */
-export const BranchSelectParams = z.object({ session_id: sessionId, profile, message_id: z.string().min(1).max(200) });
+export const BranchSelectParams = z.strictObject({ session_id: sessionId, profile, message_id: z.string().min(1).max(200) });
 
-export const SessionSteerParams = z.object({
+export const SessionSteerParams = z.strictObject({
   session_id: sessionId,
   profile,
   text: z.string().min(1).max(1_000_000),
@@ -105,14 +106,14 @@ export const SessionSteerParams = z.object({
  * the durable frames and the snapshots, which carry every streamed text — what a reconnecting
  * client needs, at a fraction of the bytes. Default true: every frame still retained.
  */
-export const EventsSinceParams = z.object({
+export const EventsSinceParams = z.strictObject({
   session_id: sessionId,
   after_seq: seq,
   include_transient: z.boolean().optional(),
   profile,
 });
 
-export const ConfigSetParams = z.object({
+export const ConfigSetParams = z.strictObject({
   session_id: sessionId,
   profile,
   key: z.string().min(1).max(200),
@@ -125,7 +126,7 @@ export const ConfigSetParams = z.object({
  * `note`; an input request `content` (or `choice: decline | cancel`); a client tool `output` or
  * `error`. Which fields a request takes is checked against its kind (-32602 names the field).
  */
-export const RequestRespondParams = z.object({
+export const RequestRespondParams = z.strictObject({
   session_id: sessionId,
   profile,
   request_id: z.string().min(1).max(200),
@@ -136,35 +137,35 @@ export const RequestRespondParams = z.object({
   error: z.string().max(100_000).optional(),
 });
 
-export const ProfileParams = z.object({ profile }).optional();
+export const ProfileParams = z.strictObject({ profile }).optional();
 
-export const ApprovalsRevokeParams = z.object({ profile, tool: z.string().min(1).max(200) });
+export const ApprovalsRevokeParams = z.strictObject({ profile, tool: z.string().min(1).max(200) });
 
 /** `bot.chat`: the bot is the profile the call names (its scope). */
-export const BotChatParams = z.object({ profile: z.string().min(1).max(100) });
+export const BotChatParams = z.strictObject({ profile: z.string().min(1).max(100) });
 
 const memberList = z.array(z.string().min(1).max(100)).min(1).max(16);
 
 /** `room.create`: members are profiles, by bot name or profile name. The room lives in `profile`. */
-export const RoomCreateParams = z.object({ profile, title: z.string().max(500).optional(), members: memberList });
+export const RoomCreateParams = z.strictObject({ profile, title: z.string().max(500).optional(), members: memberList });
 
-export const RoomPostParams = z.object({ profile, room_id: sessionId, text: z.string().min(1).max(1_000_000) });
+export const RoomPostParams = z.strictObject({ profile, room_id: sessionId, text: z.string().min(1).max(1_000_000) });
 
-export const RoomMessagesParams = z.object({
+export const RoomMessagesParams = z.strictObject({
   profile,
   room_id: sessionId,
   after_message_id: z.string().max(200).optional(),
   limit: z.number().int().min(1).max(1000).optional(),
 });
 
-export const RoomMembersParams = z.object({ profile, room_id: sessionId, members: memberList });
+export const RoomMembersParams = z.strictObject({ profile, room_id: sessionId, members: memberList });
 
 /** `process.kill`: a background process of the session, by id. */
-export const ProcessIdParams = z.object({ session_id: sessionId, profile, id: z.string().min(1).max(200) });
+export const ProcessIdParams = z.strictObject({ session_id: sessionId, profile, id: z.string().min(1).max(200) });
 
 /** `process.output`: a page from `after_offset` (bytes; default 0), or only the last `tail` bytes. */
 export const ProcessOutputParams = z
-  .object({
+  .strictObject({
     session_id: sessionId,
     profile,
     id: z.string().min(1).max(200),

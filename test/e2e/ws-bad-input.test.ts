@@ -34,6 +34,12 @@ describe("bad input", () => {
     const paths = badTypes.error!.data.issues.map((i: any) => i.path).sort();
     expect(paths).toEqual(["session_id", "text"]);
 
+    // A parameter a method does not take is refused by name, never dropped: at the top, and inside.
+    const unknownParam = await sock.request("prompt.submit", { session_id: other.session_id, text: "hi", temprature: 0.2 });
+    expect(unknownParam.error).toMatchObject({ code: -32602, data: { issues: [{ path: "temprature", message: "unknown parameter" }] } });
+    const unknownNested = await sock.request("session.create", { client_tools: [{ name: "t", colour: "red" }] });
+    expect(unknownNested.error!.data.issues).toEqual([{ path: "client_tools.0.colour", message: "unknown parameter" }]);
+
     const missing = await sock.request("session.events.since", { session_id: "x" });
     expect(missing.error!.code).toBe(-32602);
     expect(missing.error!.data.issues[0].path).toBe("after_seq");

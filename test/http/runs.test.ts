@@ -155,7 +155,7 @@ describe("/v1/runs", () => {
       [{ input: "x", tools: [{ type: "function", function: { name: "f" } }] }, "tools"],
       [{ input: "x", model: "no-such-model" }, "model"],
       [{ input: "x", previous_response_id: "resp_nope" }, "previous_response_id"],
-      [{ input: "x", surprise: 1 }, "(body)"],
+      [{ input: "x", surprise: 1 }, "surprise"],
       [{ input: [{ role: "assistant", content: "hi" }] }, "input.0.role"],
     ];
     for (const [body, param] of cases) {

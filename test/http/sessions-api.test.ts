@@ -44,6 +44,11 @@ describe("sessions API", () => {
     const list = await call("GET", "/api/sessions?limit=10");
     expect(list.body.sessions.map((s: { session_id: string }) => s.session_id)).toEqual([id]);
     expect((await call("PATCH", `/api/sessions/${id}`, { title: "renamed" })).body).toMatchObject({ title: "renamed" });
+    // A field the route does not take is refused by name, not dropped.
+    const typo = await call("PATCH", `/api/sessions/${id}`, { titel: "typo" });
+    expect(typo.status).toBe(400);
+    expect(typo.body.error).toMatchObject({ code: "invalid_params", param: "titel" });
+    expect((await call("POST", `/api/sessions/${id}/prompt`, { text: "x", stream: true })).body.error).toMatchObject({ code: "invalid_params", param: "stream" });
     expect((await call("GET", `/api/sessions/${id}`)).body).toMatchObject({ title: "renamed", message_count: 2 });
 
     const p1 = await call("GET", `/api/sessions/${id}/messages?limit=1`);

@@ -5,6 +5,7 @@
  */
 import type { Context } from "hono";
 import type { z } from "zod";
+import { paramIssues } from "../../protocol/param-issues.js";
 import { HttpError, HttpErrors } from "./errors.js";
 
 export async function readJson<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
@@ -18,8 +19,9 @@ export async function readJson<S extends z.ZodType>(c: Context, schema: S): Prom
   if (value === undefined) throw HttpErrors.invalidJson("the body is empty; send a JSON object");
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
-    const paths = parsed.error.issues.map((i) => (i.path.length > 0 ? i.path.join(".") : "(body)"));
-    const first = parsed.error.issues[0]!;
+    const issues = paramIssues(parsed.error);
+    const paths = issues.map((i) => i.path || "(body)");
+    const first = issues[0]!;
     throw new HttpError(
       400,
       "invalid_params",

@@ -39,17 +39,17 @@ import { sseResponse } from "./sse.js";
 
 export { SseEvent } from "./session-events.js";
 
-const PatchBody = z.object({ title: z.string().max(500).optional(), archived: z.boolean().optional(), system_prompt: z.string().max(200_000).optional() });
+const PatchBody = z.strictObject({ title: z.string().max(500).optional(), archived: z.boolean().optional(), system_prompt: z.string().max(200_000).optional() });
 const RespondBody = RequestRespondParams.omit({ session_id: true, request_id: true, profile: true });
 /** `from_message_id`: a new version of that prompt (branching); then `text` may be left out (regenerate). */
 const PromptBody = z
-  .object({
+  .strictObject({
     text: z.string().min(1).max(1_000_000).optional(),
     request_id: z.string().min(1).max(200).optional(),
     from_message_id: z.string().min(1).max(200).optional(),
   })
   .refine((b) => b.text !== undefined || b.from_message_id !== undefined, { message: "Required (only a regenerate, with from_message_id, may leave it out)", path: ["text"] });
-const BranchBody = z.object({ message_id: z.string().min(1).max(200) });
+const BranchBody = z.strictObject({ message_id: z.string().min(1).max(200) });
 
 function id(c: AppContext): string {
   return c.req.param("id") ?? "";
