@@ -38,6 +38,7 @@ import { RunTables } from "./run-tables.js";
 import { MIGRATIONS } from "./migrations.js";
 import { SqliteRetention } from "./retention.js";
 import { DELTA_LOG_READ } from "./appends.js";
+import { WalCheckpointer, type CheckpointResult } from "../wal-checkpointer.js";
 
 type Statement = Database.Statement;
 
@@ -47,12 +48,20 @@ export interface SqliteStoreOptions {
   /** File path, or ":memory:". Parent folders are created. */
   path: string;
   busyTimeoutMs?: number;
+  /** How often the WAL is checkpointed, off the event loop (store/wal-checkpointer.ts). @default 1000 */
+  checkpointIntervalMs?: number;
 }
 
 export class SqliteStore implements Store {
   readonly kind = "sqlite";
   readonly path: string;
   private readonly db: Database.Database;
+  /**
+   * Runs the WAL checkpoints in a worker, from the first commit on (none for ":memory:"): until
+   * then SQLite's own checkpoint serves — an idle gateway (heartbeats only) pays no thread for it.
+   */
+  private checkpointer: WalCheckpointer | undefined;
+  private readonly checkpointIntervalMs: number;
   private readonly stmts: Record<string, Statement>;
   private readonly applyOps: Database.Transaction<(ops: readonly WriteOp[]) => void>;
   /** The op switch (and its cache of checked fences, which lease writes here must void). */
@@ -78,6 +87,7 @@ export class SqliteStore implements Store {
     this.db = new Database(options.path);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");
+    this.checkpointIntervalMs = options.checkpointIntervalMs ?? 1000;
     this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     this.db.pragma("foreign_keys = ON");
     migrate(this.db);
@@ -164,6 +174,7 @@ export class SqliteStore implements Store {
 
   async commit(ops: readonly WriteOp[]): Promise<void> {
     if (ops.length === 0) return;
+    if (!this.checkpointer && this.path !== ":memory:") this.checkpointOffThread();
     // IMMEDIATE: a commit reads (its fencing row) before it writes. Begun deferred, it would hold
     // a read snapshot while another process on this file writes, and SQLite refuses the upgrade at
     // once ("database is locked") instead of waiting out the busy timeout.
@@ -382,7 +393,19 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.checkpointer?.stop();
     if (this.db.open) this.db.close();
+  }
+
+  /** Not inside a commit on this thread from now on: a checkpoint's copy and sync was the commit tail. */
+  private checkpointOffThread(): void {
+    this.db.pragma("wal_autocheckpoint = 0");
+    this.checkpointer = WalCheckpointer.start(this.path, { intervalMs: this.checkpointIntervalMs });
+  }
+
+  /** Runs a WAL checkpoint now, off the event loop (tests; undefined before the first commit and for ":memory:"). */
+  checkpointNow(): Promise<CheckpointResult> | undefined {
+    return this.checkpointer?.checkpointNow();
   }
 }
 
