@@ -8,11 +8,13 @@
 import { ErrorCode, TetherError, type Snapshot } from "../protocol/index.js";
 import type { GroupCommitter } from "../events/index.js";
 import type { Store } from "../store/types.js";
+import type { Logger } from "../lib/logger.js";
 import { assertOwner } from "./core/session-access.js";
 import type { SessionRuntime } from "./core/session-runtime.js";
 import type { Caller } from "./core/types.js";
 import type { Viewer } from "./core/viewer.js";
 import { reopenStored } from "./lifecycle/reopening.js";
+import { stillOwnsParked } from "./lifecycle/parked-lease.js";
 import { placeholderFor } from "./cluster/node-routing.js";
 import { tipOf } from "./rotation/tip-routing.js";
 import type { SessionParts } from "./assembly.js";
@@ -20,6 +22,7 @@ import type { SessionParts } from "./assembly.js";
 export interface ResumeDeps {
   store: Store;
   committer: GroupCommitter;
+  logger: Logger;
   parts: SessionParts;
 }
 
@@ -46,12 +49,16 @@ export function resumeSession(deps: ResumeDeps, req: ResumeRequest): Promise<Sna
 }
 
 async function attachTip(deps: ResumeDeps, req: ResumeRequest): Promise<Snapshot> {
-  const { registry, binding, routing } = deps.parts;
+  const { registry, binding, routing, ownership, ending } = deps.parts;
   const { caller, sessionId, viewer } = req;
   const live = registry.get(sessionId);
   let runtime: SessionRuntime;
   try {
-    runtime = live && registry.isServing(live) ? live : await reopenStored({ ...deps, registry }, caller, sessionId, req.reopenable);
+    // A parked runtime another process took over meanwhile is dropped, not served: its copy of the
+    // settings may be stale (lifecycle/parked-lease.ts); the session is opened (or viewed) anew.
+    const parkedDeps = { store: deps.store, registry, ownership, logger: deps.logger, supersede: (rt: SessionRuntime) => ending.supersede(rt) };
+    const serving = live && registry.isServing(live) && (await stillOwnsParked(parkedDeps, live));
+    runtime = serving ? live : await reopenStored({ ...deps, registry }, caller, sessionId, req.reopenable);
   } catch (err) {
     // Scale-out: a live sibling node owns it — serve it from the store and the bus instead.
     if (routing && err instanceof TetherError && err.code === ErrorCode.Busy) {

@@ -68,7 +68,7 @@ export class SessionManager implements ForwardedCalls {
   constructor(private readonly deps: SessionManagerDeps) {
     const parts = (this.parts = assembleSessions(deps));
     this.tips = { store: deps.store, registry: parts.registry };
-    this.resumes = { store: deps.store, committer: deps.committer, parts };
+    this.resumes = { store: deps.store, committer: deps.committer, logger: deps.logger, parts };
     this.unserve = parts.routing?.serve(this) ?? null;
   }
 
@@ -185,9 +185,9 @@ export class SessionManager implements ForwardedCalls {
    * beside the owner would leave its copy stale, and its next turn would use the old settings.
    */
   async update(caller: Caller, sessionId: string, patch: SessionPatch): Promise<SessionSummary> {
-    const { registry, ownership, binding, routing } = this.parts;
+    const { registry, ownership, binding, routing, ending } = this.parts;
     const routed = await routeOwnerChange(
-      { ...this.deps, registry, ownership, binding, routing },
+      { ...this.deps, registry, ownership, binding, routing, supersede: (rt) => ending.supersede(rt) },
       caller,
       sessionId,
       "session.update",

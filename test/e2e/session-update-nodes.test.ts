@@ -138,4 +138,42 @@ describe("session.update across two processes on one SQLite file (no bus between
     expect(await sb.call("session.resume", { session_id: sid })).toMatchObject({ system_prompt: "NEW PROMPT" });
     expect(systemOf(await turn(sb, sid, "two"))).toContain("NEW PROMPT");
   }, 60_000);
+
+  it("a session A parked (no viewer there) is taken over by B's change; A never serves its old settings again, not even before its next beat", async () => {
+    const cfg = configFile();
+    const db = tempDbPath();
+    const a = await node(["--db", db], cfg);
+    const b = await node(["--db", db], cfg);
+    const sa = await open(a.wsUrl);
+    const sid = (await sa.call("session.create", { title: "old title", system_prompt: "OLD PROMPT" })).session_id;
+    expect(systemOf(await turn(sa, sid, "one"))).toContain("OLD PROMPT");
+    await sa.call("session.detach", { session_id: sid });
+
+    const sb = await open(b.wsUrl);
+    // A marks its lease detached when its viewer leaves: until then the change is refused.
+    let updated: any;
+    for (let i = 0; i < 50 && !updated; i++) {
+      const answer = await sb.request("session.update", { session_id: sid, title: "new title", system_prompt: "NEW PROMPT" });
+      if (answer.result) updated = answer.result;
+      else {
+        expect(answer.error!.code).toBe(4052);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    expect(updated).toMatchObject({ title: "new title" });
+
+    // Back on A at once (before A's beat could tell it lost the lease): never the parked copy's old
+    // settings — A reopens from the row B wrote (4009 only while B still marks its lease detached).
+    let resumed: any;
+    for (let i = 0; i < 50 && !resumed; i++) {
+      const answer = await sa.request("session.resume", { session_id: sid });
+      resumed = answer.result;
+      if (!resumed) {
+        expect(answer.error!.code).toBe(4009);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    expect(resumed).toMatchObject({ title: "new title", system_prompt: "NEW PROMPT" });
+    expect(systemOf(await turn(sa, sid, "two"))).toContain("NEW PROMPT");
+  }, 60_000);
 });

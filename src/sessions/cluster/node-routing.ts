@@ -15,6 +15,7 @@ import { requireRow, storage } from "../core/session-access.js";
 import type { Caller } from "../core/types.js";
 import type { Viewer } from "../core/viewer.js";
 import type { Ownership } from "../lifecycle/ownership.js";
+import { stillOwnsParked } from "../lifecycle/parked-lease.js";
 import { reopenStored } from "../lifecycle/reopening.js";
 import type { ViewerBinding } from "../lifecycle/viewer-binding.js";
 import type { ConfigSetResult } from "../models/model-switching.js";
@@ -157,19 +158,12 @@ export class NodeRouting {
   }
 
   /**
-   * Whether this node still owns a parked session it holds. Another node's resume may take the
-   * lease of a session parked here, and this node learns it only at its next beat: a call answered
-   * from the runtime meanwhile ("started") would then have every write refused as stale, and its
-   * turn silently lost. So before such a call the lease is read; lost, the runtime is dropped here
-   * and the caller routes again, to the new owner. A session with viewers cannot be taken (4009).
+   * Whether this node still owns a parked session it holds (lifecycle/parked-lease.ts): another
+   * node's resume may have taken it, and a call answered from the runtime meanwhile would have
+   * every write refused as stale. Lost, the runtime is dropped here and the caller routes again.
    */
-  async stillOwns(runtime: SessionRuntime): Promise<boolean> {
-    if (this.deps.registry.stateOf(runtime) !== "parked") return true;
-    const lease = await storage(() => this.deps.store.getLease(runtime.id));
-    if (lease && lease.owner === this.deps.processId && lease.token === this.deps.ownership.tokenOf(runtime.id)) return true;
-    this.deps.logger.warn({ session_id: runtime.id, owner: lease?.owner }, "a parked session was taken over by another node: routing the call there");
-    this.deps.supersede(runtime);
-    return false;
+  stillOwns(runtime: SessionRuntime): Promise<boolean> {
+    return stillOwnsParked(this.deps, runtime);
   }
 
   /**

@@ -8,7 +8,8 @@
  * - live here, ended, or held by nobody (not live anywhere): applied here (to the row);
  * - held by a live sibling node: forwarded to it over the bus, answered as if local;
  * - held by a live sibling that cannot be reached (no bus between the processes — two processes on
- *   one SQLite file — or the bus request failed): refused, 4052 `owner_unreachable`;
+ *   one SQLite file — or the bus request failed): taken over here when that node parked it (no
+ *   viewer there: a resume here would take it too), else refused, 4052 `owner_unreachable`;
  * - held by a dead node or by an expired lease: taken over here first (the lease's new token
  *   fences a paused owner out: it can never write its stale copy back), then applied here.
  */
@@ -21,7 +22,9 @@ import type { LiveRegistry } from "../core/live-registry.js";
 import { requireRow, storage } from "../core/session-access.js";
 import type { Caller } from "../core/types.js";
 import type { Ownership } from "../lifecycle/ownership.js";
+import { stillOwnsParked } from "../lifecycle/parked-lease.js";
 import { reopenStored } from "../lifecycle/reopening.js";
+import type { SessionRuntime } from "../core/session-runtime.js";
 import type { ViewerBinding } from "../lifecycle/viewer-binding.js";
 import { placeholderFor, type NodeRouting, type Routed } from "./node-routing.js";
 
@@ -34,6 +37,7 @@ export interface OwnerChangeDeps {
   registry: LiveRegistry;
   ownership: Ownership;
   binding: ViewerBinding;
+  supersede(runtime: SessionRuntime): void;
   /** Null on one node (in-process bus): a sibling process is then never reachable. */
   routing: NodeRouting | null;
 }
@@ -46,7 +50,7 @@ export interface OwnerChangeDeps {
 export async function routeOwnerChange(deps: OwnerChangeDeps, caller: Caller, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
   const { registry, routing } = deps;
   const live = registry.get(sessionId);
-  if (live && (!routing || (await routing.stillOwns(live)))) return { forwarded: false };
+  if (live && (await stillOwnsParked(deps, live))) return { forwarded: false };
   const row = await requireRow(deps.store, caller, sessionId);
   // An ended session runs nowhere: its row is all there is (reopening reads it).
   if (row.ended_at !== null) return { forwarded: false };
@@ -55,6 +59,12 @@ export async function routeOwnerChange(deps: OwnerChangeDeps, caller: Caller, se
   if (await ownerAlive(deps, lease.owner, lease.expires_at)) {
     const routed = routing ? await routing.requestOwner(caller, lease.owner, sessionId, method, params) : { forwarded: false as const };
     if (routed.forwarded) return routed;
+    // Parked there (no viewer): taken over here, as a resume here would (its stale copy is fenced
+    // out at once, and dropped at its next beat); a session someone is viewing there is not moved.
+    if (lease.detached) {
+      await takeOver(deps, caller, sessionId);
+      return { forwarded: false };
+    }
     deps.logger.warn({ session_id: sessionId, owner: lease.owner, method }, "a settings change for a session live on a node that cannot be reached: refused");
     throw new TetherError(ErrorCode.OwnerUnreachable, `Session ${sessionId} is live on another node that cannot be reached from here; retry, or send the change to that node`, { method });
   }

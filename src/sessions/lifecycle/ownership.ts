@@ -160,6 +160,11 @@ export class Ownership {
     this.inserting.set(sessionId, settled);
   }
 
+  /** Settles once the lease insert of a session this process is creating is committed (at once when none is in flight). */
+  async inserted(sessionId: string): Promise<void> {
+    await this.inserting.get(sessionId);
+  }
+
   async setDetached(sessionId: string, detached: boolean): Promise<void> {
     // Written straight to the store: after the lease row's own commit, or it would update nothing.
     await this.inserting.get(sessionId);
