@@ -3,22 +3,26 @@
  * groups and traces by them), and transcript rows ride on the durable frame that describes them.
  */
 import { EventType, type Frame, type MessageCompletePayload, type MessageStartPayload, type TurnErrorInfo } from "../protocol/index.js";
-import type { SessionEventLog } from "../events/types.js";
+import type { EmitOptions, SessionEventLog } from "../events/types.js";
 import type { MessageRow, MessageRole, MessageRowStatus, WriteOp } from "../store/types.js";
 
 /** The event log fills `created_seq: -1` with the seq of the frame carrying the insert. */
 export const SEQ_OF_CARRYING_FRAME = -1;
 
 export class TurnFrames {
+  /** The options of a frame without ops (every delta): made once, never changed. */
+  private readonly plain: EmitOptions;
+
   constructor(
     private readonly log: SessionEventLog,
     readonly turnId: string,
     readonly traceId: string,
-  ) {}
+  ) {
+    this.plain = Object.freeze({ turnId, traceId });
+  }
 
   emit<P>(type: string, payload: P, ops?: WriteOp[]): Frame<P> {
-    const opts = { turnId: this.turnId, traceId: this.traceId };
-    return this.log.emit(type, payload, ops && ops.length > 0 ? { ...opts, ops } : opts);
+    return this.log.emit(type, payload, ops && ops.length > 0 ? { turnId: this.turnId, traceId: this.traceId, ops } : this.plain);
   }
 }
 

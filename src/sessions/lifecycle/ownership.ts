@@ -36,6 +36,11 @@ export class Ownership {
   readonly processId: string;
   private readonly held = new Map<string, number>();
   /**
+   * The fence op of each held session, made once per token: every write of a streaming session
+   * carries it (one per delta), and the op is never changed once made.
+   */
+  private readonly fences = new Map<string, Extract<WriteOp, { op: "lease.fence" }>>();
+  /**
    * Leases inserted with a new session's row in a commit not done yet (creating.ts does not wait
    * for it): a beat must not take a missing row for a lost lease, nor a direct write run before it.
    */
@@ -137,7 +142,12 @@ export class Ownership {
   /** The fencing check every write of an owned session carries. */
   fenceOp(sessionId: string): WriteOp | undefined {
     const token = this.held.get(sessionId);
-    return token === undefined ? undefined : { op: "lease.fence", session_id: sessionId, owner: this.processId, token };
+    if (token === undefined) return undefined;
+    const cached = this.fences.get(sessionId);
+    if (cached?.token === token) return cached;
+    const op = Object.freeze({ op: "lease.fence" as const, session_id: sessionId, owner: this.processId, token });
+    this.fences.set(sessionId, op);
+    return op;
   }
 
   /** The lease `insertOp` made is in a commit that settles with `committed` (not awaited by the creator). */
@@ -161,12 +171,14 @@ export class Ownership {
     await this.inserting.get(sessionId);
     const token = this.held.get(sessionId);
     this.held.delete(sessionId);
+    this.fences.delete(sessionId);
     if (token !== undefined) await this.opts.store.releaseLease(sessionId, this.processId, token);
   }
 
   /** Forgets a lease another process took: nothing to release. */
   forget(sessionId: string): void {
     this.held.delete(sessionId);
+    this.fences.delete(sessionId);
   }
 
   async retire(): Promise<void> {
