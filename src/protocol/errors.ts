@@ -22,6 +22,8 @@ export const ErrorCode = {
   RateLimited: 4029,
   /** The session has no background process of that id (`process.*`). */
   ProcessNotFound: 4030,
+  /** A change of a session live on another node that this node cannot reach (no bus between them, or the bus failed). */
+  OwnerUnreachable: 4052,
   /** The session named as a room is not one (`room.*`). */
   NotARoom: 4060,
   /** No bot of that name here or on the named peer (`bot.chat`, `message_agent`). */
@@ -65,6 +67,7 @@ export const ERROR_TABLE: Record<ErrorCodeValue, ErrorInfo> = {
   4012: { name: "request_already_resolved", httpStatus: 409, retryable: false, message: "The request was already answered" },
   4013: { name: "payload_too_large", httpStatus: 413, retryable: false, message: "Payload too large" },
   4020: { name: "tool_name_taken", httpStatus: 400, retryable: false, message: "A client tool has the name of a server tool" },
+  4052: { name: "owner_unreachable", httpStatus: 503, retryable: true, message: "The session is live on another node that cannot be reached" },
   4060: { name: "not_a_room", httpStatus: 400, retryable: false, message: "The session is not a room" },
   4061: { name: "unknown_bot", httpStatus: 404, retryable: false, message: "No such bot" },
   4070: { name: "message_not_found", httpStatus: 404, retryable: false, message: "The session has no such message" },

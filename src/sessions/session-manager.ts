@@ -16,7 +16,6 @@ import type {
   EncodedJson,
   Frame,
   Message,
-  ClientToolSpec,
   OpenRequest,
   ProcessInfo,
   ProcessOutputPage,
@@ -42,7 +41,8 @@ import type { Caller, CreateParams, GlobalListener, ListParams, SessionManagerDe
 import type { Viewer } from "./core/viewer.js";
 import type { ConfigSetResult } from "./models/model-switching.js";
 import { onLiveTip, tipOf, type TipRoutingDeps } from "./rotation/tip-routing.js";
-import type { ForwardedCalls } from "./cluster/node-routing.js";
+import type { ForwardedCalls, SessionPatch } from "./cluster/node-routing.js";
+import { routeOwnerChange } from "./cluster/owner-changes.js";
 import { applyLiveConfig, assembleSessions, type SessionParts } from "./assembly.js";
 import { createSession } from "./creating.js";
 import { exportSession, type ExportedTranscript, type ExportFormat } from "./views/session-export.js";
@@ -178,8 +178,22 @@ export class SessionManager implements ForwardedCalls {
     for (const rt of [...this.parts.registry.values()]) this.parts.binding.detachFrom(rt, viewer);
   }
 
-  /** Renames a session; viewers see a new `session.info`. */
-  async update(caller: Caller, sessionId: string, patch: { title?: string; client_tools?: ClientToolSpec[]; archived?: boolean; system_prompt?: string }): Promise<SessionSummary> {
+  /**
+   * `session.update`: renames, archives, sets the system prompt or client tools; viewers see a new
+   * `session.info`. Applied by the process that runs the session — forwarded to a sibling owner,
+   * refused (4052) when that owner cannot be reached (cluster/owner-changes.ts): a row changed
+   * beside the owner would leave its copy stale, and its next turn would use the old settings.
+   */
+  async update(caller: Caller, sessionId: string, patch: SessionPatch): Promise<SessionSummary> {
+    const { registry, ownership, binding, routing } = this.parts;
+    const routed = await routeOwnerChange(
+      { ...this.deps, registry, ownership, binding, routing },
+      caller,
+      sessionId,
+      "session.update",
+      { patch },
+    );
+    if (routed.forwarded) return routed.result as SessionSummary;
     await setSystemPrompt({ ...this.deps, registry: this.parts.registry }, caller, sessionId, patch.system_prompt);
     await renameSession({ ...this.deps, registry: this.parts.registry }, caller, sessionId, patch.title);
     await archiveSession({ ...this.deps, registry: this.parts.registry }, caller, sessionId, patch.archived);

@@ -4,7 +4,7 @@
  * lease expired, this node takes the session over. A session only viewed here is served by the
  * RemoteView (store + bus). On one node (in-process bus) none of this exists.
  */
-import { ErrorCode, isRecoverableEnd, TetherError, type Snapshot, type SubmitResult } from "../../protocol/index.js";
+import { ErrorCode, isRecoverableEnd, TetherError, type ClientToolSpec, type Snapshot, type SubmitResult } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
 import type { GroupCommitter } from "../../events/index.js";
@@ -42,6 +42,15 @@ export interface ForwardedCalls {
   processList(caller: Caller, sessionId: string): Promise<unknown>;
   processKill(caller: Caller, sessionId: string, id: string): Promise<unknown>;
   processOutput(caller: Caller, sessionId: string, id: string, opts: { afterOffset?: number | undefined; tail?: number | undefined }): Promise<unknown>;
+  update(caller: Caller, sessionId: string, patch: SessionPatch): Promise<unknown>;
+}
+
+/** What `session.update` changes (each field optional: absent = unchanged). */
+export interface SessionPatch {
+  title?: string;
+  client_tools?: ClientToolSpec[];
+  archived?: boolean;
+  system_prompt?: string;
 }
 
 export interface NodeRoutingDeps {
@@ -92,6 +101,7 @@ export class NodeRouting {
       tail?: number;
       from_message_id?: string;
       message_id?: string;
+      patch?: SessionPatch;
     };
     const caller: ForwardedCaller = { principal: p.principal, [FORWARDED]: true };
     switch (req.method) {
@@ -115,6 +125,8 @@ export class NodeRouting {
         return calls.processKill(caller, p.session_id, p.id ?? "");
       case "process.output":
         return calls.processOutput(caller, p.session_id, p.id ?? "", { afterOffset: p.after_offset, tail: p.tail });
+      case "session.update":
+        return calls.update(caller, p.session_id, p.patch ?? {});
       default:
         throw new TetherError(ErrorCode.Internal, `cannot forward ${req.method}`);
     }
@@ -166,14 +178,23 @@ export class NodeRouting {
    * answers it here (a read of live state then says 4001). A forwarded call is never forwarded again.
    */
   async forwardToOwner(caller: ForwardedCaller, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
-    const { registry, logger } = this.deps;
+    const { registry } = this.deps;
     if (registry.has(sessionId)) return { forwarded: false };
     await requireRow(this.deps.store, caller, sessionId);
     if (caller[FORWARDED]) return { forwarded: false };
     const lease = await storage(() => this.deps.store.getLease(sessionId));
     if (!lease || lease.owner === this.deps.processId || !(await this.ownerAlive(lease.owner, lease.expires_at))) return { forwarded: false };
+    return this.requestOwner(caller, lease.owner, sessionId, method, params);
+  }
+
+  /**
+   * Sends a call to `owner` (the node whose lease the caller read) and answers with its result;
+   * `{ forwarded: false }` when that node cannot be reached, or the call was itself forwarded here.
+   */
+  async requestOwner(caller: ForwardedCaller, owner: string, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
+    if (caller[FORWARDED]) return { forwarded: false };
     try {
-      const result = await this.deps.bus.request(lease.owner, {
+      const result = await this.deps.bus.request(owner, {
         service: this.deps.service,
         method,
         params: { principal: caller.principal, session_id: sessionId, ...params },
@@ -181,7 +202,7 @@ export class NodeRouting {
       return { forwarded: true, result };
     } catch (err) {
       if (!(err instanceof NodeUnreachable)) throw err;
-      logger.warn({ session_id: sessionId, owner: lease.owner, method }, "owner unreachable: not forwarded");
+      this.deps.logger.warn({ session_id: sessionId, owner, method }, "owner unreachable: not forwarded");
       return { forwarded: false };
     }
   }
