@@ -56,13 +56,18 @@ export class WalCheckpointer {
   private readonly exited: Promise<void>;
   private stopping: Promise<void> | undefined;
 
-  private constructor(private readonly worker: Worker) {
+  private constructor(
+    private readonly worker: Worker,
+    onDead: () => void,
+  ) {
     worker.on("message", (r: CheckpointResult) => this.pending.shift()?.(r));
     // A worker that died (its connection could not open) answers what waits with -1 frames.
     worker.on("error", () => this.flushPending());
     this.exited = new Promise<void>((resolve) =>
       worker.once("exit", () => {
         this.flushPending();
+        // Not stopped by us: someone must checkpoint, or the WAL grows without end.
+        if (!this.stopping) onDead();
         resolve();
       }),
     );
@@ -70,9 +75,10 @@ export class WalCheckpointer {
     worker.unref();
   }
 
-  static start(path: string, opts: { intervalMs: number }): WalCheckpointer {
+  /** `onDead`: the worker ended on its own (the caller turns SQLite's own checkpoint back on). */
+  static start(path: string, opts: { intervalMs: number; onDead: () => void }): WalCheckpointer {
     const module = createRequire(import.meta.url).resolve("better-sqlite3");
-    return new WalCheckpointer(new Worker(WORKER, { eval: true, workerData: { path, module, intervalMs: opts.intervalMs } }));
+    return new WalCheckpointer(new Worker(WORKER, { eval: true, workerData: { path, module, intervalMs: opts.intervalMs } }), opts.onDead);
   }
 
   /** Runs one checkpoint now and says how far it got. */

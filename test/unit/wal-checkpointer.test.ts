@@ -3,8 +3,11 @@
  * the WAL grow past SQLite's automatic threshold (1000 pages), and the worker's checkpoint copies
  * all of it into the database. A real SQLite file.
  */
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteStore } from "../../src/store/index.js";
+import { WalCheckpointer } from "../../src/store/wal-checkpointer.js";
 import { newSessionRow } from "../../src/sessions/views/session-rows.js";
 import { tempDbPath } from "../support/temp-db.js";
 
@@ -32,5 +35,20 @@ describe("WAL checkpoints", () => {
     await store.close();
     store = new SqliteStore({ path, checkpointIntervalMs: 3_600_000 });
     expect((await store.getSession("ses_0"))?.title).toBe(title);
+  });
+
+  it("a worker that cannot run says so (the store turns SQLite's own checkpoint back on); a stopped one does not", async () => {
+    const dead = await new Promise<boolean>((resolve) => {
+      WalCheckpointer.start(join(tmpdir(), "no-such-dir-for-tether", "x.db"), { intervalMs: 3_600_000, onDead: () => resolve(true) });
+    });
+    expect(dead).toBe(true);
+    let stoppedDead = false;
+    const path = tempDbPath();
+    const s = new SqliteStore({ path });
+    const ok = WalCheckpointer.start(path, { intervalMs: 3_600_000, onDead: () => (stoppedDead = true) });
+    expect((await ok.checkpointNow()).log).toBeGreaterThanOrEqual(0);
+    await ok.stop();
+    await s.close();
+    expect(stoppedDead).toBe(false);
   });
 });

@@ -14,14 +14,13 @@
  * - Streams of sessions nobody publishes to expire after `streamTtlMs` (default 1 day; refreshed
  *   by a publish at most every 24th of it).
  * - Publishes of one tick go to Redis as one script call (`XADD` per frame, in order, inside Redis):
- *   ~3× the frames/s of one command per frame; the call is encoded once into a Buffer (resp.ts). (Multi-key scripts: a single Redis or Sentinel, not
+ *   ~3× the frames/s of one command per frame. (Multi-key scripts: a single Redis or Sentinel, not
  *   Redis Cluster.)
  */
 import { Redis } from "ioredis";
 import { randomUUID } from "node:crypto";
 import { NodeUnreachable, type Bus, type BusEntry, type BusFrameListener, type BusGlobalListener, type BusOptions, type BusRequest, type BusRequestHandler, type WireError } from "./types.js";
 import { fromWireError, toWireError } from "./rpc-errors.js";
-import { prebuiltCommand } from "./resp.js";
 
 export interface RedisBusOptions extends BusOptions {
   /** `redis://host:port/db`; a `prefix` query parameter overrides the key prefix. */
@@ -162,7 +161,7 @@ export class RedisBus implements Bus {
 
   /**
    * Sends what this tick published, in order; a frame with a stale seq is skipped by Redis. Each
-   * chunk is one EVAL encoded straight into a Buffer (resp.ts).
+   * chunk is one EVAL.
    */
   private async sendBatch(): Promise<void> {
     const keys = this.batchKeys;
@@ -180,14 +179,13 @@ export class RedisBus implements Bus {
     for (let i = 0; i < keys.length; i += PUBLISH_BATCH) {
       const end = Math.min(keys.length, i + PUBLISH_BATCH);
       const expiring = this.expiryDue(keys, i, end, now);
-      const args: string[] = ["EVAL", PUBLISH_SCRIPT, String(end - i + expiring.length)];
+      const args: string[] = [PUBLISH_SCRIPT, String(end - i + expiring.length)];
       for (let k = i; k < end; k++) args.push(keys[k]!);
       for (const key of expiring) args.push(key);
       args.push(maxlen, ttl, String(end - i));
       for (let k = i; k < end; k++) args.push(ids[k]!, wires[k]!);
-      const cmd = prebuiltCommand(args);
-      void this.cmd.sendCommand(cmd);
-      sent.push((cmd.promise as Promise<unknown>).catch((err: unknown) => this.onError(err, "bus publish")));
+      // Through the client's own command encoding: the wire protocol is ioredis's to speak.
+      sent.push(this.cmd.call("EVAL", ...args).catch((err: unknown) => this.onError(err, "bus publish")));
     }
     await Promise.all(sent);
   }

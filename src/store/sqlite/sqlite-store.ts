@@ -400,7 +400,13 @@ export class SqliteStore implements Store {
   /** Not inside a commit on this thread from now on: a checkpoint's copy and sync was the commit tail. */
   private checkpointOffThread(): void {
     this.db.pragma("wal_autocheckpoint = 0");
-    this.checkpointer = WalCheckpointer.start(this.path, { intervalMs: this.checkpointIntervalMs });
+    this.checkpointer = WalCheckpointer.start(this.path, {
+      intervalMs: this.checkpointIntervalMs,
+      // A worker that could not run leaves it to SQLite's own checkpoint again.
+      onDead: () => {
+        if (this.db.open) this.db.pragma("wal_autocheckpoint = 1000");
+      },
+    });
   }
 
   /** Runs a WAL checkpoint now, off the event loop (tests; undefined before the first commit and for ":memory:"). */
