@@ -63,6 +63,10 @@ async function turn(sock: RpcSocket, sid: string, text: string): Promise<any> {
   return ai.requests.at(-1)!.body;
 }
 
+function patch(g: SpawnedGateway, sid: string, body: Record<string, unknown>): Promise<Response> {
+  return fetch(`${g.url}/api/sessions/${sid}`, { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+}
+
 const systemOf = (body: any): string => body.messages.filter((m: any) => m.role === "system").map((m: any) => m.content).join("\n");
 const toolNames = (body: any): string[] => (body.tools ?? []).map((t: any) => t.function.name);
 
@@ -105,6 +109,11 @@ describe.skipIf(!pgAvailable || !redisAvailable)("session.update across PostgreS
     const all = (await sb.call("session.list", { archived: true })).sessions.find((s: any) => s.session_id === sid);
     expect(all).toMatchObject({ title: "third", archived: true });
     expect(systemOf(await turn(sa, sid, "four"))).toContain("NEW PROMPT");
+
+    // The sessions API's PATCH on B goes the same way.
+    const res = await patch(b, sid, { system_prompt: "HTTP PROMPT" });
+    expect(res.status).toBe(200);
+    expect(systemOf(await turn(sa, sid, "five"))).toContain("HTTP PROMPT");
   }, 60_000);
 });
 
@@ -122,6 +131,9 @@ describe("session.update across two processes on one SQLite file (no bus between
       const answer = await sb.request("session.update", { session_id: sid, ...patch });
       expect(answer.error, JSON.stringify(patch)).toMatchObject({ code: 4052, data: { method: "session.update" } });
     }
+    const res = await patch(b, sid, { title: "new title" });
+    expect(res.status).toBe(503);
+    expect((await res.json()).error).toMatchObject({ code: "owner_unreachable" });
     expect(systemOf(await turn(sa, sid, "one"))).toContain("OLD PROMPT");
     const onB = (await sb.call("session.list", {})).sessions.find((s: any) => s.session_id === sid);
     expect(onB.title).toBe("old title");
