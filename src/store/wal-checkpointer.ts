@@ -93,6 +93,10 @@ export class WalCheckpointer {
   /** Stops the worker (its connection closes; the store's own close checkpoints the rest). */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      // Referenced again while it stops: an unreferenced worker is no reason to stay alive, and a
+      // process whose shutdown waits here with nothing else left would exit mid-close (what comes
+      // after the store's close, such as the last traces' flush, would never run).
+      this.worker.ref();
       this.worker.postMessage("stop");
       // A worker stuck in a checkpoint is not waited for long: the database stays consistent.
       const cap = setTimeout(() => void this.worker.terminate(), 2_000);

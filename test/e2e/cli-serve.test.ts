@@ -14,7 +14,7 @@ const TETHER_BIN = fileURLToPath(new URL("../../bin/tether.js", import.meta.url)
 describe("tether serve", () => {
   it("prints exactly one line when ready, serves /healthz and /ws, honours env equivalents", async () => {
     const db = tempDbPath("nested/dir/tether.db");
-    const g = await spawnGateway([], { TETHER_PORT: "0", TETHER_DB: db, TETHER_HOST: "127.0.0.1" });
+    const g = await spawnGateway([], { TETHER_PORT: "0", TETHER_DB: db, TETHER_HOST: "127.0.0.1", TETHER_LOG_LEVEL: "info" });
     try {
       expect(g.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       const health = await fetch(`${g.url}/healthz`);
@@ -24,11 +24,15 @@ describe("tether serve", () => {
       const sock = await RpcSocket.open(g.wsUrl);
       expect(await sock.call("ping")).toMatchObject({ pong: true });
       expect((await sock.call("gateway.info")).capabilities).toEqual(expect.arrayContaining(["http.openai", "http.sessions"]));
+      // A commit starts the store's background checkpoint thread; the stop below must still run to its end.
+      await sock.call("session.create", {});
       sock.close();
     } finally {
       expect(await g.kill("SIGTERM")).toBe(0);
     }
     expect(g.stdoutLines.filter((l) => l.length > 0)).toEqual([`tether listening on ${g.url}`]);
+    // The whole stop ran (the store closed, traces flushed, the last line logged), not an exit halfway.
+    expect(g.stderr()).toContain('"msg":"gateway stopped"');
   });
 
   it("SIGTERM exits at once even when nobody reads its logs any more (`tether serve 2>&1 | head -2`)", async () => {
