@@ -133,7 +133,7 @@ export class SessionRuntime {
   readonly viewers = new Map<string, () => void>();
   /** The viewers themselves (by id), so a rotation can move them to the continuation. */
   readonly viewerRefs = new Map<string, Viewer>();
-  readonly turns = new TurnQueue();
+  readonly turns = new TurnQueue(this);
   readonly todo: TodoList;
   /** request_id → its turn, so a repeated submit never starts a second turn. */
   private readonly requests = new Map<string, Promise<SubmitRecord | null>>();

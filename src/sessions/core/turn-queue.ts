@@ -31,33 +31,63 @@ export interface RunningTurn extends QueuedTurn {
   done: Promise<void>;
 }
 
+/**
+ * The queues that hold a turn (running or waiting), with their owners: the per-principal turn
+ * limit counts these on every request that starts a turn, where scanning every live session (most
+ * idle: a stateless chat completion leaves one per call until the reap) grew with their number.
+ */
+const occupied = new Map<TurnQueue, unknown>();
+
+/** The owners (runtimes) of every queue in this process that holds a running or waiting turn. */
+export function occupiedTurnQueues<O>(): IterableIterator<O> {
+  return occupied.values() as IterableIterator<O>;
+}
+
 export class TurnQueue {
-  running: RunningTurn | null = null;
+  private current: RunningTurn | null = null;
   private readonly waiting: QueuedTurn[] = [];
+
+  /** `owner`: what `occupiedTurnQueues` yields while this queue holds a turn. */
+  constructor(private readonly owner?: unknown) {}
+
+  get running(): RunningTurn | null {
+    return this.current;
+  }
+
+  set running(turn: RunningTurn | null) {
+    this.current = turn;
+    this.sync();
+  }
 
   get length(): number {
     return this.waiting.length;
   }
 
   get busy(): boolean {
-    return this.running !== null;
+    return this.current !== null;
   }
 
   push(turn: QueuedTurn): void {
     this.waiting.push(turn);
+    this.sync();
   }
 
   /** Ahead of every waiting turn (a parked turn resumed goes before prompts queued behind it). */
   pushFront(turn: QueuedTurn): void {
     this.waiting.unshift(turn);
+    this.sync();
   }
 
   shift(): QueuedTurn | undefined {
-    return this.waiting.shift();
+    const turn = this.waiting.shift();
+    this.sync();
+    return turn;
   }
 
   clear(): QueuedTurn[] {
-    return this.waiting.splice(0, this.waiting.length);
+    const dropped = this.waiting.splice(0, this.waiting.length);
+    this.sync();
+    return dropped;
   }
 
   /** Drops one waiting turn; false when it is not waiting (running, done, or unknown). */
@@ -65,6 +95,13 @@ export class TurnQueue {
     const i = this.waiting.findIndex((t) => t.turnId === turnId);
     if (i < 0) return false;
     this.waiting.splice(i, 1);
+    this.sync();
     return true;
+  }
+
+  private sync(): void {
+    if (this.owner === undefined) return;
+    if (this.current !== null || this.waiting.length > 0) occupied.set(this, this.owner);
+    else occupied.delete(this);
   }
 }

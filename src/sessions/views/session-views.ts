@@ -14,6 +14,7 @@ import type {
 import type { Clock } from "../../lib/clock.js";
 import type { Store } from "../../store/types.js";
 import type { LiveRegistry } from "../core/live-registry.js";
+import { occupiedTurnQueues } from "../core/turn-queue.js";
 import { versionGroups } from "../core/versions.js";
 import { assertOwner, requireRow, storage } from "../core/session-access.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
@@ -91,7 +92,10 @@ export class SessionViews {
 
   /** Running plus queued turns of the caller's live sessions: what the per-principal turn limit counts. */
   turnCount(caller: Caller): number {
-    return turnCountOf(this.deps.registry.values(), caller.principal, (rt) => this.deps.registry.stateOf(rt) === "awaiting");
+    const { registry } = this.deps;
+    // Only runtimes holding a turn can count; of those, the live ones of this registry.
+    const live = [...occupiedTurnQueues<SessionRuntime>()].filter((rt) => registry.get(rt.id) === rt);
+    return turnCountOf(live, caller.principal, (rt) => registry.stateOf(rt) === "awaiting");
   }
 
   /** Live sessions with a viewer (`live`) and without (`detached`), for metrics. */
