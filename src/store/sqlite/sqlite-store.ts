@@ -29,6 +29,7 @@ import type {
 import type { Store } from "../store.js";
 import type { WriteOp } from "../write-ops.js";
 import { SqliteWrites } from "./apply-ops.js";
+import { foldSessionInsert } from "./fold-session-insert.js";
 import { DelegationTables } from "./delegation-tables.js";
 import { RequestTables } from "./request-tables.js";
 import { ProcessTables } from "./process-tables.js";
@@ -179,7 +180,7 @@ export class SqliteStore implements Store {
     // a read snapshot while another process on this file writes, and SQLite refuses the upgrade at
     // once ("database is locked") instead of waiting out the busy timeout.
     try {
-      this.applyOps.immediate(ops);
+      this.applyOps.immediate(foldSessionInsert(ops));
     } catch (err) {
       // Rolled back: a lease it wrote (and then checked) is not there.
       this.writes.leasesChanged();
