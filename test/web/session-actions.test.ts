@@ -459,6 +459,11 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     // Long enough (~4.5 s) that the model is picked while it streams, also on a busy machine.
     await send(page, "count to 300");
     await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
+    // Escape at once after opening the menu closes the menu; it never stops the streaming reply.
+    await page.getByTestId("model-button").click();
+    await page.keyboard.press("Escape");
+    await expect.poll(() => page.getByRole("listbox", { name: "Models" }).count()).toBe(0);
+    expect(await page.locator('[data-kind="assistant"][data-status="streaming"]').count()).toBe(1);
     await pickModel(page, "small");
     await badge.waitFor();
     await pickModel(page, "demo");

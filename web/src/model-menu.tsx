@@ -3,7 +3,7 @@
  * lock on models that need confirmation (the gateway still asks: the lock says so beforehand).
  * Opened from the top bar or by an error card's "Switch model"; arrows move, Enter picks, Esc closes.
  */
-import { useEffect, useRef } from "preact/hooks";
+import { useLayoutEffect, useRef } from "preact/hooks";
 import type { AppController, ModelOption } from "./controller.js";
 import type { SessionModel } from "./model.js";
 
@@ -22,7 +22,9 @@ export function ModelMenu({ ctl, model, open, setOpen }: { ctl: AppController; m
   const list = useRef<HTMLDivElement>(null);
   const options = ctl.models.some((o) => o.id === model.model) ? ctl.models : [{ id: model.model, provider: model.provider || "current" }, ...ctl.models];
   const shown = model.pendingModel ?? model.model;
-  useEffect(() => {
+  // A layout effect: the focus and the listeners are in place before the open menu is painted, so
+  // no key pressed once it shows can miss them.
+  useLayoutEffect(() => {
     if (!open) return;
     const current = list.current?.querySelector<HTMLElement>('[aria-selected="true"]') ?? list.current?.querySelector<HTMLElement>('[role="option"]');
     current?.focus();
@@ -30,8 +32,20 @@ export function ModelMenu({ ctl, model, open, setOpen }: { ctl: AppController; m
       const t = e.target as Node;
       if (!list.current?.contains(t) && !button.current?.contains(t)) setOpen(false);
     };
+    // Escape closes the open menu wherever the focus is (pressed before the focus reached an
+    // option, it used to go to the page and could stop the running reply instead).
+    const escape = (e: KeyboardEvent) => {
+      if (e.key !== "Escape" || e.shiftKey) return;
+      e.preventDefault();
+      e.stopPropagation();
+      close();
+    };
     document.addEventListener("mousedown", away);
-    return () => document.removeEventListener("mousedown", away);
+    document.addEventListener("keydown", escape, true);
+    return () => {
+      document.removeEventListener("mousedown", away);
+      document.removeEventListener("keydown", escape, true);
+    };
   }, [open]);
   const close = () => {
     setOpen(false);
@@ -48,10 +62,6 @@ export function ModelMenu({ ctl, model, open, setOpen }: { ctl: AppController; m
       e.preventDefault();
       const next = items[(at + (e.key === "ArrowDown" ? 1 : items.length - 1)) % items.length];
       next?.focus();
-    } else if (e.key === "Escape") {
-      e.preventDefault();
-      e.stopPropagation();
-      close();
     }
   };
   return (

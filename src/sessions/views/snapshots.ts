@@ -56,27 +56,34 @@ export async function buildSnapshot(deps: SnapshotDeps, runtime: SessionRuntime,
         return m;
       });
     withVersions(messages, versions);
-    const row = runtime.row;
     return {
-      session_id: row.id,
-      title: row.title,
-      profile: row.profile,
-      model: runtime.model,
-      provider: runtime.providerName,
-      state: runtime.viewers.size > 0 ? "live" : "detached",
-      running: runtime.running,
-      latest_seq: latest,
-      epoch: deps.epoch,
+      ...snapshotHead(runtime, deps.epoch, latest),
       messages,
-      todo: runtime.todo.get(),
       delegations: await deps.delegationsOf(runtime),
       open_requests: openRequestsOf(requests),
       ...(waiting.length ? { outbox: waiting } : {}),
       ...(afterSeq !== undefined ? { messages_after_seq: afterSeq } : {}),
-      ...(row.flags.system_prompt ? { system_prompt: row.flags.system_prompt } : {}),
-      ...(systemPromptFixed(row) ? { system_prompt_fixed: true } : {}),
     };
   }
+}
+
+/** What every Snapshot says of the session itself, from the runtime in memory. */
+function snapshotHead(runtime: SessionRuntime, epoch: string, latestSeq: number) {
+  const row = runtime.row;
+  return {
+    session_id: row.id,
+    title: row.title,
+    profile: row.profile,
+    model: runtime.model,
+    provider: runtime.providerName,
+    state: runtime.viewers.size > 0 ? ("live" as const) : ("detached" as const),
+    running: runtime.running,
+    latest_seq: latestSeq,
+    epoch,
+    todo: runtime.todo.get(),
+    ...(row.flags.system_prompt ? { system_prompt: row.flags.system_prompt } : {}),
+    ...(systemPromptFixed(row) ? { system_prompt_fixed: true } : {}),
+  };
 }
 
 /**
@@ -86,22 +93,7 @@ export async function buildSnapshot(deps: SnapshotDeps, runtime: SessionRuntime,
  * frames come after it.
  */
 export function freshSnapshot(epoch: string, runtime: SessionRuntime): Snapshot {
-  const row = runtime.row;
-  return {
-    session_id: row.id,
-    title: row.title,
-    profile: row.profile,
-    model: runtime.model,
-    provider: runtime.providerName,
-    state: runtime.viewers.size > 0 ? "live" : "detached",
-    running: runtime.running,
-    latest_seq: runtime.log.emittedSeq,
-    epoch,
-    messages: [],
-    todo: runtime.todo.get(),
-    delegations: [],
-    open_requests: [],
-  };
+  return { ...snapshotHead(runtime, epoch, runtime.log.emittedSeq), messages: [], delegations: [], open_requests: [] };
 }
 
 /** The lineage's envelopes still waiting for their reply to be delivered. */
