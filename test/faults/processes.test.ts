@@ -64,6 +64,8 @@ describe("background processes when the gateway dies", () => {
     const { session_id, id, pid } = await startBackground(sock);
     leftovers.push(pid);
     expect(alive(pid)).toBe(true);
+    // The command has printed before the stop (on a busy machine the shell may not have run `echo` yet).
+    await expect.poll(async () => (await sock.call("process.output", { session_id, id })).output, { timeout: 10_000 }).toBe("up\n");
     expect(await g.kill("SIGTERM")).toBe(0);
     expect(alive(pid)).toBe(false);
     sock.close();

@@ -5,7 +5,7 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { SqliteStore } from "../../src/store/index.js";
-import { foldSessionInsert } from "../../src/store/sqlite/fold-session-insert.js";
+import { foldSessionInsert } from "../../src/store/fold-session-insert.js";
 import type { WriteOp } from "../../src/store/write-ops.js";
 import { sessionRow } from "../support/store-contract.js";
 import { tempDbPath } from "../support/temp-db.js";

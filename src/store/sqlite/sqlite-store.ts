@@ -29,7 +29,7 @@ import type {
 import type { Store } from "../store.js";
 import type { WriteOp } from "../write-ops.js";
 import { SqliteWrites } from "./apply-ops.js";
-import { foldSessionInsert } from "./fold-session-insert.js";
+import { foldSessionInsert } from "../fold-session-insert.js";
 import { DelegationTables } from "./delegation-tables.js";
 import { RequestTables } from "./request-tables.js";
 import { ProcessTables } from "./process-tables.js";

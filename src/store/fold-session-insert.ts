@@ -6,9 +6,11 @@
  *
  * Only across ops that never read a session row's columns (the list below), and only patches of
  * plain columns set to a value: the row that results is the one the ops in order would have left.
+ * Backend-neutral (ops in, ops out), so it sits beside the stores; the SQLite store applies it
+ * (its commit pays per row write), PostgreSQL sends the batch as it is.
  */
-import type { SessionRow } from "../rows.js";
-import type { WriteOp } from "../write-ops.js";
+import type { SessionRow } from "./rows.js";
+import type { WriteOp } from "./write-ops.js";
 
 /** Ops that may stand between the insert and a write folded into it: none reads the session row. */
 const PASSES: ReadonlySet<WriteOp["op"]> = new Set(["lease.insert", "lease.fence", "event.append", "message.insert", "delta.append", "delta.compact", "idempotency.put"]);
