@@ -156,12 +156,14 @@ describe("SSE flow control", () => {
   it("a message still streaming when the reader recovers is healed by the catch-up's snapshot", async () => {
     // Chunks of 16 KiB, numbered so that any loss or reordering changes the text.
     const chunk = (i: number) => `${String(i).padStart(6, "0")}${"x".repeat(16 * KiB - 6)}`;
-    const firstCount = Math.ceil((kernelSlackBytes() + MiB) / (16 * KiB));
+    // Twice the kernel's slack: a loopback receive buffer can grow past its default while the
+    // reader still reads, and the first part must outlast every buffer to make the stream lag.
+    const firstCount = Math.ceil((2 * kernelSlackBytes() + MiB) / (16 * KiB));
     const first = Array.from({ length: firstCount }, (_, i) => chunk(i));
     const rest = Array.from({ length: 8 }, (_, i) => chunk(firstCount + i));
     const upstream = await gatedUpstream(first, rest);
     // A small replay ring: most skipped deltas are gone from it, so only the snapshot can heal the text.
-    const limits = { sendBufferSoftBytes: 256 * KiB, sendBufferHardBytes: 8 * MiB, ringBytes: 256 * KiB };
+    const limits = { sendBufferSoftBytes: 256 * KiB, sendBufferHardBytes: 32 * MiB, ringBytes: 256 * KiB };
     server = await startTestServer({ providerUrl: upstream.url, config: { limits } });
     const { id, slow } = await pausedReader();
     const watcher = await openSse(`${server.url}/api/sessions/${id}/events`);
@@ -170,17 +172,18 @@ describe("SSE flow control", () => {
     await call("POST", `/api/sessions/${id}/prompt`, { text: "stream a lot" });
     // The whole first part reached viewers (the watcher, should it lag too, heals the same way).
     const firstText = first.join("");
-    await watcher.waitFor((evs) => [...reconstruct(evs).text.values()].includes(firstText));
+    // Generous waits: megabytes go through a paused socket, slow when the suite loads both cores.
+    await watcher.waitFor((evs) => [...reconstruct(evs).text.values()].includes(firstText), 30_000);
     slow.resume();
     // The turn is held mid-message: the resync's catch-up must carry a snapshot of it.
     await slow.waitFor((evs) => {
       const resync = evs.findIndex((e) => e.event === "session.resync");
       return resync >= 0 && evs.slice(resync).some((e) => e.event === "session.catchup");
-    });
+    }, 30_000);
     const catchup = JSON.parse(slow.events.slice(slow.events.findIndex((e) => e.event === "session.resync")).find((e) => e.event === "session.catchup")!.data);
     expect(catchup.snapshots).toEqual([expect.objectContaining({ text: firstText })]);
     upstream.release();
-    await slow.waitFor((evs) => evs.some((e) => e.event === "turn.complete"));
+    await slow.waitFor((evs) => evs.some((e) => e.event === "turn.complete"), 30_000);
 
     const frames = framesOf(slow.events);
     expect(frames.filter((f) => f.type === "message.delta").length).toBeLessThan(first.length + rest.length);
@@ -191,7 +194,7 @@ describe("SSE flow control", () => {
     const { beforeComplete } = reconstruct(slow.events);
     // Built from deltas and the snapshot alone, before message.complete said it: exact.
     expect([...beforeComplete.values()]).toContain(full);
-  });
+  }, 90_000);
 
   it("over the hard limit the stream is ended; a reconnect with Last-Event-ID gets every durable frame after it", async () => {
     // A reply's message.complete (~110 KB) queued behind a lagging backlog passes the hard limit.
