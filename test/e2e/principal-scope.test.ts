@@ -42,6 +42,35 @@ describe("principal scope of reads over every live session", () => {
     bob.close();
   });
 
+  it("branching and settings calls on another principal's session answer as for an unknown id", async () => {
+    server = await startTestServer({ demoDelayMs: 0, config: { auth: { keys: KEYS } } });
+    const alice = await RpcSocket.open(server.wsUrl, { authorization: "Bearer alice-key" });
+    const bob = await RpcSocket.open(server.wsUrl, { authorization: "Bearer bob-key" });
+    const a = await alice.call("session.create", { title: "alice's", system_prompt: "ALICE" });
+    const sub = await alice.call("prompt.submit", { session_id: a.session_id, text: "count to 2" });
+    await alice.waitForEvent(a.session_id, (f) => f.type === "turn.complete" && f.turn_id === sub.turn_id);
+    const userId = (await alice.call("session.messages", { session_id: a.session_id })).messages[0].message_id;
+
+    const calls: Array<[string, Record<string, unknown>]> = [
+      ["session.branch.select", { message_id: userId }],
+      ["prompt.submit", { from_message_id: userId, text: "bob's edit" }],
+      ["session.update", { system_prompt: "BOB" }],
+      ["session.update", { title: "bob's" }],
+    ];
+    for (const [method, params] of calls) {
+      const theirs = await bob.request(method, { session_id: a.session_id, ...params });
+      const unknown = await bob.request(method, { session_id: "ses_unknown", ...params });
+      expect(theirs.error, method).toMatchObject({ code: 4007 });
+      expect(theirs.error!.code).toBe(unknown.error!.code);
+    }
+    // Nothing of Alice's changed.
+    const snap = await alice.call("session.resume", { session_id: a.session_id });
+    expect(snap).toMatchObject({ title: "alice's", system_prompt: "ALICE" });
+    expect(snap.messages.map((m: { content: string }) => m.content)).toEqual(["count to 2", "1 2"]);
+    alice.close();
+    bob.close();
+  });
+
   it("session.reclaimed goes only to connections of the session's principal", async () => {
     server = await startTestServer({ config: { auth: { keys: KEYS }, lifecycle: { session_ttl_s: 0, orphan_grace_s: 20 } } });
     const alice = await RpcSocket.open(server.wsUrl, { authorization: "Bearer alice-key" });
