@@ -112,7 +112,7 @@ describe("message_agent between local bots", () => {
     const done = await sock.waitForEvent(s.session_id, (f) => f.type === "turn.complete" && f.turn_id === woke.turn_id);
     expect(done.payload.status).toBe("complete");
     // The woken turn comes after the reply, and its model was given the reply.
-    expect(woke.seq).toBeGreaterThan(reply.seq);
+    expect(woke.seq!).toBeGreaterThan(reply.seq!);
     const msgs = (await sock.call("session.messages", { profile: "alpha", session_id: s.session_id })).messages;
     const replyAt = msgs.findIndex((m: any) => m.display_kind === "agent_reply");
     const wakePrompt = msgs.findIndex((m: any) => m.role === "user" && m.content.includes("A reply from another agent arrived above"));
