@@ -161,7 +161,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const stopTracing = tracingEnabled(config.tracing) && !tracing().enabled ? await startTracing(config, processId) : null;
   const storeLocation = config.store ?? config.dbPath;
   // A store or bus that cannot be opened stops the start with one line saying which and why.
-  const store = await opening("store", storeLocation, () => openStore(storeLocation));
+  const store = await opening("store", storeLocation, () => openStore(storeLocation, { walMaxBytes: config.sqlite.wal_max_bytes }));
   const bus = await openProcessBus(config, processId, logger).catch(async (err: unknown) => {
     await store.close().catch(() => undefined);
     throw err;
@@ -335,7 +335,7 @@ function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profil
     open: async (name) => {
       const { config } = parts.current;
       const path = expandHome(config.profiles[name]?.db ?? join(expandHome(config.home), "profiles", name, "tether.db"));
-      const profileStore = await openStore(path);
+      const profileStore = await openStore(path, { walMaxBytes: config.sqlite.wal_max_bytes });
       profileStores.push(profileStore);
       const profile = makeProfile(parts, profileStore, name);
       await profile.sessions.start();

@@ -168,6 +168,17 @@ export const RetentionSchema = z.object({
 
 export type RetentionConfig = z.infer<typeof RetentionSchema>;
 
+/** The embedded SQLite store (the default store and every profile's). Read at start. */
+export const SqliteSchema = z.object({
+  /**
+   * The ceiling the `-wal` file beside the database is kept under, whatever the write load: past a
+   * quarter of it the checkpointer copies the log into the database and truncates it.
+   */
+  wal_max_bytes: z.number().int().min(MiB).default(64 * MiB),
+});
+
+export type SqliteConfig = z.infer<typeof SqliteSchema>;
+
 const NAME = z.string().regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '.', '_' or '-'");
 
 /** A named upstream: an OpenAI-compatible server. API keys come from the environment, never the file. */
@@ -266,6 +277,7 @@ export const ConfigSchema = z.object({
   http: HttpSchema.prefault({}),
   tracing: TracingSchema.prefault({}),
   retention: RetentionSchema.prefault({}),
+  sqlite: SqliteSchema.prefault({}),
   /** Named OpenAI-compatible providers, besides the built-in `demo`. */
   providers: z.record(NAME, ProviderSchema).default({}),
   /** The provider and model new sessions use; default: the first configured provider, else `demo`. */
