@@ -37,6 +37,13 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 # port: 8787
 # db: ./data/tether.db       # the default profile's SQLite store
 
+# API keys (or TETHER_API_KEYS): each names its principal; a grant adds scopes and profiles.
+# auth:
+#   keys:
+#     KEY1: alice                                        # scope sessions, every profile
+#     KEY2: { principal: ops, scopes: [operator] }       # /metrics only
+#     KEY3: { principal: west, scopes: [a2a], profiles: [helper] }   # an A2A peer: the bot helper
+
 # Named OpenAI-compatible providers. API keys are read from the named env variable, never stored.
 # providers:
 #   local:
