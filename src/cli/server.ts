@@ -310,6 +310,8 @@ function makeProfile(parts: ProcessParts, store: Store, name: string): Profile {
     retry: config.retry,
     models: config.models,
     profile: { name, ...(config.profiles[name] ?? {}) },
+    // Read from the config at start exactly as a reload does (assembly.ts applyLiveConfig).
+    approvalTimeoutS: toolsConfigFor(config, name).tools.approval_timeout_s,
     processId: parts.processId,
     bus: parts.bus,
     ...(metrics ? { metrics } : {}),
