@@ -1,23 +1,39 @@
 /**
- * The package as a user gets it: `npm pack`, the tarball installed into an empty project outside
- * the repo (its dependencies from the npm cache or registry, better-sqlite3 compiled there — never
- * the repo's own node_modules or sources), and there:
+ * The packages as users get them: `npm pack` of each, every tarball installed into an empty project
+ * outside the repo (dependencies from the npm cache or registry — never the repo's own
+ * node_modules or sources, but for better-sqlite3's compiled binary, below), and there:
+ *
+ * The SDK (`tether-gateway-client`) and the protocol types (`tether-gateway-protocol`), each
+ * installed alone:
+ * - the install pulls nothing at all (no better-sqlite3, pg, ioredis, OpenTelemetry: no dependency);
+ * - the SDK completes a turn against a gateway when imported from an ES module and from CommonJS;
+ * - esbuild bundles it for a browser (`platform: "browser"`: a Node built-in would fail the build);
+ * - strict TypeScript consumers of both formats type-check against the shipped declarations
+ *   (`skipLibCheck: false`, zod not installed).
+ *
+ * The server (`tether-gateway`):
  * - `npx tether --help` works;
  * - `npx tether serve --port 0` prints its listening line, answers /healthz and a WebSocket ping;
- * - a TypeScript file importing `tether-gateway/client` (and `tether-gateway`, `tether-gateway/protocol`) type-checks with
- *   tsc against the shipped declarations, and completes a turn against that server.
+ * - a TypeScript file importing `tether-gateway/client` (and `tether-gateway`, `tether-gateway/protocol`)
+ *   type-checks with tsc against the shipped declarations, and completes a turn against that server;
+ * - `require("tether-gateway")` fails with the documented ERR_PACKAGE_PATH_NOT_EXPORTED (ES modules
+ *   only), and `import()` of it from CommonJS works.
  *
- * In the faults project because installing compiles better-sqlite3 (a minute or two on 2 cores).
+ * In the faults project because it installs four projects and runs gateways (a few minutes on a
+ * busy 2-core machine). better-sqlite3's binary comes from a local prebuild of this checkout's
+ * (see the server's beforeAll), not a 20-minute compile.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { build } from "../../scripts/build.mjs";
+import { buildPackages } from "../../scripts/build-packages.mjs";
 import { buildWeb } from "../../web/build.mjs";
+import { startTestServer, type TestServer } from "../support/start-server.js";
 
 const run = promisify(execFile);
 const REPO = new URL("../..", import.meta.url).pathname;
@@ -67,7 +83,179 @@ const TSCONFIG = {
   include: ["client.ts"],
 };
 
-describe("the packed package, installed in an empty project", () => {
+/** Packs the package in `folder` (scripts skipped: built beforehand) into `dest`; its tarball and file list. */
+async function pack(folder: string, dest: string): Promise<{ tarball: string; files: string[] }> {
+  const packed = await run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", dest], { cwd: folder, maxBuffer: 16 * 2 ** 20 });
+  const info = JSON.parse(packed.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
+  return { tarball: join(dest, info[0]!.filename), files: info[0]!.files.map((f) => f.path) };
+}
+
+/** An empty project (`type` of its package.json as given) with `specs` installed; what node_modules then holds. */
+async function project(dir: string, type: "module" | "commonjs", specs: string[]): Promise<string[]> {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "app", private: true, type }, null, 2));
+  await run("npm", ["install", ...specs, "--prefer-offline", "--no-audit", "--no-fund"], { cwd: dir, maxBuffer: 16 * 2 ** 20, timeout: 300_000 });
+  return installed(dir);
+}
+
+/** Every package in a project's node_modules (scoped ones as `@scope/name`). */
+function installed(dir: string): string[] {
+  const root = join(dir, "node_modules");
+  return readdirSync(root)
+    .filter((e) => !e.startsWith("."))
+    .flatMap((e) => (e.startsWith("@") ? readdirSync(join(root, e)).map((n) => `${e}/${n}`) : [e]))
+    .sort();
+}
+
+const SERVER_PACKAGES = /^(better-sqlite3|pg|ioredis|@opentelemetry\/.*|hono|@hono\/.*|ws|pino|zod|@modelcontextprotocol\/.*|@a2a-js\/.*)$/;
+
+/** A turn through the SDK; `head` imports TetherClient, Method, EventType, ErrorCode and WebSocket. */
+const sdkTurn = (head: string) => `${head}
+async function main() {
+  const client = new TetherClient({ url: process.argv[2], WebSocket });
+  await client.connect();
+  const snap = await client.createSession({ title: "from the SDK package" });
+  const done = new Promise((resolve) => {
+    let text = "";
+    client.subscribe(snap.session_id, (frame) => {
+      if (frame.type === EventType.MessageDelta) text += frame.payload.text;
+      if (frame.type === EventType.TurnComplete) resolve(text);
+    });
+  });
+  const submitted = await client.call(Method.PromptSubmit, { session_id: snap.session_id, text: "count to 4" });
+  const text = await done;
+  let notFound = 0;
+  try { await client.call(Method.SessionResume, { session_id: "no-such-session" }); } catch (err) { notFound = err.code; }
+  console.log(JSON.stringify({ status: submitted.status, text, notFound, known: notFound === ErrorCode.NotFound }));
+  await client.close();
+}
+main();
+`;
+
+/** Strict TypeScript consumers: one ES module and one CommonJS file, browser-typed (DOM, no @types/node). */
+const CONSUMER_TS = `
+import { TetherClient, Method, EventType, RpcError, type Frame, type MethodMap } from "tether-gateway-client";
+import { ErrorCode, ERROR_TABLE, type Snapshot } from "tether-gateway-protocol";
+
+const client = new TetherClient({ url: "wss://gateway.example/ws", token: "k" });
+type Submit = MethodMap[typeof Method.PromptSubmit];
+const params: Submit["params"] = { session_id: "s", text: "hi", request_id: "r1" };
+// @ts-expect-error — a param the protocol does not have is refused by the types too.
+const wrong: Submit["params"] = { session_id: "s", txt: "hi" };
+export async function send(): Promise<Submit["result"]> {
+  const snap: Snapshot = await client.createSession({ title: "t" });
+  client.subscribe(snap.session_id, (frame: Frame) => void (frame.type === EventType.TurnComplete));
+  try {
+    return await client.call(Method.PromptSubmit, { ...params, session_id: snap.session_id });
+  } catch (err) {
+    if (err instanceof RpcError && err.code === ErrorCode.Busy && ERROR_TABLE[ErrorCode.Busy].retryable) throw err;
+    throw err;
+  }
+}
+void wrong;
+`;
+
+const CONSUMER_TSCONFIG = {
+  compilerOptions: {
+    target: "ES2022",
+    module: "NodeNext",
+    moduleResolution: "NodeNext",
+    strict: true,
+    noUncheckedIndexedAccess: true,
+    exactOptionalPropertyTypes: true,
+    lib: ["ES2022", "DOM"],
+    types: [],
+    noEmit: true,
+    skipLibCheck: false,
+  },
+  files: ["consumer.mts", "consumer.cts"],
+};
+
+describe("the SDK and the protocol packages, each installed alone in an empty project", () => {
+  let dir: string;
+  let app: string;
+  let gateway: TestServer | undefined;
+  const packed: Record<"client" | "protocol", { tarball: string; files: string[] }> = {} as never;
+  const alone: Record<"client" | "protocol", string[]> = {} as never;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "tether-pack-sdk-"));
+    await buildPackages();
+    packed.client = await pack(join(REPO, "packages/client"), dir);
+    packed.protocol = await pack(join(REPO, "packages/protocol"), dir);
+    alone.client = await project(join(dir, "client-alone"), "commonjs", [packed.client.tarball]);
+    alone.protocol = await project(join(dir, "protocol-alone"), "commonjs", [packed.protocol.tarball]);
+    // The app that uses them: both packages, ws (Node 20 has no global WebSocket) and TypeScript.
+    app = join(dir, "app");
+    await project(app, "module", [packed.client.tarball, packed.protocol.tarball, pinned("ws"), pinned("typescript")]);
+    gateway = await startTestServer({ demoDelayMs: 0 });
+  }, 600_000);
+
+  afterAll(async () => {
+    await gateway?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it("installs nothing but itself: no better-sqlite3, pg, ioredis, OpenTelemetry or any other dependency", () => {
+    expect(alone.client).toEqual(["tether-gateway-client"]);
+    expect(alone.protocol).toEqual(["tether-gateway-protocol"]);
+    expect(installed(app).filter((p) => SERVER_PACKAGES.test(p))).toEqual(["ws"]);
+  });
+
+  it("ships both builds with their declarations, a license and a README, and no sources", () => {
+    for (const [name, typesEntry] of [["client", "client/index.d.ts"], ["protocol", "protocol/index.d.ts"]] as const) {
+      const files = packed[name].files;
+      for (const f of ["package.json", "LICENSE", "README.md", "dist/esm/index.js", "dist/cjs/index.js", "dist/cjs/package.json", `dist/esm/types/${typesEntry}`, `dist/cjs/types/${typesEntry}`]) {
+        expect(files, `${name}: ${f}`).toContain(f);
+      }
+      expect(files.filter((f) => /^(src|test|scripts)\//.test(f) || (f.endsWith(".ts") && !f.endsWith(".d.ts")) || f.endsWith(".stamp"))).toEqual([]);
+    }
+  });
+
+  it("completes a turn when imported from an ES module and from CommonJS", async () => {
+    writeFileSync(
+      join(app, "turn.mjs"),
+      sdkTurn(`import WebSocket from "ws";\nimport { TetherClient, Method, EventType } from "tether-gateway-client";\nimport { ErrorCode } from "tether-gateway-protocol";`),
+    );
+    writeFileSync(
+      join(app, "turn.cjs"),
+      sdkTurn(`const WebSocket = require("ws");\nconst { TetherClient, Method, EventType } = require("tether-gateway-client");\nconst { ErrorCode } = require("tether-gateway-protocol");`),
+    );
+    for (const file of ["turn.mjs", "turn.cjs"]) {
+      const { stdout } = await run(process.execPath, [join(app, file), gateway!.wsUrl], { cwd: app, timeout: 30_000 });
+      expect(JSON.parse(stdout.trim()), file).toEqual({ status: "started", text: "1 2 3 4", notFound: 4007, known: true });
+    }
+  });
+
+  it("bundles for a browser with esbuild, from the ES module build, with no Node built-in", async () => {
+    writeFileSync(
+      join(app, "browser.js"),
+      `import { TetherClient, Method } from "tether-gateway-client";\nimport { EventType } from "tether-gateway-protocol";\n` +
+        `export const connect = (url) => new TetherClient({ url }).connect().then(() => [Method.Ping, EventType.TurnComplete]);\n`,
+    );
+    const esbuild = await import("esbuild");
+    // platform "browser": importing any Node built-in is a build error here.
+    const result = await esbuild.build({ absWorkingDir: app, entryPoints: ["browser.js"], bundle: true, platform: "browser", format: "esm", write: false, metafile: true, logLevel: "silent" });
+    const inputs = Object.keys(result.metafile.inputs).filter((f) => f !== "browser.js");
+    expect(inputs.length).toBeGreaterThan(0);
+    expect(inputs.every((f) => /^node_modules\/tether-gateway-(client|protocol)\/dist\/esm\//.test(f)), inputs.join(", ")).toBe(true);
+    expect(result.outputFiles[0]!.text).toContain("session.events.since");
+  });
+
+  it("type-checks strict TypeScript consumers of both builds, with no @types/node and no zod", async () => {
+    writeFileSync(join(app, "consumer.mts"), CONSUMER_TS);
+    writeFileSync(join(app, "consumer.cts"), CONSUMER_TS);
+    writeFileSync(join(app, "tsconfig.json"), JSON.stringify(CONSUMER_TSCONFIG, null, 2));
+    expect(installed(app)).not.toContain("zod");
+    // Type errors fail here with tsc's own message.
+    const tsc = await run(process.execPath, [join(app, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"], { cwd: app }).catch(
+      (err: { stdout?: string }) => ({ stdout: `tsc failed:\n${err.stdout ?? String(err)}` }),
+    );
+    expect(tsc.stdout).toBe("");
+  });
+});
+
+describe("the server package, installed in an empty project", () => {
   let dir: string;
   let app: string;
   let server: ChildProcess | undefined;
@@ -91,13 +279,20 @@ describe("the packed package, installed in an empty project", () => {
       join(app, "package.json"),
       JSON.stringify({ name: "app", private: true, type: "module", allowScripts: { "better-sqlite3": true } }, null, 2),
     );
+    // better-sqlite3's binary: prebuild-install's "local prebuild" (the path it takes when a
+    // prebuilt binary fits), packed from the one this checkout compiled for this Node. Compiling
+    // it again took over 20 minutes on a busy 2-core machine, and is better-sqlite3's own work.
+    const prebuilds = join(dir, "prebuilds");
+    mkdirSync(prebuilds);
+    const sqlite = `better-sqlite3-v${lock.packages["node_modules/better-sqlite3"]!.version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+    await run("tar", ["czf", join(prebuilds, sqlite), "-C", join(REPO, "node_modules", "better-sqlite3"), "build/Release/better_sqlite3.node"]);
     await run(
       "npm",
       ["install", tarball, pinned("typescript"), pinned("@types/node"), pinned("@types/ws"), "--prefer-offline", "--no-audit", "--no-fund"],
-      // JOBS: node-gyp compiles better-sqlite3 on every core.
-      { cwd: app, env: { ...process.env, JOBS: "max" }, maxBuffer: 16 * 2 ** 20, timeout: 600_000 },
+      // JOBS: if node-gyp compiles better-sqlite3 after all, on every core.
+      { cwd: app, env: { ...process.env, JOBS: "max", npm_config_better_sqlite3_local_prebuilds: prebuilds }, maxBuffer: 16 * 2 ** 20, timeout: 1_140_000 },
     );
-  }, 660_000);
+  }, 1_200_000);
 
   afterAll(async () => {
     // npx runs `tether serve` as a child of its own: the whole process group is stopped, or the
@@ -111,15 +306,27 @@ describe("the packed package, installed in an empty project", () => {
       }
       await exited;
     }
+    // A graceful stop, then a node_modules of ~190 packages to delete: more than the default 30 s
+    // on a busy machine.
     if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  }, 120_000);
 
   it("ships the build, the declarations and the web client, and no sources or tests", () => {
-    for (const f of ["bin/tether.js", "dist/cli.js", "dist/index.js", "dist/client.js", "dist/protocol.js", "dist/types/client/index.d.ts", "dist/types/embed/index.d.ts", "dist/types/protocol/index.d.ts", "web/dist/index.html", "package.json"]) {
+    for (const f of ["LICENSE", "README.md", "docs/screenshots/02-chat-desktop.png", "bin/tether.js", "dist/cli.js", "dist/index.js", "dist/client.js", "dist/protocol.js", "dist/types/client/index.d.ts", "dist/types/embed/index.d.ts", "dist/types/protocol/index.d.ts", "web/dist/index.html", "package.json"]) {
       expect(files).toContain(f);
     }
-    const leaked = files.filter((f) => /^(src|test|bench|scripts|web\/src)\//.test(f) || (f.endsWith(".ts") && !f.endsWith(".d.ts")));
+    const leaked = files.filter((f) => /^(src|test|bench|scripts|web\/src|packages)\//.test(f) || (f.endsWith(".ts") && !f.endsWith(".d.ts")));
     expect(leaked).toEqual([]);
+  });
+
+  it("is ES modules only, as documented: require() fails with ERR_PACKAGE_PATH_NOT_EXPORTED, import() from CommonJS works", async () => {
+    writeFileSync(
+      join(app, "esm-only.cjs"),
+      `let code = "none";\ntry { require("tether-gateway"); } catch (err) { code = err.code; }\n` +
+        `import("tether-gateway").then((m) => console.log(JSON.stringify({ code, startTether: typeof m.startTether })));\n`,
+    );
+    const { stdout } = await run(process.execPath, [join(app, "esm-only.cjs")], { cwd: app, timeout: 60_000 });
+    expect(JSON.parse(stdout.trim())).toEqual({ code: "ERR_PACKAGE_PATH_NOT_EXPORTED", startTether: "function" });
   });
 
   it("`npx tether --help` lists the commands", async () => {

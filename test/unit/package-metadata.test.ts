@@ -69,6 +69,33 @@ describe("the package's name and metadata", () => {
   });
 });
 
+describe("the workspace packages (packages/client, packages/protocol)", () => {
+  const members = ["client", "protocol"] as const;
+  const manifest = (m: string) =>
+    JSON.parse(read(`packages/${m}/package.json`)) as { name: string; version: string; license: string; dependencies?: object; repository?: { url: string; directory?: string }; exports: Record<string, unknown> };
+
+  it("are npm workspaces of the root, named in the server's family, at its version, with no dependency", () => {
+    expect((JSON.parse(read("package.json")) as { workspaces?: string[] }).workspaces).toEqual(members.map((m) => `packages/${m}`));
+    for (const m of members) {
+      const p = manifest(m);
+      expect(p.name).toBe(`${pkg.name}-${m}`);
+      expect(p.version).toBe((JSON.parse(read("package.json")) as { version: string }).version);
+      expect(p.dependencies).toBeUndefined();
+      expect(p.repository).toEqual({ ...pkg.repository, directory: `packages/${m}` });
+      // Both module systems, each with its own declarations.
+      expect(Object.keys(p.exports["."] as object)).toEqual(["import", "require"]);
+    }
+  });
+
+  it("carry the root's MIT license and a README each", () => {
+    for (const m of members) {
+      expect(manifest(m).license).toBe("MIT");
+      expect(read(`packages/${m}/LICENSE`)).toBe(read("LICENSE"));
+      expect(read(`packages/${m}/README.md`)).toContain(`npm install ${pkg.name}-${m}`);
+    }
+  });
+});
+
 describe("deploy/tether.service", () => {
   it("runs node itself on the installed package's bin (npm and npx would not pass SIGTERM on)", () => {
     const exec = /^ExecStart=(.*)$/m.exec(read("deploy/tether.service"))?.[1];
