@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { McpServersSchema, ProfileToolsSchema, ToolsSchema } from "./tools-config.js";
+import { workspaceRootsProblem } from "./workspace-config.js";
 
 const MiB = 1024 * 1024;
 
@@ -398,6 +399,9 @@ export function resolveConfig(
     const first = parsed.error.issues[0]!;
     throw new ConfigError(`invalid config at ${describeIssue(first.path)}: ${first.message}`);
   }
+  // The operator's workspace roots, before anything runs: never the system's or the gateway's own folders.
+  const rootProblem = workspaceRootsProblem(parsed.data);
+  if (rootProblem) throw new ConfigError(rootProblem);
   return parsed.data;
 }
 

@@ -12,7 +12,7 @@ import { executeTool } from "../../src/agent/tools/index.js";
 import { createWorkspaceTools, WorkspaceSource } from "../../src/agent/tools/workspace/index.js";
 import { FakeClock, systemClock, type Clock } from "../../src/lib/clock.js";
 import { silentLogger } from "../../src/lib/logger.js";
-import { toolsConfigFor, resolveConfig } from "../../src/config/index.js";
+import { toolsConfigFor, resolveConfig, type WorkspaceSettings } from "../../src/config/index.js";
 import { RecordingEventLog } from "../support/recording-event-log.js";
 
 const root = mkdtempSync(join(tmpdir(), "tether-ws-"));
@@ -30,8 +30,11 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-function tools(clock: Clock = systemClock, roots: string[] = []): Map<string, Tool> {
-  return new Map(createWorkspaceTools({ clock, roots: () => roots }).map((t) => [t.spec.name, t]));
+const settings = (roots: string[]): WorkspaceSettings => ({ roots, sandbox: "none", network: false, env: [], max_processes: 8 });
+
+/** The workspace tools of a profile whose roots are `roots` (default: the work folder). */
+function tools(clock: Clock = systemClock, roots: string[] = [work]): Map<string, Tool> {
+  return new Map(createWorkspaceTools({ clock, roots: () => ({ roots, protect: [] }), settings: () => settings(roots) }).map((t) => [t.spec.name, t]));
 }
 
 function ctx(cwd: string | null = work, signal = new AbortController().signal): ToolContext {
@@ -73,10 +76,38 @@ describe("path confinement", () => {
     expect((inside.result as { output: string }).output.trim()).toBe(join(work, "src"));
   });
 
-  it("a profile's workspace_roots lets paths reach that folder", async () => {
-    const r = await run("read_file", { path: join(outside, "secret.txt") }, { roots: [outside] });
+  it("the workspace is the root the cwd lies in: a cwd in a sub-folder reaches the whole root, nothing past it", async () => {
+    const up = await run("read_file", { path: "../secret-link.txt" }, { cwd: join(work, "src") });
+    expect(up.error?.code).toBe("outside_workspace");
+    const sibling = await run("list_dir", { path: ".." }, { cwd: join(work, "src") });
+    expect(sibling.error).toBeUndefined();
+    expect((sibling.result as { entries: Array<{ name: string }> }).entries.map((e) => e.name)).toContain("src");
+    expect((await run("read_file", { path: "../../outside/secret.txt" }, { cwd: join(work, "src") })).error?.code).toBe("outside_workspace");
+  });
+
+  it("a profile's other root reaches that folder, for a session whose cwd lies in it", async () => {
+    const r = await run("read_file", { path: "secret.txt" }, { cwd: outside, roots: [work, outside] });
     expect(r.error).toBeUndefined();
     expect((r.result as { content: string }).content).toBe("top secret\n");
+    // …and a session in the work root does not reach the other root.
+    expect((await run("read_file", { path: join(outside, "secret.txt") }, { roots: [work, outside] })).error?.code).toBe("outside_workspace");
+  });
+
+  it("a session whose cwd lies outside every root (or leaves one through a symlink) has no workspace", async () => {
+    for (const cwd of [outside, join(work, "out-link"), "/proc/self", "/"]) {
+      const r = await run("list_dir", {}, { cwd });
+      expect(r.error, cwd).toMatchObject({ code: "no_workspace" });
+      expect(r.error!.message, cwd).toContain(work);
+    }
+    // No root at all: nothing is a workspace.
+    expect((await run("list_dir", {}, { roots: [] })).error?.message).toMatch(/names no workspace roots/);
+  });
+
+  it("a root that is the file system's root, or under /proc, reaches nothing even if it got here", async () => {
+    for (const roots of [["/"], ["/proc"]]) {
+      const r = await run("read_file", { path: "etc/hostname" }, { cwd: roots[0]!, roots });
+      expect(r.error?.code, roots[0]).toBe("no_workspace");
+    }
   });
 
   it("a session without a cwd has no workspace", async () => {
@@ -199,12 +230,15 @@ describe("file tools", () => {
 describe("the workspace source", () => {
   const configWith = (tools: Record<string, unknown>) => toolsConfigFor(resolveConfig({}, { tools } as never), "default");
 
-  it("offers nothing unless tools.workspace is true; then reads auto and the rest ask", async () => {
-    const off = new ToolRuntime({ builtin: createDefaultTools(), sources: [new WorkspaceSource({ clock: systemClock, config: configWith({}) })], config: configWith({}), logger: silentLogger() });
-    const none = await off.offer({ sessionId: "s", signal: new AbortController().signal });
-    expect(none.get("terminal")).toBeUndefined();
+  it("offers nothing unless the profile names a root; then reads auto and the rest ask", async () => {
+    for (const tools of [{}, { workspace: true }, { workspace: { roots: [] } }, { workspace: false, workspace_roots: [work] }]) {
+      const cfg = configWith(tools);
+      const off = new ToolRuntime({ builtin: createDefaultTools(), sources: [new WorkspaceSource({ clock: systemClock, config: cfg })], config: cfg, logger: silentLogger() });
+      const none = await off.offer({ sessionId: "s", signal: new AbortController().signal });
+      expect(none.get("terminal"), JSON.stringify(tools)).toBeUndefined();
+    }
 
-    const config = configWith({ workspace: true });
+    const config = configWith({ workspace: { roots: [work] } });
     const on = new ToolRuntime({ builtin: createDefaultTools(), sources: [new WorkspaceSource({ clock: systemClock, config })], config, logger: silentLogger() });
     const offer = await on.offer({ sessionId: "s", signal: new AbortController().signal });
     const policies = Object.fromEntries(

@@ -28,7 +28,7 @@ const work = realpathSync(mkdtempSync(join(tmpdir(), "tether-proc-faults-")));
 
 function configFile(): string {
   const path = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "config.yaml");
-  writeFileSync(path, JSON.stringify({ tools: { workspace: true, policy: { terminal: "auto" } } }));
+  writeFileSync(path, JSON.stringify({ tools: { workspace: { roots: [work] }, policy: { terminal: "auto" } } }));
   return path;
 }
 
