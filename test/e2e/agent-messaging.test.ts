@@ -9,6 +9,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import OpenAI from "openai";
 import { resolveConfig, type ConfigInput } from "../../src/config/index.js";
 import { FakeClock } from "../../src/lib/clock.js";
 import { silentLogger } from "../../src/lib/logger.js";
@@ -101,14 +102,26 @@ describe("message_agent between local bots", () => {
     expect(other.error).toMatchObject({ code: 4007 });
   });
 
-  it("with wake_on_delivery the reply starts a turn of the sender", async () => {
+  it("with wake_on_delivery the reply starts one turn of the sender, after the reply, on a prompt that says why", async () => {
     const { sock } = await gateway(bots());
     const s = await sock.call("session.create", { profile: "alpha", wake_on_delivery: true });
     const t = await sock.call("prompt.submit", { profile: "alpha", session_id: s.session_id, text: send("beta", "wake me") });
     await sock.waitForEvent(s.session_id, (f) => f.type === "turn.complete" && f.turn_id === t.turn_id);
-    await sock.waitForEvent(s.session_id, (f) => f.type === "message.complete" && f.payload.display_kind === "agent_reply");
+    const reply = await sock.waitForEvent(s.session_id, (f) => f.type === "message.complete" && f.payload.display_kind === "agent_reply");
     const woke = await sock.waitForEvent(s.session_id, (f) => f.type === "turn.start" && f.turn_id !== t.turn_id);
-    await sock.waitForEvent(s.session_id, (f) => f.type === "turn.complete" && f.turn_id === woke.turn_id);
+    const done = await sock.waitForEvent(s.session_id, (f) => f.type === "turn.complete" && f.turn_id === woke.turn_id);
+    expect(done.payload.status).toBe("complete");
+    // The woken turn comes after the reply, and its model was given the reply.
+    expect(woke.seq!).toBeGreaterThan(reply.seq!);
+    const msgs = (await sock.call("session.messages", { profile: "alpha", session_id: s.session_id })).messages;
+    const replyAt = msgs.findIndex((m: any) => m.display_kind === "agent_reply");
+    const wakePrompt = msgs.findIndex((m: any) => m.role === "user" && m.content.includes("A reply from another agent arrived above"));
+    expect(replyAt).toBeGreaterThan(0);
+    expect(wakePrompt).toBeGreaterThan(replyAt);
+    // The demo answers with what it was sent last: the wake prompt (the reply is in its history).
+    expect(msgs.at(-1)).toMatchObject({ role: "assistant", status: "complete" });
+    // Exactly one woken turn: the sender's turns are its own and the wake.
+    expect(sock.sessionEvents(s.session_id).filter((f) => f.type === "turn.start").map((f) => f.turn_id)).toEqual([t.turn_id, woke.turn_id]);
   });
 
   it("with the push wake off, the poll backstop (messaging.poll_s) moves the envelope, and only at its time", async () => {
@@ -126,5 +139,45 @@ describe("message_agent between local bots", () => {
     // Later polls find nothing more to do: still one reply.
     await clock.advance(60_000);
     expect(replies(sock, chat)).toHaveLength(1);
+  });
+});
+
+/** Polls `agent.outbox` until `pred` holds of the envelopes (the reply is delivered in the background). */
+async function outboxUntil(sock: RpcSocket, sessionId: string, pred: (envelopes: any[]) => boolean, profile = "default"): Promise<any[]> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const { envelopes } = await sock.call("agent.outbox", { profile, session_id: sessionId });
+    if (pred(envelopes)) return envelopes;
+    if (Date.now() > deadline) throw new Error(`outbox never got there: ${JSON.stringify(envelopes)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe("message_agent in the first turn of an HTTP session (#28 item 10)", () => {
+  it("a chat completion's first turn sends (the official openai client): the envelope is written and the reply delivered", async () => {
+    const { server, sock } = await gateway(bots());
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "any", maxRetries: 0 });
+    const { data, response } = await client.chat.completions
+      .create({ model: "demo", messages: [{ role: "user", content: send("beta", "first words") }] })
+      .withResponse();
+    const sessionId = response.headers.get("x-session-id")!;
+    const text = data.choices[0]!.message.content ?? "";
+    expect(text).not.toContain("Session not found");
+    expect(text).toMatch(/"envelope_id":"env_/);
+    const [e] = await outboxUntil(sock, sessionId, (es) => es[0]?.status === "delivered");
+    expect(e).toMatchObject({ to: "beta", status: "delivered", delivered_session_id: sessionId });
+  });
+
+  it("a /v1/runs session's first turn sends too", async () => {
+    const { server, sock } = await gateway(bots());
+    const res = await fetch(`${server.url}/v1/runs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "demo", input: send("beta", "run words") }) });
+    expect(res.status).toBe(202);
+    const run = (await res.json()) as { session_id: string };
+    const [e] = await outboxUntil(sock, run.session_id, (es) => es[0]?.status === "delivered");
+    expect(e).toMatchObject({ to: "beta", status: "delivered" });
+    const msgs = (await sock.call("session.messages", { session_id: run.session_id })).messages;
+    const tool = msgs.find((m: any) => m.role === "tool");
+    expect(JSON.parse(tool.content)).toMatchObject({ envelope_id: e.envelope_id, status: "pending" });
+    expect(msgs.filter((m: any) => m.display_kind === "agent_reply")).toHaveLength(1);
   });
 });

@@ -79,7 +79,7 @@ export class Outbox {
   async prepare(profile: string, sessionId: string, to: string, text: string): Promise<PreparedEnvelope> {
     const wing = await this.deps.directory.wing(profile);
     envelopesOf(wing); // refuses at once on a store without an outbox
-    const row = await storage(() => wing.store.getSession(sessionId));
+    const row = await wing.row(sessionId);
     if (!row) throw new TetherError(ErrorCode.NotFound, `Session not found: ${sessionId}`);
     if (row.flags.room_plumbing || row.flags.metadata?.agent_inbox) {
       // An agent answering another agent (or a room) answers in its reply; it starts no new legs.

@@ -13,7 +13,7 @@ import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
 import { fromEventRow, type EventLog, type GroupCommitter } from "../../events/index.js";
-import type { MessageRole, SessionFlags, Store, WriteOp } from "../../store/types.js";
+import type { MessageRole, SessionFlags, SessionRow, Store, WriteOp } from "../../store/types.js";
 import { newMessageRow } from "../../agent/turn-frames.js";
 import type { LiveRegistry } from "../core/live-registry.js";
 import { resolveLiveTip } from "../core/live-tip.js";
@@ -78,6 +78,15 @@ export class SessionWork {
 
   get store(): Store {
     return this.deps.store;
+  }
+
+  /**
+   * The session's row as it is now: the live runtime's when it is live here (a session created for
+   * a turn serves before its row is stored — its first turn's tool calls run meanwhile), else the
+   * stored one; null when neither has it.
+   */
+  async row(id: string): Promise<SessionRow | null> {
+    return this.deps.registry.get(id)?.row ?? (await storage(() => this.deps.store.getSession(id)));
   }
 
   /**

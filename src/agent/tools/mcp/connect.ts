@@ -6,11 +6,11 @@
  * tail kept, redacted, for the error a failed start reports.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import type { ResolvedServer } from "./server-config.js";
+import { ensureExited, TrackedStdioTransport } from "./stdio-child.js";
 
 export interface McpLinkHandlers {
   /** The server said its tool list changed (`notifications/tools/list_changed`). */
@@ -38,9 +38,10 @@ export const CLIENT_INFO = { name: "tether", version: "0.1.0" };
 export const connectMcp: McpConnector = async (server, handlers, signal) => {
   let tail = "";
   let transport: Transport;
+  let stdio: TrackedStdioTransport | undefined;
   if (server.transport.kind === "stdio") {
     const t = server.transport;
-    const stdio = new StdioClientTransport({
+    stdio = new TrackedStdioTransport({
       command: t.command,
       args: t.args,
       env: t.env,
@@ -70,7 +71,12 @@ export const connectMcp: McpConnector = async (server, handlers, signal) => {
   client.onerror = (err) => handlers.onError(err);
   const link: McpLink = {
     client,
-    close: () => client.close().catch(() => undefined),
+    // Closed only once the stdio child is gone (see stdio-child.ts).
+    close: async () => {
+      await client.close().catch(() => undefined);
+      const pid = stdio?.childPid;
+      if (pid !== undefined) await ensureExited(pid);
+    },
     stderrTail: () => tail.trim(),
   };
   try {

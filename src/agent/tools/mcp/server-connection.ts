@@ -70,6 +70,8 @@ export class McpServerConnection {
   /** Connect attempts made (what the no-storm test counts). */
   attempts = 0;
   private probing = false;
+  /** The connect in flight: its abort, and the SDK's dial (which owns a stdio child until it settles). */
+  private dial: { abort: AbortController; link: Promise<McpLink> } | undefined;
   /** Calls waiting for their result, with who can answer an elicitation for each. */
   private readonly inFlight = new Set<{ requestInput: ToolContext["requestInput"] | undefined; signal: AbortSignal }>();
 
@@ -184,6 +186,12 @@ export class McpServerConnection {
     return answer.action === "accept" ? { action: "accept", content: (answer.content ?? {}) as ElicitResult["content"] } : { action: answer.action };
   }
 
+  /**
+   * Closes the connection for good. A connect still in flight is aborted and waited for: its stdio
+   * child exists from the first instant of the dial, and a stop that only forgot the attempt left
+   * that child running under PID 1 once the gateway exited (a server that never finished its
+   * handshake was never killed).
+   */
   async close(): Promise<void> {
     this.state = "closed";
     this.generation++;
@@ -191,7 +199,10 @@ export class McpServerConnection {
     this.retryTimer = undefined;
     const link = this.link;
     this.link = undefined;
-    await link?.close();
+    const dial = this.dial;
+    this.dial = undefined;
+    dial?.abort.abort(new Error("the MCP connection was closed"));
+    await Promise.all([link?.close(), dial?.link.then((l) => l.close(), () => undefined)]);
   }
 
   private startConnect(): void {
@@ -224,6 +235,7 @@ export class McpServerConnection {
         },
         abort.signal,
       );
+      this.dial = { abort, link: connecting };
       link = await waitOrAbort(connecting, abort.signal, () => void connecting.then((l) => l.close(), () => undefined));
       const tools = await listAllTools(link, abort.signal);
       if (gen !== this.generation) {
@@ -244,6 +256,7 @@ export class McpServerConnection {
       this.fail(err);
     } finally {
       deadline.cancel();
+      if (this.dial?.abort === abort) this.dial = undefined;
     }
   }
 
