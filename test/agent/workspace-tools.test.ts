@@ -14,6 +14,12 @@ import { FakeClock, systemClock, type Clock } from "../../src/lib/clock.js";
 import { silentLogger } from "../../src/lib/logger.js";
 import { toolsConfigFor, resolveConfig, type WorkspaceSettings } from "../../src/config/index.js";
 import { RecordingEventLog } from "../support/recording-event-log.js";
+import { sandboxStatus } from "../../src/agent/tools/workspace/index.js";
+import { killSurvivors, survivors, uniqueMarker } from "../support/proc-scan.js";
+import { createServer, type AddressInfo } from "node:net";
+
+const sandbox = await sandboxStatus();
+if (!sandbox.available) console.warn(`SKIPPED the command sandbox tests: ${sandbox.reason}`);
 
 const root = mkdtempSync(join(tmpdir(), "tether-ws-"));
 const work = join(root, "work");
@@ -30,11 +36,11 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const settings = (roots: string[]): WorkspaceSettings => ({ roots, sandbox: "none", network: false, env: [], max_processes: 8 });
+const settings = (roots: string[], over: Partial<WorkspaceSettings> = {}): WorkspaceSettings => ({ roots, sandbox: "bwrap", network: false, env: [], max_processes: 8, ...over });
 
 /** The workspace tools of a profile whose roots are `roots` (default: the work folder). */
-function tools(clock: Clock = systemClock, roots: string[] = [work]): Map<string, Tool> {
-  return new Map(createWorkspaceTools({ clock, roots: () => ({ roots, protect: [] }), settings: () => settings(roots) }).map((t) => [t.spec.name, t]));
+function tools(clock: Clock = systemClock, roots: string[] = [work], over: Partial<WorkspaceSettings> = {}, protect: string[] = []): Map<string, Tool> {
+  return new Map(createWorkspaceTools({ clock, roots: () => ({ roots, protect }), settings: () => settings(roots, over) }).map((t) => [t.spec.name, t]));
 }
 
 function ctx(cwd: string | null = work, signal = new AbortController().signal): ToolContext {
@@ -42,8 +48,8 @@ function ctx(cwd: string | null = work, signal = new AbortController().signal): 
   return { sessionId: log.sessionId, turnId: "turn_1", traceId: "t".repeat(32), log, todo: createTodoList({ revision: 0, items: [] }), signal, ...(cwd ? { cwd } : {}) };
 }
 
-async function run(name: string, args: unknown, opts: { clock?: Clock; cwd?: string; roots?: string[] } = {}) {
-  const tool = tools(opts.clock, opts.roots).get(name)!;
+async function run(name: string, args: unknown, opts: { clock?: Clock; cwd?: string; roots?: string[]; settings?: Partial<WorkspaceSettings>; protect?: string[] } = {}) {
+  const tool = tools(opts.clock, opts.roots, opts.settings, opts.protect).get(name)!;
   return executeTool(tool, args, ctx(opts.cwd ?? work), { timeoutMs: 60_000, clock: opts.clock ?? systemClock, logger: silentLogger() });
 }
 
@@ -167,18 +173,21 @@ describe("terminal", () => {
     expect(r.error!.message).toMatch(/shell/);
   });
 
-  it("keeps the gateway's secrets out of the command's environment", async () => {
-    process.env.TETHER_API_KEY = "gw-secret";
-    process.env.SOME_SERVICE_TOKEN = "tok-secret";
+  it("keeps the gateway's environment out of the command's: only the allowlist (PATH, HOME, LANG, TERM, the profile's names)", async () => {
+    const secrets = { TETHER_API_KEY: "gw-secret", SOME_SERVICE_TOKEN: "tok-secret", GITHUB_PAT: "ghp-secret", DATABASE_URL: "postgres://u:pw-secret@db/x", STRIPE_SK: "sk-secret", PASSED_ON: "shown" };
+    Object.assign(process.env, secrets);
     try {
-      const r = await run("terminal", { command: "env" });
-      const out = (r.result as { output: string }).output;
-      expect(out).toContain("PATH=");
-      expect(out).not.toContain("gw-secret");
-      expect(out).not.toContain("tok-secret");
+      for (const sandbox of ["bwrap", "none"] as const) {
+        const r = await run("terminal", { command: "env" }, { settings: { sandbox, env: ["PASSED_ON"] } });
+        const out = (r.result as { output: string }).output;
+        expect(out, sandbox).toContain("PATH=");
+        expect(out, sandbox).toContain("PASSED_ON=shown");
+        for (const v of ["gw-secret", "tok-secret", "ghp-secret", "pw-secret", "sk-secret"]) expect(out, sandbox).not.toContain(v);
+        const names = out.split("\n").filter((l) => l.includes("=")).map((l) => l.slice(0, l.indexOf("=")));
+        expect(names.every((n) => ["PATH", "HOME", "LANG", "TERM", "PASSED_ON", "PWD", "SHLVL", "OLDPWD"].includes(n)), names.join(",")).toBe(true);
+      }
     } finally {
-      delete process.env.TETHER_API_KEY;
-      delete process.env.SOME_SERVICE_TOKEN;
+      for (const k of Object.keys(secrets)) delete process.env[k];
     }
   });
 
@@ -190,6 +199,77 @@ describe("terminal", () => {
   it("describes a call for its approval: the exact command and the absolute cwd", () => {
     const t = tools().get("terminal")!;
     expect(t.describe!({ command: "rm -rf build", cwd: "src" }, { cwd: work })).toEqual({ command: "rm -rf build", cwd: join(work, "src") });
+  });
+});
+
+describe.skipIf(!sandbox.available)("the command sandbox (bubblewrap)", () => {
+  const sh = async (command: string, opts: { settings?: Partial<WorkspaceSettings>; protect?: string[]; cwd?: string; roots?: string[] } = {}) => {
+    const r = await run("terminal", { command }, opts);
+    expect(r.error, command).toBeUndefined();
+    return r.result as { output: string; exit_code: number | null };
+  };
+
+  it("its own PID namespace: the gateway is not its parent, /proc holds its own processes only", async () => {
+    const r = await sh("echo pid=$$ ppid=$PPID; cat /proc/1/cmdline | tr '\\0' ' '; echo; ls /proc | grep -c '^[0-9]'");
+    expect(r.output).toMatch(/^pid=2 ppid=1\nbwrap /);
+    expect(Number(r.output.trim().split("\n").at(-1))).toBeLessThan(6);
+    expect((await sh(`test -e /proc/${process.pid}/environ && echo visible || echo absent`)).output).not.toContain("visible");
+  });
+
+  it("the workspace is writable; the system read-only; /tmp and HOME its own and empty; other folders absent", async () => {
+    const r = await sh("echo ok > written.txt && cat written.txt; touch /usr/x 2>&1; touch /etc/x 2>&1; echo tmp: $(ls -A /tmp); echo home: $(ls -A \"$HOME\" | wc -l); ls /var 2>&1");
+    expect(readFileSync(join(work, "written.txt"), "utf8")).toBe("ok\n");
+    expect(r.output).toMatch(/touch: cannot touch '\/usr\/x': Read-only file system/);
+    expect(r.output).toMatch(/touch: cannot touch '\/etc\/x': Read-only file system/);
+    // /tmp holds only the way to the workspace (it lies under /tmp here); HOME is empty.
+    expect(r.output).toContain(`tmp: ${work.split("/")[2]}\nhome: 0\n`);
+    expect(r.output).toMatch(/\/var': No such file or directory/);
+    expect(existsSync("/usr/x")).toBe(false);
+  });
+
+  it("only the session's root is mounted: another root and the folders beside it are absent", async () => {
+    const r = await sh(`ls ${outside} 2>&1; cat ${join(outside, "secret.txt")} 2>&1`, { roots: [work, outside] });
+    expect(r.output).not.toContain("top secret");
+    expect(r.output).toMatch(/No such file or directory/);
+  });
+
+  it("the gateway's own paths are masked where they fall under a read-only bind", async () => {
+    // /etc/hostname stands in for a data file under /etc: present, it would be readable.
+    const plain = await sh("cat /etc/hostname >/dev/null && echo readable");
+    expect(plain.output).toContain("readable");
+    const masked = await sh("cat /etc/hostname 2>&1; echo end", { protect: ["/etc/hostname"] });
+    expect(masked.output).not.toContain(readFileSync("/etc/hostname", "utf8").trim());
+    expect(masked.output).toMatch(/end\n$/);
+  });
+
+  it("no capabilities, even for a root gateway: nothing can be remounted writable", async () => {
+    const r = await sh("grep CapEff /proc/self/status; mount -o remount,rw /usr 2>&1 || echo refused");
+    expect(r.output).toMatch(/CapEff:\s+0000000000000000/);
+    expect(r.output).toContain("refused");
+  });
+
+  it("network per profile: off by default (its own namespace), the host's with network: true", async () => {
+    const server = createServer((s) => s.on("error", () => {}).end("hello\n"));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    const port = (server.address() as AddressInfo).port;
+    const probe = `node -e "require('net').connect(${port},'127.0.0.1').on('connect',()=>{console.log('connected');process.exit(0)}).on('error',(e)=>{console.log('refused',e.code);process.exit(0)})"`;
+    try {
+      expect((await sh(probe)).output).toMatch(/^refused ECONNREFUSED/);
+      expect((await sh(probe, { settings: { network: true } })).output).toBe("connected\n");
+    } finally {
+      server.close();
+    }
+  });
+
+  it("what a foreground command leaves behind (setsid, timeout) ends with it", async () => {
+    const marker = uniqueMarker();
+    try {
+      const r = await sh(`setsid sleep ${marker} & timeout 100 sleep ${marker} & echo started`);
+      expect(r.output).toBe("started\n");
+      expect(survivors(marker)).toEqual([]);
+    } finally {
+      killSurvivors(marker);
+    }
   });
 });
 

@@ -7,5 +7,6 @@ export { WorkspaceSource, createWorkspaceTools, WORKSPACE_SOURCE, type CwdGate }
 export { DEFAULT_TERMINAL_TIMEOUT_S, type TerminalResult } from "./terminal-tool.js";
 export { HeadTailBuffer, DEFAULT_HEAD_BYTES, DEFAULT_TAIL_BYTES } from "./output-cap.js";
 export { confineCwd, CwdRefused, OUTSIDE_WORKSPACE, resolveInScope, scopeOf, type WorkspaceRoots, type WorkspaceScope } from "./paths.js";
-export { spawnShell, workspaceEnv, type CommandExit, type SpawnedCommand } from "./run-command.js";
+export { spawnShell, type CommandExit, type SpawnedCommand } from "./run-command.js";
+export { BASE_ENV, bwrapArgs, commandEnv, launchFor, sandboxStatus, SandboxUnavailable, type CommandLaunch, type SandboxMode, type SandboxPolicy, type SandboxStatus } from "./sandbox.js";
 export type { ProcessInfo, ProcessOutputPage, ProcessStatus, WorkspaceProcesses } from "./processes.js";
