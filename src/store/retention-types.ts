@@ -33,6 +33,12 @@ export interface RetentionStore {
    * recoverable), so a resume can no longer reopen it while it is being deleted.
    */
   purgeSession(id: string, endedBefore: number, maxRows: number): Promise<PurgeStep>;
+  /**
+   * Gives at most `maxPages` pages of the space deleted rows left behind back to the file system,
+   * as one short transaction; the bytes released (0 = nothing left to release). SQLite only
+   * (a store in incremental auto-vacuum mode); PostgreSQL's autovacuum does this on its own.
+   */
+  releaseSpace?(maxPages: number): Promise<number>;
 }
 
 /** The end_reason of a session being deleted by retention. */

@@ -323,4 +323,15 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX messages_versions ON messages (session_id, branch_of) WHERE branch_of IS NOT NULL;
     `,
   },
+  {
+    version: 15,
+    name: "requests: the deadline of an open approval as a column, so a gateway finds the expired ones itself",
+    sql: `
+      -- tools.approval_timeout_s is stored in the request's payload (expires_at); the recovery sweep
+      -- looks the due ones up by this column, including those of sessions nobody has open.
+      ALTER TABLE requests ADD COLUMN expires_at INTEGER;
+      UPDATE requests SET expires_at = json_extract(payload, '$.expires_at') WHERE status = 'open';
+      CREATE INDEX requests_expiring ON requests (expires_at) WHERE status = 'open' AND expires_at IS NOT NULL;
+    `,
+  },
 ];

@@ -1,6 +1,7 @@
 /** SQLite statements of `RetentionStore`: ended sessions by end time, deleted a bounded step at a time. */
 import type Database from "better-sqlite3";
 import { RETENTION_END_REASON, type EndedSession, type PurgeStep, type RetentionStore } from "../retention-types.js";
+import { releaseFreePages } from "../sqlite-vacuum.js";
 
 interface EndedRow {
   id: string;
@@ -11,6 +12,7 @@ interface EndedRow {
 
 export class SqliteRetention implements RetentionStore {
   private readonly s;
+  private readonly db: Database.Database;
   private readonly purge: Database.Transaction<(id: string, endedBefore: number, maxRows: number) => PurgeStep>;
 
   constructor(
@@ -18,6 +20,7 @@ export class SqliteRetention implements RetentionStore {
     /** Called after a purge step: it deletes leases behind the commit path's back. */
     private readonly leasesChanged: () => void = () => undefined,
   ) {
+    this.db = db;
     this.s = {
       // On the partial index of ended sessions (migration 6).
       ended: db.prepare(
@@ -76,5 +79,9 @@ export class SqliteRetention implements RetentionStore {
     } finally {
       this.leasesChanged();
     }
+  }
+
+  async releaseSpace(maxPages: number): Promise<number> {
+    return releaseFreePages(this.db, maxPages);
   }
 }
