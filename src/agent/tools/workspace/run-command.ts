@@ -75,11 +75,13 @@ function signalNumber(signal: NodeJS.Signals): number | undefined {
   return (constants.signals as Record<string, number>)[signal];
 }
 
-function send(pid: number, signal: NodeJS.Signals): void {
+/** False when there was nothing to signal (ESRCH: gone already, or a group not formed yet). */
+function send(pid: number, signal: NodeJS.Signals): boolean {
   try {
     process.kill(pid, signal);
+    return true;
   } catch {
-    // ESRCH: gone already.
+    return false;
   }
 }
 
@@ -134,9 +136,10 @@ export function spawnShell(launch: CommandLaunch, cwd: string, onOutput: (chunk:
         return;
       }
       // SIGTERM to the sandbox's session (its init ignores it; the shell and its group do not):
-      // the namespace ends with the shell. Before bwrap reported its init, or for SIGKILL: bwrap itself.
-      if (signal === "SIGTERM" && init) send(-init.pid, signal);
-      else send(pid, signal === "SIGTERM" ? "SIGTERM" : "SIGKILL");
+      // the namespace ends with the shell. Before bwrap reported its init or its init made that
+      // session (a stop right after the start), or for SIGKILL: bwrap itself, and the namespace with it.
+      if (signal === "SIGTERM" && init && send(-init.pid, signal)) return;
+      send(pid, signal === "SIGTERM" ? "SIGTERM" : "SIGKILL");
     };
     child.stdout!.on("data", onOutput);
     child.stderr!.on("data", onOutput);
