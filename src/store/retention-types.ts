@@ -33,6 +33,8 @@ export interface RetentionStore {
    * recoverable), so a resume can no longer reopen it while it is being deleted.
    */
   purgeSession(id: string, endedBefore: number, maxRows: number): Promise<PurgeStep>;
+  /** Deletes at most `limit` finished A2A tasks last changed before `updatedBefore`; returns how many. */
+  purgeA2ATasks(updatedBefore: number, limit: number): Promise<number>;
 }
 
 /** The end_reason of a session being deleted by retention. */

@@ -1,6 +1,7 @@
 /**
  * The retention job (`retention.ended_after_days`, off by default): deletes sessions ended that
- * long ago, with their events, messages and records, in the background.
+ * long ago, with their events, messages and records, and A2A tasks finished that long ago, in the
+ * background.
  *
  * It never stalls the hot path: each step is one transaction deleting at most `batch_rows` rows,
  * fewer when steps take longer than ~2 ms here (SQLite runs them on the event loop, so the bound is
@@ -40,6 +41,8 @@ export interface RetentionDeps {
 
 export interface SweepResult {
   deleted: number;
+  /** Finished A2A tasks deleted (last changed before the cutoff). */
+  tasks: number;
   /** Kept: a lineage still live, or reopened meanwhile. */
   kept: number;
   steps: number;
@@ -83,7 +86,7 @@ export class RetentionJob {
   }
 
   private async sweepOnce(): Promise<SweepResult> {
-    const result: SweepResult = { deleted: 0, kept: 0, steps: 0 };
+    const result: SweepResult = { deleted: 0, kept: 0, steps: 0, tasks: 0 };
     const retention = this.deps.store.retention;
     const cfg = this.deps.config();
     if (!retention || cfg.ended_after_days === undefined) return result;
@@ -104,8 +107,23 @@ export class RetentionJob {
         else result.kept++;
       }
     }
-    if (result.deleted > 0) this.deps.logger.info({ deleted: result.deleted, kept: result.kept, steps: result.steps, cutoff }, "retention deleted ended sessions");
+    result.tasks = await this.purgeTasks(cutoff, cfg);
+    if (result.deleted > 0 || result.tasks > 0) {
+      this.deps.logger.info({ deleted: result.deleted, kept: result.kept, steps: result.steps, tasks: result.tasks, cutoff }, "retention deleted ended sessions and finished A2A tasks");
+    }
     return result;
+  }
+
+  /** Finished A2A tasks last changed before the cutoff, `batch_rows` a step with the same pauses. */
+  private async purgeTasks(cutoff: number, cfg: RetentionConfig): Promise<number> {
+    let total = 0;
+    while (!this.stopped) {
+      const n = await this.deps.store.retention!.purgeA2ATasks(cutoff, cfg.batch_rows);
+      total += n;
+      if (n < cfg.batch_rows) break;
+      await this.pause(cfg);
+    }
+    return total;
   }
 
   /** A session compression ended goes only with its live tip: the tip must be past the cutoff too. */

@@ -112,6 +112,8 @@ export class Outbox {
       recipient_session_id: null,
       recipient_turn_id: null,
       reply: null,
+      reply_status: null,
+      reanswers: 0,
       created_at: now,
       sent_at: null,
       replied_at: null,

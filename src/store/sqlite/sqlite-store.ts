@@ -34,6 +34,7 @@ import { DelegationTables } from "./delegation-tables.js";
 import { RequestTables } from "./request-tables.js";
 import { ProcessTables } from "./process-tables.js";
 import { EnvelopeTables } from "./envelope-tables.js";
+import { A2ATaskTables } from "./a2a-task-tables.js";
 import { HttpTables } from "./http-tables.js";
 import { RunTables } from "./run-tables.js";
 import { MIGRATIONS } from "./migrations.js";
@@ -77,6 +78,8 @@ export class SqliteStore implements Store {
   readonly processes: ProcessTables;
   /** The agent outbox (`agent_envelopes`). */
   readonly envelopes: EnvelopeTables;
+  /** A2A tasks of this store's bots (`a2a_tasks`). */
+  readonly a2aTasks: A2ATaskTables;
   /** The /v1/runs API's runs and session keys. */
   readonly runs: RunTables;
   /** Deleting sessions ended long ago (retention). */
@@ -162,8 +165,9 @@ export class SqliteStore implements Store {
     this.requests = new RequestTables(db);
     this.processes = new ProcessTables(db);
     this.envelopes = new EnvelopeTables(db);
+    this.a2aTasks = new A2ATaskTables(db);
     this.runs = new RunTables(db);
-    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes);
+    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes, this.a2aTasks);
     this.writes = writes;
     this.retention = new SqliteRetention(db, () => writes.leasesChanged());
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
