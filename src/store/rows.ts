@@ -2,7 +2,7 @@
  * The rows every store keeps, and the shapes of their patches and queries. A row is what a
  * backend reads and writes; the sessions layer builds its own shapes from them.
  */
-import type { TodoState, ToolCall } from "../protocol/index.js";
+import type { ReplyStatus as ProtocolReplyStatus, TodoState, ToolCall } from "../protocol/index.js";
 
 export interface SessionFlags {
   hidden?: boolean;
@@ -384,8 +384,8 @@ export interface EnvelopeRow {
   recipient_turn_id: string | null;
   reply: string | null;
   /**
-   * Whether `reply` is the recipient's whole answer: `complete`, or `interrupted` / `failed` — a
-   * cut answer (its partial text, if any) is never passed on as if whole. Null until replied.
+   * Whether `reply` is the recipient's whole answer (ReplyStatus): a cut answer (its partial
+   * text, if any) is never passed on as if whole. Null until replied.
    */
   reply_status: ReplyStatus | null;
   /** The recipient's turns started again because a restart cut its answer (bounded). */
@@ -398,8 +398,8 @@ export interface EnvelopeRow {
   delivered_message_id: string | null;
 }
 
-/** How a reply ended: whole, cut short (a turn interrupted, a task canceled), or never given (a terminal error). */
-export type ReplyStatus = "complete" | "interrupted" | "failed";
+/** How a reply ended (protocol's AgentReplyMetadata.reply_status). */
+export type ReplyStatus = ProtocolReplyStatus;
 
 export type EnvelopePatch = Partial<
   Pick<

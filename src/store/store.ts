@@ -150,6 +150,11 @@ export interface Store {
 
   /** Durable events with seq > afterSeq, in seq order, at most `limit`. */
   readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRow[]>;
+  /**
+   * Durable events with seq < beforeSeq, newest first, at most `limit`: a reader after one recent
+   * turn (its answer) reads back from the end only as far as that turn, never the whole log.
+   */
+  readEventsBefore(sessionId: string, beforeSeq: number, limit: number): Promise<EventRow[]>;
   /** Highest stored event seq of a session, 0 when none. */
   latestEventSeq(sessionId: string): Promise<number>;
   /** Lowest stored event seq still retained, null when none (retention may drop old events). */

@@ -128,6 +128,10 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       await store.commit([ev(5), ev(2), ev(9)]);
       expect((await store.readEvents("s1", 2, 10)).map((e) => e.seq)).toEqual([5, 9]);
       expect((await store.readEvents("s1", 0, 2)).map((e) => e.seq)).toEqual([2, 5]);
+      // Backwards from a cursor, newest first, for a reader that needs only the end.
+      expect((await store.readEventsBefore("s1", Number.MAX_SAFE_INTEGER, 2)).map((e) => e.seq)).toEqual([9, 5]);
+      expect((await store.readEventsBefore("s1", 5, 10)).map((e) => e.seq)).toEqual([2]);
+      expect(await store.readEventsBefore("other", 100, 10)).toEqual([]);
       expect(await store.latestEventSeq("s1")).toBe(9);
       expect(await store.earliestEventSeq("s1")).toBe(2);
       expect(await store.latestEventSeq("other")).toBe(0);

@@ -338,6 +338,14 @@ export class PostgresStore implements Store {
     );
   }
 
+  async readEventsBefore(sessionId: string, beforeSeq: number, limit: number): Promise<EventRow[]> {
+    return this.q<EventRow>(
+      `SELECT session_id, seq, type, payload, turn_id, trace_id, created_at FROM events
+       WHERE session_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`,
+      [sessionId, beforeSeq, limit],
+    );
+  }
+
   async latestEventSeq(sessionId: string): Promise<number> {
     const r = (await this.q<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM events WHERE session_id = $1`, [sessionId]))[0];
     return r?.seq ?? 0;

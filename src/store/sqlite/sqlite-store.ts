@@ -124,6 +124,10 @@ export class SqliteStore implements Store {
         `SELECT session_id, seq, type, payload, turn_id, trace_id, created_at FROM events
          WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
       ),
+      readEventsBefore: db.prepare(
+        `SELECT session_id, seq, type, payload, turn_id, trace_id, created_at FROM events
+         WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
+      ),
       latestSeq: db.prepare(`SELECT MAX(seq) AS seq FROM events WHERE session_id = ?`),
       earliestSeq: db.prepare(`SELECT MIN(seq) AS seq FROM events WHERE session_id = ?`),
       getIdempotency: db.prepare(`SELECT * FROM idempotency WHERE session_id = ? AND request_id = ?`),
@@ -291,6 +295,10 @@ export class SqliteStore implements Store {
 
   async readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
     return this.stmts.readEvents!.all(sessionId, afterSeq, limit) as EventRow[];
+  }
+
+  async readEventsBefore(sessionId: string, beforeSeq: number, limit: number): Promise<EventRow[]> {
+    return this.stmts.readEventsBefore!.all(sessionId, beforeSeq, limit) as EventRow[];
   }
 
   async latestEventSeq(sessionId: string): Promise<number> {
