@@ -28,7 +28,7 @@ const repo = dirname(dirname(fileURLToPath(import.meta.url)));
 const dist = join(repo, "dist");
 const STAMPS = { js: join(dist, ".js-stamp"), types: join(dist, "types", ".stamp") };
 
-/** The package's entry points: `tether` (bin), `tether` (embed), `tether/client`, `tether/protocol`. */
+/** The package's entry points: `tether` (bin), `tether-gateway` (embed), `tether-gateway/client`, `tether-gateway/protocol`. */
 export const ENTRY_POINTS = {
   cli: "src/cli/main.ts",
   index: "src/embed/index.ts",

@@ -7,6 +7,7 @@ import { assertSafeBind, ConfigError, loadConfig, type ConfigInput } from "../co
 import { watchConfigFile } from "./config-watch.js";
 import { createLogger, exitAfterLogs } from "../lib/logger.js";
 import { startServer } from "./server.js";
+import { StartupError } from "./startup-errors.js";
 
 export interface ServeFlags {
   host?: string;
@@ -77,6 +78,11 @@ export async function runServe(flags: ServeFlags): Promise<void> {
     if (err instanceof ConfigError) {
       process.stderr.write(`tether: ${err.message}\n`);
       process.exit(2);
+    }
+    // A store or bus that cannot be opened: one line saying which and why, no stack.
+    if (err instanceof StartupError) {
+      process.stderr.write(`tether: ${err.message}\n`);
+      await exitAfterLogs(1);
     }
     const e = err as NodeJS.ErrnoException;
     if (e.code === "EADDRINUSE") {

@@ -28,6 +28,7 @@ import { createHttpApp, serveHttpApp } from "../gateway/http/app.js";
 import { PromMetrics } from "../gateway/http/metrics.js";
 import type { AppEnv, ModelInfo } from "../gateway/http/context.js";
 import { VERSION } from "./version.js";
+import { opening, redactLocation as redactUrl } from "./startup-errors.js";
 
 /** What `gateway.info` advertises, so clients can feature-detect instead of guessing from versions. */
 export const GATEWAY_CAPABILITIES = [
@@ -159,19 +160,19 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   // One tracer per process: a second gateway in the same process shares the first one's.
   const stopTracing = tracingEnabled(config.tracing) && !tracing().enabled ? await startTracing(config, processId) : null;
   const storeLocation = config.store ?? config.dbPath;
-  const store = await openStore(storeLocation);
+  // A store or bus that cannot be opened stops the start with one line saying which and why.
+  const store = await opening("store", storeLocation, () => openStore(storeLocation));
+  const bus = await openProcessBus(config, processId, logger).catch(async (err: unknown) => {
+    await store.close().catch(() => undefined);
+    throw err;
+  });
   const parts: ProcessParts = {
     logger,
     clock,
     ids: deps.ids ?? randomIds,
     epoch,
     processId,
-    // Scale-out: `--bus redis://…`; unset = in-process (one node, nothing published).
-    bus: await openBus(config.bus, {
-      ringFrames: config.limits.ringFrames,
-      nodeId: processId,
-      onError: (err, context) => logger.warn({ err, context }, "bus error"),
-    }),
+    bus,
     // --ws-only keeps bare node:http (/ws, /healthz): no HTTP API, no /metrics.
     metrics: config.wsOnly ? null : new PromMetrics(),
     ringBudget: new RingBudget(config.limits.processRingBytes),
@@ -242,6 +243,31 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   };
 }
 
+/**
+ * Scale-out: `--bus redis://…`; unset = in-process (one node, nothing published). Errors while it
+ * connects are the start's failure (one line), not warnings; once open, each is logged.
+ */
+async function openProcessBus(config: TetherConfig, processId: string, logger: Logger): Promise<Bus> {
+  let opened = false;
+  let firstError: unknown;
+  const bus = await opening(
+    "bus",
+    config.bus ?? "local",
+    () =>
+      openBus(config.bus, {
+        ringFrames: config.limits.ringFrames,
+        nodeId: processId,
+        onError: (err, context) => {
+          if (opened) logger.warn({ err, context }, "bus error");
+          else firstError ??= err;
+        },
+      }),
+    () => firstError,
+  );
+  opened = true;
+  return bus;
+}
+
 function startTracing(config: TetherConfig, processId: string): Promise<() => Promise<void>> {
   return enableTracing({
     ...(config.tracing.endpoint ? { endpoint: config.tracing.endpoint } : {}),
@@ -284,6 +310,8 @@ function makeProfile(parts: ProcessParts, store: Store, name: string): Profile {
     retry: config.retry,
     models: config.models,
     profile: { name, ...(config.profiles[name] ?? {}) },
+    // Read from the config at start exactly as a reload does (assembly.ts applyLiveConfig).
+    approvalTimeoutS: toolsConfigFor(config, name).tools.approval_timeout_s,
     processId: parts.processId,
     bus: parts.bus,
     ...(metrics ? { metrics } : {}),
@@ -401,12 +429,4 @@ async function closeServer(server: Server): Promise<void> {
 }
 
 /** A store or bus location for logs: a URL's password is never printed. */
-export function redactUrl(location: string): string {
-  try {
-    const u = new URL(location);
-    if (u.password) u.password = "***";
-    return u.protocol.length > 2 ? u.toString() : location;
-  } catch {
-    return location;
-  }
-}
+export { redactLocation as redactUrl } from "./startup-errors.js";

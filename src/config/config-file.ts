@@ -8,7 +8,8 @@ import { homedir } from "node:os";
 import { dirname, resolve } from "node:path";
 import type * as Yaml from "yaml";
 import { ConfigError, ConfigSchema, type ConfigInput } from "./config.js";
-import { toSchemaKeys } from "./schema-keys.js";
+import { nearestKey } from "./nearest-key.js";
+import { toSchemaKeys, type UnknownKey } from "./schema-keys.js";
 
 export interface ConfigFile {
   path: string;
@@ -35,6 +36,13 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 # host: 127.0.0.1            # a non-loopback host needs an API key (TETHER_API_KEY)
 # port: 8787
 # db: ./data/tether.db       # the default profile's SQLite store
+
+# API keys (or TETHER_API_KEYS): each names its principal; a grant adds scopes and profiles.
+# auth:
+#   keys:
+#     KEY1: alice                                        # scope sessions, every profile
+#     KEY2: { principal: ops, scopes: [operator] }       # /metrics only
+#     KEY3: { principal: west, scopes: [a2a], profiles: [helper] }   # an A2A peer: the bot helper
 
 # Named OpenAI-compatible providers. API keys are read from the named env variable, never stored.
 # providers:
@@ -173,7 +181,10 @@ export function readConfigFile(path: string): ConfigFile {
   const raw: unknown = doc.toJS() ?? {};
   if (!isMap(doc.contents) && doc.contents !== null) throw new ConfigError(`${path}: the config must be a YAML mapping`);
   const origin = new Map<string, PropertyKey[]>();
-  const input = toSchemaKeys(raw, ConfigSchema, origin) as ConfigInput;
+  const unknown: UnknownKey[] = [];
+  const input = toSchemaKeys(raw, ConfigSchema, origin, [], [], unknown) as ConfigInput;
+  // Strict: a misspelt key would otherwise be dropped, and what it meant to set silently default.
+  if (unknown.length > 0) throw new ConfigError(unknown.map((u) => describeUnknownKey(path, doc, lineCounter, u)).join("\n"));
   const setPaths = new Set(origin.keys());
   const locate = (internal: PropertyKey[]): string => {
     // The deepest part of the path that the file wrote, and its line.
@@ -189,6 +200,23 @@ export function readConfigFile(path: string): ConfigFile {
     return `${path} (key ${internal.join(".")})`;
   };
   return { path, input, locate, setPaths };
+}
+
+/** `config.yaml:3: unknown key retension (did you mean retention?)`. */
+function describeUnknownKey(path: string, doc: Yaml.Document, lines: Yaml.LineCounter, u: UnknownKey): string {
+  const offset = findKeyLine(doc, u.written);
+  const at = offset === undefined ? path : `${path}:${lines.linePos(offset).line}`;
+  const key = String(u.written[u.written.length - 1]);
+  const parent = u.written.slice(0, -1).map(String);
+  const near = nearestKey(key, u.known);
+  const where = parent.length > 0 ? ` of ${parent.join(".")}` : "";
+  const hint =
+    near !== undefined
+      ? `did you mean ${[...parent, near].join(".")}?`
+      : u.known.length <= 15
+        ? `known keys${where}: ${u.known.join(", ")}`
+        : `not a key${where}; \`tether config show\` lists them all`;
+  return `${at}: unknown key ${u.written.map(String).join(".")} (${hint})`;
 }
 
 function findKeyLine(doc: Yaml.Document, written: PropertyKey[]): number | undefined {

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { McpServersSchema, ProfileToolsSchema, ToolsSchema } from "./tools-config.js";
+import { ApiKeysError, AuthKeysSchema, parseApiKeys as parseKeyList, unknownGrantProfiles } from "./auth-keys.js";
 
 const MiB = 1024 * 1024;
 
@@ -269,8 +270,8 @@ export const ConfigSchema = z.object({
   messaging: MessagingSchema.prefault({}),
   /** Peer gateways (A2A) by name: `message_agent { to: "bot@NAME" }`. */
   peers: z.record(NAME, PeerSchema).default({}),
-  /** More API keys, each naming its principal: key → principal. */
-  auth: z.object({ keys: z.record(z.string().min(1), z.string().min(1)).default({}) }).prefault({}),
+  /** More API keys: key → principal, or key → `{ principal, scopes, profiles }` (auth-keys.ts). */
+  auth: z.object({ keys: AuthKeysSchema.default({}) }).prefault({}),
   http: HttpSchema.prefault({}),
   tracing: TracingSchema.prefault({}),
   retention: RetentionSchema.prefault({}),
@@ -374,19 +375,16 @@ export function configFromEnv(env: NodeJS.ProcessEnv): ConfigInput {
   return out;
 }
 
-/** `TETHER_API_KEYS=alice:key1,bob:key2` → `{ key1: "alice", key2: "bob" }` (a key may contain ':'). */
-export function parseApiKeys(raw: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const entry of raw.split(",")) {
-    const item = entry.trim();
-    if (item === "") continue;
-    const colon = item.indexOf(":");
-    if (colon <= 0 || colon === item.length - 1) {
-      throw new ConfigError(`TETHER_API_KEYS entries must look like principal:key, got "${item.slice(0, 40)}"`);
-    }
-    out[item.slice(colon + 1)] = item.slice(0, colon);
+/**
+ * `TETHER_API_KEYS=alice:key1,bob:key2` → `{ key1: "alice", key2: "bob" }` (a key may contain ':');
+ * `ops[scopes=operator]:key3` → `{ key3: { principal: "ops", scopes: ["operator"] } }` (auth-keys.ts).
+ */
+export function parseApiKeys(raw: string): ReturnType<typeof parseKeyList> {
+  try {
+    return parseKeyList(raw);
+  } catch (err) {
+    throw err instanceof ApiKeysError ? new ConfigError(err.message) : err;
   }
-  return out;
 }
 
 /**
@@ -404,9 +402,21 @@ export function resolveConfig(
   const parsed = ConfigSchema.safeParse(merged);
   if (!parsed.success) {
     const first = parsed.error.issues[0]!;
-    throw new ConfigError(`invalid config at ${describeIssue(first.path)}: ${first.message}`);
+    // Under auth.keys the path's next part is a key: never printed.
+    const path = first.path[0] === "auth" && first.path[1] === "keys" ? ["auth", "keys", "…", ...first.path.slice(3)] : first.path;
+    throw new ConfigError(`invalid config at ${path === first.path ? describeIssue(path) : `"${path.join(".")}"`}: ${first.message}`);
   }
+  assertGrantsKnown(parsed.data);
   return parsed.data;
+}
+
+/** A key that names a profile the config does not have is a typo that would lock it out: refused at load. */
+function assertGrantsKnown(config: TetherConfig): void {
+  const unknown = unknownGrantProfiles(config.auth.keys, ["default", ...Object.keys(config.profiles)]);
+  if (unknown.length > 0) {
+    const { principal, profile } = unknown[0]!;
+    throw new ConfigError(`invalid config at "auth.keys": the key of ${principal} names profile "${profile}", which is not configured (profiles: default${Object.keys(config.profiles).map((p) => `, ${p}`).join("")})`);
+  }
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {

@@ -10,6 +10,9 @@ interface Def {
   shape?: Record<string, z.ZodType>;
   innerType?: z.ZodType;
   valueType?: z.ZodType;
+  element?: z.ZodType;
+  options?: z.ZodType[];
+  in?: z.ZodType;
 }
 
 function def(schema: z.ZodType): Def {
@@ -23,6 +26,11 @@ export function unwrap(schema: z.ZodType): z.ZodType {
     const d = def(s);
     if (d.innerType && ["default", "prefault", "optional", "nullable", "readonly", "catch"].includes(d.type)) {
       s = d.innerType;
+      continue;
+    }
+    // A transform (`.transform`, `.pipe`) reads what its input schema reads.
+    if (d.type === "pipe" && d.in) {
+      s = d.in;
       continue;
     }
     return s;
@@ -39,6 +47,34 @@ export function recordValueOf(schema: z.ZodType): z.ZodType | undefined {
   return d.type === "record" ? d.valueType : undefined;
 }
 
+function arrayElementOf(schema: z.ZodType): z.ZodType | undefined {
+  const d = def(unwrap(schema));
+  return d.type === "array" ? d.element : undefined;
+}
+
+/**
+ * The keys a mapping may have here, from the schema itself: an object's shape, or for a union
+ * (`workspace: true` or `workspace: { … }`) the shapes of its object options together. Undefined
+ * where the keys are the user's own (a record: servers, env variables, headers) or not a mapping.
+ */
+function knownShape(schema: z.ZodType): Record<string, z.ZodType> | undefined {
+  const own = shapeOf(schema);
+  if (own) return own;
+  const d = def(unwrap(schema));
+  if (d.type !== "union" || !d.options) return undefined;
+  const merged: Record<string, z.ZodType> = {};
+  for (const option of d.options) Object.assign(merged, shapeOf(option) ?? {});
+  return Object.keys(merged).length > 0 ? merged : undefined;
+}
+
+/** A key of the file that no schema knows: where it was written, and the keys it could have meant. */
+export interface UnknownKey {
+  /** The path as written in the file, the unknown key last. */
+  written: PropertyKey[];
+  /** The keys known beside it, in file spelling. */
+  known: string[];
+}
+
 const snakeToCamel = (k: string) => k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 export const camelToSnake = (k: string) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
@@ -47,7 +83,9 @@ const ALIASES: Record<string, string> = { db: "dbPath", db_path: "dbPath" };
 
 /**
  * Renames the keys of a parsed file to the schema's keys. `origin` receives, for each internal
- * path, the path as written in the file (for error lines and provenance).
+ * path, the path as written in the file (for error lines and provenance). A key that the schema
+ * does not have where it was written goes to `unknown` (and on, as written): the config is strict,
+ * and what it knows is exactly what the schemas declare — a key added to a schema is known at once.
  */
 export function toSchemaKeys(
   value: unknown,
@@ -55,12 +93,18 @@ export function toSchemaKeys(
   origin: Map<string, PropertyKey[]>,
   internal: PropertyKey[] = [],
   written: PropertyKey[] = [],
+  unknown: UnknownKey[] = [],
 ): unknown {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+  if (Array.isArray(value)) {
+    origin.set(internal.join("."), written);
+    const element = arrayElementOf(schema);
+    return element ? value.map((v, i) => toSchemaKeys(v, element, origin, [...internal, i], [...written, i], unknown)) : value;
+  }
+  if (typeof value !== "object" || value === null) {
     origin.set(internal.join("."), written);
     return value;
   }
-  const shape = shapeOf(schema);
+  const shape = knownShape(schema);
   const recordValue = recordValueOf(schema);
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
@@ -70,16 +114,19 @@ export function toSchemaKeys(
       const alias = internal.length === 0 ? ALIASES[key] : undefined;
       name = key in shape ? key : alias && alias in shape ? alias : snakeToCamel(key) in shape ? snakeToCamel(key) : key;
       child = shape[name];
+      if (!child) unknown.push({ written: [...written, key], known: Object.keys(shape).map(fileSpelling) });
     } else if (recordValue) {
       child = recordValue;
     }
     const ip = [...internal, name];
     const wp = [...written, key];
     origin.set(ip.join("."), wp);
-    out[name] = child ? toSchemaKeys(v, child, origin, ip, wp) : v;
+    out[name] = child ? toSchemaKeys(v, child, origin, ip, wp, unknown) : v;
   }
   return out;
 }
+
+const fileSpelling = (key: string): string => (key === "dbPath" ? "db" : camelToSnake(key));
 
 /**
  * The file spelling of an internal path. Only schema keys are respelled: a record's keys are the

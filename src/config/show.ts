@@ -3,6 +3,7 @@
  * value came from. Secrets are masked: a key, a token or a password is shown as set or not, and so
  * is every value of an MCP server's `env` and `headers`.
  */
+import type { KeyGrant } from "./auth-keys.js";
 import { ConfigSchema, type TetherConfig } from "./config.js";
 import type { LoadedConfig } from "./load.js";
 import { toFileKeys } from "./schema-keys.js";
@@ -10,7 +11,9 @@ import { toFileKeys } from "./schema-keys.js";
 const SECRET = /(api_?key$|apikey$|secret|token|password)/i;
 
 function flatten(value: unknown, path: string[] = [], out: Array<[string[], unknown]> = []): Array<[string[], unknown]> {
-  if (typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length > 0) {
+  // One line per API key: its grant is shown whole, beside the masked key.
+  const grant = path.length === 3 && path[0] === "auth" && path[1] === "keys";
+  if (!grant && typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length > 0) {
     for (const [k, v] of Object.entries(value)) flatten(v, [...path, k], out);
   } else {
     out.push([path, value]);
@@ -23,8 +26,10 @@ function mask(path: string[], value: unknown): unknown {
   // auth.keys maps secret keys to principals: hide the keys themselves.
   if (path[0] === "auth" && path[1] === "keys") {
     // An empty map reaches here whole (flatten keeps empty objects as leaves).
-    if (typeof value === "object" && value !== null) return "(none configured)";
-    return `•••• → ${String(value)}`;
+    if (path.length === 2) return "(none configured)";
+    const g = value as KeyGrant;
+    const plain = g.profiles === "*" && g.scopes.length === 1 && g.scopes[0] === "sessions";
+    return plain ? `•••• → ${g.principal}` : `•••• → ${g.principal} (scopes ${g.scopes.join("+")}; profiles ${g.profiles === "*" ? "*" : g.profiles.join("+")})`;
   }
   // An MCP server's env and headers carry its credentials (literal or through ${VAR}): never shown.
   if (isMcpSecret(path)) return "•••• (set)";

@@ -1,7 +1,7 @@
 /**
  * `tether` — the gateway as a library, for a Node application that runs it in-process.
  *
- *   import { startTether, createTether } from "tether";
+ *   import { startTether, createTether } from "tether-gateway";
  *
  *   // Its own listener, exactly like `tether serve --port 8787 --db ./data/tether.db`:
  *   const gateway = await startTether({ port: 8787, db: "./data/tether.db" });

@@ -20,8 +20,8 @@ import {
 } from "../protocol/index.js";
 import { systemClock, type Clock } from "../lib/clock.js";
 import type { Logger } from "../lib/logger.js";
-import type { Caller, ProfileRegistry, Viewer } from "../sessions/index.js";
-import type { Authenticator } from "./auth.js";
+import { DEFAULT_PROFILE, type Caller, type ProfileRegistry, type Viewer } from "../sessions/index.js";
+import { assertProfileAllowed, hasScope, type Authenticator, type Principal } from "./auth.js";
 import { dispatch } from "./rpc-dispatch.js";
 import { connectionHandlers, type GatewayIdentity } from "./rpc-handlers.js";
 import { CLOSE_SLOW_VIEWER, DEFAULT_FLOW_LIMITS, ViewerFlow, type FlowLimits } from "./viewer-flow.js";
@@ -84,8 +84,9 @@ export function attachWsEndpoint(server: Server, opts: WsEndpointOptions): WsEnd
     const path = new URL(req.url ?? "/", "http://localhost").pathname;
     if (path !== "/ws") return rejectUpgrade(socket, 404, "Not Found");
     const principal = opts.auth.authenticate(req);
-    if (!principal) return rejectUpgrade(socket, 401, "Unauthorized");
-    wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, socket, { principal: principal.id }, ctx));
+    if (!principal) return rejectUpgrade(socket, 401, "Unauthorized", refusal("invalid_api_key", "Missing or invalid API key: send Authorization: Bearer <key> or ?token=<key>"));
+    if (!hasScope(principal, "sessions")) return rejectUpgrade(socket, 403, "Forbidden", refusal("scope_required", "This API key lacks the scope sessions that /ws needs"));
+    wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, socket, principal, ctx));
   });
 
   return {
@@ -112,8 +113,15 @@ export function attachWsEndpoint(server: Server, opts: WsEndpointOptions): WsEnd
   };
 }
 
-function rejectUpgrade(socket: Duplex, status: number, text: string): void {
-  socket.write(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+/** The OpenAI-style envelope the HTTP API answers refusals with, as the body of a refused upgrade. */
+export function refusal(code: string, message: string): string {
+  const type = code === "invalid_api_key" ? "authentication_error" : code === "host_not_allowed" || code === "origin_not_allowed" || code === "scope_required" ? "permission_error" : "invalid_request_error";
+  return JSON.stringify({ error: { message, type, param: null, code } });
+}
+
+export function rejectUpgrade(socket: Duplex, status: number, text: string, body = ""): void {
+  const type = body ? "Content-Type: application/json\r\n" : "";
+  socket.write(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\n${type}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
   socket.destroy();
 }
 
@@ -188,8 +196,9 @@ interface EndpointContext {
   closedNoPong: number;
 }
 
-function onConnection(ws: WebSocket, socket: Duplex, caller: Caller, ctx: EndpointContext): void {
+function onConnection(ws: WebSocket, socket: Duplex, principal: Principal, ctx: EndpointContext): void {
   const { opts } = ctx;
+  const caller: Caller = { principal: principal.id };
   const id = `conn_${++connectionCounter}`;
   const logger = opts.logger.child({ conn: id });
   const send = corkingSender(ws, socket);
@@ -233,7 +242,11 @@ function onConnection(ws: WebSocket, socket: Duplex, caller: Caller, ctx: Endpoi
   });
   if (watch) ws.on("pong", watch.seen);
   const handlers = connectionHandlers(opts.manager, viewer, caller, opts.identity, opts.now);
-  const scopeOf = (profile: string | undefined) => opts.manager.manager(profile);
+  // A profile the key was not given answers 4004 naming it, before its store is opened.
+  const scopeOf = (profile: string | undefined) => {
+    assertProfileAllowed(principal, profile ?? DEFAULT_PROFILE);
+    return opts.manager.manager(profile);
+  };
 
   const ready: Frame<GatewayReadyPayload> = {
     type: EventType.GatewayReady,

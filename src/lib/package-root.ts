@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const PACKAGE_NAME = "tether";
+const PACKAGE_NAME = "tether-gateway";
 let cached: string | undefined;
 
 export function packageRoot(): string {

@@ -11,6 +11,8 @@ export const ErrorCode = {
   Internal: -32603,
   NotLive: 4001,
   Forbidden: 4003,
+  /** The API key was not given the profile the call names (config `auth.keys`: `profiles`). */
+  ProfileNotAllowed: 4004,
   NotFound: 4007,
   Busy: 4009,
   Closed: 4010,
@@ -60,6 +62,7 @@ export const ERROR_TABLE: Record<ErrorCodeValue, ErrorInfo> = {
   [-32603]: { name: "internal_error", httpStatus: 500, retryable: true, message: "Internal error" },
   4001: { name: "session_not_live", httpStatus: 409, retryable: true, message: "Session is not live here; resume it first" },
   4003: { name: "forbidden", httpStatus: 403, retryable: false, message: "Forbidden" },
+  4004: { name: "profile_not_allowed", httpStatus: 403, retryable: false, message: "This API key may not use that profile" },
   4007: { name: "session_not_found", httpStatus: 404, retryable: false, message: "Session not found" },
   4009: { name: "busy", httpStatus: 409, retryable: true, message: "Session is busy" },
   4010: { name: "session_closed", httpStatus: 410, retryable: false, message: "Session is closed" },

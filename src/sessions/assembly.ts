@@ -20,6 +20,7 @@ import { ReapTimers } from "./lifecycle/reap-timers.js";
 import { SessionEnding } from "./lifecycle/session-ending.js";
 import { SessionLogs } from "./lifecycle/session-logs.js";
 import { ViewerBinding } from "./lifecycle/viewer-binding.js";
+import { WorkRecovery } from "./lifecycle/work-recovery.js";
 import { defaultModelsConfig, ModelSwitching } from "./models/model-switching.js";
 import { Compressor } from "./rotation/compression.js";
 import { Rotation } from "./rotation/rotation-handover.js";
@@ -44,6 +45,8 @@ export interface SessionParts {
   readonly ending: SessionEnding;
   readonly lifecycle: Lifecycle;
   readonly binding: ViewerBinding;
+  /** The recovery sweep: opens sessions nobody holds whose waiting work is due. */
+  readonly recovery: WorkRecovery;
   readonly switching: ModelSwitching;
   readonly views: SessionViews;
   readonly compressor: Compressor;
@@ -58,7 +61,7 @@ export interface SessionParts {
   readonly work: SessionWork;
 }
 
-type LifecycleParts = Pick<SessionParts, "ownership" | "logs" | "ending" | "lifecycle" | "binding">;
+type LifecycleParts = Pick<SessionParts, "ownership" | "logs" | "ending" | "lifecycle" | "binding" | "recovery">;
 
 export function assembleSessions(deps: SessionManagerDeps): SessionParts {
   const { clock, ids, logger, store } = deps;
@@ -150,7 +153,8 @@ function lifecycleRoom(deps: SessionManagerDeps, settings: LiveSettings, registr
   const ending = new SessionEnding({ store, committer, clock, logger, metrics, registry, ownership, timers, globals, logs });
   const lifecycle = new Lifecycle({ clock, logger, settings, store, ownership, registry, timers, ending });
   const binding = new ViewerBinding({ registry, lifecycle, ownership, logger, ending });
-  return { ownership, timers, logs, ending, lifecycle, binding };
+  const recovery = new WorkRecovery({ store, committer, clock, logger, registry, ownership, binding, settings });
+  return { ownership, timers, logs, ending, lifecycle, binding, recovery };
 }
 
 function delegationWing(

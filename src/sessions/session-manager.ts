@@ -87,6 +87,7 @@ export class SessionManager implements ForwardedCalls {
   async start(): Promise<void> {
     await this.parts.lifecycle.start();
     this.parts.delegations.startRecovery();
+    this.parts.recovery.start();
   }
 
   /** Live reload: limits, lifecycle and model guards apply to live sessions; providers to new opens. */
@@ -104,6 +105,7 @@ export class SessionManager implements ForwardedCalls {
     this.unserve?.();
     this.parts.routing?.remote.close();
     this.parts.lifecycle.stop();
+    this.parts.recovery.stop();
     // Every end stops its session's background processes (SIGTERM, SIGKILL after a grace); the
     // sweep after it catches any whose runtime went another way (a rotation).
     const ended = await this.parts.ending.endAllWithin(budgetMs);

@@ -105,6 +105,8 @@ export interface RequestStore {
   sessionApprovals(sessionIds: readonly string[]): Promise<string[]>;
   /** The principal's `always` approvals, by tool. */
   listApprovals(principal: string): Promise<ApprovalRow[]>;
+  /** Open requests whose deadline (`expires_at`) is at or before `dueBy`, soonest first, of any session. */
+  dueRequests(dueBy: number, limit: number): Promise<Array<{ session_id: string; request_id: string; expires_at: number }>>;
 }
 
 /** Background processes of sessions (the workspace terminal). SQLite and PostgreSQL implement it. */

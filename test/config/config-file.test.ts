@@ -3,7 +3,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadConfig, renderConfig, STARTER_CONFIG } from "../../src/config/index.js";
+import { ConfigSchema, loadConfig, renderConfig, STARTER_CONFIG } from "../../src/config/index.js";
+import { recordValueOf, shapeOf, toSchemaKeys, type UnknownKey } from "../../src/config/schema-keys.js";
+import type { z } from "zod";
 
 function tempConfig(text?: string): string {
   const path = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "config.yaml");
@@ -69,6 +71,41 @@ describe("config file", () => {
     expect(text).toMatch(/^providers\.local\.api_key_env\s+"LOCAL_KEY"\s+\(file\)$/m);
     expect(text).toMatch(/^lifecycle\.orphan_grace_s\s+20\s+\(default\)$/m);
     expect(text).toMatch(/^ws_only\s+false\s+\(default\)$/m);
+  });
+});
+
+/** A mapping with every key the schema declares, all the way down (records get one entry named `x`). */
+function everyKey(schema: z.ZodType, depth = 0): Record<string, unknown> | null {
+  const shape = shapeOf(schema);
+  const value = recordValueOf(schema);
+  if (depth > 8) return null;
+  if (shape) return Object.fromEntries(Object.entries(shape).map(([k, v]) => [k === "dbPath" ? "db" : k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), everyKey(v, depth + 1)]));
+  if (value) return { x: everyKey(value, depth + 1) };
+  return null;
+}
+
+describe("strict config", () => {
+  it("refuses an unknown key with its file line and the key it was probably meant to be", () => {
+    const typo = tempConfig("port: 9000\nretension:\n  ended_after_days: 30\n");
+    expect(() => loadConfig({ env: {}, configPath: typo })).toThrow(`${typo}:2: unknown key retension (did you mean retention?)`);
+    const nested = tempConfig("lifecycle:\n  orphan_grace_s: 5\n  stale_turns_s: 30\n");
+    expect(() => loadConfig({ env: {}, configPath: nested })).toThrow(`${nested}:3: unknown key lifecycle.stale_turns_s (did you mean lifecycle.stale_turn_s?)`);
+    // Under a record (a profile, an MCP server): the keys of the record's values.
+    const profile = tempConfig("profiles:\n  work:\n    default_modle: gpt-4o\nmcp_servers:\n  f:\n    command: x\n    agrs: [a]\n");
+    expect(() => loadConfig({ env: {}, configPath: profile })).toThrow(
+      `${profile}:3: unknown key profiles.work.default_modle (did you mean profiles.work.default_model?)\n${profile}:7: unknown key mcp_servers.f.agrs (did you mean mcp_servers.f.args?)`,
+    );
+    // Nothing near: the keys that are known there.
+    const far = tempConfig("retry:\n  banana: 1\n");
+    expect(() => loadConfig({ env: {}, configPath: far })).toThrow(`${far}:2: unknown key retry.banana (known keys of retry: max_retries, base_delay_ms)`);
+  });
+
+  it("knows every key the schemas declare, in either spelling (a key added to a schema is known at once)", () => {
+    const unknown: UnknownKey[] = [];
+    toSchemaKeys(everyKey(ConfigSchema), ConfigSchema, new Map(), [], [], unknown);
+    expect(unknown).toEqual([]);
+    const path = tempConfig("ws_only: false\nwsOnly: false\ndb: ./a.db\nlimits: { maxFrameBytes: 2048, ring_frames: 64 }\n");
+    expect(loadConfig({ env: {}, configPath: path }).config.limits).toMatchObject({ maxFrameBytes: 2048, ringFrames: 64 });
   });
 });
 

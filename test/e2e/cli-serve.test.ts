@@ -94,4 +94,26 @@ describe("tether serve", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--port/);
   });
+
+  it("refuses a config file with an unknown key at start: file line, nearest key, exit 2, nothing listening", async () => {
+    const config = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "c.yaml");
+    writeFileSync(config, "port: 0\nretension:\n  ended_after_days: 30\n");
+    const r = await spawnGatewayExpectingFailure(["--db", tempDbPath()], { TETHER_CONFIG: config });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(`tether: ${config}:2: unknown key retension (did you mean retention?)\n`);
+  });
+
+  it("a store or bus that cannot be opened is one line saying which and why (no stack), exit 1", async () => {
+    const pg = await spawnGatewayExpectingFailure(["--port", "0", "--store", "postgres://tether:s3cret@127.0.0.1:1/tether"]);
+    expect(pg.code).toBe(1);
+    expect(pg.stderr).toBe("tether: cannot open the store postgres://tether:***@127.0.0.1:1/tether: connect ECONNREFUSED 127.0.0.1:1 (is the server running, and listening there?)\n");
+    const redis = await spawnGatewayExpectingFailure(["--port", "0", "--db", tempDbPath(), "--bus", "redis://127.0.0.1:1"]);
+    expect(redis.code).toBe(1);
+    expect(redis.stderr).toBe("tether: cannot connect to the bus redis://127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1 (is the server running, and listening there?)\n");
+    // A folder that cannot exist (a file is in its place).
+    const bad = await spawnGatewayExpectingFailure(["--port", "0", "--db", "/dev/null/tether.db"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^tether: cannot open the store \/dev\/null\/tether\.db: [^\n]+\n$/);
+  });
 });

@@ -49,4 +49,23 @@ describe("config reload", () => {
     expect(await stateOf(watcher, s2)).toBe("detached");
     watcher.close();
   });
+
+  it("a reload that finds an unknown key is refused with its file line and keeps the running config", async () => {
+    const cfg = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "config.yaml");
+    writeFileSync(cfg, "lifecycle:\n  orphan_grace_s: 2\n");
+    const g = await spawnGateway(["--port", "0", "--db", tempDbPath(), "--config", cfg], { TETHER_LOG_LEVEL: "info" });
+    running.push(g);
+    // The typo would have restored the default 20 s grace, had it been dropped.
+    writeFileSync(cfg, "lifecycle:\n  orphan_grace: 60\n");
+    g.child.kill("SIGHUP");
+    await until(async () => g.stderr().includes("config reload failed"), 20_000);
+    const line = g.stderr().split("\n").find((l) => l.includes("config reload failed"))!;
+    expect(JSON.parse(line).error).toBe(`${cfg}:2: unknown key lifecycle.orphan_grace (did you mean lifecycle.orphan_grace_s?)`);
+    const watcher = await RpcSocket.open(g.wsUrl);
+    const a = await RpcSocket.open(g.wsUrl);
+    const sid = (await a.call("session.create", {})).session_id;
+    a.close();
+    await until(async () => (await stateOf(watcher, sid)) === "idle", 20_000); // the 2 s grace still applies
+    watcher.close();
+  }, 60_000);
 });

@@ -2,7 +2,9 @@
  * Approvals survive anything, with real `tether serve` processes and the SDK-built MCP server:
  * SIGKILL and SIGTERM while a request waits (restart, approve: the tool runs exactly once and the
  * turn completes), and SIGKILL while an approved tool runs (a non-idempotent one is never run
- * again: the model is told its effect is unknown; a read-only one is run again).
+ * again: the model is told its effect is unknown; a read-only one is run again). An approval's
+ * deadline (`tools.approval_timeout_s`) survives SIGKILL: the restarted gateway denies it by
+ * itself once it passes, with no client resuming the session.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,6 +14,7 @@ import { RpcSocket } from "../support/rpc-socket.js";
 import { spawnGateway, type SpawnedGateway } from "../support/spawn-gateway.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { eventually, readLog, stdioTestServer, tempLog } from "../support/mcp-fixture.js";
+import { openStore } from "../../src/store/index.js";
 
 const running: SpawnedGateway[] = [];
 afterAll(async () => {
@@ -115,5 +118,35 @@ describe("approvals across process deaths", () => {
     const reply = (await again.call("session.messages", { session_id })).messages.at(-1);
     expect(reply.content).toBe("notes__slow returned: slept 1500 ms");
     again.close();
+  });
+
+  it("SIGKILL while an approval with a deadline waits: the restarted gateway denies it by itself when it passes", async () => {
+    const db = tempDbPath();
+    const cfg = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "config.yaml");
+    writeFileSync(cfg, JSON.stringify({ tools: { approval_timeout_s: 3, policy: { todo: "ask" } } }));
+    const first = await gateway(db, cfg);
+    const sock = await RpcSocket.open(first.wsUrl);
+    const { session_id, turn_id, request_id } = await ask(sock, 'call: todo {"items": [{"content": "a"}]}');
+    const opened = sock.sessionEvents(session_id).find((f) => f.type === "request.opened")!;
+    const expiresAt: number = opened.payload.expires_at;
+    expect(expiresAt).toBeGreaterThan(opened.ts);
+    await first.kill("SIGKILL");
+    sock.close();
+
+    // Restarted at once, and nobody resumes the session: the gateway's recovery sweep does it.
+    await gateway(db, cfg);
+    const store = await openStore(db);
+    try {
+      let row = await store.requests.getRequest(request_id);
+      await eventually(async () => (row = await store.requests.getRequest(request_id))?.status !== "open", 30_000, "the request to be denied");
+      expect(row).toMatchObject({ choice: "deny", reason: "timeout", resolved_by: "gateway" });
+      // Never before its deadline (the store's own timestamps, not a timer in the test).
+      expect(row!.resolved_at!).toBeGreaterThanOrEqual(expiresAt);
+      let events = await store.readEvents(session_id, 0, 10_000);
+      await eventually(async () => (events = await store.readEvents(session_id, 0, 10_000)).some((e) => e.type === "turn.complete" && e.turn_id === turn_id), 30_000, "the turn to end");
+      expect(events.filter((e) => e.type === "turn.complete").map((e) => JSON.parse(e.payload).status)).toEqual(["complete"]);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -4,7 +4,7 @@
  * the repo's own node_modules or sources), and there:
  * - `npx tether --help` works;
  * - `npx tether serve --port 0` prints its listening line, answers /healthz and a WebSocket ping;
- * - a TypeScript file importing `tether/client` (and `tether`, `tether/protocol`) type-checks with
+ * - a TypeScript file importing `tether-gateway/client` (and `tether-gateway`, `tether-gateway/protocol`) type-checks with
  *   tsc against the shipped declarations, and completes a turn against that server.
  *
  * In the faults project because installing compiles better-sqlite3 (a minute or two on 2 cores).
@@ -27,9 +27,9 @@ const pinned = (name: string) => `${name}@${lock.packages[`node_modules/${name}`
 
 const CLIENT_TS = `
 import WebSocket from "ws";
-import { TetherClient, EventType, type Frame } from "tether/client";
-import { Method } from "tether/protocol";
-import type { RunningTether, TetherOptions } from "tether";
+import { TetherClient, EventType, type Frame } from "tether-gateway/client";
+import { Method } from "tether-gateway/protocol";
+import type { RunningTether, TetherOptions } from "tether-gateway";
 
 const options: TetherOptions = { port: 0, db: ":memory:" };
 const started: RunningTether | undefined = undefined;
@@ -162,7 +162,7 @@ describe("the packed package, installed in an empty project", () => {
     expect(answer.result?.pong).toBe(true);
   });
 
-  it("a TypeScript app importing tether/client type-checks with tsc and completes a turn", async () => {
+  it("a TypeScript app importing tether-gateway/client type-checks with tsc and completes a turn", async () => {
     expect(serverUrl).not.toBe("");
     writeFileSync(join(app, "client.ts"), CLIENT_TS);
     writeFileSync(join(app, "tsconfig.json"), JSON.stringify(TSCONFIG, null, 2));

@@ -61,6 +61,25 @@ describe("responses with the demo provider", () => {
     expect(done.text).toBe(counting(5));
   });
 
+  it("a streamed response follows its turn with one viewer: the stream is its tracker's, not a second follow of the log", async () => {
+    server = await startTestServer({ demoDelayMs: 5 });
+    const stream = await client(server).responses.create({ model: "demo", input: "count to 40", stream: true });
+    const events: Ev[] = [];
+    const viewerCounts: number[] = [];
+    for await (const e of stream) {
+      events.push(e);
+      if (e.type !== "response.output_text.delta") continue;
+      const sessionId = (events[0] as OpenAI.Responses.ResponseCreatedEvent).response as unknown as { session_id: string };
+      const rt = [...server.server.manager.parts.registry.values()].find((r) => r.id === sessionId.session_id);
+      if (rt) viewerCounts.push(rt.viewers.size);
+    }
+    expect(viewerCounts.length).toBeGreaterThan(0);
+    expect(new Set(viewerCounts)).toEqual(new Set([1]));
+    expect(textOf(events)).toBe(counting(40));
+    expect(events.map((e) => e.type).slice(0, 2)).toEqual(["response.created", "response.in_progress"]);
+    expect(events.at(-1)!.type).toBe("response.completed");
+  });
+
   it("keeps a background response running when its stream drops, and resumes it with starting_after", async () => {
     server = await startTestServer({ demoDelayMs: 10 });
     const ai = client(server);

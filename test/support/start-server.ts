@@ -4,6 +4,7 @@
  */
 import { resolveConfig, type ConfigInput } from "../../src/config/index.js";
 import { silentLogger, type Logger } from "../../src/lib/logger.js";
+import type { Clock } from "../../src/lib/clock.js";
 import { startServer, type RunningServer } from "../../src/cli/server.js";
 import { tempDbPath } from "./temp-db.js";
 
@@ -27,6 +28,8 @@ export interface TestServerOptions {
   config?: ConfigInput;
   /** Where the gateway logs (default: silent). */
   logger?: Logger;
+  /** The gateway's clock (default: the system's); a FakeClock moves reaps and sweeps by hand. */
+  clock?: Clock;
 }
 
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
@@ -43,7 +46,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
       ...opts.config,
     },
   );
-  const server = await startServer(config, { logger: opts.logger ?? silentLogger() });
+  const server = await startServer(config, { logger: opts.logger ?? silentLogger(), ...(opts.clock ? { clock: opts.clock } : {}) });
   return {
     url: server.url,
     wsUrl: `${server.url.replace(/^http/, "ws")}/ws`,

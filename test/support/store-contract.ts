@@ -720,6 +720,28 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         expect(await store.requests.sessionApprovals([])).toEqual([]);
       });
 
+      it("finds the open requests whose deadline passed, of any session, soonest first (the recovery sweep's read)", async () => {
+        const store = await fresh();
+        const due = (id: string, at: number, over: Partial<RequestRow> = {}) => request(id, { payload: { request_id: id, kind: "approval", expires_at: at }, ...over });
+        await store.commit([
+          { op: "session.insert", row: sessionRow("s1") },
+          { op: "session.insert", row: sessionRow("s2") },
+          { op: "request.insert", row: due("r1", 5000) },
+          { op: "request.insert", row: due("r2", 3000, { session_id: "s2" }) },
+          { op: "request.insert", row: due("r3", 9000) },
+          { op: "request.insert", row: request("r4") },
+          { op: "request.insert", row: due("r5", 1000, { status: "resolved", choice: "once" }) },
+        ]);
+        expect(await store.requests.dueRequests(5000, 10)).toEqual([
+          { session_id: "s2", request_id: "r2", expires_at: 3000 },
+          { session_id: "s1", request_id: "r1", expires_at: 5000 },
+        ]);
+        expect((await store.requests.dueRequests(10_000, 1)).map((r) => r.request_id)).toEqual(["r2"]);
+        // Answered: no longer due.
+        await store.commit([{ op: "request.update", id: "r2", patch: { status: "resolved", choice: "deny" }, from: ["open"] }]);
+        expect((await store.requests.dueRequests(10_000, 10)).map((r) => r.request_id)).toEqual(["r1", "r3"]);
+      });
+
       it("stores, lists (per principal) and revokes `always` approvals", async () => {
         const store = await fresh();
         await store.commit([

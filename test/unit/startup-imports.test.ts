@@ -1,9 +1,11 @@
 /**
  * What `tether serve` loads before it listens, read from the compiled build: the static import
  * graph of dist/cli.js and of the `serve` chunk it imports. Heavy packages that a single SQLite
- * node does not need — PostgreSQL, Redis, OpenTelemetry, the YAML parser, prom-client — must only
- * be reachable through a dynamic import() or a require() on first use, never statically: each one
- * is tens of milliseconds and megabytes of a start (`npm run bench -- --only=startup`).
+ * node without MCP servers, peers or traces does not need — PostgreSQL, Redis, OpenTelemetry, the
+ * MCP SDK (with its own zod, ajv and cross-spawn: ~250 modules), the A2A SDK, the YAML parser,
+ * prom-client — must only be reachable through a dynamic import() or a require() on first use,
+ * never statically: each one is tens of milliseconds and megabytes of a start
+ * (`npm run bench -- --only=startup`).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -35,7 +37,7 @@ function walk(entry: string): { files: Set<string>; packages: Set<string> } {
 }
 
 describe("the start of tether serve (dist/)", () => {
-  it("loads no PostgreSQL, Redis, OpenTelemetry, YAML or prom-client module before it listens", () => {
+  it("loads no PostgreSQL, Redis, OpenTelemetry, MCP SDK, A2A SDK, YAML or prom-client module before it listens", () => {
     const serveChunk = readdirSync(join(DIST, "chunks")).find((f) => /^serve-.*\.js$/.test(f));
     expect(serveChunk).toBeDefined();
     const cli = walk(join(DIST, "cli.js"));
@@ -43,7 +45,9 @@ describe("the start of tether serve (dist/)", () => {
     const loaded = new Set([...cli.packages, ...serve.packages]);
     // What it does need, so the walk is known to see the graph:
     for (const needed of ["commander", "better-sqlite3", "ws", "pino"]) expect(loaded).toContain(needed);
-    const heavy = [...loaded].filter((p) => ["pg", "ioredis", "yaml", "prom-client"].includes(p) || p.startsWith("@opentelemetry/"));
+    const heavy = [...loaded].filter(
+      (p) => ["pg", "ioredis", "yaml", "prom-client", "@modelcontextprotocol/sdk", "@a2a-js/sdk"].includes(p) || p.startsWith("@opentelemetry/"),
+    );
     expect(heavy).toEqual([]);
   });
 

@@ -13,6 +13,7 @@ import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { routePath } from "hono/route";
 import { resolveProfile, type AppEnv, type HttpApi, type HttpApiDeps } from "./context.js";
+import { authenticate } from "./access.js";
 import { corsGuard } from "./cors.js";
 import { closeAfterEarlyAnswer } from "./early-close.js";
 import { errorType, HttpErrors, INTERNAL_ERROR, renderError } from "./errors.js";
@@ -85,12 +86,7 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   mountA2ACards(app, a2a);
 
   app.use("*", corsGuard(deps.config.cors_origins));
-  app.use("*", async (c, next) => {
-    const principal = deps.auth.authenticate(c.env.incoming);
-    if (!principal) throw HttpErrors.unauthorized();
-    c.set("caller", { principal: principal.id });
-    await next();
-  });
+  app.use("*", authenticate(deps.auth));
   app.use("*", limitBody(deps.config.max_body_bytes));
 
   // The OpenAI-compatible endpoints and the sessions API address a profile.

@@ -9,7 +9,7 @@ import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
 import type { HttpConfig } from "../../config/index.js";
 import { DEFAULT_PROFILE, type Caller, type HttpRecords, type Profile, type ProfileRegistry } from "../../sessions/index.js";
-import type { Authenticator } from "../auth.js";
+import { assertProfileAllowed, type Authenticator, type Principal } from "../auth.js";
 import type { FlowLimits } from "../viewer-flow.js";
 import type { PromMetrics } from "./metrics.js";
 import type { TurnLimiter } from "./limits.js";
@@ -53,7 +53,7 @@ export type ProfileOfRequest = (fallback?: string) => Promise<Profile>;
 
 export interface AppEnv {
   Bindings: HttpBindings;
-  Variables: { caller: Caller; profile: ProfileOfRequest };
+  Variables: { caller: Caller; principal: Principal; profile: ProfileOfRequest };
 }
 
 export type AppContext = Context<AppEnv>;
@@ -76,7 +76,8 @@ export const PROFILE_HEADER = "x-tether-profile";
  * The middleware that resolves a request's profile once: the handler asks `profileOf(c)` where it
  * needs the profile (so an invalid body still answers before an unknown profile does), and every
  * later ask gets the same one. An unknown profile is 400 `invalid_params` (`param: "profile"`), a
- * store that cannot be opened 503 `storage_unavailable`: never another profile.
+ * store that cannot be opened 503 `storage_unavailable`: never another profile. A profile the key
+ * was not given is 403 `profile_not_allowed`, before its store is opened.
  */
 export function resolveProfile(profiles: ProfileRegistry): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -84,7 +85,17 @@ export function resolveProfile(profiles: ProfileRegistry): MiddlewareHandler<App
     let resolved: { name: string; profile: Promise<Profile> } | undefined;
     c.set("profile", (fallback) => {
       const name = named ?? fallback ?? DEFAULT_PROFILE;
-      if (resolved?.name !== name) resolved = { name, profile: profiles.profile(name) };
+      if (resolved?.name !== name) {
+        const principal = c.get("principal");
+        let profile: Promise<Profile>;
+        try {
+          if (principal) assertProfileAllowed(principal, name);
+          profile = profiles.profile(name);
+        } catch (err) {
+          profile = Promise.reject(err);
+        }
+        resolved = { name, profile };
+      }
       return resolved.profile;
     });
     await next();

@@ -37,6 +37,8 @@ export const HttpErrors = {
     new HttpError(401, "invalid_api_key", "Missing or invalid API key: send Authorization: Bearer <key>", null, {
       "www-authenticate": 'Bearer realm="tether"',
     }),
+  scopeRequired: (scopes: readonly string[], path: string) =>
+    new HttpError(403, "scope_required", `This API key lacks the scope ${scopes.join(" or ")} that ${path} needs`),
   originForbidden: (origin: string) => new HttpError(403, "origin_not_allowed", `Origin not allowed: ${origin}`),
   notFound: (what: string) => new HttpError(404, "not_found", what),
   /** Names the models there are: a first request with an OpenAI model name must learn what to send. */

@@ -23,7 +23,7 @@ import { DEFAULT_PROFILE, type Caller, type Profile, type ResponseRecord, type S
 import type { ToolResult } from "./chat-input.js";
 import { callerOf, clientGone, idempotencyRecords, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpError, HttpErrors } from "./errors.js";
-import { boundToStream, FrameTap } from "./frame-tap.js";
+import { boundToStream, FrameTap, OVERFLOW_CUT_MS } from "./frame-tap.js";
 import { claimIdempotency, underClaim, type IdempotencyClaim } from "./idempotency.js";
 import { queryBool, queryInt, readJson } from "./json-body.js";
 import { resolveModel } from "./models.js";
@@ -33,6 +33,7 @@ import { responsesCallParams } from "./responses-params.js";
 import { refuseWhileCallsWait } from "./openai-chat.js";
 import type { ChatCallParams } from "./chat-params.js";
 import { ResponseBuilder, SEQ_STRIDE, TERMINAL_STATUSES, type ResponseEvent, type ResponseObject } from "./response-events.js";
+import { ResponseTracker } from "./response-tracker.js";
 import { sseResponse } from "./sse.js";
 
 /** OpenAI's answer to an `mcp_approval_request` output item. */
@@ -71,16 +72,9 @@ interface StoredResponseRef {
   profile?: string;
 }
 
-/** A response whose turn this process follows: the response as its frames built it so far. */
-interface Tracker {
-  tap: FrameTap;
-  builder: ResponseBuilder;
-  done: Promise<ResponseObject>;
-}
-
 export class ResponsesApi {
   /** Responses whose turn this process follows right now. */
-  private readonly trackers = new Map<string, Tracker>();
+  private readonly trackers = new Map<string, ResponseTracker>();
 
   constructor(private readonly api: HttpApi) {}
 
@@ -246,10 +240,10 @@ export class ResponsesApi {
   /** Follows the response's turn and answers as the request asked: a stream, at once (background), or at its end. */
   private async answer(c: AppContext, scope: Scope, body: ResponsesBody, claim: IdempotencyClaim, record: ResponseRecord, tap: FrameTap): Promise<Response> {
     const background = body.background ?? false;
-    const tracker = this.track(scope, record, tap);
+    const tracker = this.track(scope, record, tap, body.stream === true);
     if (claim.kind === "fresh") await claim.record(200, { response_id: record.id, profile: scope.profile.name } satisfies StoredResponseRef);
 
-    if (body.stream) return this.stream(c, scope, record, -1, !background);
+    if (body.stream) return this.streamTracked(c, scope, record, tracker, !background);
     if (background) return c.json(new ResponseBuilder(record).snapshot());
     const gone = clientGone(c);
     const onGone = () => void this.stopTurn(scope, record);
@@ -303,29 +297,20 @@ export class ResponsesApi {
    * arrive, then stores the final object. A turn that never ends here (dropped from the queue, the
    * session closed under it) is finished from the event log as `current` does for any response.
    */
-  private track(scope: Scope, record: ResponseRecord, tap: FrameTap): Tracker {
+  private track(scope: Scope, record: ResponseRecord, tap: FrameTap, streamed: boolean): ResponseTracker {
     const { caller, profile } = scope;
-    const builder = new ResponseBuilder(record);
-    const done = (async () => {
-      try {
-        for (;;) {
-          const frame = await tap.next();
-          if (!frame || frame.type === EventType.SessionClosed) break;
-          builder.push(frame);
-          if (builder.done) break;
-        }
-      } finally {
-        tap.close();
-        await profile.sessions.detach(caller, record.session_id, tap).catch(() => undefined);
-      }
-      this.trackers.delete(record.id);
-      const fresh = (await profile.records.response(caller, record.id)) ?? record;
-      if (!builder.done || fresh.result) return this.current(scope, fresh);
-      if (fresh.cancel_requested) builder.cancelRequested();
-      return this.finish(scope, fresh, builder);
-    })();
-    done.catch((err: unknown) => this.api.logger.error({ err, response_id: record.id }, "response tracker failed"));
-    const tracker = { tap, builder, done };
+    const tracker = new ResponseTracker(record, tap, {
+      streamed,
+      finish: async (builder) => {
+        this.trackers.delete(record.id);
+        const fresh = (await profile.records.response(caller, record.id)) ?? record;
+        if (!builder.done || fresh.result) return this.current(scope, fresh);
+        if (fresh.cancel_requested) builder.cancelRequested();
+        return this.finish(scope, fresh, builder);
+      },
+      release: () => profile.sessions.detach(caller, record.session_id, tap).then(() => undefined, () => undefined),
+    });
+    tracker.done.catch((err: unknown) => this.api.logger.error({ err, response_id: record.id, session_id: record.session_id }, "response tracker failed"));
     this.trackers.set(record.id, tracker);
     return tracker;
   }
@@ -400,6 +385,32 @@ export class ResponsesApi {
     if (outcome === "dequeued") this.trackers.get(record.id)?.tap.close();
   }
 
+  /** The stream of the response this request made: its tracker's events, from `response.created` to its end. */
+  private streamTracked(c: AppContext, scope: Scope, record: ResponseRecord, tracker: ResponseTracker, cancelOnDisconnect: boolean): Response {
+    const { api } = this;
+    return sseResponse(
+      c,
+      {
+        clock: api.clock,
+        keepAliveMs: api.config.sse_keepalive_ms,
+        metrics: api.metrics,
+        onDisconnect: cancelOnDisconnect ? () => void this.stopTurn(scope, record) : undefined,
+      },
+      async (sse) => {
+        const events = tracker.events!;
+        events.limitTo({
+          hardBytes: api.flow.hardBytes,
+          blocked: () => sse.blocked(),
+          overflow: () => {
+            api.logger.warn({ session_id: record.session_id, response_id: record.id }, "slow Responses stream reader over the hard limit: ending the stream");
+            sse.cutAfter(OVERFLOW_CUT_MS);
+          },
+        });
+        for (let e = await events.next(sse.signal); e; e = await events.next(sse.signal)) await sse.send(e.data, { event: e.type });
+      },
+    );
+  }
+
   /**
    * Streams the response's events numbered above `startingAfter`: first those already in the event
    * log (store, plus the ring while the session is live here), then live ones until it ends.
@@ -442,9 +453,7 @@ export class ResponsesApi {
           if (!builder.done && !sse.signal.aborted && !tap.overflowed) {
             // The turn can no longer end by itself (see current()): close the stream with its end.
             const final = await this.current(scope, (await profile.records.response(caller, record.id)) ?? record);
-            const type = final.status === "completed" ? "response.completed" : final.status === "failed" ? "response.failed" : "response.incomplete";
-            const seq = Math.max(startingAfter + 1, (replay.latest_seq + 1) * SEQ_STRIDE);
-            await send(sse, [{ type, sequence_number: seq, response: final }]);
+            await send(sse, [builder.endEvent(final, Math.max(startingAfter + 1, (replay.latest_seq + 1) * SEQ_STRIDE))]);
           }
         } finally {
           tap.close();

@@ -8,7 +8,8 @@
  * contiguous. `starting_after=N` replays every event numbered above N.
  *
  *   frame                   events (index)
- *   (row.after_seq)         response.created (0)
+ *   (row.after_seq)         response.created (0); a continuation (its turn started before it):
+ *                           response.in_progress (1), sent with the turn's first frame
  *   turn.start              response.in_progress (0)
  *   message.delta           [response.output_item.added (0), response.content_part.added (1) —
  *                           the message's first text], response.output_text.delta (2)
@@ -20,7 +21,8 @@
  *                           response.function_call_arguments.delta (1), …arguments.done (2),
  *                           response.output_item.done (3); approval: an `mcp_approval_request`
  *                           item, added (0) and done (1)
- *   turn.awaiting           response.completed (0)
+ *   turn.awaiting           response.completed (0) — when it waits for a request this response
+ *                           announced (a parked turn waiting again at a reopen goes on)
  *   turn.complete           response.completed | response.failed | response.incomplete (0)
  *
  * A message item opens with its first text, so a step that only calls tools adds no empty message
@@ -39,6 +41,7 @@ import {
   type MessageStartPayload,
   RequestKind,
   type RequestOpenedPayload,
+  type TurnAwaitingPayload,
   type TurnCompletePayload,
   type TurnErrorPayload,
   type TurnErrorInfo,
@@ -128,6 +131,10 @@ export class ResponseBuilder {
   /** Call id → the model's arguments text (from the `message.complete` that made the call). */
   private readonly callArgs = new Map<string, string>();
   private lastSeq: number | null = null;
+  /** Requests this response announced (`request.opened` after its start): a `turn.awaiting` on one of them ends it. */
+  private readonly opened = new Set<string>();
+  /** `response.in_progress` was emitted (at `turn.start`, or before a continuation's first event). */
+  private inProgress = false;
   private turnError: TurnErrorInfo | undefined;
   private finished = false;
   /** The turn ended interrupted, and the response reads `incomplete` because no cancel was asked for. */
@@ -188,11 +195,28 @@ export class ResponseBuilder {
     }
     this.lastSeq = seq;
     if (frame.turn_id !== this.row.turn_id || this.finished) return [];
+    if (frame.type === EventType.TurnStart) {
+      this.inProgress = true;
+      this.response.status = "in_progress";
+      return this.keep([{ type: "response.in_progress", sequence_number: seq * SEQ_STRIDE, response: this.snapshot() }]);
+    }
+    // A continuation (tool outputs, approvals) goes on with a turn that started before it: it is
+    // in progress from its first frame, announced right after `response.created`.
+    const opening = this.inProgress ? [] : this.continuationInProgress();
+    const events = this.turnEvents(frame, seq);
+    return opening.length > 0 ? [...this.keep(opening), ...events] : events;
+  }
+
+  private continuationInProgress(): ResponseEvent[] {
+    this.inProgress = true;
+    this.response.status = "in_progress";
+    return [{ type: "response.in_progress", sequence_number: this.row.after_seq * SEQ_STRIDE + 1, response: this.snapshot() }];
+  }
+
+  /** The events of one frame of this response's turn (not its `turn.start`). */
+  private turnEvents(frame: Frame, seq: number): ResponseEvent[] {
     const n = (k: number) => seq * SEQ_STRIDE + k;
     switch (frame.type) {
-      case EventType.TurnStart:
-        this.response.status = "in_progress";
-        return this.keep([{ type: "response.in_progress", sequence_number: n(0), response: this.snapshot() }]);
       case EventType.MessageStart: {
         const p = frame.payload as MessageStartPayload;
         if (p.role !== "assistant") return [];
@@ -215,6 +239,7 @@ export class ResponseBuilder {
         // An approval the turn waits for is OpenAI's `mcp_approval_request` output item; a client
         // tool's call its `function_call` item.
         const p = frame.payload as RequestOpenedPayload;
+        if (p.kind === RequestKind.ClientTool || p.kind === RequestKind.Approval) this.opened.add(p.request_id);
         if (p.kind === RequestKind.ClientTool) return this.keep(this.functionCall(p, n));
         if (p.kind !== RequestKind.Approval) return [];
         const server = p.server ?? "tether";
@@ -227,7 +252,12 @@ export class ResponseBuilder {
         ]);
       }
       case EventType.TurnAwaiting: {
-        // The turn waits for its approvals: this response is complete; a next one answers them.
+        // The turn waits for requests this response announced: it is complete; a next one answers
+        // them. A turn that waits again for requests announced before (a parked turn picked up
+        // when its session reopened after a reap or a restart, as the continuation answering them
+        // begins) goes on here: their answers are on their way.
+        const p = frame.payload as TurnAwaitingPayload;
+        if (!p.request_ids.some((id) => this.opened.has(id))) return [];
         this.finished = true;
         this.response.status = "completed";
         return this.keep([{ type: "response.completed", sequence_number: n(0), response: this.snapshot() }]);
@@ -308,6 +338,13 @@ export class ResponseBuilder {
       { type: "response.function_call_arguments.done", sequence_number: n(2), ...base, name: item.name, arguments: args },
       { type: "response.output_item.done", sequence_number: n(3), output_index: outputIndex, item },
     ];
+  }
+
+  /** The terminal event of a response that ended without its turn's end (see `cancelQueued`), after every event so far. */
+  endEvent(final: ResponseObject, atLeast = -1): ResponseEvent {
+    const type = final.status === "completed" ? "response.completed" : final.status === "failed" ? "response.failed" : "response.incomplete";
+    const seq = Math.max(atLeast, ((this.lastSeq ?? this.row.after_seq) + 1) * SEQ_STRIDE);
+    return { type, sequence_number: seq, response: final };
   }
 
   /** Ends a response whose turn will never complete (dropped from the queue, lost with a process). */

@@ -277,15 +277,22 @@ export class RequestService {
   private armTimeout(rt: SessionRuntime, state: SessionRequests, row: RequestRow): void {
     const expires = (row.payload as { expires_at?: number }).expires_at;
     if (expires === undefined) return;
-    const timer = this.deps.clock.setTimeout(() => {
+    const expire = () => {
       state.timers.delete(row.id);
       if (row.status !== "open") return;
       row.choice = "deny";
       void this.resolveAsGateway(rt, row, "timeout", "resolved")
         .then(() => this.afterAnswer(state, row, "deny"))
         .catch((err: unknown) => this.deps.logger.warn({ err, session_id: rt.id, request_id: row.id }, "approval timeout could not be recorded"));
-    }, Math.max(0, expires - this.deps.clock.now()));
-    state.timers.set(row.id, timer);
+    };
+    const left = expires - this.deps.clock.now();
+    // Passed already (found by a restarted gateway, or its session was opened late): denied now,
+    // once the recovery that found it has put the turn back in its slot.
+    if (left <= 0) {
+      queueMicrotask(expire);
+      return;
+    }
+    state.timers.set(row.id, this.deps.clock.setTimeout(expire, left));
   }
 
   /** Every open request of the step, resolved as cancelled by the session's principal (an interrupt). */

@@ -33,7 +33,15 @@ export function requestFromColumns(r: Record<string, unknown>): RequestRow {
 
 /** The columns of a new row; `bool` renders a boolean for the backend. */
 export function requestToColumns(row: RequestRow, bool: (b: boolean) => unknown): Record<string, unknown> {
-  return { ...row, payload: JSON.stringify(row.payload), answer: row.answer ? JSON.stringify(row.answer) : null, rerunnable: bool(row.rerunnable) };
+  // The deadline lives in the payload (what the wire shows); its column is what the sweep looks up.
+  const expires = (row.payload as { expires_at?: unknown }).expires_at;
+  return {
+    ...row,
+    payload: JSON.stringify(row.payload),
+    answer: row.answer ? JSON.stringify(row.answer) : null,
+    rerunnable: bool(row.rerunnable),
+    expires_at: typeof expires === "number" ? expires : null,
+  };
 }
 
 export function requestPatchToColumns(patch: RequestPatch): Record<string, unknown> {
@@ -51,5 +59,5 @@ export function approvalFromColumns(r: Record<string, unknown>): ApprovalRow {
 
 export const REQUEST_COLUMNS = [
   "id", "session_id", "turn_id", "trace_id", "kind", "call_id", "tool", "ordinal", "payload", "rerunnable",
-  "status", "choice", "resolved_by", "reason", "note", "answer", "created_at", "resolved_at",
+  "status", "choice", "resolved_by", "reason", "note", "answer", "created_at", "resolved_at", "expires_at",
 ] as const;

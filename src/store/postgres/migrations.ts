@@ -325,6 +325,17 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
     `,
   },
   {
+    version: 15,
+    name: "requests: the deadline of an open approval as a column, so a gateway finds the expired ones itself",
+    sql: `
+      -- tools.approval_timeout_s is stored in the request's payload (expires_at); the recovery sweep
+      -- looks the due ones up by this column, including those of sessions nobody has open.
+      ALTER TABLE requests ADD COLUMN expires_at BIGINT;
+      UPDATE requests SET expires_at = (payload::jsonb ->> 'expires_at')::BIGINT WHERE status = 'open';
+      CREATE INDEX requests_expiring ON requests (expires_at) WHERE status = 'open' AND expires_at IS NOT NULL;
+    `,
+  },
+  {
     version: 16,
     name: "A2A tasks in the store, owned by a principal; an envelope's reply says whether it is whole",
     sql: `

@@ -72,4 +72,13 @@ export class PgRequestTables implements RequestStore {
     const r = await this.pool.query(`SELECT * FROM approvals WHERE principal = $1 ORDER BY tool`, [principal]);
     return r.rows.map(approvalFromColumns);
   }
+
+  async dueRequests(dueBy: number, limit: number): Promise<Array<{ session_id: string; request_id: string; expires_at: number }>> {
+    const r = await this.pool.query(
+      `SELECT session_id, id AS request_id, expires_at FROM requests
+        WHERE status = 'open' AND expires_at IS NOT NULL AND expires_at <= $1 ORDER BY expires_at LIMIT $2`,
+      [dueBy, limit],
+    );
+    return r.rows.map((x: { session_id: string; request_id: string; expires_at: string }) => ({ session_id: x.session_id, request_id: x.request_id, expires_at: Number(x.expires_at) }));
+  }
 }

@@ -13,6 +13,7 @@ export class RequestTables implements RequestStore {
   private readonly putApproval: Database.Statement;
   private readonly deleteApproval: Database.Statement;
   private readonly approvals: Database.Statement;
+  private readonly due: Database.Statement;
   private readonly updates = new Map<string, Database.Statement>();
 
   constructor(private readonly db: Database.Database) {
@@ -25,6 +26,10 @@ export class RequestTables implements RequestStore {
     );
     this.deleteApproval = db.prepare(`DELETE FROM approvals WHERE principal = ? AND tool = ?`);
     this.approvals = db.prepare(`SELECT * FROM approvals WHERE principal = ? ORDER BY tool`);
+    this.due = db.prepare(
+      `SELECT session_id, id AS request_id, expires_at FROM requests
+        WHERE status = 'open' AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?`,
+    );
   }
 
   /** Runs inside the store's transaction. */
@@ -77,5 +82,9 @@ export class RequestTables implements RequestStore {
 
   async listApprovals(principal: string): Promise<ApprovalRow[]> {
     return (this.approvals.all(principal) as Record<string, unknown>[]).map(approvalFromColumns);
+  }
+
+  async dueRequests(dueBy: number, limit: number): Promise<Array<{ session_id: string; request_id: string; expires_at: number }>> {
+    return (this.due.all(dueBy, limit) as Array<{ session_id: string; request_id: string; expires_at: number }>).map((r) => ({ ...r, expires_at: Number(r.expires_at) }));
   }
 }

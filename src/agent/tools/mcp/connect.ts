@@ -12,6 +12,9 @@ import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sd
 import type { ResolvedServer } from "./server-config.js";
 import { ensureExited, TrackedStdioTransport } from "./stdio-child.js";
 
+// For sdk-loader.ts: the classifier of call errors needs the class and codes of this same SDK.
+export { ErrorCode as McpErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+
 export interface McpLinkHandlers {
   /** The server said its tool list changed (`notifications/tools/list_changed`). */
   onToolsChanged: () => void;

@@ -8,7 +8,8 @@
  */
 export { McpPool, type McpPoolOptions, type McpServerReport } from "./mcp-pool.js";
 export { McpServerConnection, type McpServerState, type McpServerStatus } from "./server-connection.js";
-export { connectMcp, type McpConnector, type McpLink } from "./connect.js";
+export type { McpConnector, McpLink } from "./connect.js";
+export { connectMcp } from "./sdk-loader.js";
 export { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "./backoff.js";
 export { mcpToolName, MCP_NAME_SEPARATOR, type RefusedTool } from "./mcp-tool.js";
 export { interpolate, McpConfigError, redact, resolveServer, type ResolvedServer } from "./server-config.js";

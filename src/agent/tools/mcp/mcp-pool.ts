@@ -15,8 +15,9 @@ import type { Tool } from "../registry.js";
 import type { SourceListing, ToolSource } from "../tool-runtime.js";
 import type { OfferRequest, UnavailableSource } from "../tool-set.js";
 import type { BackoffPolicy } from "./backoff.js";
-import { connectMcp, type McpConnector } from "./connect.js";
+import type { McpConnector } from "./connect.js";
 import { buildServerTools, type RefusedTool } from "./mcp-tool.js";
+import { connectMcp } from "./sdk-loader.js";
 import { McpConfigError, resolveServer } from "./server-config.js";
 import { fingerprintOf, McpServerConnection, type McpServerStatus, type ServerOrError } from "./server-connection.js";
 
@@ -100,13 +101,15 @@ export class McpPool implements ToolSource {
 
   /** Every server's state and tools, connecting the idle ones (for `tether tools`). */
   async report(signal?: AbortSignal): Promise<McpServerReport[]> {
-    const conns = [...this.connections.values()];
-    const lists = await Promise.all(conns.map((c) => c.ready(signal).catch(() => null)));
-    return conns.map((c, i) => {
-      const defs = lists[i];
-      if (defs) this.toolsOf(c, defs, new Set());
-      return { ...c.status(), refused: defs ? (this.built.get(c.name)?.refused ?? []) : [] };
-    });
+    // Each server's status as its own attempt ended: read after all of them, a server that failed
+    // fast could already be retrying ("connecting") while a slow one still started.
+    return Promise.all(
+      [...this.connections.values()].map(async (c) => {
+        const defs = await c.ready(signal).catch(() => null);
+        if (defs) this.toolsOf(c, defs, new Set());
+        return { ...c.status(), refused: defs ? (this.built.get(c.name)?.refused ?? []) : [] };
+      }),
+    );
   }
 
   connection(name: string): McpServerConnection | undefined {

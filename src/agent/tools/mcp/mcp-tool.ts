@@ -7,10 +7,11 @@
  * characters a function name cannot carry are replaced by `_`, and tools whose names then collide
  * (or run past 64 characters) are refused — left out, logged and listed — never guessed between.
  */
-import { ErrorCode as McpErrorCode, McpError, type Tool as McpToolDef } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool as McpToolDef } from "@modelcontextprotocol/sdk/types.js";
 import { ToolInputError, ToolOutput, type Tool, type ToolAnnotations } from "../registry.js";
 import { ToolErrorCode, ToolFailure } from "../tool-errors.js";
 import { resultForClients, resultText } from "./result-text.js";
+import { mcpErrors } from "./sdk-loader.js";
 import { redact } from "./server-config.js";
 import { NotConnected, type McpServerConnection } from "./server-connection.js";
 
@@ -82,7 +83,7 @@ function mcpTool(connection: McpServerConnection, def: McpToolDef, name: string,
       try {
         result = await connection.callTool(def.name, args as Record<string, unknown>, ctx.signal, timeoutOf(), ctx.requestInput);
       } catch (err) {
-        throw classifyMcpError(err, connection.name, secrets);
+        throw await classifyMcpError(err, connection.name, secrets);
       }
       const text = redact(resultText(result), secrets);
       if (result.isError) throw new ToolFailure(ToolErrorCode.ToolError, text || `${name} reported an error`);
@@ -91,9 +92,10 @@ function mcpTool(connection: McpServerConnection, def: McpToolDef, name: string,
   };
 }
 
-function classifyMcpError(err: unknown, server: string, secrets: readonly string[]): Error {
+async function classifyMcpError(err: unknown, server: string, secrets: readonly string[]): Promise<Error> {
   const message = redact(err instanceof Error ? err.message : String(err), secrets);
   if (err instanceof NotConnected) return new ToolFailure(ToolErrorCode.Unavailable, `MCP server ${server} is unavailable: ${message}`);
+  const { McpError, McpErrorCode } = await mcpErrors();
   if (err instanceof McpError) {
     if (err.code === McpErrorCode.ConnectionClosed) return new ToolFailure(ToolErrorCode.Unavailable, `MCP server ${server} went away during the call: ${message}`);
     if (err.code === McpErrorCode.RequestTimeout) return new ToolFailure(ToolErrorCode.Timeout, message);
