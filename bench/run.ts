@@ -5,7 +5,7 @@
  * bench/.last-results.json.
  *
  *   npm run bench                      # everything (~2 minutes on 2 cores)
- *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | clienttools | startup | retention | tracing | agents | crash | overhead | concurrency, comma-separated
+ *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | clienttools | startup | retention | tracing | agents | crash | overhead | concurrency | wal, comma-separated
  *   npm run bench -- --only=startup --startup-before=/tmp/main/bin/tether.js   # + another build in the same loop
  *   npm run bench -- --quick           # smaller sizes, for working on the harness itself
  *   npm run bench -- --scale           # scale-out: PostgreSQL + Redis, 1 vs 2 nodes (bench/scale.ts)
@@ -30,6 +30,7 @@ import type { CrashResult } from "./crash.js";
 import type { OverheadResult } from "./overhead.js";
 import type { ConcurrencyResult } from "./concurrency.js";
 import type { AgentHopResult } from "./agent-hop.js";
+import type { WalResult } from "./wal.js";
 import { fmtInt, fmtMs, fmtRatio, median, progress } from "./stats.js";
 import { build } from "../scripts/build.mjs";
 
@@ -67,6 +68,7 @@ const SIZES = quick
       overhead: { rounds: 40, chunks: 200, warmup: 5 },
       concurrency: { sessions: [50, 100], deltas: 100 },
       agents: { hops: 20, warmup: 3 },
+      wal: { sessions: 20, seconds: 10 },
     }
   : {
       // 50k, not 100k: appends cost grows faster than linearly with the backlog (see the report),
@@ -104,6 +106,8 @@ const SIZES = quick
       // 300 deltas at 50 tokens/s: a 6 s paced turn per session, all sessions at once.
       concurrency: { sessions: [250, 500, 1000], deltas: 300 },
       agents: { hops: 200, warmup: 20 },
+      // The issue's load: 100 sessions at 100 tokens/s for a minute (an A/B when a baseline is given).
+      wal: { sessions: 100, seconds: 60 },
     };
 
 interface Row {
@@ -490,6 +494,28 @@ async function runAgents(): Promise<void> {
   });
 }
 
+async function runWal(): Promise<void> {
+  const { benchWal, mib } = await import("./wal.js");
+  const r: WalResult = await benchWal(SIZES.wal);
+  results.wal = r;
+  const mine = r.runs[r.runs.length - 1]!;
+  const base = r.runs.length > 1 ? r.runs[0] : undefined;
+  const ok = mine.peakBytes <= r.ceilingBytes;
+  rows.push({
+    name: `wal: peak -wal size, ${r.sessions} sessions streaming at 100 tokens/s for ${r.seconds} s (ceiling ${mib(r.ceilingBytes)})`,
+    value: mib(mine.peakBytes),
+    baseline: base ? mib(base.peakBytes) : "—",
+    ratio: base ? fmtRatio(mine.peakBytes / base.peakBytes) : "—",
+    target: `≤ ${mib(r.ceilingBytes)}`,
+    ok: ok ? "yes" : "NO",
+    verdict:
+      `wal: the -wal file peaked at ${mib(mine.peakBytes)} (${mib(mine.endBytes)} at the end; database ${mib(mine.dbBytes)}), ` +
+      `${fmtInt(mine.deltas)} deltas delivered in ${mine.seconds.toFixed(0)} s, load average ${mine.loadAvg.toFixed(1)}` +
+      (base ? `; the baseline build under the same load peaked at ${mib(base.peakBytes)} (${fmtInt(base.deltas)} deltas, load ${base.loadAvg.toFixed(1)})` : "") +
+      ` — ${ok ? "meets" : "MISSES"} ≤ ${mib(r.ceilingBytes)}.`,
+  });
+}
+
 function printTable(): void {
   const head: Row = { name: "benchmark", value: "value", baseline: "baseline", ratio: "ratio", target: "target", ok: "—", verdict: "" };
   const cols: Array<keyof Row> = ["name", "value", "baseline", "ratio", "target", "ok"];
@@ -558,6 +584,7 @@ const RUNNERS = [
   ["overhead", runOverhead],
   ["concurrency", runConcurrency],
   ["agents", runAgents],
+  ["wal", runWal],
 ] as const;
 
 const t0 = performance.now();

@@ -7,6 +7,7 @@
  *   tether tools [--profile NAME] [--json]
  *   tether export SESSION [--format jsonl|markdown] [--out FILE]
  *   tether backup FILE [--db PATH]
+ *   tether vacuum [--db PATH]
  */
 import { Command } from "commander";
 import { VERSION } from "./version.js";
@@ -80,6 +81,18 @@ program
     const [{ runBackup }, { loadConfig }] = await Promise.all([import("./backup.js"), import("../config/index.js")]);
     const { config } = loadConfig({ env: process.env, flags: { dbPath: opts.db, store: opts.store }, configPath: opts.config });
     await runBackup({ source: config.store ?? config.dbPath, dest: file, force: opts.force === true });
+  });
+
+program
+  .command("vacuum")
+  .description("give a SQLite store's free space back to the file system (a store made before incremental auto-vacuum is rebuilt once)")
+  .option("--db <path>", "SQLite store (env TETHER_DB; default as for `tether serve`)")
+  .option("--store <url>", "store location, as for `tether serve` (env TETHER_STORE)")
+  .option("--config <path>", "config file (env TETHER_CONFIG; default ~/.tether/config.yaml)")
+  .action(async (opts: { db?: string; store?: string; config?: string }) => {
+    const [{ runVacuum }, { loadConfig }] = await Promise.all([import("./vacuum.js"), import("../config/index.js")]);
+    const { config } = loadConfig({ env: process.env, flags: { dbPath: opts.db, store: opts.store }, configPath: opts.config });
+    runVacuum({ source: config.store ?? config.dbPath });
   });
 
 const configCmd = program.command("config").description("inspect the configuration");

@@ -24,6 +24,7 @@ import type { Store } from "../store/types.js";
 import { createHttpServer } from "../gateway/http-server.js";
 import { attachWsEndpoint, type WsEndpoint } from "../gateway/ws-server.js";
 import { createAuthenticator } from "../gateway/auth.js";
+import { RequestGuard, type GuardPolicy } from "../gateway/request-guard.js";
 import { createHttpApp, serveHttpApp } from "../gateway/http/app.js";
 import { PromMetrics } from "../gateway/http/metrics.js";
 import type { AppEnv, ModelInfo } from "../gateway/http/context.js";
@@ -129,6 +130,8 @@ interface ProcessParts {
   retention: RetentionJob[];
   /** Bots, rooms and the agent outbox across the profiles (set once the profile registry exists). */
   messaging?: Messaging;
+  /** Host and Origin checks of HTTP and WebSocket (updated by a reload). */
+  guard: RequestGuard;
 }
 
 /** The tool runtime of `profile`, built on first use from the config as it is now. */
@@ -161,7 +164,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const stopTracing = tracingEnabled(config.tracing) && !tracing().enabled ? await startTracing(config, processId) : null;
   const storeLocation = config.store ?? config.dbPath;
   // A store or bus that cannot be opened stops the start with one line saying which and why.
-  const store = await opening("store", storeLocation, () => openStore(storeLocation));
+  const store = await opening("store", storeLocation, () => openStore(storeLocation, { walMaxBytes: config.sqlite.wal_max_bytes }));
   const bus = await openProcessBus(config, processId, logger).catch(async (err: unknown) => {
     await store.close().catch(() => undefined);
     throw err;
@@ -179,6 +182,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     tools: new Map(),
     current: { config, catalog: buildProviderCatalog(config, clock) },
     retention: [],
+    guard: new RequestGuard(guardPolicy(config)),
   };
   const defaultProfile = makeProfile(parts, store, DEFAULT_PROFILE);
   const unbridge = bridgeGlobals(defaultProfile.sessions, parts.bus);
@@ -218,6 +222,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
       parts.current = { config: next, catalog: nextCatalog };
       for (const p of profiles.all()) p.sessions.applyConfig(next, nextCatalog);
       for (const [profile, runtime] of parts.tools) runtime.apply(toolsConfigFor(next, profile));
+      parts.guard.update(guardPolicy(next));
       logger.info({}, "config reloaded");
     },
     close() {
@@ -337,7 +342,7 @@ function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profil
     open: async (name) => {
       const { config } = parts.current;
       const path = expandHome(config.profiles[name]?.db ?? join(expandHome(config.home), "profiles", name, "tether.db"));
-      const profileStore = await openStore(path);
+      const profileStore = await openStore(path, { walMaxBytes: config.sqlite.wal_max_bytes });
       profileStores.push(profileStore);
       const profile = makeProfile(parts, profileStore, name);
       await profile.sessions.start();
@@ -362,6 +367,7 @@ function transports(
   const { config, catalog } = parts.current;
   const { logger, clock } = parts;
   const auth = createAuthenticator(config.apiKey, config.auth.keys);
+  const guard = parts.guard;
   // One pair of send-buffer limits for every viewer transport: WebSocket and SSE.
   const flow = { softBytes: config.limits.sendBufferSoftBytes, hardBytes: config.limits.sendBufferHardBytes };
   const app = config.wsOnly
@@ -369,6 +375,7 @@ function transports(
     : createHttpApp({
         profiles,
         auth,
+        guard,
         logger,
         clock,
         ids: parts.ids,
@@ -379,10 +386,12 @@ function transports(
         ready,
         version: VERSION,
       });
-  const server = attachTo ?? (app ? serveHttpApp(app) : createHttpServer({ ready, wsOnly: true }));
+  const serverOptions = listenerOptions(config);
+  const server = attachTo ?? (app ? serveHttpApp(app, serverOptions) : createHttpServer({ ready, wsOnly: true, guard, serverOptions }));
   const ws = attachWsEndpoint(server, {
     manager: profiles,
     auth,
+    guard,
     logger,
     identity: { name: "tether", version: VERSION, capabilities: capabilitiesOf(config) },
     maxFrameBytes: config.limits.maxFrameBytes,
@@ -396,6 +405,23 @@ function transports(
         : null,
   });
   return { app, server, ws };
+}
+
+/** What the Host and Origin checks allow, from the config as (re)loaded. */
+export function guardPolicy(config: TetherConfig): GuardPolicy {
+  return { hosts: config.server.hosts, origins: [...config.cors.origins, ...config.http.cors_origins], boundHost: config.host };
+}
+
+/**
+ * node:http's timeouts: a connection whose request headers (or body) have not all arrived in time
+ * is answered 408 and closed, so slow-loris connections cannot pile up. Node checks them on an
+ * interval (30 s by default), so a short timeout gets a check interval to match.
+ */
+export function listenerOptions(config: TetherConfig): { headersTimeout: number; requestTimeout: number; connectionsCheckingInterval: number } {
+  const { headersTimeout, requestTimeout } = config.server;
+  // Node requires headersTimeout <= requestTimeout when the latter is set.
+  const request = requestTimeout === 0 ? 0 : Math.max(requestTimeout, headersTimeout);
+  return { headersTimeout, requestTimeout: request, connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(headersTimeout / 4))) };
 }
 
 /** Listens on the configured host and port (0 = any). */

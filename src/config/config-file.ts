@@ -130,6 +130,9 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 # retention:                 # delete sessions ended long ago, in the background (default: keep all)
 #   ended_after_days: 90
 
+# sqlite:                    # the embedded store (read at start)
+#   wal_max_bytes: 67108864  # the -wal file is kept under this (64 MiB) whatever the write load
+
 # tracing:                   # OpenTelemetry over OTLP/HTTP (or set OTEL_EXPORTER_OTLP_ENDPOINT)
 #   endpoint: http://127.0.0.1:4318
 #   commit_threshold_ms: 50  # store commits slower than this become spans

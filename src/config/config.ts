@@ -141,6 +141,26 @@ export const HttpSchema = z.object({
 
 export type HttpConfig = z.infer<typeof HttpSchema>;
 
+/** The listener: the names it serves (the Host check against DNS rebinding) and its socket timeouts. */
+export const ServerSchema = z.object({
+  /**
+   * Host names served besides `localhost`, IP literals and `host`: a reverse proxy's public name,
+   * a LAN name. `.example.com` = the domain and its subdomains; `*` = any (no Host check). Env TETHER_HOSTS.
+   */
+  hosts: z.array(z.string().min(1)).default([]),
+  /** A request whose headers have not all arrived after this many ms is answered 408 and closed (slow-loris). */
+  headersTimeout: z.number().int().positive().default(10_000),
+  /** A request whose body has not all arrived after this many ms is answered 408 and closed; 0 = no limit. */
+  requestTimeout: z.number().int().min(0).default(120_000),
+});
+
+export type ServerConfig = z.infer<typeof ServerSchema>;
+
+/** Browser origins allowed besides the gateway's own page (with `http.cors_origins`; `*` = any). */
+export const CorsSchema = z.object({
+  origins: z.array(z.string().min(1)).default([]),
+});
+
 /**
  * OpenTelemetry traces (OTLP/HTTP). Off unless enabled here, by `endpoint`, or by the standard
  * `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (and not `OTEL_SDK_DISABLED=true`).
@@ -176,6 +196,17 @@ export const RetentionSchema = z.object({
 });
 
 export type RetentionConfig = z.infer<typeof RetentionSchema>;
+
+/** The embedded SQLite store (the default store and every profile's). Read at start. */
+export const SqliteSchema = z.object({
+  /**
+   * The ceiling the `-wal` file beside the database is kept under, whatever the write load: past a
+   * quarter of it the checkpointer copies the log into the database and truncates it.
+   */
+  wal_max_bytes: z.number().int().min(MiB).default(64 * MiB),
+});
+
+export type SqliteConfig = z.infer<typeof SqliteSchema>;
 
 const NAME = z.string().regex(/^[A-Za-z0-9_.-]+$/, "letters, digits, '.', '_' or '-'");
 
@@ -273,8 +304,11 @@ export const ConfigSchema = z.object({
   /** More API keys: key → principal, or key → `{ principal, scopes, profiles }` (auth-keys.ts). */
   auth: z.object({ keys: AuthKeysSchema.default({}) }).prefault({}),
   http: HttpSchema.prefault({}),
+  server: ServerSchema.prefault({}),
+  cors: CorsSchema.prefault({}),
   tracing: TracingSchema.prefault({}),
   retention: RetentionSchema.prefault({}),
+  sqlite: SqliteSchema.prefault({}),
   /** Named OpenAI-compatible providers, besides the built-in `demo`. */
   providers: z.record(NAME, ProviderSchema).default({}),
   /** The provider and model new sessions use; default: the first configured provider, else `demo`. */
@@ -371,8 +405,20 @@ export function configFromEnv(env: NodeJS.ProcessEnv): ConfigInput {
   if (otelOff) out.tracing = { enabled: false };
   else if (envStr(env, "OTEL_EXPORTER_OTLP_ENDPOINT") || envStr(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) out.tracing = { enabled: true };
   const origins = envStr(env, "TETHER_CORS_ORIGINS");
-  if (origins) out.http = { cors_origins: origins.split(",").map((o) => o.trim()).filter((o) => o !== "") };
+  if (origins) out.http = { cors_origins: commaList(origins) };
+  const server: NonNullable<ConfigInput["server"]> = {};
+  const hosts = envStr(env, "TETHER_HOSTS");
+  if (hosts) server.hosts = commaList(hosts);
+  const headersTimeout = envInt(env, "TETHER_HEADERS_TIMEOUT_MS");
+  if (headersTimeout !== undefined) server.headersTimeout = headersTimeout;
+  const requestTimeout = envInt(env, "TETHER_REQUEST_TIMEOUT_MS");
+  if (requestTimeout !== undefined) server.requestTimeout = requestTimeout;
+  if (Object.keys(server).length > 0) out.server = server;
   return out;
+}
+
+function commaList(raw: string): string[] {
+  return raw.split(",").map((o) => o.trim()).filter((o) => o !== "");
 }
 
 /**

@@ -23,6 +23,7 @@ import type { Logger } from "../lib/logger.js";
 import { DEFAULT_PROFILE, type Caller, type ProfileRegistry, type Viewer } from "../sessions/index.js";
 import { assertProfileAllowed, hasScope, type Authenticator, type Principal } from "./auth.js";
 import { dispatch } from "./rpc-dispatch.js";
+import type { RequestGuard } from "./request-guard.js";
 import { connectionHandlers, type GatewayIdentity } from "./rpc-handlers.js";
 import { CLOSE_SLOW_VIEWER, DEFAULT_FLOW_LIMITS, ViewerFlow, type FlowLimits } from "./viewer-flow.js";
 import { WsHeartbeat, type HeartbeatTiming } from "./ws-heartbeat.js";
@@ -33,6 +34,8 @@ export interface WsEndpointOptions {
   /** The sessions of every profile, as one. */
   manager: ProfileRegistry;
   auth: Authenticator;
+  /** Host and Origin of the upgrade request, checked before auth (request-guard.ts). */
+  guard: RequestGuard;
   logger: Logger;
   identity: GatewayIdentity;
   maxFrameBytes: number;
@@ -81,6 +84,9 @@ export function attachWsEndpoint(server: Server, opts: WsEndpointOptions): WsEnd
   });
 
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // A web page's upgrade (any Origin but the gateway's own page or a listed one; a rebound Host) never reaches auth.
+    const verdict = opts.guard.check(req.headers);
+    if (!verdict.ok) return rejectUpgrade(socket, verdict.status, verdict.status === 421 ? "Misdirected Request" : "Forbidden", refusal(verdict.code, verdict.message));
     const path = new URL(req.url ?? "/", "http://localhost").pathname;
     if (path !== "/ws") return rejectUpgrade(socket, 404, "Not Found");
     const principal = opts.auth.authenticate(req);

@@ -16,7 +16,7 @@ export { SqliteStore, isPostgresUrl };
  * Opens the store named by `location`: a `postgres://…` URL (scale-out; `?schema=NAME` selects a
  * schema), a SQLite file path (the embedded default) or ":memory:".
  */
-export async function openStore(location: string): Promise<Store> {
+export async function openStore(location: string, options: OpenStoreOptions = {}): Promise<Store> {
   if (isPostgresUrl(location)) {
     const { PostgresStore } = await import("./postgres/postgres-store.js");
     return PostgresStore.open({ url: location });
@@ -24,5 +24,10 @@ export async function openStore(location: string): Promise<Store> {
   // The folder is made asynchronously (bounded): a path that cannot be made fails here, and the
   // event loop never waits on it.
   if (location !== ":memory:") await makeParentDir(location);
-  return new SqliteStore({ path: location });
+  return new SqliteStore({ path: location, ...(options.walMaxBytes !== undefined ? { walMaxBytes: options.walMaxBytes } : {}) });
+}
+
+export interface OpenStoreOptions {
+  /** SQLite: the `-wal` file's ceiling (config `sqlite.wal_max_bytes`). */
+  walMaxBytes?: number;
 }

@@ -35,6 +35,12 @@ export interface RetentionStore {
   purgeSession(id: string, endedBefore: number, maxRows: number): Promise<PurgeStep>;
   /** Deletes at most `limit` finished A2A tasks last changed before `updatedBefore`; returns how many. */
   purgeA2ATasks(updatedBefore: number, limit: number): Promise<number>;
+  /**
+   * Gives at most `maxPages` pages of the space deleted rows left behind back to the file system,
+   * as one short transaction; the bytes released (0 = nothing left to release). SQLite only
+   * (a store in incremental auto-vacuum mode); PostgreSQL's autovacuum does this on its own.
+   */
+  releaseSpace?(maxPages: number): Promise<number>;
 }
 
 /** The end_reason of a session being deleted by retention. */

@@ -9,11 +9,21 @@
  *
  * So the store turns the automatic checkpoint off, and a worker thread with its own connection
  * runs a PASSIVE checkpoint every `intervalMs`: it never waits for a writer, and what it cannot
- * copy yet (pages a reader still needs) is left for the next round. The last connection to close
- * checkpoints what is left, as SQLite always does.
+ * copy yet (pages a reader still needs) is left for the next round.
  *
- *   const ckpt = WalCheckpointer.start(path, { intervalMs: 500 });
- *   await ckpt.checkpointNow();   // { log, checkpointed } frames of the WAL (tests)
+ * A PASSIVE checkpoint alone does not bound the file, though. SQLite starts writing the WAL from
+ * its beginning again only when a writer finds it *wholly* copied — and under steady streaming a
+ * commit lands during every checkpoint, so that moment never comes: the file grew by ~6 MiB/s with
+ * 40 sessions streaming (207 MB in 30 s), and never shrank until a graceful stop. Hence the
+ * ceiling (`maxBytes`, `sqlite.wal_max_bytes`): the worker looks at the file's size every
+ * `checkMs`, and once it passes a quarter of the ceiling it catches up with PASSIVE checkpoints
+ * (nobody waits) and then runs one TRUNCATE checkpoint — which holds writers off only while it
+ * copies the last few frames, waits (at most `busyMs`) for readers still on the old log, and cuts
+ * the file to zero. A reader that holds a snapshot longer (another process's long read) makes it
+ * give up rather than stall writers; it tries again after a growing pause (up to 5 s).
+ *
+ *   const ckpt = WalCheckpointer.start(path, { intervalMs: 1000, maxBytes: 64 << 20, onDead });
+ *   await ckpt.checkpointNow();   // { log, checkpointed, walBytes } (tests)
  *   await ckpt.stop();
  */
 import { createRequire } from "node:module";
@@ -24,25 +34,87 @@ export interface CheckpointResult {
   log: number;
   /** Frames of it copied into the database. */
   checkpointed: number;
+  /** Size of the `-wal` file after it (bytes). */
+  walBytes?: number;
+}
+
+export interface WalCheckpointerOptions {
+  /** PASSIVE checkpoint cadence. */
+  intervalMs: number;
+  /** The ceiling the `-wal` file is kept under (bytes). @default DEFAULT_WAL_MAX_BYTES */
+  maxBytes?: number;
+  /** How often the file's size is looked at. @default 100 */
+  checkMs?: number;
+  /** Longest a TRUNCATE checkpoint waits for a writer or a reader. @default 100 */
+  busyMs?: number;
+  /** The worker ended on its own (the caller turns SQLite's own checkpoint back on). */
+  onDead: () => void;
+}
+
+/** 64 MiB: the `-wal` file's ceiling unless `sqlite.wal_max_bytes` says otherwise. */
+export const DEFAULT_WAL_MAX_BYTES = 64 * 1024 * 1024;
+
+/** The size at which the worker truncates the log: far enough under the ceiling for any write rate it can see coming. */
+export function truncateAtBytes(maxBytes: number): number {
+  return Math.max(1, Math.floor(maxBytes / 4));
 }
 
 // CommonJS, evaluated in the worker: better-sqlite3 is loaded by its resolved path.
 const WORKER = `
 const { parentPort, workerData } = require("node:worker_threads");
+const { statSync } = require("node:fs");
 const Database = require(workerData.module);
-const db = new Database(workerData.path, { fileMustExist: true });
+const { path, intervalMs, checkMs, busyMs, truncateAt } = workerData;
+const db = new Database(path, { fileMustExist: true });
 db.pragma("busy_timeout = 0");
-const run = () => {
+const walBytes = () => {
   try {
-    const [r] = db.pragma("wal_checkpoint(PASSIVE)");
-    return { log: r.log, checkpointed: r.checkpointed };
+    return statSync(path + "-wal").size;
+  } catch {
+    return 0;
+  }
+};
+const checkpoint = (mode) => db.pragma("wal_checkpoint(" + mode + ")")[0];
+let lastPassive = Date.now();
+let retryAt = 0;
+let pause = 250;
+/** Catch up without blocking anyone, then cut the log while writers wait only for the last frames. */
+const truncate = () => {
+  for (let i = 0; i < 4; i++) {
+    const r = checkpoint("PASSIVE");
+    if (r.checkpointed >= r.log) break;
+  }
+  db.pragma("busy_timeout = " + busyMs);
+  let r;
+  try {
+    r = checkpoint("TRUNCATE");
+  } finally {
+    db.pragma("busy_timeout = 0");
+  }
+  if (r.busy) {
+    retryAt = Date.now() + pause;
+    pause = Math.min(pause * 2, 5000);
+  } else {
+    pause = 250;
+  }
+  return r;
+};
+const run = (force) => {
+  try {
+    const now = Date.now();
+    let r;
+    if (walBytes() >= truncateAt && (force || now >= retryAt)) r = truncate();
+    else if (force || now - lastPassive >= intervalMs) r = checkpoint("PASSIVE");
+    else return undefined;
+    lastPassive = now;
+    return { log: r.log, checkpointed: r.checkpointed, walBytes: walBytes() };
   } catch (err) {
     return { error: String(err && err.message || err) };
   }
 };
-const timer = setInterval(run, workerData.intervalMs);
+const timer = setInterval(() => run(false), Math.min(checkMs, intervalMs));
 parentPort.on("message", (m) => {
-  if (m === "now") return parentPort.postMessage(run());
+  if (m === "now") return parentPort.postMessage(run(true));
   if (m === "stop") {
     clearInterval(timer);
     db.close();
@@ -75,13 +147,20 @@ export class WalCheckpointer {
     worker.unref();
   }
 
-  /** `onDead`: the worker ended on its own (the caller turns SQLite's own checkpoint back on). */
-  static start(path: string, opts: { intervalMs: number; onDead: () => void }): WalCheckpointer {
+  static start(path: string, opts: WalCheckpointerOptions): WalCheckpointer {
     const module = createRequire(import.meta.url).resolve("better-sqlite3");
-    return new WalCheckpointer(new Worker(WORKER, { eval: true, workerData: { path, module, intervalMs: opts.intervalMs } }), opts.onDead);
+    const workerData = {
+      path,
+      module,
+      intervalMs: opts.intervalMs,
+      checkMs: opts.checkMs ?? 100,
+      busyMs: opts.busyMs ?? 100,
+      truncateAt: truncateAtBytes(opts.maxBytes ?? DEFAULT_WAL_MAX_BYTES),
+    };
+    return new WalCheckpointer(new Worker(WORKER, { eval: true, workerData }), opts.onDead);
   }
 
-  /** Runs one checkpoint now and says how far it got. */
+  /** Runs one checkpoint now (a TRUNCATE one if the log is past its mark) and says how far it got. */
   checkpointNow(): Promise<CheckpointResult> {
     if (this.stopping) return Promise.resolve({ log: -1, checkpointed: -1 });
     return new Promise<CheckpointResult>((resolve) => {

@@ -4,6 +4,7 @@
  * only as a whole; a session being deleted cannot be reopened halfway. On SQLite and PostgreSQL
  * (skipped visibly when the server is down); timers on the FakeClock.
  */
+import { statSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { resolveConfig, type RetentionConfig } from "../../src/config/index.js";
 import { FakeClock } from "../../src/lib/clock.js";
@@ -138,6 +139,31 @@ function suite(name: string, open: () => Promise<Store>) {
 
 suite("SQLite", async () => new SqliteStore({ path: tempDbPath() }));
 describe.skipIf(!pgAvailable)("PostgreSQL", () => suite("PostgreSQL", () => PostgresStore.open({ url: pgTestUrl() })));
+
+describe("retention on SQLite gives the space back", () => {
+  it("the file shrinks: the deleted rows' pages are released (incremental vacuum)", async () => {
+    const path = tempDbPath();
+    const store = new SqliteStore({ path, checkpointIntervalMs: 3_600_000, walCheckMs: 3_600_000, walMaxBytes: 2 ** 30 });
+    const big = { content: "y".repeat(4000) };
+    for (let s = 0; s < 40; s++) {
+      const ops = sessionOps(`old${s}`, NOW - 40 * DAY, 0);
+      for (let i = 1; i <= 50; i++) ops.push({ op: "message.insert", row: messageRow(`old${s}-m${i}`, `old${s}`, i, big) });
+      await store.commit(ops);
+    }
+    await store.commit(sessionOps("keep", null, 3));
+    await store.checkpointNow(); // everything in the database file itself
+    const before = statSync(path).size;
+    expect(before).toBeGreaterThan(8 * 2 ** 20);
+    const job = new RetentionJob({ store, clock: new FakeClock(NOW), logger: silentLogger(), config: () => retention({ batch_rows: 500 }) });
+    const r = await job.sweep();
+    expect(r.deleted).toBe(40);
+    expect(r.releasedBytes).toBeGreaterThan(before / 2);
+    await store.checkpointNow(); // the truncation reaches the file at the checkpoint
+    expect(statSync(path).size).toBeLessThan(before / 4);
+    expect(await store.loadMessages("keep")).toHaveLength(3);
+    await store.close();
+  });
+});
 
 describe("the retention job's schedule", () => {
   it("is off by default, first runs a minute after start, then every interval, and reads the config each time", async () => {

@@ -85,6 +85,15 @@ describe("deploy/tether.service", () => {
     expect(conf).toContain("ReadWritePaths=/var/lib/tether");
   });
 
+  it("lists the proxies' public name in TETHER_HOSTS (any other Host is refused, see request-guard.ts)", () => {
+    const hosts = /^Environment=TETHER_HOSTS=(\S+)$/m.exec(conf)?.[1]?.split(",") ?? [];
+    const nginxName = /server_name (\S+);/.exec(settings(read("nginx.conf")))![1]!;
+    const caddyName = /^(\S+) \{/m.exec(settings(read("Caddyfile")))![1]!;
+    expect(hosts).toContain(nginxName);
+    expect(hosts).toContain(caddyName);
+    expect(resolveConfig({ TETHER_HOSTS: hosts.join(",") }).server.hosts).toEqual(hosts);
+  });
+
   const analyze = spawnSync("systemd-analyze", ["--version"], { encoding: "utf8" });
   if (analyze.status !== 0) console.warn("[tether tests] systemd-analyze is not installed: the unit's parse check is SKIPPED");
   it.skipIf(analyze.status !== 0)("parses without a warning (systemd-analyze verify)", () => {

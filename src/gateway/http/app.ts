@@ -1,20 +1,20 @@
 /**
  * The HTTP API as one hono app: health, metrics, the OpenAI-compatible endpoints and the sessions
- * API, behind CORS, bearer auth and a body limit, with one error handler rendering every failure
+ * API, behind the Host and Origin checks, bearer auth and a body limit, with one error handler rendering every failure
  * in the OpenAI error envelope. `createGatewayHttpServer` serves it with @hono/node-server on a
  * node:http server, to which the WebSocket endpoint attaches its `upgrade` handler.
  *
  *   const server = createGatewayHttpServer(deps);   // then attachWsEndpoint(server, …); server.listen(…)
  */
 import { createAdaptorServer } from "@hono/node-server";
-import type { Server } from "node:http";
+import type { Server, ServerOptions } from "node:http";
 import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { routePath } from "hono/route";
 import { resolveProfile, type AppEnv, type HttpApi, type HttpApiDeps } from "./context.js";
 import { authenticate } from "./access.js";
-import { corsGuard } from "./cors.js";
+import { originGuard } from "./cors.js";
 import { closeAfterEarlyAnswer } from "./early-close.js";
 import { errorType, HttpErrors, INTERNAL_ERROR, renderError } from "./errors.js";
 import { TurnLimiter } from "./limits.js";
@@ -55,6 +55,8 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
 
   // First, so it sees every answer (errors included) as it leaves.
   app.use("*", closeAfterEarlyAnswer());
+  // Host and Origin before anything else answers: health, the page, auth, bodies (request-guard.ts).
+  app.use("*", originGuard(deps.guard));
 
   if (deps.metrics) {
     const metrics = deps.metrics;
@@ -85,7 +87,6 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   const a2a = { profiles: deps.profiles, logger: deps.logger, version: deps.version ?? "0.0.0" };
   mountA2ACards(app, a2a);
 
-  app.use("*", corsGuard(deps.config.cors_origins));
   app.use("*", authenticate(deps.auth));
   app.use("*", limitBody(deps.config.max_body_bytes));
 
@@ -109,8 +110,8 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   return app;
 }
 
-export function createGatewayHttpServer(deps: HttpApiDeps): Server {
-  return serveHttpApp(createHttpApp(deps));
+export function createGatewayHttpServer(deps: HttpApiDeps, serverOptions: ServerOptions = {}): Server {
+  return serveHttpApp(createHttpApp(deps), serverOptions);
 }
 
 /**
@@ -138,8 +139,8 @@ function limitBody(max: number): MiddlewareHandler<AppEnv> {
 }
 
 /** A node:http server answering every request with `app` (the WebSocket endpoint attaches to it). */
-export function serveHttpApp(app: Hono<AppEnv>): Server {
+export function serveHttpApp(app: Hono<AppEnv>, serverOptions: ServerOptions = {}): Server {
   // overrideGlobalObjects (the adapter's default) swaps in its lightweight Request/Response; with
   // the originals, hono's bodyLimit cannot re-wrap a streamed (chunked) request body.
-  return createAdaptorServer({ fetch: app.fetch, overrideGlobalObjects: true }) as Server;
+  return createAdaptorServer({ fetch: app.fetch, overrideGlobalObjects: true, serverOptions }) as Server;
 }

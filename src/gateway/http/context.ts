@@ -11,6 +11,7 @@ import type { HttpConfig } from "../../config/index.js";
 import { DEFAULT_PROFILE, type Caller, type HttpRecords, type Profile, type ProfileRegistry } from "../../sessions/index.js";
 import { assertProfileAllowed, type Authenticator, type Principal } from "../auth.js";
 import type { FlowLimits } from "../viewer-flow.js";
+import type { RequestGuard } from "../request-guard.js";
 import type { PromMetrics } from "./metrics.js";
 import type { TurnLimiter } from "./limits.js";
 
@@ -31,6 +32,8 @@ export interface HttpApiDeps {
   /** Every profile's sessions and HTTP records: the only way the HTTP API reaches them. */
   profiles: ProfileRegistry;
   auth: Authenticator;
+  /** Host and Origin checks of every route (request-guard.ts), shared with the WebSocket upgrade. */
+  guard: RequestGuard;
   logger: Logger;
   clock: Clock;
   ids: IdGenerator;

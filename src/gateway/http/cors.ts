@@ -1,26 +1,27 @@
 /**
- * CORS is off unless `http.cors_origins` lists origins. A request carrying an `Origin` that is
- * neither the gateway's own nor listed is refused with 403 (browsers would hide the answer anyway;
- * refusing also stops cross-site requests that never needed to read it). Listed origins get the
- * CORS headers, and their preflights (OPTIONS) are answered here, before auth.
+ * Host and Origin on every HTTP route (request-guard.ts says what passes), first — before the
+ * health probes, the web page, auth, and any body is read. A refused request answers 421
+ * `host_not_allowed` or 403 `origin_not_allowed` in the OpenAI envelope. An origin listed in
+ * `cors.origins` / `http.cors_origins` gets the CORS headers, and its preflight (OPTIONS) is
+ * answered here; the gateway's own page needs neither.
  */
 import type { MiddlewareHandler } from "hono";
+import type { RequestGuard } from "../request-guard.js";
 import type { AppEnv } from "./context.js";
-import { HttpErrors } from "./errors.js";
+import { HttpError } from "./errors.js";
 
-const ALLOW_HEADERS = "authorization, content-type, idempotency-key, x-session-id, last-event-id";
+const ALLOW_HEADERS = "authorization, content-type, idempotency-key, x-session-id, last-event-id, x-tether-profile";
 const EXPOSE_HEADERS = "x-session-id, retry-after";
 const ALLOW_METHODS = "GET, POST, PATCH, DELETE, OPTIONS";
 
-export function corsGuard(allowed: readonly string[]): MiddlewareHandler<AppEnv> {
-  const any = allowed.includes("*");
+export function originGuard(guard: RequestGuard): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const origin = c.req.header("origin");
-    if (!origin) return next();
-    if (!any && !allowed.includes(origin)) {
-      if (isSameOrigin(origin, c.req.header("host"))) return next();
-      throw HttpErrors.originForbidden(origin);
-    }
+    // The node request's own headers when there is one (no copy); a hono app handed a plain Request otherwise.
+    const headers = c.env?.incoming?.headers ?? c.req.header();
+    const verdict = guard.check(headers);
+    if (!verdict.ok) throw new HttpError(verdict.status, verdict.code, verdict.message, null, { "x-should-retry": "false" });
+    if (!verdict.listed) return next();
+    const origin = c.req.header("origin")!;
     c.header("access-control-allow-origin", origin);
     c.header("vary", "Origin");
     if (c.req.method === "OPTIONS") {
@@ -32,12 +33,4 @@ export function corsGuard(allowed: readonly string[]): MiddlewareHandler<AppEnv>
     c.header("access-control-expose-headers", EXPOSE_HEADERS);
     return next();
   };
-}
-
-function isSameOrigin(origin: string, host: string | undefined): boolean {
-  try {
-    return host !== undefined && new URL(origin).host === host;
-  } catch {
-    return false;
-  }
 }

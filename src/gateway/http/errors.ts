@@ -9,7 +9,7 @@ import { ErrorCode, ERROR_TABLE, TetherError } from "../../protocol/index.js";
 /** OpenAI's `error.type` for a status. */
 export function errorType(status: number): string {
   if (status === 401) return "authentication_error";
-  if (status === 403) return "permission_error";
+  if (status === 403 || status === 421) return "permission_error";
   if (status === 404) return "not_found_error";
   if (status === 429) return "rate_limit_error";
   if (status >= 500) return "server_error";

@@ -30,6 +30,10 @@ const MAX_HOPS = 1000;
 const STEP_TARGET_MS = 2;
 const INITIAL_STEP_ROWS = 200;
 const MIN_STEP_ROWS = 20;
+/** Pages released per step at first (SQLite's are 4 KiB), then adapted like the delete steps. */
+const INITIAL_RELEASE_PAGES = 256;
+const MIN_RELEASE_PAGES = 16;
+const MAX_RELEASE_PAGES = 8192;
 
 export interface RetentionDeps {
   store: Store;
@@ -46,6 +50,8 @@ export interface SweepResult {
   /** Kept: a lineage still live, or reopened meanwhile. */
   kept: number;
   steps: number;
+  /** Bytes of the deleted rows' space given back to the file system (SQLite; 0 on PostgreSQL). */
+  releasedBytes: number;
 }
 
 export class RetentionJob {
@@ -86,7 +92,7 @@ export class RetentionJob {
   }
 
   private async sweepOnce(): Promise<SweepResult> {
-    const result: SweepResult = { deleted: 0, kept: 0, steps: 0, tasks: 0 };
+    const result: SweepResult = { deleted: 0, kept: 0, steps: 0, tasks: 0, releasedBytes: 0 };
     const retention = this.deps.store.retention;
     const cfg = this.deps.config();
     if (!retention || cfg.ended_after_days === undefined) return result;
@@ -108,8 +114,13 @@ export class RetentionJob {
       }
     }
     result.tasks = await this.purgeTasks(cutoff, cfg);
+    // The rows are gone; now their space, or the file never shrinks.
+    if (result.deleted > 0 || result.tasks > 0) await this.releaseSpace(cfg, result);
     if (result.deleted > 0 || result.tasks > 0) {
-      this.deps.logger.info({ deleted: result.deleted, kept: result.kept, steps: result.steps, tasks: result.tasks, cutoff }, "retention deleted ended sessions and finished A2A tasks");
+      this.deps.logger.info(
+        { deleted: result.deleted, kept: result.kept, steps: result.steps, tasks: result.tasks, released_bytes: result.releasedBytes, cutoff },
+        "retention deleted ended sessions and finished A2A tasks",
+      );
     }
     return result;
   }
@@ -124,6 +135,27 @@ export class RetentionJob {
       await this.pause(cfg);
     }
     return total;
+  }
+
+  /**
+   * Gives the deleted rows' pages back to the file system (SQLite's incremental vacuum), in steps
+   * held to STEP_TARGET_MS like the deletes, with the same pause between them.
+   */
+  private async releaseSpace(cfg: RetentionConfig, result: SweepResult): Promise<void> {
+    const retention = this.deps.store.retention;
+    if (!retention?.releaseSpace) return;
+    let pages = INITIAL_RELEASE_PAGES;
+    while (!this.stopped) {
+      const started = performance.now();
+      const bytes = await retention.releaseSpace(pages);
+      const ms = performance.now() - started;
+      if (bytes === 0) return;
+      result.releasedBytes += bytes;
+      result.steps++;
+      if (ms > STEP_TARGET_MS) pages = Math.max(MIN_RELEASE_PAGES, Math.floor(pages / 2));
+      else if (ms < STEP_TARGET_MS / 2) pages = Math.min(MAX_RELEASE_PAGES, pages * 2);
+      await this.pause(cfg);
+    }
   }
 
   /** A session compression ended goes only with its live tip: the tip must be past the cutoff too. */

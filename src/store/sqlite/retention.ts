@@ -2,6 +2,7 @@
 import type Database from "better-sqlite3";
 import { FINISHED_A2A_STATES_SQL } from "../columns/a2a-tasks.js";
 import { RETENTION_END_REASON, type EndedSession, type PurgeStep, type RetentionStore } from "../retention-types.js";
+import { releaseFreePages } from "../sqlite-vacuum.js";
 
 interface EndedRow {
   id: string;
@@ -12,6 +13,7 @@ interface EndedRow {
 
 export class SqliteRetention implements RetentionStore {
   private readonly s;
+  private readonly db: Database.Database;
   private readonly purge: Database.Transaction<(id: string, endedBefore: number, maxRows: number) => PurgeStep>;
 
   constructor(
@@ -19,6 +21,7 @@ export class SqliteRetention implements RetentionStore {
     /** Called after a purge step: it deletes leases behind the commit path's back. */
     private readonly leasesChanged: () => void = () => undefined,
   ) {
+    this.db = db;
     this.s = {
       // On the partial index of ended sessions (migration 6).
       ended: db.prepare(
@@ -86,5 +89,9 @@ export class SqliteRetention implements RetentionStore {
 
   async purgeA2ATasks(updatedBefore: number, limit: number): Promise<number> {
     return this.s.tasks.run(updatedBefore, limit).changes;
+  }
+
+  async releaseSpace(maxPages: number): Promise<number> {
+    return releaseFreePages(this.db, maxPages);
   }
 }

@@ -40,7 +40,8 @@ import { RunTables } from "./run-tables.js";
 import { MIGRATIONS } from "./migrations.js";
 import { SqliteRetention } from "./retention.js";
 import { DELTA_LOG_READ } from "./appends.js";
-import { WalCheckpointer, type CheckpointResult } from "../wal-checkpointer.js";
+import { DEFAULT_WAL_MAX_BYTES, truncateAtBytes, WalCheckpointer, type CheckpointResult } from "../wal-checkpointer.js";
+import { statSync } from "node:fs";
 
 type Statement = Database.Statement;
 
@@ -52,7 +53,12 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
   /** How often the WAL is checkpointed, off the event loop (store/wal-checkpointer.ts). @default 1000 */
   checkpointIntervalMs?: number;
+  /** The ceiling the `-wal` file is kept under, whatever the write load (config `sqlite.wal_max_bytes`). @default 64 MiB */
+  walMaxBytes?: number;
+  /** How often the checkpointer looks at the `-wal` file's size. @default 100 */
+  walCheckMs?: number;
 }
+
 
 export class SqliteStore implements Store {
   readonly kind = "sqlite";
@@ -64,6 +70,8 @@ export class SqliteStore implements Store {
    */
   private checkpointer: WalCheckpointer | undefined;
   private readonly checkpointIntervalMs: number;
+  private readonly walMaxBytes: number;
+  private readonly walCheckMs: number | undefined;
   private readonly stmts: Record<string, Statement>;
   private readonly applyOps: Database.Transaction<(ops: readonly WriteOp[]) => void>;
   /** The op switch (and its cache of checked fences, which lease writes here must void). */
@@ -89,9 +97,17 @@ export class SqliteStore implements Store {
     this.path = options.path;
     if (options.path !== ":memory:") makeParentDirSync(options.path);
     this.db = new Database(options.path);
+    // A new store frees the pages of deleted rows back to the file system (retention runs
+    // `incremental_vacuum` after it deletes). It can only be chosen before the first table; an
+    // older store keeps its mode until `tether vacuum` rebuilds it.
+    if (isEmptyDatabase(this.db)) this.db.pragma("auto_vacuum = INCREMENTAL");
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");
     this.checkpointIntervalMs = options.checkpointIntervalMs ?? 1000;
+    this.walMaxBytes = options.walMaxBytes ?? DEFAULT_WAL_MAX_BYTES;
+    this.walCheckMs = options.walCheckMs;
+    // When SQLite itself restarts a wholly copied log, it cuts the file back to this size too.
+    this.db.pragma(`journal_size_limit = ${truncateAtBytes(this.walMaxBytes)}`);
     this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     this.db.pragma("foreign_keys = ON");
     migrate(this.db);
@@ -415,6 +431,8 @@ export class SqliteStore implements Store {
     this.db.pragma("wal_autocheckpoint = 0");
     this.checkpointer = WalCheckpointer.start(this.path, {
       intervalMs: this.checkpointIntervalMs,
+      maxBytes: this.walMaxBytes,
+      ...(this.walCheckMs !== undefined ? { checkMs: this.walCheckMs } : {}),
       // A worker that could not run leaves it to SQLite's own checkpoint again.
       onDead: () => {
         if (this.db.open) this.db.pragma("wal_autocheckpoint = 1000");
@@ -422,10 +440,25 @@ export class SqliteStore implements Store {
     });
   }
 
+  /** Size of the `-wal` file now (bytes; 0 when there is none), for `tether_sqlite_wal_bytes`. */
+  walBytes(): number {
+    if (this.path === ":memory:") return 0;
+    try {
+      return statSync(`${this.path}-wal`).size;
+    } catch {
+      return 0;
+    }
+  }
+
   /** Runs a WAL checkpoint now, off the event loop (tests; undefined before the first commit and for ":memory:"). */
   checkpointNow(): Promise<CheckpointResult> | undefined {
     return this.checkpointer?.checkpointNow();
   }
+}
+
+/** No table yet: a file just created (or an empty one), whose auto_vacuum mode can still be chosen. */
+function isEmptyDatabase(db: Database.Database): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_master LIMIT 1").get() === undefined;
 }
 
 function migrate(db: Database.Database): void {
