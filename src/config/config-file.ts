@@ -106,8 +106,10 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 #   policy:                  # auto | ask | deny, by name or glob; defaults: built-in auto,
 #     "files__read_*": auto  # MCP auto when the server marks the tool readOnlyHint, else ask
 #     "files__write_file": ask
-#   workspace: false         # terminal, read_file, write_file, … in the session's cwd (terminal and writes ask)
-#   workspace_roots: []      # folders outside the session's cwd the workspace tools may reach too
+#   workspace:               # terminal, read_file, write_file, … (terminal and writes ask); off unless set
+#     roots: ["/srv/project", "~/code"]   # a session's cwd must lie inside one; never /, /proc, /sys,
+#                            # /dev or the gateway's own data/config folders (the older spelling:
+#                            # "workspace: true" with "workspace_roots: [...]")
 
 # A profile may be a bot: bot.chat, room members, message_agent { to: "NAME" }, an A2A agent.
 # profiles:

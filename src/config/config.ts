@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { McpServersSchema, ProfileToolsSchema, ToolsSchema } from "./tools-config.js";
+import { workspaceRootsProblem } from "./workspace-config.js";
 import { ApiKeysError, AuthKeysSchema, parseApiKeys as parseKeyList, unknownGrantProfiles } from "./auth-keys.js";
 
 const MiB = 1024 * 1024;
@@ -453,6 +454,9 @@ export function resolveConfig(
     throw new ConfigError(`invalid config at ${path === first.path ? describeIssue(path) : `"${path.join(".")}"`}: ${first.message}`);
   }
   assertGrantsKnown(parsed.data);
+  // The operator's workspace roots, before anything runs: never the system's or the gateway's own folders.
+  const rootProblem = workspaceRootsProblem(parsed.data);
+  if (rootProblem) throw new ConfigError(rootProblem);
   return parsed.data;
 }
 
