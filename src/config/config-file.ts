@@ -119,6 +119,8 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 # messaging:                 # rooms and the agent outbox (message_agent)
 #   room_hop_limit: 3        # a member's reply wakes only members it names, this many hops at most
 #   poll_s: 30               # the outbox's backstop poll (delivery is pushed by the write itself)
+#   claim_ttl_s: 5           # a claim on an envelope or A2A task lapses this long after its process died
+#   max_message_bytes: 262144 # the largest A2A message a bot accepts (larger: 413 message_too_large)
 
 # peers:                     # other gateways' bots, over A2A: message_agent { to: "bot@west" }
 #   west: { url: "https://gw-west.example.net", api_key: "KEY-OF-WEST" }
