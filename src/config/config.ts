@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { McpServersSchema, ProfileToolsSchema, ToolsSchema } from "./tools-config.js";
+import { workspaceRootsProblem } from "./workspace-config.js";
 import { ApiKeysError, AuthKeysSchema, parseApiKeys as parseKeyList, unknownGrantProfiles } from "./auth-keys.js";
 
 const MiB = 1024 * 1024;
@@ -77,6 +78,14 @@ export const MessagingSchema = z.object({
   poll_s: z.number().positive().default(30),
   /** Push wakes of the delivery worker (in-process and over the bus); off = the poll alone (tests). */
   push: z.boolean().default(true),
+  /**
+   * How long a claim on an envelope or an A2A task lasts unrenewed (renewed every third of it
+   * while its step runs): a process that died holding one loses it this long after, and the
+   * next process takes the work up — the bound on how late a reply is after a crash.
+   */
+  claim_ttl_s: z.number().min(1).max(300).default(5),
+  /** The largest A2A message a bot of this gateway accepts (its parts, as JSON); larger answers 413. */
+  max_message_bytes: z.number().int().min(1024).max(8 * MiB).default(256 * 1024),
 });
 
 export type MessagingConfig = z.infer<typeof MessagingSchema>;
@@ -396,6 +405,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv): ConfigInput {
   const otelOff = (envStr(env, "OTEL_SDK_DISABLED") ?? "").toLowerCase() === "true" || (envStr(env, "OTEL_TRACES_EXPORTER") ?? "").toLowerCase() === "none";
   if (otelOff) out.tracing = { enabled: false };
   else if (envStr(env, "OTEL_EXPORTER_OTLP_ENDPOINT") || envStr(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) out.tracing = { enabled: true };
+  const bwrap = envStr(env, "TETHER_BWRAP");
+  if (bwrap) out.tools = { bwrap };
   const origins = envStr(env, "TETHER_CORS_ORIGINS");
   if (origins) out.http = { cors_origins: commaList(origins) };
   const server: NonNullable<ConfigInput["server"]> = {};
@@ -445,6 +456,9 @@ export function resolveConfig(
     throw new ConfigError(`invalid config at ${path === first.path ? describeIssue(path) : `"${path.join(".")}"`}: ${first.message}`);
   }
   assertGrantsKnown(parsed.data);
+  // The operator's workspace roots, before anything runs: never the system's or the gateway's own folders.
+  const rootProblem = workspaceRootsProblem(parsed.data);
+  if (rootProblem) throw new ConfigError(rootProblem);
   return parsed.data;
 }
 
