@@ -36,7 +36,7 @@ export async function runServe(flags: ServeFlags): Promise<void> {
     const loaded = loadConfig({ env: process.env, flags: overrides, configPath: flags.config, createIfMissing: true });
     const config = loaded.config;
     assertSafeBind(config);
-    const server = await startServer(config, { logger });
+    const server = await startServer(config, { logger, configPath: loaded.path });
     process.stdout.write(`tether listening on ${server.url}\n`);
     if (loaded.created) logger.info({ path: loaded.path }, "wrote a commented starter config file");
 

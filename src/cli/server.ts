@@ -8,7 +8,7 @@ import type { Hono } from "hono";
 import { systemClock, type Clock } from "../lib/clock.js";
 import { randomIds, type IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
-import { expandHome, isLoopbackHost, toolsConfigFor, tracingEnabled, type TetherConfig } from "../config/index.js";
+import { expandHome, gatewayPaths, isLoopbackHost, toolsConfigFor, tracingEnabled, type TetherConfig } from "../config/index.js";
 import { enableTracing, tracing } from "../lib/tracing.js";
 import { openStore } from "../store/index.js";
 import { GroupCommitter, newEpoch, RingBudget } from "../events/index.js";
@@ -85,6 +85,8 @@ export interface ServerDeps {
    * and owns its listener. `url` and `port` are then the server's address if it listens already.
    */
   attachTo?: Server;
+  /** The config file it was loaded from (`tether serve`): no workspace root may hold its folder. */
+  configPath?: string;
 }
 
 /** The models the OpenAI-compatible API offers: every routable model, the default first. */
@@ -125,6 +127,10 @@ interface ProcessParts {
   ringBudget: RingBudget;
   /** One tool runtime per profile: its MCP servers (one shared connection each) and its policy. */
   tools: Map<string, ToolRuntime>;
+  /** The workspace source of each profile's tool runtime: also the gate of a client's `cwd`. */
+  workspaces: Map<string, WorkspaceSource>;
+  /** The config file's path (`tether serve`), one of the gateway's own paths no workspace may reach. */
+  configPath: string | undefined;
   current: { config: TetherConfig; catalog: ProviderCatalog };
   /** Retention (`retention.ended_after_days`, off by default): one background job per open store. */
   retention: RetentionJob[];
@@ -136,6 +142,12 @@ interface ProcessParts {
   guard: RequestGuard;
 }
 
+/** The workspace source of `profile` (built with its tool runtime). */
+function workspaceFor(parts: ProcessParts, profile: string): WorkspaceSource {
+  toolsFor(parts, profile);
+  return parts.workspaces.get(profile)!;
+}
+
 /** The tool runtime of `profile`, built on first use from the config as it is now. */
 function toolsFor(parts: ProcessParts, profile: string): ToolRuntime {
   let runtime = parts.tools.get(profile);
@@ -143,8 +155,10 @@ function toolsFor(parts: ProcessParts, profile: string): ToolRuntime {
     const config = toolsConfigFor(parts.current.config, profile);
     const logger = parts.logger.child({ profile });
     const mcp = new McpPool({ clock: parts.clock, logger, env: process.env, config });
-    // Off unless the profile sets `tools.workspace: true` (the source lists nothing until then).
-    const workspace = new WorkspaceSource({ clock: parts.clock, config });
+    // Off unless the profile names workspace roots (the source lists nothing until then).
+    const protect = () => gatewayPaths(parts.current.config, parts.configPath);
+    const workspace = new WorkspaceSource({ clock: parts.clock, config, protect });
+    parts.workspaces.set(profile, workspace);
     // message_agent sends through the process's outbox, which exists once the profiles do.
     const messenger = () =>
       parts.messaging && {
@@ -182,6 +196,8 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     metrics: config.wsOnly ? null : new PromMetrics(),
     ringBudget: new RingBudget(config.limits.processRingBytes),
     tools: new Map(),
+    workspaces: new Map(),
+    configPath: deps.configPath,
     current: { config, catalog: buildProviderCatalog(config, clock) },
     retention: [],
     guard: new RequestGuard(guardPolicy(config)),
@@ -314,6 +330,7 @@ function makeProfile(parts: ProcessParts, store: Store, name: string): Profile {
     ringLimits: { maxFrames: config.limits.ringFrames, maxBytes: config.limits.ringBytes },
     providers: catalog,
     tools: toolsFor(parts, name),
+    workspace: workspaceFor(parts, name),
     busyPolicy: config.busyPolicy,
     maxIterations: config.limits.maxIterations,
     lifecycle: config.lifecycle,

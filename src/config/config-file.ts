@@ -106,8 +106,10 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 #   policy:                  # auto | ask | deny, by name or glob; defaults: built-in auto,
 #     "files__read_*": auto  # MCP auto when the server marks the tool readOnlyHint, else ask
 #     "files__write_file": ask
-#   workspace: false         # terminal, read_file, write_file, … in the session's cwd (terminal and writes ask)
-#   workspace_roots: []      # folders outside the session's cwd the workspace tools may reach too
+#   workspace:               # terminal, read_file, write_file, … (terminal and writes ask); off unless set
+#     roots: ["/srv/project", "~/code"]   # a session's cwd must lie inside one; never /, /proc, /sys,
+#                            # /dev or the gateway's own data/config folders (the older spelling:
+#                            # "workspace: true" with "workspace_roots: [...]")
 
 # A profile may be a bot: bot.chat, room members, message_agent { to: "NAME" }, an A2A agent.
 # profiles:
@@ -117,6 +119,8 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 # messaging:                 # rooms and the agent outbox (message_agent)
 #   room_hop_limit: 3        # a member's reply wakes only members it names, this many hops at most
 #   poll_s: 30               # the outbox's backstop poll (delivery is pushed by the write itself)
+#   claim_ttl_s: 5           # a claim on an envelope or A2A task lapses this long after its process died
+#   max_message_bytes: 262144 # the largest A2A message a bot accepts (larger: 413 message_too_large)
 
 # peers:                     # other gateways' bots, over A2A: message_agent { to: "bot@west" }
 #   west: { url: "https://gw-west.example.net", api_key: "KEY-OF-WEST" }

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { McpServersSchema, ProfileToolsSchema, ToolsSchema } from "./tools-config.js";
+import { workspaceRootsProblem } from "./workspace-config.js";
 import { ApiKeysError, AuthKeysSchema, parseApiKeys as parseKeyList, unknownGrantProfiles } from "./auth-keys.js";
 
 const MiB = 1024 * 1024;
@@ -77,6 +78,14 @@ export const MessagingSchema = z.object({
   poll_s: z.number().positive().default(30),
   /** Push wakes of the delivery worker (in-process and over the bus); off = the poll alone (tests). */
   push: z.boolean().default(true),
+  /**
+   * How long a claim on an envelope or an A2A task lasts unrenewed (renewed every third of it
+   * while its step runs): a process that died holding one loses it this long after, and the
+   * next process takes the work up — the bound on how late a reply is after a crash.
+   */
+  claim_ttl_s: z.number().min(1).max(300).default(5),
+  /** The largest A2A message a bot of this gateway accepts (its parts, as JSON); larger answers 413. */
+  max_message_bytes: z.number().int().min(1024).max(8 * MiB).default(256 * 1024),
 });
 
 export type MessagingConfig = z.infer<typeof MessagingSchema>;
@@ -445,6 +454,9 @@ export function resolveConfig(
     throw new ConfigError(`invalid config at ${path === first.path ? describeIssue(path) : `"${path.join(".")}"`}: ${first.message}`);
   }
   assertGrantsKnown(parsed.data);
+  // The operator's workspace roots, before anything runs: never the system's or the gateway's own folders.
+  const rootProblem = workspaceRootsProblem(parsed.data);
+  if (rootProblem) throw new ConfigError(rootProblem);
   return parsed.data;
 }
 

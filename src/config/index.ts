@@ -5,3 +5,4 @@ export * from "./config-file.js";
 export * from "./load.js";
 export * from "./show.js";
 export * from "./tools-config.js";
+export * from "./workspace-config.js";

@@ -8,6 +8,7 @@
 import { dirname } from "node:path";
 import { configFromEnv, ConfigError, resolveConfig, type ConfigInput, type TetherConfig } from "./config.js";
 import { defaultConfigPath, ensureConfigFile, readConfigFile } from "./config-file.js";
+import { workspaceRootsProblem } from "./workspace-config.js";
 
 export type ConfigSource = "default" | "file" | "env" | "flag";
 
@@ -53,6 +54,9 @@ export function loadConfig(opts: LoadOptions): LoadedConfig {
     if (err instanceof ConfigError) throw err;
     throw new ConfigError(String(err));
   }
+  // resolveConfig checked the roots against the data folders; the config file's folder is known here.
+  const rootProblem = workspaceRootsProblem(config, path);
+  if (rootProblem) throw new ConfigError(`${path}: ${rootProblem}`);
   const fromFile = leafPaths(file.input);
   const fromEnv = leafPaths(configFromEnv(opts.env));
   const fromFlags = leafPaths(flags);

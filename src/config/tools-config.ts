@@ -6,6 +6,7 @@
  * that once, so the tool runtime never looks at profiles itself.
  */
 import { z } from "zod";
+import { resolveWorkspace, WorkspaceFieldSchema, type WorkspaceSettings } from "./workspace-config.js";
 
 /**
  * A server name becomes the `SERVER` of `SERVER__TOOL`: letters, digits, `_` and `-` (what OpenAI
@@ -71,9 +72,12 @@ export const ToolsSchema = z.object({
   approval_timeout_s: z.number().min(0).default(0),
   /** Overrides of the default policy (built-in tools `auto`; MCP tools `auto` if `readOnlyHint`, else `ask`). */
   policy: PolicyMapSchema.default({}),
-  /** The workspace tools (terminal, files, background processes) in the session's cwd. Off unless set. */
-  workspace: z.boolean().default(false),
-  /** Folders outside the session's cwd that workspace tools may reach too (absolute paths). */
+  /**
+   * The workspace tools (terminal, files, background processes): `{ roots: [...], sandbox?, network?,
+   * env?, max_processes? }`, or the older `true` with `workspace_roots`. Off unless set (see workspace-config.ts).
+   */
+  workspace: WorkspaceFieldSchema.default(false),
+  /** The older spelling of `workspace.roots` (added to them): folders a session's cwd may lie in. */
   workspace_roots: z.array(z.string().min(1)).default([]),
 });
 
@@ -85,7 +89,7 @@ export const ProfileToolsSchema = z.object({
   connect_timeout_s: z.number().positive().optional(),
   approval_timeout_s: z.number().min(0).optional(),
   policy: PolicyMapSchema.optional(),
-  workspace: z.boolean().optional(),
+  workspace: WorkspaceFieldSchema.optional(),
   workspace_roots: z.array(z.string().min(1)).optional(),
 });
 
@@ -97,6 +101,8 @@ export interface ResolvedToolsConfig {
   tools: ToolsConfig;
   /** Policy patterns, highest precedence first among equally specific ones (the profile's before the top level's). */
   policy: Array<{ pattern: string; policy: ToolPolicy }>;
+  /** The workspace tools' settings (roots, sandbox, network, env, process limit); null = off. */
+  workspace: WorkspaceSettings | null;
 }
 
 interface ToolsConfigSource {
@@ -119,5 +125,6 @@ export function toolsConfigFor(config: ToolsConfigSource, profile: string): Reso
     ...Object.entries(own?.tools?.policy ?? {}),
     ...Object.entries(config.tools.policy).filter(([p]) => !(own?.tools?.policy && p in own.tools.policy)),
   ].map(([pattern, p]) => ({ pattern, policy: p }));
-  return { servers: own?.mcp_servers ?? config.mcp_servers, tools, policy };
+  const workspace = resolveWorkspace(config.tools, own?.tools);
+  return { servers: own?.mcp_servers ?? config.mcp_servers, tools, policy, workspace };
 }

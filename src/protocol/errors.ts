@@ -40,6 +40,8 @@ export const ErrorCode = {
   BranchWhileBusy: 4073,
   /** `session.update { system_prompt }` on a session whose prompt follows its profile's config. */
   SystemPromptFixed: 4074,
+  /** `session.create { cwd }` outside every workspace root of the profile (the roots are named). */
+  CwdOutsideWorkspace: 4080,
   AtCapacity: 4090,
   StorageUnavailable: 5070,
 } as const;
@@ -80,6 +82,7 @@ export const ERROR_TABLE: Record<ErrorCodeValue, ErrorInfo> = {
   4074: { name: "system_prompt_fixed", httpStatus: 409, retryable: false, message: "This session's system prompt follows its profile's config" },
   4030: { name: "process_not_found", httpStatus: 404, retryable: false, message: "No such process in this session" },
   4029: { name: "rate_limited", httpStatus: 429, retryable: true, message: "Rate limited" },
+  4080: { name: "cwd_outside_workspace", httpStatus: 403, retryable: false, message: "The cwd lies outside this profile's workspace roots" },
   4090: { name: "at_capacity", httpStatus: 503, retryable: true, message: "Gateway at capacity" },
   5070: { name: "storage_unavailable", httpStatus: 503, retryable: true, message: "Storage unavailable" },
 };

@@ -44,7 +44,8 @@ export type ProcessStartedPayload = ProcessInfo;
 /** `process.exited` (durable): it ended — by itself (`exited`, with its exit code) or killed. */
 export interface ProcessExitedPayload {
   id: string;
-  status: "exited" | "killed";
+  /** `killed` only once its whole tree is known to be gone; `lost` when a stop could not confirm it (its end unknown). */
+  status: "exited" | "killed" | "lost";
   exit_code: number | null;
   signal: string | null;
   ended_at: number;

@@ -248,17 +248,29 @@ export interface AgentReplyMetadata {
   /** The session whose tool call sent the message (the reply went to its live tip). */
   sender_session_id: string;
   peer?: string;
+  /**
+   * Whether the content is the recipient's whole answer: `complete`; `interrupted` (its turn was
+   * stopped, its task canceled) and `failed` (its turn or task failed) carry what it wrote before
+   * and say so in the text; `undeliverable`: the message never reached it (no such bot, a key the
+   * peer refused) and will not be retried.
+   */
+  reply_status?: ReplyStatus;
 }
+
+/** How an agent's reply ended (AgentReplyMetadata.reply_status). */
+export type ReplyStatus = "complete" | "interrupted" | "failed" | "undeliverable";
 
 /** One envelope of `agent.outbox`. */
 export interface EnvelopeSummary {
   envelope_id: string;
   to: string;
-  /** pending → sent → replied → delivered (failed: the recipient will never answer). */
+  /** pending → sent → replied → delivered (failed: a terminal delivery error, told to the sender). */
   status: "pending" | "sent" | "replied" | "delivered" | "failed";
   /** Failed attempts so far; the next is not before `next_attempt_at`. */
   attempts: number;
   last_error: string | null;
+  /** How the reply ended, once there is one (see AgentReplyMetadata.reply_status). */
+  reply_status: ReplyStatus | null;
   next_attempt_at: number;
   created_at: number;
   sent_at: number | null;

@@ -6,7 +6,8 @@
  * `session.create` answers once the row is stored; a turn entry starts its turn before (see
  * SessionManager.createForTurn).
  */
-import { EventType, type Snapshot } from "../protocol/index.js";
+import { ErrorCode, EventType, TetherError, type Snapshot } from "../protocol/index.js";
+import { CwdRefused } from "../agent/tools/workspace/index.js";
 import { storage } from "./core/session-access.js";
 import { checkClientTools } from "./core/client-tools.js";
 import { sessionInfo } from "./core/session-info.js";
@@ -23,7 +24,34 @@ export interface CreatedSession {
   durable: Promise<void>;
 }
 
+/**
+ * The cwd a new session keeps: in a profile with workspace tools, the real path inside one of its
+ * roots (else 4080 naming them: the client never picks a folder the operator did not allow); in
+ * one without, the label as given.
+ */
+export async function confinedCwd(deps: Pick<SessionManagerDeps, "workspace">, cwd: string | undefined): Promise<string | undefined> {
+  if (cwd === undefined || !deps.workspace) return cwd;
+  try {
+    return (await deps.workspace.confineCwd(cwd)) ?? cwd;
+  } catch (err) {
+    if (err instanceof CwdRefused) throw new TetherError(ErrorCode.CwdOutsideWorkspace, err.message, { cwd, roots: [...err.roots] });
+    throw err;
+  }
+}
+
 export function createSession(
+  deps: SessionManagerDeps,
+  parts: SessionParts,
+  caller: Caller,
+  params: CreateParams,
+  viewer: Viewer | undefined,
+): Promise<CreatedSession> {
+  // Only a cwd waits for the file system (a stateless chat completion's session starts at once).
+  if (params.cwd === undefined || !deps.workspace) return created(deps, parts, caller, params, viewer);
+  return confinedCwd(deps, params.cwd).then((cwd) => created(deps, parts, caller, { ...params, cwd }, viewer));
+}
+
+function created(
   deps: SessionManagerDeps,
   parts: SessionParts,
   caller: Caller,

@@ -20,7 +20,7 @@ import type { Viewer } from "./core/viewer.js";
 import type { HttpRecords } from "./http-records.js";
 import type { SessionManager } from "./session-manager.js";
 import type { Directory } from "./messaging/directory.js";
-import { Messaging } from "./messaging/messaging.js";
+import { Messaging, type MessagingSettings } from "./messaging/messaging.js";
 
 export const DEFAULT_PROFILE = "default";
 
@@ -45,8 +45,8 @@ export interface ProfileRegistryDeps {
   botOf?: (profile: string) => { name: string; description: string } | undefined;
   /** `messaging.room_hop_limit`, read at each decision. @default 3 */
   roomHopLimit?: () => number;
-  /** `messaging.poll_s` and `messaging.push`, read at each decision. @default 30 s, push on */
-  outbox?: () => { poll_s: number; push: boolean };
+  /** `messaging.poll_s`, `push` and `claim_ttl_s`, read at each decision. @default 30 s, push on, 5 s */
+  outbox?: () => MessagingSettings;
   ids?: IdGenerator;
   /** Names this process in the outbox's claims. */
   processId?: string;
@@ -74,7 +74,7 @@ export class ProfileRegistry {
       clock: deps.clock,
       ids: deps.ids ?? randomIds,
       processId: deps.processId ?? `proc-${deps.defaultProfile.sessions.epoch}`,
-      outbox: deps.outbox ?? (() => ({ poll_s: 30, push: true })),
+      outbox: deps.outbox ?? (() => ({ poll_s: 30, push: true, claim_ttl_s: 5 })),
       ...(deps.remote ? { remote: deps.remote } : {}),
       ...(deps.bus ? { bus: deps.bus } : {}),
     });

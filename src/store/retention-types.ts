@@ -33,6 +33,8 @@ export interface RetentionStore {
    * recoverable), so a resume can no longer reopen it while it is being deleted.
    */
   purgeSession(id: string, endedBefore: number, maxRows: number): Promise<PurgeStep>;
+  /** Deletes at most `limit` finished A2A tasks last changed before `updatedBefore`; returns how many. */
+  purgeA2ATasks(updatedBefore: number, limit: number): Promise<number>;
   /**
    * Gives at most `maxPages` pages of the space deleted rows left behind back to the file system,
    * as one short transaction; the bytes released (0 = nothing left to release). SQLite only

@@ -2,7 +2,7 @@
  * The rows every store keeps, and the shapes of their patches and queries. A row is what a
  * backend reads and writes; the sessions layer builds its own shapes from them.
  */
-import type { TodoState, ToolCall } from "../protocol/index.js";
+import type { ReplyStatus as ProtocolReplyStatus, TodoState, ToolCall } from "../protocol/index.js";
 
 export interface SessionFlags {
   hidden?: boolean;
@@ -383,6 +383,13 @@ export interface EnvelopeRow {
   recipient_session_id: string | null;
   recipient_turn_id: string | null;
   reply: string | null;
+  /**
+   * Whether `reply` is the recipient's whole answer (ReplyStatus): a cut answer (its partial
+   * text, if any) is never passed on as if whole. Null until replied.
+   */
+  reply_status: ReplyStatus | null;
+  /** The recipient's turns started again because a restart cut its answer (bounded). */
+  reanswers: number;
   created_at: number;
   sent_at: number | null;
   replied_at: number | null;
@@ -391,6 +398,35 @@ export interface EnvelopeRow {
   delivered_message_id: string | null;
 }
 
+/** How a reply ended (protocol's AgentReplyMetadata.reply_status). */
+export type ReplyStatus = ProtocolReplyStatus;
+
 export type EnvelopePatch = Partial<
-  Pick<EnvelopeRow, "status" | "attempts" | "next_attempt_at" | "last_error" | "recipient_session_id" | "recipient_turn_id" | "reply" | "sent_at" | "replied_at">
+  Pick<
+    EnvelopeRow,
+    "status" | "attempts" | "next_attempt_at" | "last_error" | "recipient_session_id" | "recipient_turn_id" | "reply" | "reply_status" | "reanswers" | "sent_at" | "replied_at"
+  >
 >;
+
+/**
+ * One A2A task of a bot of this gateway (`a2a_tasks`, in the bot profile's store): the SDK's `Task`
+ * as JSON, owned by the principal whose key sent its message — a read by another principal, or at
+ * another bot, finds nothing. While unfinished, `owner` is the process answering it and
+ * `claim_expires_at` when that claim lapses (renewed while it works): a gateway that restarted
+ * takes the task up once it has.
+ */
+export interface A2ATaskRow {
+  id: string;
+  principal: string;
+  /** The bot's profile. */
+  bot: string;
+  context_id: string;
+  /** The A2A task state (`submitted`, `working`, `completed`, `failed`, `canceled`, `rejected`, …). */
+  state: string;
+  /** The Task, JSON. */
+  body: string;
+  owner: string | null;
+  claim_expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+}

@@ -4,6 +4,7 @@
  * interface is async so that PostgreSQL can implement it unchanged; SQLite answers at once.
  */
 import type {
+  A2ATaskRow,
   ApprovalRow,
   DelegationRow,
   EnvelopeRow,
@@ -82,6 +83,19 @@ export interface EnvelopeStore {
   releaseEnvelope(id: string, owner: string, nextAttemptAt: number, error: string | null): Promise<void>;
 }
 
+/** A2A tasks of this store's bots (`a2a_tasks`). SQLite and PostgreSQL implement it. */
+export interface A2ATaskStore {
+  /** The task `id` of `principal` at `bot`; null for an unknown id and for another's task alike. */
+  getA2ATask(principal: string, bot: string, id: string): Promise<A2ATaskRow | null>;
+  /** Unfinished tasks whose claim lapsed by `now` (or that have none), oldest claim first. */
+  listLapsedA2ATasks(now: number, limit: number): Promise<A2ATaskRow[]>;
+  /**
+   * Takes (or renews) the claim of an unfinished task for `owner` until `now + ttlMs`, unless
+   * another owner holds one that has not lapsed. True when taken.
+   */
+  claimA2ATask(id: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
+}
+
 /** Open requests and stored approvals (tool approvals, MCP input). SQLite and PostgreSQL implement it. */
 export interface RequestStore {
   getRequest(id: string): Promise<RequestRow | null>;
@@ -138,6 +152,11 @@ export interface Store {
 
   /** Durable events with seq > afterSeq, in seq order, at most `limit`. */
   readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRow[]>;
+  /**
+   * Durable events with seq < beforeSeq, newest first, at most `limit`: a reader after one recent
+   * turn (its answer) reads back from the end only as far as that turn, never the whole log.
+   */
+  readEventsBefore(sessionId: string, beforeSeq: number, limit: number): Promise<EventRow[]>;
   /** Highest stored event seq of a session, 0 when none. */
   latestEventSeq(sessionId: string): Promise<number>;
   /** Lowest stored event seq still retained, null when none (retention may drop old events). */
@@ -186,6 +205,8 @@ export interface Store {
   readonly processes: ProcessStore;
   /** The agent outbox (`message_agent`); absent = the store does not support it. */
   readonly envelopes?: EnvelopeStore;
+  /** A2A tasks of the bots whose store this is (migration 16); absent = not supported. */
+  readonly a2aTasks?: A2ATaskStore;
   /** Deleting sessions ended long ago (`retention.ended_after_days`); absent = not supported. */
   readonly retention?: RetentionStore;
   /** The /v1/runs API's runs and session keys; absent = runs are unavailable. */

@@ -7,6 +7,7 @@ import type {
   ApprovalRow,
   DelegationPatch,
   DelegationRow,
+  A2ATaskRow,
   EnvelopePatch,
   EnvelopeRow,
   EventRow,
@@ -86,10 +87,18 @@ export type WriteOp =
    */
   | { op: "envelope.update"; id: string; patch: EnvelopePatch; owner?: string }
   /**
-   * Marks an envelope's reply delivered (into `session_id` as `message_id`) and drops its claim.
-   * Fails the whole transaction with AlreadyDeliveredError if it already was.
+   * Marks an envelope's reply delivered (into `session_id` as `message_id`) and drops its claim —
+   * ending it `delivered`, or `failed` when what was delivered is a terminal delivery error. Fails
+   * the whole transaction with AlreadyDeliveredError if it already ended either way.
    */
-  | { op: "envelope.deliver"; id: string; session_id: string; message_id: string; at: number };
+  | { op: "envelope.deliver"; id: string; session_id: string; message_id: string; at: number; status?: "delivered" | "failed" }
+  /**
+   * Inserts or replaces an A2A task. Never reopens a finished one (completed, failed, canceled,
+   * rejected: the put does nothing), never touches another principal's or bot's row of that id,
+   * and an unfinished state replaces an unfinished one only for the process holding its claim (or
+   * once that claim lapsed): a process that lost a task cannot write it back.
+   */
+  | { op: "a2a_task.put"; row: A2ATaskRow };
 
 /** The HTTP API's writes (`responses`, `http_idempotency`). */
 export type HttpOp = Extract<WriteOp, { op: "response.insert" | "response.update" | "http_idempotency.complete" | "http_idempotency.release" }>;
@@ -102,6 +111,9 @@ export type RequestOp = Extract<WriteOp, { op: "request.insert" | "request.updat
 
 /** Writes of background processes (`processes`). */
 export type ProcessOp = Extract<WriteOp, { op: "process.insert" | "process.update" }>;
+
+/** Writes of A2A tasks (`a2a_tasks`). */
+export type A2ATaskOp = Extract<WriteOp, { op: "a2a_task.put" }>;
 
 /** Writes of the agent outbox (`agent_envelopes`). */
 export type EnvelopeOp = Extract<WriteOp, { op: "envelope.insert" | "envelope.update" | "envelope.deliver" }>;

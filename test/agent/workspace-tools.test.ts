@@ -12,8 +12,14 @@ import { executeTool } from "../../src/agent/tools/index.js";
 import { createWorkspaceTools, WorkspaceSource } from "../../src/agent/tools/workspace/index.js";
 import { FakeClock, systemClock, type Clock } from "../../src/lib/clock.js";
 import { silentLogger } from "../../src/lib/logger.js";
-import { toolsConfigFor, resolveConfig } from "../../src/config/index.js";
+import { toolsConfigFor, resolveConfig, type WorkspaceSettings } from "../../src/config/index.js";
 import { RecordingEventLog } from "../support/recording-event-log.js";
+import { sandboxStatus } from "../../src/agent/tools/workspace/index.js";
+import { killSurvivors, survivors, uniqueMarker } from "../support/proc-scan.js";
+import { createServer, type AddressInfo } from "node:net";
+
+const sandbox = await sandboxStatus();
+if (!sandbox.available) console.warn(`SKIPPED the command sandbox tests: ${sandbox.reason}`);
 
 const root = mkdtempSync(join(tmpdir(), "tether-ws-"));
 const work = join(root, "work");
@@ -30,8 +36,11 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-function tools(clock: Clock = systemClock, roots: string[] = []): Map<string, Tool> {
-  return new Map(createWorkspaceTools({ clock, roots: () => roots }).map((t) => [t.spec.name, t]));
+const settings = (roots: string[], over: Partial<WorkspaceSettings> = {}): WorkspaceSettings => ({ roots, sandbox: "bwrap", network: false, env: [], max_processes: 8, ...over });
+
+/** The workspace tools of a profile whose roots are `roots` (default: the work folder). */
+function tools(clock: Clock = systemClock, roots: string[] = [work], over: Partial<WorkspaceSettings> = {}, protect: string[] = []): Map<string, Tool> {
+  return new Map(createWorkspaceTools({ clock, roots: () => ({ roots, protect }), settings: () => settings(roots, over) }).map((t) => [t.spec.name, t]));
 }
 
 function ctx(cwd: string | null = work, signal = new AbortController().signal): ToolContext {
@@ -39,8 +48,8 @@ function ctx(cwd: string | null = work, signal = new AbortController().signal): 
   return { sessionId: log.sessionId, turnId: "turn_1", traceId: "t".repeat(32), log, todo: createTodoList({ revision: 0, items: [] }), signal, ...(cwd ? { cwd } : {}) };
 }
 
-async function run(name: string, args: unknown, opts: { clock?: Clock; cwd?: string; roots?: string[] } = {}) {
-  const tool = tools(opts.clock, opts.roots).get(name)!;
+async function run(name: string, args: unknown, opts: { clock?: Clock; cwd?: string; roots?: string[]; settings?: Partial<WorkspaceSettings>; protect?: string[] } = {}) {
+  const tool = tools(opts.clock, opts.roots, opts.settings, opts.protect).get(name)!;
   return executeTool(tool, args, ctx(opts.cwd ?? work), { timeoutMs: 60_000, clock: opts.clock ?? systemClock, logger: silentLogger() });
 }
 
@@ -73,10 +82,38 @@ describe("path confinement", () => {
     expect((inside.result as { output: string }).output.trim()).toBe(join(work, "src"));
   });
 
-  it("a profile's workspace_roots lets paths reach that folder", async () => {
-    const r = await run("read_file", { path: join(outside, "secret.txt") }, { roots: [outside] });
+  it("the workspace is the root the cwd lies in: a cwd in a sub-folder reaches the whole root, nothing past it", async () => {
+    const up = await run("read_file", { path: "../secret-link.txt" }, { cwd: join(work, "src") });
+    expect(up.error?.code).toBe("outside_workspace");
+    const sibling = await run("list_dir", { path: ".." }, { cwd: join(work, "src") });
+    expect(sibling.error).toBeUndefined();
+    expect((sibling.result as { entries: Array<{ name: string }> }).entries.map((e) => e.name)).toContain("src");
+    expect((await run("read_file", { path: "../../outside/secret.txt" }, { cwd: join(work, "src") })).error?.code).toBe("outside_workspace");
+  });
+
+  it("a profile's other root reaches that folder, for a session whose cwd lies in it", async () => {
+    const r = await run("read_file", { path: "secret.txt" }, { cwd: outside, roots: [work, outside] });
     expect(r.error).toBeUndefined();
     expect((r.result as { content: string }).content).toBe("top secret\n");
+    // …and a session in the work root does not reach the other root.
+    expect((await run("read_file", { path: join(outside, "secret.txt") }, { roots: [work, outside] })).error?.code).toBe("outside_workspace");
+  });
+
+  it("a session whose cwd lies outside every root (or leaves one through a symlink) has no workspace", async () => {
+    for (const cwd of [outside, join(work, "out-link"), "/proc/self", "/"]) {
+      const r = await run("list_dir", {}, { cwd });
+      expect(r.error, cwd).toMatchObject({ code: "no_workspace" });
+      expect(r.error!.message, cwd).toContain(work);
+    }
+    // No root at all: nothing is a workspace.
+    expect((await run("list_dir", {}, { roots: [] })).error?.message).toMatch(/names no workspace roots/);
+  });
+
+  it("a root that is the file system's root, or under /proc, reaches nothing even if it got here", async () => {
+    for (const roots of [["/"], ["/proc"]]) {
+      const r = await run("read_file", { path: "etc/hostname" }, { cwd: roots[0]!, roots });
+      expect(r.error?.code, roots[0]).toBe("no_workspace");
+    }
   });
 
   it("a session without a cwd has no workspace", async () => {
@@ -136,18 +173,21 @@ describe("terminal", () => {
     expect(r.error!.message).toMatch(/shell/);
   });
 
-  it("keeps the gateway's secrets out of the command's environment", async () => {
-    process.env.TETHER_API_KEY = "gw-secret";
-    process.env.SOME_SERVICE_TOKEN = "tok-secret";
+  it("keeps the gateway's environment out of the command's: only the allowlist (PATH, HOME, LANG, TERM, the profile's names)", async () => {
+    const secrets = { TETHER_API_KEY: "gw-secret", SOME_SERVICE_TOKEN: "tok-secret", GITHUB_PAT: "ghp-secret", DATABASE_URL: "postgres://u:pw-secret@db/x", STRIPE_SK: "sk-secret", PASSED_ON: "shown" };
+    Object.assign(process.env, secrets);
     try {
-      const r = await run("terminal", { command: "env" });
-      const out = (r.result as { output: string }).output;
-      expect(out).toContain("PATH=");
-      expect(out).not.toContain("gw-secret");
-      expect(out).not.toContain("tok-secret");
+      for (const sandbox of ["bwrap", "none"] as const) {
+        const r = await run("terminal", { command: "env" }, { settings: { sandbox, env: ["PASSED_ON"] } });
+        const out = (r.result as { output: string }).output;
+        expect(out, sandbox).toContain("PATH=");
+        expect(out, sandbox).toContain("PASSED_ON=shown");
+        for (const v of ["gw-secret", "tok-secret", "ghp-secret", "pw-secret", "sk-secret"]) expect(out, sandbox).not.toContain(v);
+        const names = out.split("\n").filter((l) => l.includes("=")).map((l) => l.slice(0, l.indexOf("=")));
+        expect(names.every((n) => ["PATH", "HOME", "LANG", "TERM", "PASSED_ON", "PWD", "SHLVL", "OLDPWD"].includes(n)), names.join(",")).toBe(true);
+      }
     } finally {
-      delete process.env.TETHER_API_KEY;
-      delete process.env.SOME_SERVICE_TOKEN;
+      for (const k of Object.keys(secrets)) delete process.env[k];
     }
   });
 
@@ -159,6 +199,77 @@ describe("terminal", () => {
   it("describes a call for its approval: the exact command and the absolute cwd", () => {
     const t = tools().get("terminal")!;
     expect(t.describe!({ command: "rm -rf build", cwd: "src" }, { cwd: work })).toEqual({ command: "rm -rf build", cwd: join(work, "src") });
+  });
+});
+
+describe.skipIf(!sandbox.available)("the command sandbox (bubblewrap)", () => {
+  const sh = async (command: string, opts: { settings?: Partial<WorkspaceSettings>; protect?: string[]; cwd?: string; roots?: string[] } = {}) => {
+    const r = await run("terminal", { command }, opts);
+    expect(r.error, command).toBeUndefined();
+    return r.result as { output: string; exit_code: number | null };
+  };
+
+  it("its own PID namespace: the gateway is not its parent, /proc holds its own processes only", async () => {
+    const r = await sh("echo pid=$$ ppid=$PPID; cat /proc/1/cmdline | tr '\\0' ' '; echo; ls /proc | grep -c '^[0-9]'");
+    expect(r.output).toMatch(/^pid=2 ppid=1\nbwrap /);
+    expect(Number(r.output.trim().split("\n").at(-1))).toBeLessThan(6);
+    expect((await sh(`test -e /proc/${process.pid}/environ && echo visible || echo absent`)).output).not.toContain("visible");
+  });
+
+  it("the workspace is writable; the system read-only; /tmp and HOME its own and empty; other folders absent", async () => {
+    const r = await sh("echo ok > written.txt && cat written.txt; touch /usr/x 2>&1; touch /etc/x 2>&1; echo tmp: $(ls -A /tmp); echo home: $(ls -A \"$HOME\" | wc -l); ls /var 2>&1");
+    expect(readFileSync(join(work, "written.txt"), "utf8")).toBe("ok\n");
+    expect(r.output).toMatch(/touch: cannot touch '\/usr\/x': Read-only file system/);
+    expect(r.output).toMatch(/touch: cannot touch '\/etc\/x': Read-only file system/);
+    // /tmp holds only the way to the workspace (it lies under /tmp here); HOME is empty.
+    expect(r.output).toContain(`tmp: ${work.split("/")[2]}\nhome: 0\n`);
+    expect(r.output).toMatch(/\/var': No such file or directory/);
+    expect(existsSync("/usr/x")).toBe(false);
+  });
+
+  it("only the session's root is mounted: another root and the folders beside it are absent", async () => {
+    const r = await sh(`ls ${outside} 2>&1; cat ${join(outside, "secret.txt")} 2>&1`, { roots: [work, outside] });
+    expect(r.output).not.toContain("top secret");
+    expect(r.output).toMatch(/No such file or directory/);
+  });
+
+  it("the gateway's own paths are masked where they fall under a read-only bind", async () => {
+    // /etc/hostname stands in for a data file under /etc: present, it would be readable.
+    const plain = await sh("cat /etc/hostname >/dev/null && echo readable");
+    expect(plain.output).toContain("readable");
+    const masked = await sh("cat /etc/hostname 2>&1; echo end", { protect: ["/etc/hostname"] });
+    expect(masked.output).not.toContain(readFileSync("/etc/hostname", "utf8").trim());
+    expect(masked.output).toMatch(/end\n$/);
+  });
+
+  it("no capabilities, even for a root gateway: nothing can be remounted writable", async () => {
+    const r = await sh("grep CapEff /proc/self/status; mount -o remount,rw /usr 2>&1 || echo refused");
+    expect(r.output).toMatch(/CapEff:\s+0000000000000000/);
+    expect(r.output).toContain("refused");
+  });
+
+  it("network per profile: off by default (its own namespace), the host's with network: true", async () => {
+    const server = createServer((s) => s.on("error", () => {}).end("hello\n"));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    const port = (server.address() as AddressInfo).port;
+    const probe = `node -e "require('net').connect(${port},'127.0.0.1').on('connect',()=>{console.log('connected');process.exit(0)}).on('error',(e)=>{console.log('refused',e.code);process.exit(0)})"`;
+    try {
+      expect((await sh(probe)).output).toMatch(/^refused ECONNREFUSED/);
+      expect((await sh(probe, { settings: { network: true } })).output).toBe("connected\n");
+    } finally {
+      server.close();
+    }
+  });
+
+  it("what a foreground command leaves behind (setsid, timeout) ends with it", async () => {
+    const marker = uniqueMarker();
+    try {
+      const r = await sh(`setsid sleep ${marker} & timeout 100 sleep ${marker} & echo started`);
+      expect(r.output).toBe("started\n");
+      expect(survivors(marker)).toEqual([]);
+    } finally {
+      killSurvivors(marker);
+    }
   });
 });
 
@@ -199,12 +310,15 @@ describe("file tools", () => {
 describe("the workspace source", () => {
   const configWith = (tools: Record<string, unknown>) => toolsConfigFor(resolveConfig({}, { tools } as never), "default");
 
-  it("offers nothing unless tools.workspace is true; then reads auto and the rest ask", async () => {
-    const off = new ToolRuntime({ builtin: createDefaultTools(), sources: [new WorkspaceSource({ clock: systemClock, config: configWith({}) })], config: configWith({}), logger: silentLogger() });
-    const none = await off.offer({ sessionId: "s", signal: new AbortController().signal });
-    expect(none.get("terminal")).toBeUndefined();
+  it("offers nothing unless the profile names a root; then reads auto and the rest ask", async () => {
+    for (const tools of [{}, { workspace: true }, { workspace: { roots: [] } }, { workspace: false, workspace_roots: [work] }]) {
+      const cfg = configWith(tools);
+      const off = new ToolRuntime({ builtin: createDefaultTools(), sources: [new WorkspaceSource({ clock: systemClock, config: cfg })], config: cfg, logger: silentLogger() });
+      const none = await off.offer({ sessionId: "s", signal: new AbortController().signal });
+      expect(none.get("terminal"), JSON.stringify(tools)).toBeUndefined();
+    }
 
-    const config = configWith({ workspace: true });
+    const config = configWith({ workspace: { roots: [work] } });
     const on = new ToolRuntime({ builtin: createDefaultTools(), sources: [new WorkspaceSource({ clock: systemClock, config })], config, logger: silentLogger() });
     const offer = await on.offer({ sessionId: "s", signal: new AbortController().signal });
     const policies = Object.fromEntries(

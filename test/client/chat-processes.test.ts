@@ -11,7 +11,7 @@ import { RpcSocket } from "../support/rpc-socket.js";
 const work = realpathSync(mkdtempSync(join(tmpdir(), "tether-chat-ps-")));
 let srv: TestServer;
 beforeAll(async () => {
-  srv = await startTestServer({ config: { tools: { workspace: true, policy: { terminal: "auto" } } } as never });
+  srv = await startTestServer({ config: { tools: { workspace: { roots: [work] }, policy: { terminal: "auto" } } } as never });
 });
 afterAll(async () => {
   await srv.close();

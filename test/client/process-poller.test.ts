@@ -19,7 +19,7 @@ const work = realpathSync(mkdtempSync(join(tmpdir(), "tether-poller-")));
 let srv: TestServer;
 const clients: TetherClient[] = [];
 beforeAll(async () => {
-  srv = await startTestServer({ config: { tools: { workspace: true, policy: { terminal: "auto" } } } as never });
+  srv = await startTestServer({ config: { tools: { workspace: { roots: [work] }, policy: { terminal: "auto" } } } as never });
 });
 afterAll(async () => {
   for (const c of clients) await c.close();

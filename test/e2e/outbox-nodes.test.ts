@@ -65,6 +65,8 @@ describe.skipIf(!pgAvailable || !redisAvailable)("the outbox across nodes (Postg
       recipient_session_id: null,
       recipient_turn_id: null,
       reply: "answered before the crash",
+      reply_status: "complete",
+      reanswers: 0,
       created_at: now,
       sent_at: now,
       replied_at: now,

@@ -28,7 +28,7 @@ describe.skipIf(!pgAvailable || !redisAvailable)("background processes across no
   it("process.* reaching a node that does not own the session are forwarded to its owner", async () => {
     const store = pgTestUrl();
     const bus = redisTestUrl();
-    const config = { store, bus, tools: { workspace: true, policy: { terminal: "auto" } } } as never;
+    const config = { store, bus, tools: { workspace: { roots: [work] }, policy: { terminal: "auto" } } } as never;
     for (let i = 0; i < 2; i++) servers.push(await startTestServer({ config }));
     const [a, b] = servers;
     const onA = await RpcSocket.open(a!.wsUrl);

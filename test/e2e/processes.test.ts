@@ -18,7 +18,7 @@ const KEYS = { "k-alice": "alice", "k-bob": "bob" };
 
 beforeAll(async () => {
   srv = await startTestServer({
-    config: { auth: { keys: KEYS }, tools: { workspace: true, policy: { terminal: "auto", process_kill: "auto" } } } as never,
+    config: { auth: { keys: KEYS }, tools: { workspace: { roots: [work] }, policy: { terminal: "auto", process_kill: "auto" } } } as never,
   });
 });
 afterAll(async () => {

@@ -2,10 +2,13 @@
  * The workspace tools through a real gateway (demo provider `call:` cues, real sockets, a real
  * SQLite file): `terminal` and `write_file` ask first — the approval shows the exact command and
  * cwd — and run only once approved; read-only tools run at once; a profile without
- * `tools.workspace` offers none of them.
+ * `tools.workspace` offers none of them. The attacker's side: a client never chooses the workspace —
+ * `cwd: "/proc/self"`, `cwd: "/"` and a symlink out of a root are refused at `session.create` and
+ * `POST /api/sessions` (4080 / 403, naming the roots), so `read_file environ` never reaches the
+ * gateway's secrets.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { realpathSync } from "node:fs";
@@ -13,16 +16,21 @@ import { startTestServer, type TestServer } from "../support/start-server.js";
 import { RpcSocket } from "../support/rpc-socket.js";
 
 const work = realpathSync(mkdtempSync(join(tmpdir(), "tether-ws-e2e-")));
+const outside = realpathSync(mkdtempSync(join(tmpdir(), "tether-ws-e2e-out-")));
 let srv: TestServer;
 
 beforeAll(async () => {
   writeFileSync(join(work, "hello.txt"), "hello from the workspace\n");
+  mkdirSync(join(work, "sub"));
+  writeFileSync(join(outside, "secret.txt"), "not yours\n");
+  symlinkSync(outside, join(work, "escape"));
   // Only the `dev` profile enables them: the default profile is the one without.
-  srv = await startTestServer({ config: { profiles: { dev: { db: `${work}-dev.db`, tools: { workspace: true } } } } as never });
+  srv = await startTestServer({ config: { profiles: { dev: { db: `${work}-dev.db`, tools: { workspace: { roots: [work] } } } } } as never });
 });
 afterAll(async () => {
   await srv?.close();
   rmSync(work, { recursive: true, force: true });
+  rmSync(outside, { recursive: true, force: true });
   for (const f of ["", "-wal", "-shm"]) rmSync(`${work}-dev.db${f}`, { force: true });
 });
 
@@ -35,6 +43,57 @@ const turnDone = (sock: RpcSocket, session_id: string, turn_id: string) =>
   sock.waitForEvent(session_id, (f) => f.type === "turn.complete" && f.payload.turn_id === turn_id, 20_000);
 const toolComplete = (sock: RpcSocket, session_id: string, turn_id: string) =>
   sock.sessionEvents(session_id).find((f) => f.type === "tool.complete" && f.turn_id === turn_id)!;
+
+describe("the client never chooses the workspace", () => {
+  it("session.create refuses a cwd outside the roots (4080, naming them); one inside is kept as its real path", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    for (const cwd of ["/proc/self", "/", "/etc", join(work, "escape"), join(work, "escape", "."), `${work}/../${outside.split("/").pop()}`, "relative/dir", `${work}/missing`]) {
+      const r = await sock.request("session.create", { cwd, profile: "dev" });
+      expect(r.error, cwd).toMatchObject({ code: 4080, data: { cwd, roots: [work] } });
+      expect(r.error!.message, cwd).toContain(`workspace roots are ${work}`);
+    }
+    const { session_id } = await sock.call("session.create", { cwd: `${work}/sub/..`, profile: "dev" });
+    const sub = await sock.call("prompt.submit", { session_id, profile: "dev", text: `call: list_dir {}` });
+    await turnDone(sock, session_id, sub.turn_id);
+    expect(toolComplete(sock, session_id, sub.turn_id).payload.result).toMatchObject({ path: "." });
+    const { sessions } = await sock.call("session.list", { profile: "dev" });
+    expect(sessions.find((s: { session_id: string }) => s.session_id === session_id)).toBeDefined();
+    sock.close();
+  });
+
+  it("POST /api/sessions refuses it too: 403 cwd_outside_workspace, naming the roots", async () => {
+    for (const cwd of ["/proc/self", "/"]) {
+      const res = await fetch(`${srv.url}/api/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ cwd, profile: "dev" }) });
+      expect(res.status, cwd).toBe(403);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe("cwd_outside_workspace");
+      expect(body.error.message).toContain(work);
+    }
+    const ok = await fetch(`${srv.url}/api/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ cwd: work, profile: "dev" }) });
+    expect(ok.status).toBe(201);
+  });
+
+  it("the attack of the finding: cwd /proc/self then read_file environ reads nothing", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    expect((await sock.request("session.create", { cwd: "/proc/self", profile: "dev" })).error).toMatchObject({ code: 4080 });
+    // A session inside the root cannot climb there either.
+    const { session_id } = await sock.call("session.create", { cwd: work, profile: "dev" });
+    const sub = await sock.call("prompt.submit", { session_id, profile: "dev", text: `call: read_file {"path": "/proc/self/environ"}; read_file {"path": "escape/secret.txt"}` });
+    await turnDone(sock, session_id, sub.turn_id);
+    const results = sock.sessionEvents(session_id).filter((f) => f.type === "tool.complete");
+    expect(results.map((f) => f.payload.error_info?.code)).toEqual(["outside_workspace", "outside_workspace"]);
+    sock.close();
+  });
+
+  it("in a profile without workspace tools a cwd is only a label: accepted, and no tool reaches it", async () => {
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const { session_id } = await sock.call("session.create", { cwd: "/proc/self" });
+    const sub = await sock.call("prompt.submit", { session_id, text: `call: read_file {"path": "environ"}` });
+    await turnDone(sock, session_id, sub.turn_id);
+    expect(toolComplete(sock, session_id, sub.turn_id)).toBeUndefined();
+    sock.close();
+  });
+});
 
 describe("workspace tools over the wire", () => {
   it("terminal asks first with the exact command and cwd, and runs once approved", async () => {

@@ -1,8 +1,10 @@
 /**
  * Background processes as session state, on a SessionManager over a real SQLite file with a
- * FakeClock (real `sh` processes): recorded durably with process.started / process.exited,
- * output paged, killed with SIGTERM then SIGKILL after the grace, stopped when the session
- * closes, never reaped while one runs, and a record no live runtime holds listed `lost`.
+ * FakeClock (real `sh` processes in the real bubblewrap sandbox): recorded durably with
+ * process.started / process.exited, output paged, killed with SIGTERM then SIGKILL after the grace,
+ * stopped when the session closes — their whole tree, a `setsid` or `timeout` child included —,
+ * at most `maxRunning` at once, never reaped while one runs, and a record no live runtime holds
+ * listed `lost`.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { mkdtempSync, realpathSync } from "node:fs";
@@ -13,6 +15,8 @@ import type { ConfigInput } from "../../src/config/index.js";
 import { KILL_GRACE_MS } from "../../src/sessions/processes/process-service.js";
 import type { SessionRuntime } from "../../src/sessions/core/session-runtime.js";
 import { tempDbPath } from "../support/temp-db.js";
+import { launchFor, sandboxStatus } from "../../src/agent/tools/workspace/index.js";
+import { killSurvivors, survivors, uniqueMarker } from "../support/proc-scan.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
 
 const work = realpathSync(mkdtempSync(join(tmpdir(), "tether-proc-")));
@@ -64,13 +68,17 @@ async function liveSession(h: Harness, viewer = new TestViewer("v")): Promise<{ 
   return { rt: h.manager.parts.registry.get(snap.session_id)!, viewer };
 }
 
-const start = (h: Harness, rt: SessionRuntime, command: string) =>
-  h.manager.parts.processes.start(rt, { command, cwd: work, turnId: "turn_x", traceId: "t".repeat(32) }).then((p) => {
-    pids.push(p.pid);
-    return p;
-  });
+const sandbox = await sandboxStatus();
+if (!sandbox.available) console.warn(`SKIPPED background process tests: ${sandbox.reason}`);
 
-describe("background processes", () => {
+const start = async (h: Harness, rt: SessionRuntime, command: string, maxRunning = 8) => {
+  const launch = await launchFor({ mode: "bwrap", root: work, network: false, protect: [], envNames: [] }, work, command, process.env);
+  const p = await h.manager.parts.processes.start(rt, { command, cwd: work, launch, maxRunning, turnId: "turn_x", traceId: "t".repeat(32) });
+  pids.push(p.pid);
+  return p;
+};
+
+describe.skipIf(!sandbox.available)("background processes", () => {
   it("are recorded with process.started, listed, paged, and end with process.exited (exit code, output tail)", async () => {
     const h = await harness();
     const { rt, viewer } = await liveSession(h);
@@ -177,5 +185,52 @@ describe("background processes", () => {
     await child.log.flushed();
     expect((await h.store.readEvents(childId, 0, 1000)).some((e) => e.type === "process.exited")).toBe(true);
     expect(await h.store.processes.listProcesses(rt.id)).toEqual([]);
+  });
+  it("a kill ends the whole tree: a setsid child and a timeout … sleep do not survive it", async () => {
+    const h = await harness();
+    const { rt } = await liveSession(h);
+    const marker = uniqueMarker();
+    try {
+      const info = await start(h, rt, `setsid sleep ${marker} & timeout 100 sleep ${marker} & echo ready; sleep ${marker}`);
+      await until(async () => (await h.manager.processOutput(ME, rt.id, info.id, { tail: 100 })).output.includes("ready"), "ready");
+      await until(() => survivors(marker).filter((p) => p.cmdline.startsWith("sleep")).length === 3, "the three sleeps");
+      let answered = false;
+      const killing = h.manager.processKill(ME, rt.id, info.id).then((r) => ((answered = true), r));
+      const { process: killed } = await until(async () => (answered ? killing : null), "the kill", h.clock);
+      expect(killed).toMatchObject({ status: "killed" });
+      expect(survivors(marker)).toEqual([]);
+    } finally {
+      killSurvivors(marker);
+    }
+  });
+
+  it("closing the session ends the whole tree too, and the record says killed", async () => {
+    const h = await harness();
+    const { rt } = await liveSession(h);
+    const marker = uniqueMarker();
+    try {
+      const info = await start(h, rt, `setsid sleep ${marker} & timeout 100 sleep ${marker} & sleep ${marker}`);
+      await until(() => survivors(marker).filter((p) => p.cmdline.startsWith("sleep")).length === 3, "the three sleeps");
+      const closing = h.manager.close(ME, rt.id);
+      await until(() => survivors(marker).length === 0, "the tree to end", h.clock);
+      await closing;
+      expect((await h.store.processes.listProcesses(rt.id))[0]).toMatchObject({ id: info.id, status: "killed" });
+    } finally {
+      killSurvivors(marker);
+    }
+  });
+
+  it("a session runs at most maxRunning at once: one more is refused by name; an ended one frees its place", async () => {
+    const h = await harness();
+    const { rt } = await liveSession(h);
+    const a = await start(h, rt, "sleep 30", 2);
+    await start(h, rt, "sleep 30", 2);
+    await expect(start(h, rt, "sleep 30", 2)).rejects.toMatchObject({
+      code: "process_limit",
+      message: expect.stringMatching(/already runs 2 background processes.*tools\.workspace\.max_processes = 2.*process_kill/),
+    });
+    await until(async () => (await h.manager.processKill(ME, rt.id, a.id)).process.status === "killed", "the kill", h.clock);
+    const c = await start(h, rt, "sleep 30", 2);
+    expect(c.status).toBe("running");
   });
 });

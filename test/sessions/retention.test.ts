@@ -98,6 +98,27 @@ function suite(name: string, open: () => Promise<Store>) {
       await store.close();
     });
 
+    it("frees A2A tasks finished before the cutoff, a bounded step at a time; keeps recent and unfinished ones", async () => {
+      const store = await open();
+      const task = (id: string, state: string, updated: number): WriteOp => ({
+        op: "a2a_task.put",
+        row: { id, principal: "alice", bot: "beta", context_id: "c", state, body: "x".repeat(1000), owner: null, claim_expires_at: null, created_at: updated, updated_at: updated },
+      });
+      const old = NOW - 40 * DAY;
+      await store.commit([
+        ...Array.from({ length: 17 }, (_, i) => task(`old-${i}`, i % 2 ? "completed" : "failed", old + i)),
+        task("recent", "completed", NOW - DAY),
+        task("working", "working", old),
+      ]);
+      const r = await new RetentionJob({ store, clock: new FakeClock(NOW), logger: silentLogger(), config: () => retention() }).sweep();
+      expect(r.tasks).toBe(17);
+      const t = store.a2aTasks!;
+      expect(await t.getA2ATask("alice", "beta", "old-3")).toBeNull();
+      expect(await t.getA2ATask("alice", "beta", "recent")).not.toBeNull();
+      expect(await t.getA2ATask("alice", "beta", "working")).not.toBeNull();
+      await store.close();
+    });
+
     it("marks a session being deleted (not recoverable), and skips one reopened meanwhile", async () => {
       const store = await open();
       await store.commit([...sessionOps("big", NOW - 40 * DAY, 20), ...sessionOps("back", NOW - 40 * DAY, 2)]);

@@ -7,6 +7,7 @@ import {
   AlreadyDeliveredError,
   DelegationLostError,
   EnvelopeClaimLostError,
+  type A2ATaskRow,
   type EnvelopeRow,
   FenceError,
   RequestStateError,
@@ -127,6 +128,10 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
       await store.commit([ev(5), ev(2), ev(9)]);
       expect((await store.readEvents("s1", 2, 10)).map((e) => e.seq)).toEqual([5, 9]);
       expect((await store.readEvents("s1", 0, 2)).map((e) => e.seq)).toEqual([2, 5]);
+      // Backwards from a cursor, newest first, for a reader that needs only the end.
+      expect((await store.readEventsBefore("s1", Number.MAX_SAFE_INTEGER, 2)).map((e) => e.seq)).toEqual([9, 5]);
+      expect((await store.readEventsBefore("s1", 5, 10)).map((e) => e.seq)).toEqual([2]);
+      expect(await store.readEventsBefore("other", 100, 10)).toEqual([]);
       expect(await store.latestEventSeq("s1")).toBe(9);
       expect(await store.earliestEventSeq("s1")).toBe(2);
       expect(await store.latestEventSeq("other")).toBe(0);
@@ -809,6 +814,8 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         recipient_session_id: null,
         recipient_turn_id: null,
         reply: null,
+        reply_status: null,
+        reanswers: 0,
         created_at: 1000,
         sent_at: null,
         replied_at: null,
@@ -869,6 +876,89 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         await expect(twice).rejects.toBeInstanceOf(AlreadyDeliveredError);
         expect((await store.loadMessages("s1")).map((m) => m.id)).toEqual(["m1"]);
         expect(await e.claimEnvelope("e1", "p1", 3000, 100)).toBe(false); // delivered: nothing to claim
+      });
+
+      it("a terminal delivery error ends the envelope failed, once; the reply's status round-trips", async () => {
+        const store = await fresh();
+        const e = store.envelopes;
+        if (!e) return;
+        await store.commit([{ op: "session.insert", row: sessionRow("s1") }, { op: "envelope.insert", row: envelope("e1") }]);
+        await store.commit([{ op: "envelope.update", id: "e1", patch: { status: "replied", reply: "no such bot", reply_status: "failed", reanswers: 2 } }]);
+        expect(await e.getEnvelope("e1")).toMatchObject({ reply_status: "failed", reanswers: 2 });
+        await store.commit([{ op: "message.insert", row: messageRow("m1", "s1", 1) }, { op: "envelope.deliver", id: "e1", session_id: "s1", message_id: "m1", at: 2000, status: "failed" }]);
+        expect(await e.getEnvelope("e1")).toMatchObject({ status: "failed", delivered_message_id: "m1" });
+        const twice = store.commit([{ op: "message.insert", row: messageRow("m2", "s1", 2) }, { op: "envelope.deliver", id: "e1", session_id: "s1", message_id: "m2", at: 2100 }]);
+        await expect(twice).rejects.toBeInstanceOf(AlreadyDeliveredError);
+        expect(await e.claimEnvelope("e1", "p1", 3000, 100)).toBe(false); // failed is final
+      });
+    });
+
+    describe("A2A tasks", () => {
+      const task = (id: string, over: Partial<A2ATaskRow> = {}): A2ATaskRow => ({
+        id,
+        principal: "alice",
+        bot: "beta",
+        context_id: "ctx-1",
+        state: "working",
+        body: JSON.stringify({ id, text: "é" }),
+        owner: "p1",
+        claim_expires_at: 2000,
+        created_at: 1000,
+        updated_at: 1000,
+        ...over,
+      });
+
+      it("a task is its principal's and its bot's: another principal, another bot and an unknown id all read nothing", async () => {
+        const store = await fresh();
+        const t = store.a2aTasks;
+        if (!t) return;
+        await store.commit([{ op: "a2a_task.put", row: task("t1") }]);
+        expect(await t.getA2ATask("alice", "beta", "t1")).toEqual(task("t1"));
+        expect(await t.getA2ATask("bob", "beta", "t1")).toBeNull();
+        expect(await t.getA2ATask("alice", "gamma", "t1")).toBeNull();
+        expect(await t.getA2ATask("alice", "beta", "nope")).toBeNull();
+        // Another principal's put of the same id changes nothing.
+        await store.commit([{ op: "a2a_task.put", row: task("t1", { principal: "bob", state: "completed", body: "{}", updated_at: 5000 }) }]);
+        expect(await t.getA2ATask("alice", "beta", "t1")).toEqual(task("t1"));
+        expect(await t.getA2ATask("bob", "beta", "t1")).toBeNull();
+      });
+
+      it("a finished task is never reopened; an unfinished one is written by its claim's holder, or once the claim lapsed", async () => {
+        const store = await fresh();
+        const t = store.a2aTasks;
+        if (!t) return;
+        await store.commit([{ op: "a2a_task.put", row: task("t1") }]);
+        // p2 while p1's claim holds: refused; after it lapsed: taken.
+        await store.commit([{ op: "a2a_task.put", row: task("t1", { owner: "p2", body: "{\"by\":2}", updated_at: 1500 }) }]);
+        expect((await t.getA2ATask("alice", "beta", "t1"))!.owner).toBe("p1");
+        await store.commit([{ op: "a2a_task.put", row: task("t1", { owner: "p2", body: "{\"by\":2}", claim_expires_at: 6000, updated_at: 2500 }) }]);
+        expect(await t.getA2ATask("alice", "beta", "t1")).toMatchObject({ owner: "p2", body: "{\"by\":2}" });
+        // A finished state from anyone ends it (a cancel); nothing changes it after.
+        await store.commit([{ op: "a2a_task.put", row: task("t1", { owner: null, claim_expires_at: null, state: "canceled", updated_at: 2600 }) }]);
+        await store.commit([{ op: "a2a_task.put", row: task("t1", { owner: "p2", state: "completed", body: "{}", updated_at: 2700 }) }]);
+        expect(await t.getA2ATask("alice", "beta", "t1")).toMatchObject({ state: "canceled", updated_at: 2600 });
+        expect(await t.claimA2ATask("t1", "p3", 9000, 100)).toBe(false);
+      });
+
+      it("lists unfinished tasks whose claim lapsed, and claims them once; retention deletes old finished ones only", async () => {
+        const store = await fresh();
+        const t = store.a2aTasks;
+        if (!t || !store.retention) return;
+        await store.commit([
+          { op: "a2a_task.put", row: task("t1", { claim_expires_at: 2000 }) },
+          { op: "a2a_task.put", row: task("t2", { claim_expires_at: 9000 }) },
+          { op: "a2a_task.put", row: task("t3", { state: "completed", owner: null, claim_expires_at: null, updated_at: 1000 }) },
+          { op: "a2a_task.put", row: task("t4", { state: "failed", owner: null, claim_expires_at: null, updated_at: 8000 }) },
+        ]);
+        expect((await t.listLapsedA2ATasks(3000, 10)).map((r) => r.id)).toEqual(["t1"]);
+        expect(await t.claimA2ATask("t1", "p2", 3000, 100)).toBe(true);
+        expect(await t.claimA2ATask("t1", "p3", 3050, 100)).toBe(false);
+        expect(await t.claimA2ATask("t1", "p2", 3050, 100)).toBe(true); // renewed by its holder
+        expect(await t.claimA2ATask("t2", "p2", 3000, 100)).toBe(false);
+        expect(await store.retention.purgeA2ATasks(5000, 10)).toBe(1);
+        expect(await t.getA2ATask("alice", "beta", "t3")).toBeNull();
+        expect(await t.getA2ATask("alice", "beta", "t4")).not.toBeNull();
+        expect(await t.getA2ATask("alice", "beta", "t1")).not.toBeNull(); // unfinished: never purged
       });
     });
 

@@ -19,7 +19,7 @@ describe.skipIf(!chromiumAvailable)("web client: background processes", () => {
 
   beforeAll(async () => {
     await ensureWebBuilt();
-    srv = await startTestServer({ demoDelayMs: 0, config: { tools: { workspace: true, policy: { terminal: "auto" } } } as never });
+    srv = await startTestServer({ demoDelayMs: 0, config: { tools: { workspace: { roots: [work] }, policy: { terminal: "auto" } } } as never });
     browser = await launchBrowser();
   }, 60_000);
 

@@ -1,22 +1,31 @@
 /**
  * Every bot of this gateway as an A2A agent, through the official SDK (`@a2a-js/sdk`): its Agent
  * Card at `GET /a2a/bots/{name}/.well-known/agent-card.json` (public: name, description, the
- * endpoint and that it wants the gateway's bearer key), and its JSON-RPC endpoint at
- * `POST /a2a/bots/{name}` (behind the gateway's auth; the caller's key is the principal). The
- * SDK's `DefaultRequestHandler` and `JsonRpcTransportHandler` speak the protocol; the executor
- * only asks the bot (`messaging.answer`) and publishes the answer as the task's result.
+ * endpoint and that it wants a bearer key), and its JSON-RPC endpoint at `POST /a2a/bots/{name}`
+ * (behind the gateway's auth; the caller's key is the task's principal). The SDK's
+ * `DefaultRequestHandler` and `JsonRpcTransportHandler` speak the protocol. Tasks live in the
+ * store (`Messaging.tasks`, scoped to the principal: another's task answers "Task not found" like
+ * an unknown id); the executor publishes the task `working` first — so `blocking: false` answers
+ * at once — then asks the bot and publishes how it ended.
  *
- * The SDK is imported on the first A2A request, never at start.
+ * HTTP-level failures (no such bot, a body that is not JSON or too large, a message over
+ * `messaging.max_message_bytes`) take the house error path (errors.ts); JSON-RPC-level ones are the
+ * SDK's. The SDK is imported on the first A2A request, never at start.
  */
 import type { Context, Hono } from "hono";
-import type { AgentCard, Message, Task } from "@a2a-js/sdk";
-import type { AgentExecutor, ExecutionEventBus, RequestContext } from "@a2a-js/sdk/server";
+import { z } from "zod";
+import type { AgentCard, Task } from "@a2a-js/sdk";
+import type { AgentExecutor, ExecutionEventBus, RequestContext, ServerCallContext, TaskStore } from "@a2a-js/sdk/server";
+import { ErrorCode, TetherError } from "../../protocol/index.js";
 import type { Caller, ProfileRegistry } from "../../sessions/index.js";
 import type { Logger } from "../../lib/logger.js";
 import type { AppEnv } from "./context.js";
+import { HttpError } from "./errors.js";
+import { readJson } from "./json-body.js";
 
 type Sdk = typeof import("@a2a-js/sdk/server");
 type Handler = InstanceType<Sdk["JsonRpcTransportHandler"]>;
+type Bot = { name: string; profile: string; description: string };
 
 export interface A2ADeps {
   profiles: ProfileRegistry;
@@ -24,37 +33,57 @@ export interface A2ADeps {
   version: string;
 }
 
+/** Methods that answer with a stream: the card says `streaming: false`, and they are refused by name. */
+const STREAMING = new Set(["message/stream", "tasks/resubscribe"]);
+
+/** A JSON-RPC request as far as this route reads it; the SDK checks the rest. */
+const RpcRequest = z.looseObject({ method: z.unknown().optional(), id: z.unknown().optional(), params: z.unknown().optional() });
+
 /** The public routes (Agent Cards): mounted before auth. */
 export function mountA2ACards(app: Hono<AppEnv>, deps: A2ADeps): void {
-  app.get("/a2a/bots/:name/.well-known/agent-card.json", (c) => {
-    const bot = deps.profiles.messaging.bot(c.req.param("name"));
-    if (!bot) return c.json({ error: { message: `No bot named "${c.req.param("name")}"`, type: "not_found", code: "unknown_bot" } }, 404);
-    return c.json(agentCard(origin(c), bot.name, bot.description, deps.version));
-  });
+  app.get("/a2a/bots/:name/.well-known/agent-card.json", (c) => c.json(agentCard(origin(c), requireBot(deps, c.req.param("name")), deps.version)));
 }
 
 /** The JSON-RPC endpoints: mounted after auth. */
 export function mountA2A(app: Hono<AppEnv>, deps: A2ADeps): void {
   const handlers = new Map<string, Promise<Handler>>();
   app.post("/a2a/bots/:name", async (c) => {
-    const bot = deps.profiles.messaging.bot(c.req.param("name"));
-    const body: unknown = await c.req.json().catch(() => null);
-    const id = body && typeof body === "object" && "id" in body ? (body as { id: unknown }).id : null;
-    if (!bot) return c.json({ jsonrpc: "2.0", id, error: { code: -32001, message: `No bot named "${c.req.param("name")}" on this gateway` } }, 404);
+    const bot = requireBot(deps, c.req.param("name"));
+    const body = await readJson(c, RpcRequest);
+    if (STREAMING.has(String(body.method))) {
+      return c.json({ jsonrpc: "2.0", id: body.id ?? null, error: { code: -32004, message: "Streaming is not supported by this agent (its card says streaming: false)" } });
+    }
+    checkMessageSize(body, deps.profiles.messaging.maxMessageBytes());
     const sdk = await import("@a2a-js/sdk/server");
-    let handler = handlers.get(bot.name);
+    let handler = handlers.get(bot.profile);
     if (!handler) {
-      handler = Promise.resolve(new sdk.JsonRpcTransportHandler(new sdk.DefaultRequestHandler(agentCard(origin(c), bot.name, bot.description, deps.version), new sdk.InMemoryTaskStore(), executor(deps, bot.name))));
-      handlers.set(bot.name, handler);
+      const card = agentCard(origin(c), bot, deps.version);
+      handler = Promise.resolve(new sdk.JsonRpcTransportHandler(new sdk.DefaultRequestHandler(card, taskStore(deps, bot), executor(deps, bot))));
+      handlers.set(bot.profile, handler);
     }
-    const caller = c.get("caller");
-    const answer = await (await handler).handle(body, new sdk.ServerCallContext(undefined, principalUser(caller)));
-    if (Symbol.asyncIterator in (answer as object)) {
-      // The card says streaming: false; a client that streams anyway is told so.
-      return c.json({ jsonrpc: "2.0", id, error: { code: -32004, message: "Streaming is not supported by this agent" } });
-    }
+    const answer = await (await handler).handle(body, new sdk.ServerCallContext(undefined, principalUser(c.get("caller"))));
     return c.json(answer as object);
   });
+}
+
+/** The bot `name` of this gateway, or the house 404 (`unknown_bot`). */
+function requireBot(deps: A2ADeps, name: string): Bot {
+  const bot = deps.profiles.messaging.bot(name);
+  if (!bot) throw new TetherError(ErrorCode.UnknownBot, `No bot named "${name}" on this gateway`, { path: "name" });
+  return bot;
+}
+
+/**
+ * A message over the limit is refused before the SDK sees it (413, naming the limit): it would be
+ * stored with its task and sent to the model whole.
+ */
+function checkMessageSize(body: z.infer<typeof RpcRequest>, limit: number): void {
+  const message = (body.params as { message?: unknown } | undefined)?.message;
+  if (message === undefined) return;
+  const bytes = Buffer.byteLength(JSON.stringify(message));
+  if (bytes > limit) {
+    throw new HttpError(413, "message_too_large", `The A2A message is ${bytes} bytes, over the limit of ${limit} (config messaging.max_message_bytes)`, "params.message");
+  }
 }
 
 function origin(c: Context<AppEnv>): string {
@@ -62,15 +91,15 @@ function origin(c: Context<AppEnv>): string {
   return `${url.protocol}//${c.req.header("host") ?? url.host}`;
 }
 
-/** The bot's Agent Card (A2A 0.3): one skill, text in and out, no streaming, the gateway's bearer key. */
-export function agentCard(base: string, name: string, description: string, version: string): AgentCard {
-  const url = `${base}/a2a/bots/${encodeURIComponent(name)}`;
+/** The bot's Agent Card (A2A 0.3): one skill, text in and out, no streaming, a bearer key. */
+export function agentCard(base: string, bot: Pick<Bot, "name" | "description">, version: string): AgentCard {
+  const { name, description } = bot;
   return {
     name,
     description: description || `The Tether bot ${name}`,
     protocolVersion: "0.3.0",
     version,
-    url,
+    url: `${base}/a2a/bots/${encodeURIComponent(name)}`,
     preferredTransport: "JSONRPC",
     capabilities: { streaming: false, pushNotifications: false },
     defaultInputModes: ["text"],
@@ -81,45 +110,46 @@ export function agentCard(base: string, name: string, description: string, versi
   };
 }
 
-/** The request's principal as the SDK's user (the executor reads it back). */
+/** The request's principal as the SDK's user (the task store and the executor read it back). */
 function principalUser(caller: Caller): { readonly isAuthenticated: boolean; readonly userName: string } {
   return { isAuthenticated: true, userName: caller.principal };
 }
 
-/** Asks the bot and publishes a completed task whose status message and artifact carry the answer. */
-function executor(deps: A2ADeps, botName: string): AgentExecutor {
+function principalOf(context: ServerCallContext | undefined): string {
+  const name = context?.user?.userName;
+  // Every request is authenticated before the SDK sees it: no principal is a bug, never "anyone".
+  if (!name) throw new Error("an A2A request reached the SDK without a principal");
+  return name;
+}
+
+/** The SDK's task store over the durable, principal-scoped one. */
+function taskStore(deps: A2ADeps, bot: Bot): TaskStore {
+  const tasks = deps.profiles.messaging.tasks;
+  return {
+    save: (task: Task, context?: ServerCallContext) => tasks.save(principalOf(context), bot.profile, task),
+    load: (taskId: string, context?: ServerCallContext) => tasks.load(principalOf(context), bot.profile, taskId),
+  };
+}
+
+/**
+ * Publishes the task `working` (what a non-blocking send answers at once), asks the bot, and
+ * publishes how the task ended. When it cannot be answered now (the store is away, the gateway is
+ * stopping) the task stays `working` in the store and the recovery sweep finishes it.
+ */
+function executor(deps: A2ADeps, bot: Bot): AgentExecutor {
+  const tasks = deps.profiles.messaging.tasks;
   return {
     async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
-      const message = ctx.userMessage;
-      const text = message.parts.flatMap((p) => (p.kind === "text" ? [p.text] : [])).join("\n");
-      const from = typeof message.metadata?.from === "string" ? message.metadata.from : "an A2A client";
-      const principal = ctx.context?.user?.userName ?? "default";
-      let answer: { ok: boolean; text: string };
-      try {
-        answer = await deps.profiles.messaging.answer({ principal }, botName, from, text || "(empty message)", message.messageId);
-      } catch (err) {
-        deps.logger.warn({ err, bot: botName }, "an A2A message could not be answered");
-        answer = { ok: false, text: err instanceof Error ? err.message : String(err) };
-      }
-      const reply: Message = {
-        kind: "message",
-        messageId: `${message.messageId}:reply`,
-        role: "agent",
-        parts: [{ kind: "text", text: answer.text }],
-        taskId: ctx.taskId,
-        contextId: ctx.contextId,
-      };
-      const task: Task = {
-        kind: "task",
-        id: ctx.taskId,
-        contextId: ctx.contextId,
-        status: { state: answer.ok ? "completed" : "failed", message: reply, timestamp: new Date().toISOString() },
-        history: [message],
-        artifacts: [{ artifactId: "reply", parts: [{ kind: "text", text: answer.text }] }],
-      };
-      bus.publish(task);
+      const principal = principalOf(ctx.context);
+      const working = tasks.working(ctx.taskId, ctx.contextId, ctx.userMessage, ctx.task);
+      bus.publish(working);
+      const ended = await tasks.run(principal, bot.profile, working);
+      if (ended) bus.publish(ended);
       bus.finished();
     },
-    cancelTask: async () => undefined,
+    async cancelTask(taskId: string): Promise<void> {
+      // The SDK loaded the task with the caller's principal first: another's never gets here.
+      if (!(await tasks.cancel(taskId))) deps.logger.warn({ task_id: taskId }, "tasks/cancel of a task not answered in this process");
+    },
   };
 }

@@ -21,6 +21,7 @@ import type {
 } from "../../config/index.js";
 import type { ProviderCatalog } from "../../agent/provider-catalog.js";
 import type { ToolSet } from "../../agent/tools/index.js";
+import type { CwdGate } from "../../agent/tools/workspace/index.js";
 import type { ClientToolSpec } from "../../protocol/index.js";
 import type { BusyPolicy } from "./live-settings.js";
 
@@ -37,6 +38,8 @@ export interface SessionManagerDeps {
   ringLimits: RingLimits;
   providers: ProviderCatalog;
   tools: ToolSet;
+  /** The profile's workspace: a client's `cwd` must lie in one of its roots (absent: cwd is only a label). */
+  workspace?: CwdGate;
   busyPolicy: BusyPolicy;
   maxIterations: number;
   lifecycle: LifecycleConfig;

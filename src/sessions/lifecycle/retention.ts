@@ -1,6 +1,7 @@
 /**
  * The retention job (`retention.ended_after_days`, off by default): deletes sessions ended that
- * long ago, with their events, messages and records, in the background.
+ * long ago, with their events, messages and records, and A2A tasks finished that long ago, in the
+ * background.
  *
  * It never stalls the hot path: each step is one transaction deleting at most `batch_rows` rows,
  * fewer when steps take longer than ~2 ms here (SQLite runs them on the event loop, so the bound is
@@ -44,6 +45,8 @@ export interface RetentionDeps {
 
 export interface SweepResult {
   deleted: number;
+  /** Finished A2A tasks deleted (last changed before the cutoff). */
+  tasks: number;
   /** Kept: a lineage still live, or reopened meanwhile. */
   kept: number;
   steps: number;
@@ -89,7 +92,7 @@ export class RetentionJob {
   }
 
   private async sweepOnce(): Promise<SweepResult> {
-    const result: SweepResult = { deleted: 0, kept: 0, steps: 0, releasedBytes: 0 };
+    const result: SweepResult = { deleted: 0, kept: 0, steps: 0, tasks: 0, releasedBytes: 0 };
     const retention = this.deps.store.retention;
     const cfg = this.deps.config();
     if (!retention || cfg.ended_after_days === undefined) return result;
@@ -110,12 +113,28 @@ export class RetentionJob {
         else result.kept++;
       }
     }
+    result.tasks = await this.purgeTasks(cutoff, cfg);
     // The rows are gone; now their space, or the file never shrinks.
-    if (result.deleted > 0) await this.releaseSpace(cfg, result);
-    if (result.deleted > 0) {
-      this.deps.logger.info({ deleted: result.deleted, kept: result.kept, steps: result.steps, released_bytes: result.releasedBytes, cutoff }, "retention deleted ended sessions");
+    if (result.deleted > 0 || result.tasks > 0) await this.releaseSpace(cfg, result);
+    if (result.deleted > 0 || result.tasks > 0) {
+      this.deps.logger.info(
+        { deleted: result.deleted, kept: result.kept, steps: result.steps, tasks: result.tasks, released_bytes: result.releasedBytes, cutoff },
+        "retention deleted ended sessions and finished A2A tasks",
+      );
     }
     return result;
+  }
+
+  /** Finished A2A tasks last changed before the cutoff, `batch_rows` a step with the same pauses. */
+  private async purgeTasks(cutoff: number, cfg: RetentionConfig): Promise<number> {
+    let total = 0;
+    while (!this.stopped) {
+      const n = await this.deps.store.retention!.purgeA2ATasks(cutoff, cfg.batch_rows);
+      total += n;
+      if (n < cfg.batch_rows) break;
+      await this.pause(cfg);
+    }
+    return total;
   }
 
   /**

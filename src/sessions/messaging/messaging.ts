@@ -6,11 +6,13 @@ import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
 import type { Bus } from "../../events/bus/index.js";
-import { Outbox, type RemoteAgents } from "./outbox.js";
+import { Outbox, type OutboxSettings, type RemoteAgents } from "./outbox.js";
 import type { Caller } from "../core/types.js";
 import { requireBot, type BotEntry, type Directory } from "./directory.js";
 import { Rooms } from "./rooms.js";
-import { knownId, type Answer } from "./session-work.js";
+import { A2ATasks } from "./a2a-tasks.js";
+import { knownId, type Answer, type SessionWork } from "./session-work.js";
+import { MAX_REANSWERS } from "./turn-answer.js";
 
 export interface MessagingDeps {
   directory: Directory;
@@ -20,17 +22,27 @@ export interface MessagingDeps {
   clock: Clock;
   ids: IdGenerator;
   processId: string;
-  /** `messaging.poll_s` and `messaging.push`, as configured now. */
-  outbox: () => { poll_s: number; push: boolean };
+  /** `messaging.poll_s`, `push`, `claim_ttl_s` and `max_message_bytes`, as configured now. */
+  outbox: () => MessagingSettings;
   /** Bots of peer gateways (A2A). */
   remote?: RemoteAgents;
   /** Scale-out: outbox wakes between nodes. */
   bus?: Bus;
 }
 
+/** What messaging reads of config `messaging` at each decision. */
+export interface MessagingSettings extends OutboxSettings {
+  /** The largest A2A message a bot accepts (its parts, as JSON). @default 256 KiB */
+  max_message_bytes?: number;
+}
+
+export const DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024;
+
 export class Messaging {
   readonly rooms: Rooms;
   readonly outbox: Outbox;
+  /** The A2A tasks of this gateway's bots (the SDK's task store reads and writes them here). */
+  readonly tasks: A2ATasks;
 
   constructor(private readonly deps: MessagingDeps) {
     this.rooms = new Rooms({ directory: deps.directory, logger: deps.logger, hopLimit: deps.hopLimit });
@@ -44,15 +56,31 @@ export class Messaging {
       ...(deps.remote ? { remote: deps.remote } : {}),
       ...(deps.bus ? { bus: deps.bus } : {}),
     });
+    this.tasks = new A2ATasks({
+      directory: deps.directory,
+      clock: deps.clock,
+      logger: deps.logger,
+      processId: deps.processId,
+      claimTtlS: () => deps.outbox().claim_ttl_s,
+      answer: (caller, bot, from, text, messageId) => this.answer(caller, bot, from, text, messageId),
+      interrupt: (caller, bot, from, messageId) => this.interruptAnswer(caller, bot, from, messageId),
+    });
   }
 
   /** Starts the outbox's backstop poll (after the profiles' managers started). */
   start(): void {
     this.outbox.start();
+    this.tasks.start();
   }
 
   stop(): void {
     this.outbox.stop();
+    this.tasks.stop();
+  }
+
+  /** `messaging.max_message_bytes`, as configured now. */
+  maxMessageBytes(): number {
+    return this.deps.outbox().max_message_bytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   }
 
   /** Every bot of this gateway. */
@@ -72,20 +100,30 @@ export class Messaging {
    * sender retrying the same message (an envelope id) gets the same turn's answer, never a second turn.
    */
   async answer(caller: Caller, name: string, from: string, text: string, messageId: string): Promise<Answer> {
-    const bot = requireBot(this.deps.directory, name, "bot");
-    const wing = await this.deps.directory.wing(bot.profile);
-    const inbox = knownId("ses_agent", caller.principal, `a2a:${from}`, bot.profile);
+    const { bot, wing, inbox } = await this.inboxOf(caller, name, from);
     await wing.ensure(caller, inbox, {
       hidden: true,
       follow_profile_config: true,
       title: `${from} → ${bot.name} (A2A)`,
       metadata: { agent_inbox: { from, via: "a2a" } },
     });
-    return wing.with(caller, inbox, async (rt) => {
-      const turnId = await wing.submitOnce(rt, `[Message from the agent ${from} (A2A message ${messageId}); your answer is sent back to it.]\n${text}`, `a2a:${messageId}`);
-      await wing.settled(rt);
-      return (await wing.turnAnswer(rt.id, turnId)) ?? { ok: false, text: "(no answer: the turn has not ended)" };
-    });
+    const prompt = (again: string) => `[Message from the agent ${from} (A2A message ${messageId})${again}; your answer is sent back to it.]\n${text}`;
+    return wing.with(caller, inbox, (rt) =>
+      wing.answerOnce(rt, prompt(""), `a2a:${messageId}`, (cutBy) => prompt(`, sent again: your answer to it was cut off (${cutBy}) before it was whole`)),
+    );
+  }
+
+  /** Stops the turn answering A2A message `messageId` (and any turn asking it again): tasks/cancel. */
+  async interruptAnswer(caller: Caller, name: string, from: string, messageId: string): Promise<void> {
+    const { wing, inbox } = await this.inboxOf(caller, name, from);
+    await wing.cancelTurns(caller, inbox, [`a2a:${messageId}`, ...Array.from({ length: MAX_REANSWERS }, (_, i) => `a2a:${messageId}:again:${i + 1}`)]);
+  }
+
+  /** The bot, its wing, and the caller's inbox session for messages from `from` (a known id). */
+  private async inboxOf(caller: Caller, name: string, from: string): Promise<{ bot: BotEntry; wing: SessionWork; inbox: string }> {
+    const bot = requireBot(this.deps.directory, name, "bot");
+    const wing = await this.deps.directory.wing(bot.profile);
+    return { bot, wing, inbox: knownId("ses_agent", caller.principal, `a2a:${from}`, bot.profile) };
   }
 
   /**

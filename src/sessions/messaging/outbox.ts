@@ -7,13 +7,13 @@
  * delivered into the sender's live tip by one transaction that also marks the envelope delivered,
  * and that mark refuses a second delivery: exactly once, even when two workers race.
  *
- *   pending ─send─▶ sent ─reply─▶ replied ─deliver─▶ delivered
+ *   pending ─send─▶ sent ─reply─▶ replied ─deliver─▶ delivered   (or failed: a terminal error, told)
  *
- * A bot of this gateway is "sent" when its turn on the message started (the envelope id is the
- * turn's request id, so a retry after a crash finds the same turn), and "replied" when that turn
- * ended. A peer's bot goes through `remote` (A2A).
+ * The steps themselves are envelope-steps.ts. A claim is short (`messaging.claim_ttl_s`, seconds)
+ * and renewed while its step runs, so an envelope a dead process held is taken up within seconds
+ * of a restart — the refused claimant looks again when the claim lapses.
  */
-import { DisplayKind, ErrorCode, TetherError, type AgentReplyMetadata, type EnvelopeSummary } from "../../protocol/index.js";
+import { ErrorCode, TetherError, type EnvelopeSummary } from "../../protocol/index.js";
 import type { Clock, TimerHandle } from "../../lib/clock.js";
 import type { Bus } from "../../events/bus/index.js";
 import type { IdGenerator } from "../../lib/ids.js";
@@ -23,21 +23,17 @@ import { continuationAncestors } from "../core/live-tip.js";
 import { requireRow, storage } from "../core/session-access.js";
 import type { Caller } from "../core/types.js";
 import { envelopeSummary } from "../views/snapshots.js";
+import { holdingClaim } from "./claim-keeper.js";
 import { entryOfProfile, requireBot, type Directory } from "./directory.js";
-import { knownId, type SessionWork } from "./session-work.js";
+import { EnvelopeSteps, type RemoteAgents } from "./envelope-steps.js";
+import type { SessionWork } from "./session-work.js";
 
-/** A claim lasts this long; a process that died holding one loses it then. */
-export const ENVELOPE_CLAIM_TTL_MS = 60_000;
+export type { RemoteAgents, RemoteResult } from "./envelope-steps.js";
+
+/** A look at an envelope another process claimed comes this long after its claim lapses. */
+const CLAIM_SLACK_MS = 50;
 /** Retry delays of a failed step, in ms (the last repeats). */
 export const ENVELOPE_BACKOFF_MS = [1_000, 5_000, 30_000, 60_000] as const;
-
-/** Sends an envelope to a peer gateway's bot and returns its reply (A2A: a2a-peers.ts). */
-export interface RemoteAgents {
-  /** Throws while the peer is unreachable (the envelope stays pending and is retried). */
-  send(e: EnvelopeRow): Promise<{ reply: string; task_id: string | null }>;
-  /** The configured peer `name`, or undefined. */
-  has(peer: string): boolean;
-}
 
 export interface OutboxDeps {
   directory: Directory;
@@ -45,11 +41,24 @@ export interface OutboxDeps {
   ids: IdGenerator;
   logger: Logger;
   processId: string;
-  /** `messaging.poll_s` and `messaging.push`, as configured now. */
-  settings: () => { poll_s: number; push: boolean };
+  /** `messaging.poll_s`, `messaging.push` and `messaging.claim_ttl_s`, as configured now. */
+  settings: () => OutboxSettings;
   remote?: RemoteAgents;
   /** Scale-out: wakes reach the other nodes too (a step blocked by a session live elsewhere is taken there). */
   bus?: Bus;
+}
+
+/** What the outbox reads of `messaging` at each decision. */
+export interface OutboxSettings {
+  poll_s: number;
+  push: boolean;
+  /** How long an envelope's claim lasts unrenewed: a process that died holding one loses it then. */
+  claim_ttl_s: number;
+}
+
+/** The statuses of an envelope still moving. */
+function moving(status: EnvelopeRow["status"]): boolean {
+  return status === "pending" || status === "sent" || status === "replied";
 }
 
 /** The global bus message that wakes every node's outbox for one envelope. */
@@ -70,7 +79,11 @@ export class Outbox {
   private unsubscribe: (() => void) | undefined;
   private stopped = false;
 
-  constructor(private readonly deps: OutboxDeps) {}
+  private readonly steps: EnvelopeSteps;
+
+  constructor(private readonly deps: OutboxDeps) {
+    this.steps = new EnvelopeSteps({ directory: deps.directory, clock: deps.clock, logger: deps.logger, ...(deps.remote ? { remote: deps.remote } : {}) });
+  }
 
   /**
    * An envelope from `sessionId`'s tool call, to `to` (`bot` or `bot@peer`). Throws a TetherError
@@ -112,6 +125,8 @@ export class Outbox {
       recipient_session_id: null,
       recipient_turn_id: null,
       reply: null,
+      reply_status: null,
+      reanswers: 0,
       created_at: now,
       sent_at: null,
       replied_at: null,
@@ -213,16 +228,19 @@ export class Outbox {
 
   private async run(wing: SessionWork, id: string): Promise<void> {
     const store = envelopesOf(wing);
-    const owner = this.deps.processId;
-    if (!(await store.claimEnvelope(id, owner, this.deps.clock.now(), ENVELOPE_CLAIM_TTL_MS))) return; // done, or another's
+    const { clock, processId: owner } = this.deps;
+    const ttl = this.claimTtlMs();
+    if (!(await store.claimEnvelope(id, owner, clock.now(), ttl))) return this.afterRefusedClaim(wing, store, id);
     let e = (await store.getEnvelope(id))!;
     try {
-      while (!this.stopped && (e.status === "pending" || e.status === "sent" || e.status === "replied")) {
-        const patch = await this.step(wing, e);
-        if (patch === "delivered") break;
-        await wing.deps.committer.enqueue([{ op: "envelope.update", id, owner, patch }]);
-        e = { ...e, ...patch };
-      }
+      await holdingClaim(clock, ttl, () => store.claimEnvelope(id, owner, clock.now(), ttl), async () => {
+        while (!this.stopped && moving(e.status)) {
+          const patch = await this.steps.step(wing, e);
+          if (patch === "delivered") break;
+          await wing.deps.committer.enqueue([{ op: "envelope.update", id, owner, patch }]);
+          e = { ...e, ...patch };
+        }
+      });
       this.retries.get(id)?.cancel();
       this.retries.delete(id);
     } catch (err) {
@@ -230,84 +248,26 @@ export class Outbox {
       const delay = ENVELOPE_BACKOFF_MS[Math.min(e.attempts, ENVELOPE_BACKOFF_MS.length - 1)]!;
       const message = err instanceof Error ? err.message : String(err);
       this.deps.logger.warn({ err, envelope_id: id, status: e.status, attempt: e.attempts + 1, retry_in_ms: delay }, "outbox step failed; retrying");
-      await store.releaseEnvelope(id, owner, this.deps.clock.now() + delay, message).catch(() => undefined);
+      await store.releaseEnvelope(id, owner, clock.now() + delay, message).catch(() => undefined);
       this.retryLater(wing.profile, id, delay);
       // A session this step needs is live on another node: that node can take the step now.
       if (err instanceof TetherError && err.code === ErrorCode.Busy) this.wakeOthers(wing.profile, id);
     }
   }
 
-  /** One step forward: the patch it earned, or "delivered" (the delivery wrote its own mark). */
-  private async step(wing: SessionWork, e: EnvelopeRow): Promise<Partial<EnvelopeRow> | "delivered"> {
-    const now = () => this.deps.clock.now();
-    if (e.status === "pending" && e.peer !== null) {
-      const out = await this.deps.remote!.send(e);
-      return { status: "replied", sent_at: now(), replied_at: now(), reply: out.reply, recipient_turn_id: out.task_id };
-    }
-    if (e.status === "pending") {
-      const sent = await this.sendLocal(e);
-      return { status: "sent", sent_at: now(), ...sent };
-    }
-    if (e.status === "sent") {
-      return { status: "replied", replied_at: now(), reply: await this.localReply(e) };
-    }
-    await this.deliverReply(wing, e);
-    return "delivered";
+  /**
+   * Done, or another process holds the claim: look again once it lapses. A holder that died (a
+   * SIGKILL, a restart) stops renewing, so the next process takes the envelope within seconds.
+   */
+  private async afterRefusedClaim(wing: SessionWork, store: EnvelopeStore, id: string): Promise<void> {
+    const e = await store.getEnvelope(id);
+    if (!e || !moving(e.status) || e.claim_expires_at === null) return;
+    this.retryLater(wing.profile, id, Math.max(0, e.claim_expires_at - this.deps.clock.now()) + CLAIM_SLACK_MS);
   }
 
-  /** A local bot's turn on the message, in its inbox session for this sender (made once). */
-  private async sendLocal(e: EnvelopeRow): Promise<{ recipient_session_id: string; recipient_turn_id: string }> {
-    const bot = requireBot(this.deps.directory, e.to_name);
-    const wing = await this.deps.directory.wing(bot.profile);
-    const caller = { principal: e.principal };
-    const inbox = knownId("ses_agent", e.principal, e.from_profile, bot.profile);
-    await wing.ensure(caller, inbox, {
-      hidden: true,
-      follow_profile_config: true,
-      title: `${e.from_name} → ${bot.name}`,
-      metadata: { agent_inbox: { from: e.from_name, from_profile: e.from_profile } },
-    });
-    return wing.with(caller, inbox, async (rt) => ({
-      recipient_session_id: rt.id,
-      recipient_turn_id: await wing.submitOnce(rt, inboxPrompt(e), `envelope:${e.id}`),
-    }));
-  }
-
-  /** Waits for the recipient's turn to end here and reads its answer. */
-  private async localReply(e: EnvelopeRow): Promise<string> {
-    const bot = requireBot(this.deps.directory, e.to_name);
-    const wing = await this.deps.directory.wing(bot.profile);
-    const caller = { principal: e.principal };
-    const answer = await wing.with(caller, e.recipient_session_id!, async (rt) => {
-      await wing.settled(rt);
-      return wing.turnAnswer(rt.id, e.recipient_turn_id!);
-    });
-    if (!answer) throw new Error(`the turn of ${e.to} has not ended yet`);
-    return answer.text;
-  }
-
-  /** The reply, as one message in the sender's live tip, and the envelope marked delivered: one transaction. */
-  private async deliverReply(wing: SessionWork, e: EnvelopeRow): Promise<void> {
-    const metadata: AgentReplyMetadata = {
-      envelope_id: e.id,
-      from: e.to,
-      to: e.from_name,
-      sender_session_id: e.from_session_id,
-      ...(e.peer ? { peer: e.peer } : {}),
-    };
-    const at = this.deps.clock.now();
-    const where = await wing.deliverToTip(
-      e.from_session_id,
-      {
-        role: "user",
-        content: `[Reply from ${e.to} to your message ${e.id}]\n${e.reply ?? ""}`,
-        display_kind: DisplayKind.AgentReply,
-        display_metadata: { ...metadata },
-        ops: (written) => [{ op: "envelope.deliver", id: e.id, session_id: written.session_id, message_id: written.message_id, at }],
-      },
-      `delivery:${e.id}`,
-    );
-    this.deps.logger.info({ envelope_id: e.id, ...where }, "agent reply delivered");
+  /** `messaging.claim_ttl_s`, as configured now. */
+  private claimTtlMs(): number {
+    return this.deps.settings().claim_ttl_s * 1000;
   }
 
   private retryLater(profile: string, id: string, delayMs: number): void {
@@ -327,9 +287,4 @@ function envelopesOf(wing: SessionWork): EnvelopeStore {
   const store = wing.store.envelopes;
   if (!store) throw new TetherError(ErrorCode.Internal, "this store keeps no agent outbox");
   return store;
-}
-
-/** The prompt of the recipient's turn: who writes, and that the answer goes back to them. */
-function inboxPrompt(e: EnvelopeRow): string {
-  return `[Message from the agent ${e.from_name} (envelope ${e.id}); your answer is sent back to it.]\n${e.text}`;
 }

@@ -12,7 +12,7 @@ import { ErrorCode, EventType, TetherError, type MessageCompletePayload, type Me
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
-import { fromEventRow, type EventLog, type GroupCommitter } from "../../events/index.js";
+import type { EventLog, GroupCommitter } from "../../events/index.js";
 import type { MessageRole, SessionFlags, SessionRow, Store, WriteOp } from "../../store/types.js";
 import { newMessageRow } from "../../agent/turn-frames.js";
 import type { LiveRegistry } from "../core/live-registry.js";
@@ -29,6 +29,9 @@ import type { ModelSwitching } from "../models/model-switching.js";
 import { identityOf, mergeModelConfig } from "../models/model-identity.js";
 import { newSessionRow } from "../views/session-rows.js";
 import { isRecoverableEnd } from "../../protocol/index.js";
+import { cutByGateway, MAX_REANSWERS, readTurnAnswer, type Answer } from "./turn-answer.js";
+
+export type { Answer } from "./turn-answer.js";
 
 export interface SessionWorkDeps {
   profile: string;
@@ -56,12 +59,6 @@ export interface AppendedMessage {
   ops?: (written: { seq: number; message_id: string; session_id: string }) => WriteOp[];
   /** Also added to the model's history (an agent reply the next turn should see). */
   toHistory?: boolean;
-}
-
-/** The answer of one `ask`: the turn's last assistant text, and whether the turn completed. */
-export interface Answer {
-  ok: boolean;
-  text: string;
 }
 
 /** `prefix_` + 24 hex digits of a hash of `parts`: the same parts always name the same session. */
@@ -235,17 +232,30 @@ export class SessionWork {
   }
 
   /**
-   * The answer of turn `turnId` as its frames recorded it: its last assistant message, and whether
-   * the turn completed. Null while the turn has not ended.
+   * The answer to `prompt` in `rt`, once per `requestId`: its turn (started now, or the same one
+   * found again by a retry or after a restart) waited for here. A turn the gateway itself cut (a
+   * restart, a stop) is asked again — `again` as the prompt, request id `REQUEST:again:N`, at most
+   * MAX_REANSWERS times — so a crash never passes a partial answer on as if it were whole.
    */
-  async turnAnswer(sessionId: string, turnId: string): Promise<Answer | null> {
-    const rows = await this.deps.store.readEvents(sessionId, 0, 1_000_000);
-    const frames = rows.filter((r) => r.turn_id === turnId).map((r) => fromEventRow(r, this.deps.epoch));
-    const complete = frames.find((f) => f.type === EventType.TurnComplete)?.payload as { status?: string } | undefined;
-    if (!complete) return null;
-    const answers = frames.filter((f) => f.type === EventType.MessageComplete).map((f) => f.payload as MessageCompletePayload).filter((p) => p.role === "assistant" && p.content);
-    const text = answers.at(-1)?.content ?? "";
-    return { ok: complete.status === "complete" && text.length > 0, text: text || `(no answer: the turn ended ${complete.status ?? "without a status"})` };
+  async answerOnce(rt: SessionRuntime, prompt: string, requestId: string, again: (cutBy: string) => string): Promise<Answer> {
+    let turnId = await this.submitOnce(rt, prompt, requestId);
+    for (let n = 1; ; n++) {
+      await this.settled(rt);
+      const answer = (await storage(() => readTurnAnswer(this.deps.store, rt.id, turnId))) ?? { ok: false, text: "", status: "failed" as const, reason: "the turn has not ended" };
+      if (!cutByGateway(answer) || n > MAX_REANSWERS) return answer;
+      this.deps.logger.warn({ session_id: rt.id, turn_id: turnId, stop_reason: answer.stopReason }, "an answer was cut by the gateway; asking again");
+      turnId = await this.submitOnce(rt, again(answer.stopReason ?? "restart"), `${requestId}:again:${n}`);
+    }
+  }
+
+  /** Stops the turns of these request ids in the caller's session `id` (running: interrupted; queued: dropped). */
+  async cancelTurns(caller: Caller, id: string, requestIds: readonly string[]): Promise<void> {
+    await this.with(caller, id, async (rt) => {
+      for (const requestId of requestIds) {
+        const row = await storage(() => this.deps.store.getIdempotency(rt.id, requestId));
+        if (row) await rt.cancelTurn(row.turn_id);
+      }
+    });
   }
 
   /** Changes the session's flags (a room's members), with a `session.info` in the same transaction. */
@@ -262,11 +272,12 @@ export class SessionWork {
   async ask(rt: SessionRuntime, text: string): Promise<Answer> {
     const before = rt.log.latestSeq;
     const submitted = rt.submit(text, undefined);
-    let answer: Answer = { ok: false, text: "" };
+    let answer: Answer = { ok: false, text: "", status: "failed" };
     const read = rt.runJob(async () => {
       const rows = await this.deps.store.loadMessages(rt.id, before);
       const last = rows.filter((r) => r.role === "assistant").at(-1);
-      answer = { ok: last?.status === "complete" && last.content.length > 0, text: last?.content ?? "" };
+      const ok = last?.status === "complete" && last.content.length > 0;
+      answer = { ok, text: last?.content ?? "", status: ok ? "complete" : last?.status === "interrupted" ? "interrupted" : "failed" };
     });
     await submitted;
     await read;

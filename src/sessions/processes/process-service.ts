@@ -18,7 +18,7 @@ import type { Clock, TimerHandle } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
 import type { ProcessRow, Store, WriteOp } from "../../store/types.js";
-import { spawnShell, type CommandExit, type SpawnedCommand, type WorkspaceProcesses } from "../../agent/tools/workspace/index.js";
+import { spawnShell, type CommandExit, type CommandLaunch, type SpawnedCommand, type WorkspaceProcesses } from "../../agent/tools/workspace/index.js";
 import { ToolFailure } from "../../agent/tools/index.js";
 import { storage } from "../core/session-access.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
@@ -84,11 +84,18 @@ export class ProcessService {
     return false;
   }
 
-  async start(rt: SessionRuntime, req: { command: string; cwd: string; turnId: string; traceId: string }): Promise<ProcessInfo> {
+  async start(rt: SessionRuntime, req: { command: string; cwd: string; launch: CommandLaunch; maxRunning: number; turnId: string; traceId: string }): Promise<ProcessInfo> {
     const { clock, ids } = this.deps;
+    const runningNow = [...(this.bySession.get(rt.id)?.values() ?? [])].filter((p) => !p.ended).length;
+    if (runningNow >= req.maxRunning) {
+      throw new ToolFailure(
+        "process_limit",
+        `this session already runs ${runningNow} background processes, the most it may (tools.workspace.max_processes = ${req.maxRunning}): stop one with process_kill first`,
+      );
+    }
     const out = new OutputLog();
     let proc: LiveProcess | undefined;
-    const child = await spawnShell(req.command, req.cwd, (chunk) => {
+    const child = await spawnShell(req.launch, req.cwd, (chunk) => {
       out.append(chunk);
       if (proc) this.streamSoon(proc);
     }, clock);
@@ -234,17 +241,17 @@ export class ProcessService {
     p.frameTimer?.cancel();
     p.frameTimer = null;
     this.flushFrame(p);
+    // `killed` only when true: a tree that outlived the stop is not known to be gone.
+    if (!exit.treeGone) this.deps.logger.warn({ session_id: p.rt.id, process_id: p.row.id, pid: p.row.pid }, "a background process's tree outlived its shell");
     const ended: ProcessExitedPayload = {
       id: p.row.id,
-      status: p.killing ? "killed" : "exited",
+      status: !exit.treeGone ? "lost" : p.killing ? "killed" : "exited",
       exit_code: exit.exitCode,
       signal: exit.signal,
       ended_at: this.deps.clock.now(),
       output_tail: p.out.tail(TAIL_BYTES).bytes.toString("utf8"),
     };
     p.ended = ended;
-    // What the command left in its group goes with it.
-    p.child.kill("SIGKILL");
     try {
       p.rt.log.emit(EventType.ProcessExited, ended, {
         ops: [{ op: "process.update", id: p.row.id, patch: { status: ended.status, exit_code: ended.exit_code, signal: ended.signal, ended_at: ended.ended_at, output_tail: ended.output_tail } }],

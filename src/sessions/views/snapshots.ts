@@ -111,6 +111,7 @@ export function envelopeSummary(e: EnvelopeRow): EnvelopeSummary {
     status: e.status,
     attempts: e.attempts,
     last_error: e.last_error,
+    reply_status: e.reply_status,
     next_attempt_at: e.next_attempt_at,
     created_at: e.created_at,
     sent_at: e.sent_at,

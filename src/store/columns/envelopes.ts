@@ -5,13 +5,15 @@
 import type { EnvelopePatch, EnvelopeRow } from "../rows.js";
 
 /** The columns an envelope patch may set (a patch is typed so; this keeps a stray key out of SQL). */
-const PATCHABLE = new Set(["status", "attempts", "next_attempt_at", "last_error", "recipient_session_id", "recipient_turn_id", "reply", "sent_at", "replied_at"]);
+const PATCHABLE = new Set([
+  "status", "attempts", "next_attempt_at", "last_error", "recipient_session_id", "recipient_turn_id", "reply", "reply_status", "reanswers", "sent_at", "replied_at",
+]);
 
 /** Every column, in the order both stores insert them. */
 export const ENVELOPE_COLUMNS = [
   "id", "principal", "from_session_id", "from_profile", "from_name", "to_address", "to_name", "peer", "text", "status",
   "attempts", "next_attempt_at", "claimed_by", "claim_expires_at", "last_error", "recipient_session_id", "recipient_turn_id",
-  "reply", "created_at", "sent_at", "replied_at", "delivered_at", "delivered_session_id", "delivered_message_id",
+  "reply", "created_at", "sent_at", "replied_at", "delivered_at", "delivered_session_id", "delivered_message_id", "reply_status", "reanswers",
 ] as const;
 
 export function envelopeFromColumns(r: Record<string, unknown>): EnvelopeRow {
@@ -36,6 +38,8 @@ export function envelopeFromColumns(r: Record<string, unknown>): EnvelopeRow {
     recipient_session_id: str(r.recipient_session_id),
     recipient_turn_id: str(r.recipient_turn_id),
     reply: str(r.reply),
+    reply_status: str(r.reply_status) as EnvelopeRow["reply_status"],
+    reanswers: Number(r.reanswers ?? 0),
     created_at: Number(r.created_at),
     sent_at: num(r.sent_at),
     replied_at: num(r.replied_at),

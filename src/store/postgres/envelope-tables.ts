@@ -39,10 +39,10 @@ export class PgEnvelopeTables implements EnvelopeStore {
       }
       case "envelope.deliver": {
         const r = await c.query(
-          `UPDATE agent_envelopes SET status = 'delivered', delivered_session_id = $1, delivered_message_id = $2, delivered_at = $3,
+          `UPDATE agent_envelopes SET status = $5, delivered_session_id = $1, delivered_message_id = $2, delivered_at = $3,
              claimed_by = NULL, claim_expires_at = NULL
-           WHERE id = $4 AND status <> 'delivered'`,
-          [op.session_id, op.message_id, op.at, op.id],
+           WHERE id = $4 AND status NOT IN ('delivered', 'failed')`,
+          [op.session_id, op.message_id, op.at, op.id, op.status ?? "delivered"],
         );
         if (r.rowCount === 0) throw new AlreadyDeliveredError(op.id);
         return;

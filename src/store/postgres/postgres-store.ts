@@ -33,6 +33,7 @@ import type { WriteOp } from "../write-ops.js";
 import { PgWrites } from "./apply-ops.js";
 import { PgDelegationTables } from "./delegation-tables.js";
 import { PgEnvelopeTables } from "./envelope-tables.js";
+import { PgA2ATaskTables } from "./a2a-task-tables.js";
 import { PgRequestTables } from "./request-tables.js";
 import { PgProcessTables } from "./process-tables.js";
 import { PgHttpTables } from "./http-tables.js";
@@ -84,6 +85,8 @@ export class PostgresStore implements Store {
   readonly processes: PgProcessTables;
   /** The agent outbox (`agent_envelopes`). */
   readonly envelopes: PgEnvelopeTables;
+  /** A2A tasks of this store's bots (`a2a_tasks`). */
+  readonly a2aTasks: PgA2ATaskTables;
   /** The /v1/runs API's runs and session keys. */
   readonly runs: PgRunTables;
   /** Deleting sessions ended long ago (retention). */
@@ -100,10 +103,11 @@ export class PostgresStore implements Store {
     this.requests = new PgRequestTables(pool);
     this.processes = new PgProcessTables(pool);
     this.envelopes = new PgEnvelopeTables(pool);
+    this.a2aTasks = new PgA2ATaskTables(pool);
     this.runs = new PgRunTables(pool);
     this.retention = new PgRetention(pool, (fn) => this.tx(fn));
     this.http = new PgHttpTables(pool, (fn) => this.tx(fn));
-    this.writes = new PgWrites(this.http, this.delegations, this.requests, this.processes, this.envelopes);
+    this.writes = new PgWrites(this.http, this.delegations, this.requests, this.processes, this.envelopes, this.a2aTasks);
   }
 
   /** Connects, creates the schema if named, and applies pending migrations (serialized across nodes). */
@@ -331,6 +335,14 @@ export class PostgresStore implements Store {
       `SELECT session_id, seq, type, payload, turn_id, trace_id, created_at FROM events
        WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
       [sessionId, afterSeq, limit],
+    );
+  }
+
+  async readEventsBefore(sessionId: string, beforeSeq: number, limit: number): Promise<EventRow[]> {
+    return this.q<EventRow>(
+      `SELECT session_id, seq, type, payload, turn_id, trace_id, created_at FROM events
+       WHERE session_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`,
+      [sessionId, beforeSeq, limit],
     );
   }
 

@@ -1,5 +1,6 @@
 /** PostgreSQL statements of `RetentionStore`: ended sessions by end time, deleted a bounded step at a time. */
 import type pg from "pg";
+import { FINISHED_A2A_STATES_SQL } from "../columns/a2a-tasks.js";
 import { RETENTION_END_REASON, type EndedSession, type PurgeStep, type RetentionStore } from "../retention-types.js";
 
 type Tx = <T>(fn: (c: pg.PoolClient) => Promise<T>) => Promise<T>;
@@ -43,5 +44,14 @@ export class PgRetention implements RetentionStore {
       await c.query(`DELETE FROM sessions WHERE id = $1`, [id]);
       return "deleted";
     });
+  }
+
+  async purgeA2ATasks(updatedBefore: number, limit: number): Promise<number> {
+    const r = await this.pool.query(
+      `DELETE FROM a2a_tasks WHERE id IN (
+         SELECT id FROM a2a_tasks WHERE state IN ${FINISHED_A2A_STATES_SQL} AND updated_at < $1 ORDER BY updated_at LIMIT $2)`,
+      [updatedBefore, limit],
+    );
+    return r.rowCount ?? 0;
   }
 }

@@ -7,7 +7,7 @@ import type Database from "better-sqlite3";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
 import { FenceError } from "../errors.js";
 import { DeltaAppends, DeltaBuckets } from "./appends.js";
-import { unsupportedOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
+import { unsupportedOp, type A2ATaskOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
 
 type Statement = Database.Statement;
 
@@ -56,6 +56,7 @@ export class SqliteWrites {
     private readonly requests: OpTables<RequestOp>,
     private readonly processes: OpTables<ProcessOp>,
     private readonly envelopes: OpTables<EnvelopeOp>,
+    private readonly a2aTasks: OpTables<A2ATaskOp>,
   ) {
     this.insertSession = db.prepare(
       `INSERT INTO sessions (id, principal, profile, title, parent_session_id, model, provider, model_config, flags, todo,
@@ -190,6 +191,8 @@ export class SqliteWrites {
       case "envelope.update":
       case "envelope.deliver":
         return this.envelopes.apply(op);
+      case "a2a_task.put":
+        return this.a2aTasks.apply(op);
       default:
         return unsupportedOp(op, "SqliteStore");
     }

@@ -18,9 +18,9 @@ export class EnvelopeTables implements EnvelopeStore {
     this.insert = db.prepare(`INSERT INTO agent_envelopes (${ENVELOPE_COLUMNS.join(", ")}) VALUES (${ENVELOPE_COLUMNS.map(() => "?").join(", ")})`);
     this.select = db.prepare(`SELECT * FROM agent_envelopes WHERE id = ?`);
     this.deliver = db.prepare(
-      `UPDATE agent_envelopes SET status = 'delivered', delivered_session_id = ?, delivered_message_id = ?, delivered_at = ?,
+      `UPDATE agent_envelopes SET status = ?, delivered_session_id = ?, delivered_message_id = ?, delivered_at = ?,
          claimed_by = NULL, claim_expires_at = NULL
-       WHERE id = ? AND status <> 'delivered'`,
+       WHERE id = ? AND status NOT IN ('delivered', 'failed')`,
     );
     this.claim = db.prepare(
       `UPDATE agent_envelopes SET claimed_by = ?, claim_expires_at = ?
@@ -50,7 +50,7 @@ export class EnvelopeTables implements EnvelopeStore {
         return;
       }
       case "envelope.deliver":
-        if (this.deliver.run(op.session_id, op.message_id, op.at, op.id).changes === 0) throw new AlreadyDeliveredError(op.id);
+        if (this.deliver.run(op.status ?? "delivered", op.session_id, op.message_id, op.at, op.id).changes === 0) throw new AlreadyDeliveredError(op.id);
         return;
     }
   }

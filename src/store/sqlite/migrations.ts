@@ -334,4 +334,31 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX requests_expiring ON requests (expires_at) WHERE status = 'open' AND expires_at IS NOT NULL;
     `,
   },
+  {
+    version: 16,
+    name: "A2A tasks in the store, owned by a principal; an envelope's reply says whether it is whole",
+    sql: `
+      -- One row per A2A task of a bot: the SDK's Task as JSON, its principal and bot (a lookup by
+      -- another principal or bot finds nothing), and while unfinished the process working on it
+      -- and when that claim lapses (a restarted gateway takes it up then).
+      CREATE TABLE a2a_tasks (
+        id TEXT PRIMARY KEY,
+        principal TEXT NOT NULL,
+        bot TEXT NOT NULL,
+        context_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        body TEXT NOT NULL,
+        owner TEXT,
+        claim_expires_at INTEGER,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE INDEX a2a_tasks_unfinished ON a2a_tasks (claim_expires_at) WHERE state NOT IN ('completed', 'failed', 'canceled', 'rejected');
+      CREATE INDEX a2a_tasks_finished ON a2a_tasks (updated_at) WHERE state IN ('completed', 'failed', 'canceled', 'rejected');
+      -- complete | interrupted | failed: a reply cut short says so; reanswers counts the recipient's
+      -- turns started again after a restart cut its answer.
+      ALTER TABLE agent_envelopes ADD COLUMN reply_status TEXT;
+      ALTER TABLE agent_envelopes ADD COLUMN reanswers INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];

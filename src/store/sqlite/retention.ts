@@ -1,5 +1,6 @@
 /** SQLite statements of `RetentionStore`: ended sessions by end time, deleted a bounded step at a time. */
 import type Database from "better-sqlite3";
+import { FINISHED_A2A_STATES_SQL } from "../columns/a2a-tasks.js";
 import { RETENTION_END_REASON, type EndedSession, type PurgeStep, type RetentionStore } from "../retention-types.js";
 import { releaseFreePages } from "../sqlite-vacuum.js";
 
@@ -45,6 +46,11 @@ export class SqliteRetention implements RetentionStore {
         db.prepare(`DELETE FROM agent_envelopes WHERE from_session_id = ?`),
       ],
       session: db.prepare(`DELETE FROM sessions WHERE id = ?`),
+      // On the partial index of finished tasks (migration 16).
+      tasks: db.prepare(
+        `DELETE FROM a2a_tasks WHERE id IN (
+           SELECT id FROM a2a_tasks WHERE state IN ${FINISHED_A2A_STATES_SQL} AND updated_at < ? ORDER BY updated_at LIMIT ?)`,
+      ),
     };
     this.purge = db.transaction((id: string, endedBefore: number, maxRows: number): PurgeStep => {
       const row = this.s.row.get(id) as { ended_at: number | null; end_reason: string | null } | undefined;
@@ -79,6 +85,10 @@ export class SqliteRetention implements RetentionStore {
     } finally {
       this.leasesChanged();
     }
+  }
+
+  async purgeA2ATasks(updatedBefore: number, limit: number): Promise<number> {
+    return this.s.tasks.run(updatedBefore, limit).changes;
   }
 
   async releaseSpace(maxPages: number): Promise<number> {

@@ -34,6 +34,7 @@ import { DelegationTables } from "./delegation-tables.js";
 import { RequestTables } from "./request-tables.js";
 import { ProcessTables } from "./process-tables.js";
 import { EnvelopeTables } from "./envelope-tables.js";
+import { A2ATaskTables } from "./a2a-task-tables.js";
 import { HttpTables } from "./http-tables.js";
 import { RunTables } from "./run-tables.js";
 import { MIGRATIONS } from "./migrations.js";
@@ -85,6 +86,8 @@ export class SqliteStore implements Store {
   readonly processes: ProcessTables;
   /** The agent outbox (`agent_envelopes`). */
   readonly envelopes: EnvelopeTables;
+  /** A2A tasks of this store's bots (`a2a_tasks`). */
+  readonly a2aTasks: A2ATaskTables;
   /** The /v1/runs API's runs and session keys. */
   readonly runs: RunTables;
   /** Deleting sessions ended long ago (retention). */
@@ -137,6 +140,10 @@ export class SqliteStore implements Store {
         `SELECT session_id, seq, type, payload, turn_id, trace_id, created_at FROM events
          WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
       ),
+      readEventsBefore: db.prepare(
+        `SELECT session_id, seq, type, payload, turn_id, trace_id, created_at FROM events
+         WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
+      ),
       latestSeq: db.prepare(`SELECT MAX(seq) AS seq FROM events WHERE session_id = ?`),
       earliestSeq: db.prepare(`SELECT MIN(seq) AS seq FROM events WHERE session_id = ?`),
       getIdempotency: db.prepare(`SELECT * FROM idempotency WHERE session_id = ? AND request_id = ?`),
@@ -178,8 +185,9 @@ export class SqliteStore implements Store {
     this.requests = new RequestTables(db);
     this.processes = new ProcessTables(db);
     this.envelopes = new EnvelopeTables(db);
+    this.a2aTasks = new A2ATaskTables(db);
     this.runs = new RunTables(db);
-    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes);
+    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes, this.a2aTasks);
     this.writes = writes;
     this.retention = new SqliteRetention(db, () => writes.leasesChanged());
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
@@ -303,6 +311,10 @@ export class SqliteStore implements Store {
 
   async readEvents(sessionId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
     return this.stmts.readEvents!.all(sessionId, afterSeq, limit) as EventRow[];
+  }
+
+  async readEventsBefore(sessionId: string, beforeSeq: number, limit: number): Promise<EventRow[]> {
+    return this.stmts.readEventsBefore!.all(sessionId, beforeSeq, limit) as EventRow[];
   }
 
   async latestEventSeq(sessionId: string): Promise<number> {

@@ -1,8 +1,8 @@
 /**
- * Path confinement for the workspace tools. Every path a tool is given is resolved against the
- * session's cwd and must land inside one of the workspace's roots (the cwd, plus the profile's
- * `tools.workspace_roots`) after symlinks are followed: `..`, an absolute path elsewhere and a
- * symlink pointing out are all refused the same way.
+ * Path confinement for the workspace tools. A session's workspace is the operator's root its cwd
+ * lies in (`tools.workspace.roots`): every path a tool is given is resolved against the session's
+ * cwd and must land inside that root after symlinks are followed: `..`, an absolute path elsewhere
+ * and a symlink pointing out are all refused the same way.
  *
  * Why realpath and not a string check: `link -> /etc` inside the cwd passes any check on the
  * text of the path. A path that does not exist yet (a file to write) is judged by its deepest
@@ -11,36 +11,84 @@
  */
 import { lstat, realpath } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
+import { realRootProblem } from "../../../config/index.js";
 import { ToolFailure } from "../tool-errors.js";
 
 /** Where a session's workspace tools may reach. */
 export interface WorkspaceScope {
   /** The session's cwd (real, absolute): relative paths start here. */
   cwd: string;
-  /** The cwd and every extra root that exists, real paths. */
+  /** The operator's root the cwd lies in (real): what the tools and the sandbox reach. */
+  root: string;
+  /** `[root]`: every path must land inside one. */
   roots: readonly string[];
+}
+
+/** The operator's roots of a profile as they are now, and the gateway's own paths (real) no root may hold. */
+export interface WorkspaceRoots {
+  roots: readonly string[];
+  protect: readonly string[];
 }
 
 export const OUTSIDE_WORKSPACE = "outside_workspace";
 
+/** Why a cwd is refused (session.create, or a tool call of a session whose cwd no root holds now). */
+export class CwdRefused extends Error {
+  override name = "CwdRefused";
+  constructor(
+    message: string,
+    readonly roots: readonly string[],
+  ) {
+    super(message);
+  }
+}
+
+/** The roots that exist and may be used, real; a root that became forbidden (a symlink moved) reaches nothing. */
+async function usableRoots(where: WorkspaceRoots): Promise<string[]> {
+  const out: string[] = [];
+  for (const r of where.roots) {
+    if (!isAbsolute(r)) continue;
+    const real = await realpath(r).catch(() => null);
+    if (real && !realRootProblem(real, where.protect)) out.push(real);
+  }
+  return out;
+}
+
+function rootsText(roots: readonly string[]): string {
+  return roots.length === 0 ? "this profile names no workspace roots (tools.workspace.roots)" : `this profile's workspace roots are ${roots.join(", ")}`;
+}
+
+/**
+ * The real path of a client's `cwd` and the root it lies in (the most specific one), or CwdRefused
+ * naming the roots. Symlinks are followed first: a link inside a root pointing out is refused.
+ */
+export async function confineCwd(cwd: string, where: WorkspaceRoots): Promise<{ cwd: string; root: string }> {
+  if (!isAbsolute(cwd)) throw new CwdRefused(`cwd must be an absolute path, got ${JSON.stringify(cwd)}: ${rootsText(where.roots)}`, where.roots);
+  if (cwd.includes("\0")) throw new CwdRefused(`cwd contains a NUL character: ${rootsText(where.roots)}`, where.roots);
+  const real = await realpath(cwd).catch(() => null);
+  if (!real) throw new CwdRefused(`cwd ${cwd} does not exist: ${rootsText(where.roots)}`, where.roots);
+  const inside = (await usableRoots(where)).filter((r) => isInside(r, real));
+  const root = inside.sort((a, b) => b.length - a.length)[0];
+  if (!root) {
+    const resolved = real === cwd ? "" : ` (it resolves to ${real})`;
+    throw new CwdRefused(`cwd ${cwd}${resolved} is outside the workspace: ${rootsText(where.roots)}`, where.roots);
+  }
+  return { cwd: real, root };
+}
+
 /**
  * The scope of a session, its paths real (symlinks followed), or why it has none. Read at every
- * call: a root created or removed since is judged as it is now.
+ * call: a root removed from the config since, or a cwd that moved out, is judged as it is now.
  */
-export async function scopeOf(cwd: string | undefined, extraRoots: readonly string[]): Promise<WorkspaceScope> {
+export async function scopeOf(cwd: string | undefined, where: WorkspaceRoots): Promise<WorkspaceScope> {
   if (!cwd) throw new ToolFailure("no_workspace", "this session has no cwd (give `cwd` to session.create): workspace tools need one");
-  if (!isAbsolute(cwd)) throw new ToolFailure("no_workspace", `the session's cwd is not an absolute path: ${cwd}`);
-  const real = await realpath(cwd).catch(() => {
-    throw new ToolFailure("no_workspace", `the session's cwd does not exist: ${cwd}`);
-  });
-  const roots = [real];
-  for (const r of extraRoots) {
-    // A root that does not exist (or is not absolute) reaches nothing.
-    if (!isAbsolute(r)) continue;
-    const rr = await realpath(r).catch(() => null);
-    if (rr) roots.push(rr);
+  try {
+    const confined = await confineCwd(cwd, where);
+    return { cwd: confined.cwd, root: confined.root, roots: [confined.root] };
+  } catch (err) {
+    if (err instanceof CwdRefused) throw new ToolFailure("no_workspace", `this session has no workspace: ${err.message}`);
+    throw err;
   }
-  return { cwd: real, roots };
 }
 
 /** True when `p` is `root` or below it (both already real paths). */

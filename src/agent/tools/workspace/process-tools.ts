@@ -40,7 +40,7 @@ export function processKillTool(): Tool {
     annotations: { readOnly: false, destructive: true, idempotent: true },
     spec: {
       name: "process_kill",
-      description: "Stop a background process of this session (SIGTERM to its process group, SIGKILL after a grace).",
+      description: "Stop a background process of this session and everything it started (SIGTERM first, SIGKILL to the whole tree after a grace).",
       parameters: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
     },
     async execute(args, ctx) {

@@ -4,12 +4,16 @@
  * session's log); the tools only start, read and kill through it.
  */
 import type { ProcessInfo, ProcessOutputPage } from "../../../protocol/index.js";
+import type { CommandLaunch } from "./sandbox.js";
 
 export type { ProcessInfo, ProcessOutputPage, ProcessStatus } from "../../../protocol/index.js";
 
 export interface WorkspaceProcesses {
-  /** `turn`: the call's turn, carried by `process.started`. */
-  start(req: { command: string; cwd: string; turnId: string; traceId: string }): Promise<ProcessInfo>;
+  /**
+   * `turnId`: the call's turn, carried by `process.started`. `launch`: how it runs (the sandbox).
+   * `maxRunning`: the profile's `tools.workspace.max_processes`; one more is refused (`process_limit`).
+   */
+  start(req: { command: string; cwd: string; launch: CommandLaunch; maxRunning: number; turnId: string; traceId: string }): Promise<ProcessInfo>;
   /** `tail`: only the last that many bytes; else a page from `afterOffset`. */
   output(id: string, opts: { tail?: number; afterOffset?: number }): Promise<ProcessOutputPage>;
   kill(id: string): Promise<ProcessInfo>;

@@ -1,10 +1,11 @@
 /**
  * `terminal { command, cwd?, timeout_s?, background? }`: runs a shell command in the session's
- * workspace. In the foreground it waits (at most `timeout_s`, default 120 s, on the Clock) and
- * returns the exit code, the duration and the output capped head + tail; what the command left
- * running when its shell exited is killed with it (use `background: true` for a server or a
- * watcher). `background: true` hands the command to the session's processes and returns its id.
- * Policy `ask` by default (not read-only): the approval shows the exact command and cwd.
+ * workspace, in the command sandbox (sandbox.ts) unless the profile set `sandbox: none`. In the
+ * foreground it waits (at most `timeout_s`, default 120 s, on the Clock) and returns the exit code,
+ * the duration and the output capped head + tail; what the command left running when its shell
+ * exited is killed with it (use `background: true` for a server or a watcher). `background: true`
+ * hands the command to the session's processes and returns its id. Policy `ask` by default (not
+ * read-only): the approval shows the exact command and cwd.
  */
 import { resolve } from "node:path";
 import { z } from "zod";
@@ -13,8 +14,9 @@ import { ToolInputError, ToolOutput, type Tool } from "../registry.js";
 import { ToolFailure } from "../tool-errors.js";
 import { parseArgs } from "./args.js";
 import { HeadTailBuffer } from "./output-cap.js";
-import { resolveInScope, scopeOf, shown } from "./paths.js";
+import { resolveInScope, scopeOf, shown, type WorkspaceScope } from "./paths.js";
 import { spawnShell } from "./run-command.js";
+import { launchFor, SandboxUnavailable, type CommandLaunch } from "./sandbox.js";
 import type { WorkspaceOptions } from "./workspace-options.js";
 
 export const DEFAULT_TERMINAL_TIMEOUT_S = 120;
@@ -46,7 +48,8 @@ export function terminalTool(opts: WorkspaceOptions): Tool {
     spec: {
       name: "terminal",
       description:
-        "Run a shell command (/bin/sh -c) in the session's working folder, or in `cwd` inside it. Waits up to `timeout_s` (default 120) " +
+        "Run a shell command (/bin/sh -c) in the session's working folder, or in `cwd` inside it, in a sandbox: only the workspace is writable, " +
+        "the system is read-only, /tmp and HOME are empty and private to the command. Waits up to `timeout_s` (default 120) " +
         "and returns exit_code, duration_ms and the output (long output keeps its start and end). " +
         "Set `background: true` for servers and watchers: it returns a process id at once; read it with process_output, stop it with process_kill.",
       parameters: {
@@ -78,20 +81,34 @@ export function terminalTool(opts: WorkspaceOptions): Tool {
       if (a.background) {
         if (a.timeout_s !== undefined) throw new ToolInputError("timeout_s does not apply to a background process (stop it with process_kill)");
         if (!ctx.processes) throw new ToolInputError("background processes are not available in this session");
-        const info = await ctx.processes.start({ command: a.command, cwd, turnId: ctx.turnId, traceId: ctx.traceId });
+        const launch = await launchIn(opts, scope, cwd, a.command);
+        const maxRunning = opts.settings().max_processes;
+        const info = await ctx.processes.start({ command: a.command, cwd, launch, maxRunning, turnId: ctx.turnId, traceId: ctx.traceId });
         return new ToolOutput(info, `started background process ${info.id} (pid ${info.pid}): ${a.command}`);
       }
-      const result = await runForeground(a.command, cwd, (a.timeout_s ?? DEFAULT_TERMINAL_TIMEOUT_S) * 1000, ctx.signal, opts.clock);
+      const launch = await launchIn(opts, scope, cwd, a.command);
+      const result = await runForeground(launch, cwd, (a.timeout_s ?? DEFAULT_TERMINAL_TIMEOUT_S) * 1000, ctx.signal, opts.clock);
       const out: TerminalResult = { ...result, command: a.command, cwd: shown(scope, cwd) };
       return new ToolOutput(out, terminalText(out));
     },
   };
 }
 
-async function runForeground(command: string, cwd: string, timeoutMs: number, signal: AbortSignal, clock: Clock) {
+/** How the command runs: sandboxed in the session's root (or not, by the profile's word); refused when it cannot be. */
+async function launchIn(opts: WorkspaceOptions, scope: WorkspaceScope, cwd: string, command: string): Promise<CommandLaunch> {
+  const s = opts.settings();
+  try {
+    return await launchFor({ mode: s.sandbox, root: scope.root, network: s.network, protect: opts.roots().protect, envNames: s.env }, cwd, command, process.env);
+  } catch (err) {
+    if (err instanceof SandboxUnavailable) throw new ToolFailure("sandbox_unavailable", err.message);
+    throw err;
+  }
+}
+
+async function runForeground(launch: CommandLaunch, cwd: string, timeoutMs: number, signal: AbortSignal, clock: Clock) {
   const buf = new HeadTailBuffer();
   const started = clock.monotonic();
-  const child = await spawnShell(command, cwd, (c) => buf.append(c), clock).catch((err: unknown) => {
+  const child = await spawnShell(launch, cwd, (c) => buf.append(c), clock).catch((err: unknown) => {
     throw new ToolFailure("tool_error", `could not start the command: ${err instanceof Error ? err.message : String(err)}`);
   });
   let timedOut = false;

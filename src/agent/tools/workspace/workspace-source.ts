@@ -1,13 +1,16 @@
 /**
  * The workspace tools as a ToolSource of the tool runtime (kind `workspace`): offered only when
- * the profile's config says `tools.workspace: true`, re-read on every live reload. The policy
- * defaults follow the annotations like any non-built-in source: read-only tools `auto`, the
- * terminal and the writes `ask`; `tools.policy` overrides them by name.
+ * the profile's config turns them on and names at least one root (`tools.workspace.roots`),
+ * re-read on every live reload. The policy defaults follow the annotations like any non-built-in
+ * source: read-only tools `auto`, the terminal and the writes `ask`; `tools.policy` overrides them
+ * by name. It is also the gate of a client's `cwd` (`confineCwd`): a session of a profile with
+ * workspace tools may only start inside one of its roots.
  */
-import type { ResolvedToolsConfig } from "../../../config/index.js";
+import { realPaths, type ResolvedToolsConfig, type WorkspaceSettings } from "../../../config/index.js";
 import type { Clock } from "../../../lib/clock.js";
 import type { Tool } from "../registry.js";
 import type { SourceListing, ToolSource } from "../tool-runtime.js";
+import { confineCwd, type WorkspaceRoots } from "./paths.js";
 import { processKillTool, processOutputTool } from "./process-tools.js";
 import { listDirTool, readFileTool, searchFilesTool } from "./read-tools.js";
 import { terminalTool } from "./terminal-tool.js";
@@ -29,25 +32,56 @@ export function createWorkspaceTools(opts: WorkspaceOptions): Tool[] {
   ];
 }
 
-export class WorkspaceSource implements ToolSource {
+/** What the sessions layer asks of a profile's workspace when a client names a `cwd`. */
+export interface CwdGate {
+  /**
+   * The real path a session created with `cwd` keeps, or undefined when the profile has no
+   * workspace tools (the cwd is then only a label, e.g. for `{cwd}` in the system prompt).
+   * Throws CwdRefused (naming the roots) when the cwd lies outside every root.
+   */
+  confineCwd(cwd: string): Promise<string | undefined>;
+}
+
+export class WorkspaceSource implements ToolSource, CwdGate {
   readonly kind = WORKSPACE_SOURCE;
-  private enabled: boolean;
-  private roots: readonly string[];
+  private settings: WorkspaceSettings | null;
+  private protect: readonly string[];
+  private readonly protectOf: () => readonly string[];
   private readonly tools: Tool[];
 
-  constructor(opts: { clock: Clock; config: ResolvedToolsConfig }) {
-    this.enabled = opts.config.tools.workspace;
-    this.roots = opts.config.tools.workspace_roots;
-    this.tools = createWorkspaceTools({ clock: opts.clock, roots: () => this.roots });
+  /** `protect`: the gateway's own paths (store files, data and config folders) no root may hold. */
+  constructor(opts: { clock: Clock; config: ResolvedToolsConfig; protect?: () => readonly string[] }) {
+    this.protectOf = opts.protect ?? (() => []);
+    this.settings = opts.config.workspace;
+    this.protect = realPaths(this.protectOf());
+    this.tools = createWorkspaceTools({ clock: opts.clock, roots: () => this.roots(), settings: () => this.current() });
   }
 
   apply(config: ResolvedToolsConfig): void {
-    this.enabled = config.tools.workspace;
-    this.roots = config.tools.workspace_roots;
+    this.settings = config.workspace;
+    this.protect = realPaths(this.protectOf());
+  }
+
+  /** The workspace's state for `tether tools`: off, on without roots, or on. */
+  get state(): WorkspaceSettings | null {
+    return this.settings;
+  }
+
+  async confineCwd(cwd: string): Promise<string | undefined> {
+    if (!this.settings) return undefined;
+    return (await confineCwd(cwd, this.roots())).cwd;
   }
 
   async list(_req: unknown, reserved: ReadonlySet<string>): Promise<SourceListing> {
-    if (!this.enabled) return { tools: [], unavailable: [] };
+    if (!this.settings || this.settings.roots.length === 0) return { tools: [], unavailable: [] };
     return { tools: this.tools.filter((t) => !reserved.has(t.spec.name)).map((tool) => ({ tool, source: WORKSPACE_SOURCE })), unavailable: [] };
+  }
+
+  private roots(): WorkspaceRoots {
+    return { roots: this.settings?.roots ?? [], protect: this.protect };
+  }
+
+  private current(): WorkspaceSettings {
+    return this.settings ?? { roots: [], sandbox: "bwrap", network: false, env: [], max_processes: 0 };
   }
 }
