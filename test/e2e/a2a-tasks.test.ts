@@ -15,7 +15,12 @@ import { A2AClient } from "@a2a-js/sdk/client";
 import type { Task } from "@a2a-js/sdk";
 import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
 
-const KEYS = { "key-alice": "alice", "key-bob": "bob" };
+const KEYS = {
+  "key-alice": "alice",
+  "key-bob": "bob",
+  // A peer gateway's own key: scope a2a, and the one bot it may message.
+  "key-west": { principal: "west", scopes: ["a2a" as const], profiles: ["beta"] },
+};
 const servers: TestServer[] = [];
 afterEach(async () => {
   for (const s of servers.splice(0)) await s.close();
@@ -91,6 +96,31 @@ describe("A2A tasks are their principal's", () => {
     const after = await alice.getTask({ id: task.id });
     if ("error" in after) throw new Error(after.error.message);
     expect(after.result.status.state).toBe("completed");
+  });
+});
+
+describe("a peer's own key (scope a2a)", () => {
+  it("messages the bots its key names, as its own principal; another bot answers 403 profile_not_allowed; alice's tasks stay hers", async () => {
+    const s = await gateway();
+    const alices = await send(await client(s, "key-alice"), "alice writes");
+    const west = await client(s, "key-west");
+    const task = await send(west, "west writes");
+    expect(task.status.state).toBe("completed");
+    const own = await west.getTask({ id: task.id });
+    expect("error" in own).toBe(false);
+    const theirs = await west.getTask({ id: alices.id });
+    expect(theirs).toMatchObject({ error: { code: -32001 } });
+    // The bot it was not given: refused by name, before the SDK sees anything.
+    const atGamma = await fetch(`${s.url}/a2a/bots/gamma`, {
+      method: "POST",
+      headers: { authorization: "Bearer key-west", "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: message("hi") } }),
+    });
+    expect(atGamma.status).toBe(403);
+    expect((await atGamma.json()).error).toMatchObject({ code: "profile_not_allowed" });
+    // Its inbox session is its own principal's, not alice's.
+    const list = await fetch(`${s.url}/api/sessions?include_hidden=true`, { headers: { authorization: "Bearer key-alice" } });
+    expect(JSON.stringify(await list.json())).not.toContain("west writes");
   });
 });
 

@@ -2,7 +2,8 @@
  * Every bot of this gateway as an A2A agent, through the official SDK (`@a2a-js/sdk`): its Agent
  * Card at `GET /a2a/bots/{name}/.well-known/agent-card.json` (public: name, description, the
  * endpoint and that it wants a bearer key), and its JSON-RPC endpoint at `POST /a2a/bots/{name}`
- * (behind the gateway's auth; the caller's key is the task's principal). The SDK's
+ * (behind the gateway's auth; the caller's key is the task's principal — a peer's own key, with
+ * scope `a2a` and the profiles of the bots it may message, or a key of the session plane). The SDK's
  * `DefaultRequestHandler` and `JsonRpcTransportHandler` speak the protocol. Tasks live in the
  * store (`Messaging.tasks`, scoped to the principal: another's task answers "Task not found" like
  * an unknown id); the executor publishes the task `working` first — so `blocking: false` answers
@@ -19,6 +20,7 @@ import type { AgentExecutor, ExecutionEventBus, RequestContext, ServerCallContex
 import { ErrorCode, TetherError } from "../../protocol/index.js";
 import type { Caller, ProfileRegistry } from "../../sessions/index.js";
 import type { Logger } from "../../lib/logger.js";
+import { assertProfileAllowed } from "../auth.js";
 import type { AppEnv } from "./context.js";
 import { HttpError } from "./errors.js";
 import { readJson } from "./json-body.js";
@@ -49,6 +51,8 @@ export function mountA2A(app: Hono<AppEnv>, deps: A2ADeps): void {
   const handlers = new Map<string, Promise<Handler>>();
   app.post("/a2a/bots/:name", async (c) => {
     const bot = requireBot(deps, c.req.param("name"));
+    // A key given some profiles (a peer's: `scopes: [a2a], profiles: [helper]`) messages those bots only.
+    assertProfileAllowed(c.get("principal"), bot.profile);
     const body = await readJson(c, RpcRequest);
     if (STREAMING.has(String(body.method))) {
       return c.json({ jsonrpc: "2.0", id: body.id ?? null, error: { code: -32004, message: "Streaming is not supported by this agent (its card says streaming: false)" } });
