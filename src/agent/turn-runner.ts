@@ -174,7 +174,9 @@ async function settle(
   // A parked turn's span ends here too (as `awaiting`); its continuation gets a span of its own.
   endTurnSpan(span, result.status === "awaiting" ? "complete" : result.status, totals.usage, result.error);
   const ms = Math.round(ctx.clock.monotonic() - started);
-  logger.info({ status: result.status, error: result.error, usage: totals.usage, duration_ms: ms }, result.status === "awaiting" ? "turn parked" : "turn finished");
+  // A failed turn is what an on-call engineer looks for: warn, with its error's layer and code.
+  const level = result.status === "error" ? "warn" : "info";
+  logger[level]({ status: result.status, error: result.error, usage: totals.usage, duration_ms: ms }, result.status === "awaiting" ? "turn parked" : "turn finished");
   const outcome: TurnOutcome = { status: result.status, usage: totals.usage };
   if (result.error) outcome.error = result.error;
   return outcome;

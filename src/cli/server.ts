@@ -134,6 +134,8 @@ interface ProcessParts {
   current: { config: TetherConfig; catalog: ProviderCatalog };
   /** Retention (`retention.ended_after_days`, off by default): one background job per open store. */
   retention: RetentionJob[];
+  /** Every open store by profile (the `-wal` gauge). */
+  stores: Array<[profile: string, store: Store]>;
   /** Bots, rooms and the agent outbox across the profiles (set once the profile registry exists). */
   messaging?: Messaging;
   /** Host and Origin checks of HTTP and WebSocket (updated by a reload). */
@@ -199,6 +201,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     current: { config, catalog: buildProviderCatalog(config, clock) },
     retention: [],
     guard: new RequestGuard(guardPolicy(config)),
+    stores: [],
   };
   const defaultProfile = makeProfile(parts, store, DEFAULT_PROFILE);
   const unbridge = bridgeGlobals(defaultProfile.sessions, parts.bus);
@@ -214,6 +217,8 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     activeTurns: () => manager.operatorStats().active_turns.length,
     ringBytes: () => manager.operatorStats().ring_bytes,
     wsConnections: () => ws.connections,
+    walBytes: () => parts.stores.flatMap(([name, s]) => (s.walBytes ? [[name, s.walBytes()] as [string, number]] : [])),
+    busLagMs: () => parts.bus.lagMs?.() ?? null,
   });
   if (!deps.attachTo) await listen(server, config);
   const { url, port } = addressOf(server, config, deps.attachTo !== undefined);
@@ -309,8 +314,11 @@ function startRetention(parts: ProcessParts, store: Store): void {
 /** One profile on its own store: its sessions (with the config as it is now) and its HTTP records. */
 function makeProfile(parts: ProcessParts, store: Store, name: string): Profile {
   const { config, catalog } = parts.current;
-  const { clock, ids, epoch, metrics } = parts;
-  const committer = new GroupCommitter(store);
+  const { clock, ids, epoch } = parts;
+  // Turns are labelled by profile; every commit's latency is timed.
+  const metrics = parts.metrics?.forProfile(name);
+  const committer = new GroupCommitter(store, undefined, metrics ? (seconds, failed) => metrics.storeCommitted(seconds, failed) : undefined);
+  parts.stores.push([name, store]);
   const sessions = new SessionManager({
     store,
     committer,
@@ -415,6 +423,7 @@ function transports(
     now: () => clock.now(),
     clock,
     flow,
+    ...(parts.metrics ? { metrics: parts.metrics } : {}),
     // Off on loopback: a local event-loop stall must never kill a healthy local connection.
     heartbeat:
       config.heartbeatMs > 0 && (config.heartbeatOnLoopback || !isLoopbackHost(config.host))

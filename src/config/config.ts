@@ -405,6 +405,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv): ConfigInput {
   const otelOff = (envStr(env, "OTEL_SDK_DISABLED") ?? "").toLowerCase() === "true" || (envStr(env, "OTEL_TRACES_EXPORTER") ?? "").toLowerCase() === "none";
   if (otelOff) out.tracing = { enabled: false };
   else if (envStr(env, "OTEL_EXPORTER_OTLP_ENDPOINT") || envStr(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) out.tracing = { enabled: true };
+  const bwrap = envStr(env, "TETHER_BWRAP");
+  if (bwrap) out.tools = { bwrap };
   const origins = envStr(env, "TETHER_CORS_ORIGINS");
   if (origins) out.http = { cors_origins: commaList(origins) };
   const server: NonNullable<ConfigInput["server"]> = {};

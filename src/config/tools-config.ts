@@ -79,6 +79,8 @@ export const ToolsSchema = z.object({
   workspace: WorkspaceFieldSchema.default(false),
   /** The older spelling of `workspace.roots` (added to them): folders a session's cwd may lie in. */
   workspace_roots: z.array(z.string().min(1)).default([]),
+  /** The bubblewrap binary the command sandbox runs (a name on PATH, or a path). Env TETHER_BWRAP. Top level only. */
+  bwrap: z.string().min(1).default("bwrap"),
 });
 
 export type ToolsConfig = z.infer<typeof ToolsSchema>;
@@ -120,6 +122,7 @@ export function toolsConfigFor(config: ToolsConfigSource, profile: string): Reso
     policy: { ...config.tools.policy, ...(own?.tools?.policy ?? {}) },
     workspace: own?.tools?.workspace ?? config.tools.workspace,
     workspace_roots: own?.tools?.workspace_roots ?? config.tools.workspace_roots,
+    bwrap: config.tools.bwrap,
   };
   const policy = [
     ...Object.entries(own?.tools?.policy ?? {}),

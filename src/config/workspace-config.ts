@@ -52,11 +52,14 @@ export interface WorkspaceSettings {
   network: boolean;
   env: string[];
   max_processes: number;
+  /** The bubblewrap binary (`tools.bwrap`, env TETHER_BWRAP). */
+  bwrap: string;
 }
 
 interface WorkspaceLevel {
   workspace?: WorkspaceField | undefined;
   workspace_roots?: string[] | undefined;
+  bwrap?: string | undefined;
 }
 
 function expandTilde(p: string): string {
@@ -87,6 +90,7 @@ export function resolveWorkspace(top: WorkspaceLevel, own: WorkspaceLevel | unde
     network: o.network ?? t.network ?? false,
     env: o.env ?? t.env ?? [],
     max_processes: o.max_processes ?? t.max_processes ?? DEFAULT_MAX_PROCESSES,
+    bwrap: top.bwrap ?? "bwrap",
   };
 }
 

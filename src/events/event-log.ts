@@ -23,7 +23,7 @@ import {
   type SinceResult,
 } from "../protocol/index.js";
 import type { Clock } from "../lib/clock.js";
-import type { Metrics } from "../lib/metrics.js";
+import type { FrameMetrics } from "../lib/metrics.js";
 import type { EventRow, Store, WriteOp } from "../store/types.js";
 import type { GroupCommitter } from "./group-commit.js";
 import { DEFAULT_CACHE_SESSION_BYTES, DurableCache, newCacheBudget, type CacheBudget } from "./durable-cache.js";
@@ -48,7 +48,7 @@ export interface EventLogDeps {
    */
   fence?: () => WriteOp | undefined;
   /** Counts delivered frames by type (for /metrics). */
-  metrics?: Pick<Metrics, "frameDelivered">;
+  metrics?: FrameMetrics;
   /** Process-wide byte budget of the recent-durable-frames caches. @default one shared 64 MiB budget */
   cacheBudget?: CacheBudget;
   /** Bytes of recent durable frame JSON kept per session for catch-ups. @default 1 MiB */
@@ -531,7 +531,7 @@ export class EventLog implements SessionEventLog {
     const seq = frame.seq!;
     this.trackStreaming(frame);
     this.deliveredSeq = seq;
-    this.deps.metrics?.frameDelivered(frame.type);
+    this.deps.metrics?.frameDelivered(frame);
     const row = item.row;
     if (row && this.listeners.size === 0) {
       // Nobody watches: cache the stored row, encoded only if a catch-up ever reads it.

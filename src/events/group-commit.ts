@@ -31,6 +31,8 @@ export class GroupCommitter {
   constructor(
     private readonly store: Store,
     private readonly maxBatchOps = 10_000,
+    /** Every batch's commit latency and whether it failed (`tether_store_commit_duration_seconds`). */
+    private readonly onCommitted?: (seconds: number, failed: boolean) => void,
   ) {}
 
   /**
@@ -107,16 +109,19 @@ export class GroupCommitter {
       all = flat;
     }
     let failed: unknown = null;
-    // Timed only when traces are on: a slow commit becomes a span (commit-tracing.ts).
+    // Timed when traces are on (a slow commit becomes a span, commit-tracing.ts) or metrics are kept.
     const t = tracing();
-    const t0 = t.enabled ? performance.now() : 0;
+    const timed = t.enabled || this.onCommitted !== undefined;
+    const t0 = timed ? performance.now() : 0;
     const wall0 = t.enabled ? Date.now() : 0;
     try {
       await this.store.commit(all);
     } catch (err) {
       failed = err;
     }
-    if (t.enabled) recordSlowCommit(t, this.store.kind, wall0, performance.now() - t0, all, failed);
+    const ms = timed ? performance.now() - t0 : 0;
+    this.onCommitted?.(ms / 1000, failed !== null);
+    if (t.enabled) recordSlowCommit(t, this.store.kind, wall0, ms, all, failed);
     if (failed === null) {
       for (let i = 0; i < n; i++) settle(dones[i]!, ctxs[i], null);
       return;

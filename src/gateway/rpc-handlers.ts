@@ -18,6 +18,8 @@ export function connectionHandlers(
   caller: Caller,
   identity: GatewayIdentity,
   now: () => number,
+  /** A resume that catches up from `after_seq`: a client coming back (`tether_reconnects_total`). */
+  onCatchUp: () => void = () => undefined,
 ): HandlerTable<SessionManager> {
   // The caller of one request: the connection's principal, and the request's JSON-RPC id, so what
   // the request causes (a 4001 warning…) is logged with the id the client sent.
@@ -32,7 +34,10 @@ export function connectionHandlers(
       capabilities: identity.capabilities,
     }),
     [Method.SessionCreate]: (p, sessions, ctx) => sessions.create(who(ctx), p ?? {}, viewer),
-    [Method.SessionResume]: (p, sessions, ctx) => sessions.resume(who(ctx), p.session_id, viewer, { afterSeq: p.after_seq }),
+    [Method.SessionResume]: (p, sessions, ctx) => {
+      if (p.after_seq !== undefined) onCatchUp();
+      return sessions.resume(who(ctx), p.session_id, viewer, { afterSeq: p.after_seq });
+    },
     [Method.SessionReopen]: (p, sessions, ctx) => sessions.reopen(who(ctx), p.session_id, viewer),
     [Method.SessionDetach]: (p, sessions, ctx) => sessions.detach(who(ctx), p.session_id, viewer),
     [Method.SessionUpdate]: (p, sessions, ctx) =>

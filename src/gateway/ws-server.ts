@@ -20,6 +20,7 @@ import {
 } from "../protocol/index.js";
 import { systemClock, type Clock } from "../lib/clock.js";
 import type { Logger } from "../lib/logger.js";
+import type { Metrics } from "../lib/metrics.js";
 import { DEFAULT_PROFILE, type Caller, type ProfileRegistry, type Viewer } from "../sessions/index.js";
 import { assertProfileAllowed, hasScope, type Authenticator, type Principal } from "./auth.js";
 import { dispatch } from "./rpc-dispatch.js";
@@ -46,6 +47,8 @@ export interface WsEndpointOptions {
   heartbeat?: HeartbeatTiming | null;
   /** Timers of heartbeats and the 1013 close. @default systemClock */
   clock?: Clock;
+  /** Connections opened and closed, reconnects. */
+  metrics?: Pick<Metrics, "connectionOpened" | "connectionClosed" | "reconnected">;
 }
 
 export interface WsFlowStats {
@@ -231,6 +234,7 @@ function onConnection(ws: WebSocket, socket: Duplex, principal: Principal, ctx: 
   });
   const conn = { flow, principal: caller.principal };
   ctx.conns.add(conn);
+  opts.metrics?.connectionOpened("ws");
   socket.on("drain", () => flow.drained());
   const viewer: Viewer = {
     id,
@@ -247,7 +251,7 @@ function onConnection(ws: WebSocket, socket: Duplex, principal: Principal, ctx: 
     },
   });
   if (watch) ws.on("pong", watch.seen);
-  const handlers = connectionHandlers(opts.manager, viewer, caller, opts.identity, opts.now);
+  const handlers = connectionHandlers(opts.manager, viewer, caller, opts.identity, opts.now, () => opts.metrics?.reconnected("ws"));
   // A profile the key was not given answers 4004 naming it, before its store is opened.
   const scopeOf = (profile: string | undefined) => {
     assertProfileAllowed(principal, profile ?? DEFAULT_PROFILE);
@@ -282,6 +286,7 @@ function onConnection(ws: WebSocket, socket: Duplex, principal: Principal, ctx: 
   ws.on("close", () => {
     watch?.stop();
     ctx.conns.delete(conn);
+    opts.metrics?.connectionClosed("ws");
     opts.manager.detachViewer(viewer);
   });
 }

@@ -214,5 +214,7 @@ export interface Store {
 
   /** True when the store answers a trivial query. */
   ping(): Promise<boolean>;
+  /** SQLite: the `-wal` file's size now (bytes), for `tether_sqlite_wal_bytes`. Absent on PostgreSQL. */
+  walBytes?(): number;
   close(): Promise<void>;
 }

@@ -36,7 +36,7 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const settings = (roots: string[], over: Partial<WorkspaceSettings> = {}): WorkspaceSettings => ({ roots, sandbox: "bwrap", network: false, env: [], max_processes: 8, ...over });
+const settings = (roots: string[], over: Partial<WorkspaceSettings> = {}): WorkspaceSettings => ({ roots, sandbox: "bwrap", network: false, env: [], max_processes: 8, bwrap: "bwrap", ...over });
 
 /** The workspace tools of a profile whose roots are `roots` (default: the work folder). */
 function tools(clock: Clock = systemClock, roots: string[] = [work], over: Partial<WorkspaceSettings> = {}, protect: string[] = []): Map<string, Tool> {
@@ -189,6 +189,16 @@ describe("terminal", () => {
     } finally {
       for (const k of Object.keys(secrets)) delete process.env[k];
     }
+  });
+
+  it("where the sandbox cannot run, the terminal refuses, saying why and what to set; sandbox: none runs without it", async () => {
+    const missing = { bwrap: "/nonexistent/bwrap" };
+    const r = await run("terminal", { command: "echo ran > refused.txt" }, { settings: missing });
+    expect(r.error).toMatchObject({ layer: "tool", code: "sandbox_unavailable" });
+    expect(r.error!.message).toMatch(/\/nonexistent\/bwrap is not installed.*tools\.workspace\.sandbox: none/);
+    expect(existsSync(join(work, "refused.txt"))).toBe(false);
+    const none = await run("terminal", { command: "echo ran" }, { settings: { ...missing, sandbox: "none" } });
+    expect(none.result).toMatchObject({ exit_code: 0, output: "ran\n" });
   });
 
   it("without a session's processes, background is refused", async () => {

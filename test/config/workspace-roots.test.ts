@@ -22,7 +22,7 @@ const workspaceOf = (tools: Record<string, unknown>, profiles?: Record<string, u
 
 describe("tools.workspace settings", () => {
   it("{ roots } and the older `true` + workspace_roots resolve the same; off is null", () => {
-    const expected = { roots: [project], sandbox: "bwrap", network: false, env: [], max_processes: 8 };
+    const expected = { roots: [project], sandbox: "bwrap", network: false, env: [], max_processes: 8, bwrap: "bwrap" };
     expect(workspaceOf({ workspace: { roots: [project] } })).toEqual(expected);
     expect(workspaceOf({ workspace: true, workspace_roots: [project] })).toEqual(expected);
     expect(workspaceOf({ workspace: true })).toEqual({ ...expected, roots: [] });
@@ -41,6 +41,7 @@ describe("tools.workspace settings", () => {
       network: true,
       env: ["NPM_CONFIG_REGISTRY"],
       max_processes: 8,
+      bwrap: "bwrap",
     });
     expect(workspaceOf(top, { dev: { tools: { workspace: false } } })).toBeNull();
     expect(workspaceOf(top, { dev: { tools: { workspace_roots: [base + "/other"] } } })!.roots).toEqual([base + "/other"]);

@@ -44,6 +44,33 @@ describe("tether tools", () => {
     expect(json.servers.map((s: { name: string; state: string }) => [s.name, s.state])).toEqual([["notes", "ready"], ["broken", "down"]]);
   });
 
+  it("shows the workspace's state in words: the roots, and whether commands run in the sandbox, not at all, or without one", async () => {
+    const root = mkdtempSync(join(tmpdir(), "tether-root-"));
+    const cfgOf = (workspace: unknown) => {
+      const cfg = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "config.yaml");
+      writeFileSync(cfg, JSON.stringify({ tools: { workspace } }));
+      return cfg;
+    };
+    const on = await tether(["tools", "--config", cfgOf({ roots: [root], env: ["NPM_CONFIG_REGISTRY"] })]);
+    expect(on.status).toBe(0);
+    expect(on.stdout).toContain(`Workspace tools: on; a session's cwd must lie in ${root}.`);
+    expect(on.stdout).toMatch(/Sandbox: bubblewrap \(bubblewrap [\d.]+\)\. Commands see only the session's root/);
+    expect(on.stdout).toContain("network off");
+    expect(on.stdout).toContain("Environment of a command: PATH, HOME, LANG, TERM, NPM_CONFIG_REGISTRY; at most 8 background processes per session.");
+
+    const none = await tether(["tools", "--config", cfgOf({ roots: [root], sandbox: "none" })]);
+    expect(none.stdout).toMatch(/Sandbox: NONE \(tools\.workspace\.sandbox: none\)\. Commands run without a sandbox/);
+    expect(none.stdout).toContain("/proc/$PPID/environ");
+
+    const missing = await tether(["tools", "--config", cfgOf({ roots: [root] })], { TETHER_BWRAP: "/nonexistent/bwrap" });
+    expect(missing.stdout).toContain("Sandbox: NOT AVAILABLE here: /nonexistent/bwrap is not installed");
+    expect(missing.stdout).toContain("The terminal refuses to run commands");
+
+    expect((await tether(["tools", "--config", cfgOf(true)])).stdout).toContain("Workspace tools: off — tools.workspace is on but names no roots");
+    const json = JSON.parse((await tether(["tools", "--config", cfgOf({ roots: [root] }), "--json"], { TETHER_BWRAP: "/nonexistent/bwrap" })).stdout);
+    expect(json.workspace).toMatchObject({ enabled: true, roots: [root], sandbox: { mode: "bwrap", state: "unavailable" }, network: false, max_processes: 8 });
+  });
+
   it("names an unknown profile", async () => {
     const cfg = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "config.yaml");
     writeFileSync(cfg, "{}\n");

@@ -19,6 +19,26 @@ describe.skipIf(!redisAvailable)("Redis bus", () => {
     return Promise.all([RedisBus.open({ url, ringFrames, nodeId: "A" }), RedisBus.open({ url, ringFrames, nodeId: "B" })]);
   });
 
+  it("measures its lag: the age of the newest frame it read from another node (tether_bus_lag_seconds)", async () => {
+    const url = redisTestUrl(testPrefix());
+    const [a, b] = await Promise.all([RedisBus.open({ url, ringFrames: 100, nodeId: "A" }), RedisBus.open({ url, ringFrames: 100, nodeId: "B" })]);
+    try {
+      expect(b.lagMs()).toBeNull();
+      const got: number[] = [];
+      b.subscribe("lag1", 0, (seq) => got.push(seq));
+      // A frame emitted 5 s before it reaches B (its owner's `ts`, as every frame's wire carries it).
+      const ts = Date.now() - 5_000;
+      a.publish("lag1", 1, `{"jsonrpc":"2.0","method":"event","params":{"type":"message.delta","session_id":"lag1","seq":1,"epoch":"e","ts":${ts},"payload":{"ts":1}}}`);
+      await a.flush();
+      for (let i = 0; i < 200 && got.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(got).toEqual([1]);
+      expect(b.lagMs()).toBeGreaterThanOrEqual(5_000);
+      expect(b.lagMs()).toBeLessThan(60_000);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   it("keeps a stream streamTtlMs after its last frame, pushing its expiry back only every 24th of that (not at every publish)", async () => {
     const prefix = testPrefix();
     const bus = await RedisBus.open({ url: redisTestUrl(prefix), ringFrames: 100, nodeId: "A", streamTtlMs: 2_400_000 });

@@ -83,6 +83,8 @@ export class RedisBus implements Bus {
   private readonly services = new Map<string, BusRequestHandler>();
   private readonly calls = new Map<string, { resolve: (v: unknown) => void; reject: (e: unknown) => void; timer: NodeJS.Timeout }>();
   private readerId: number | null = null;
+  /** Age of the newest frame read, when it was read (ms); null before the first. */
+  private lastLagMs: number | null = null;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private pending: Promise<unknown> = Promise.resolve();
@@ -372,6 +374,7 @@ export class RedisBus implements Bus {
         continue;
       }
       if (!res) continue;
+      this.measureLag(res);
       for (const [key, entries] of res) {
         const sessionId = sessions[keys.indexOf(key)]!;
         const set = this.subs.get(sessionId);
@@ -390,6 +393,20 @@ export class RedisBus implements Bus {
         }
       }
     }
+  }
+
+  lagMs(): number | null {
+    return this.lastLagMs;
+  }
+
+  /** The newest frame of a read, aged by its `ts` (set when its owner emitted it): once a read, not per frame. */
+  private measureLag(res: Array<[string, Array<[string, string[]]>]>): void {
+    let newest = -1;
+    for (const [, entries] of res) {
+      const last = entries[entries.length - 1];
+      if (last) newest = Math.max(newest, frameTs(toEntry(last).wire));
+    }
+    if (newest > 0) this.lastLagMs = Math.max(0, Date.now() - newest);
   }
 
   async close(): Promise<void> {
@@ -411,6 +428,14 @@ export class RedisBus implements Bus {
     await this.cmd.quit().catch(() => this.cmd.disconnect());
     await this.loop?.catch(() => undefined);
   }
+}
+
+/** A frame's `ts` from its wire text: the first `"ts":` is the frame's own (the payload comes after it). */
+function frameTs(wire: string): number {
+  const at = wire.indexOf('"ts":');
+  if (at < 0) return -1;
+  const n = Number.parseInt(wire.slice(at + 5, at + 25), 10);
+  return Number.isFinite(n) ? n : -1;
 }
 
 /** XREAD answers `[[key, entries], …]` over RESP2 and a map (`[key, entries, key, entries…]`) over RESP3. */

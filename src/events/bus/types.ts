@@ -55,6 +55,11 @@ export interface Bus {
   request(nodeId: string, request: BusRequest, timeoutMs?: number): Promise<unknown>;
   /** Resolves once everything published so far is accepted by the bus. */
   flush(): Promise<void>;
+  /**
+   * How old (ms) the newest frame read from another node was when it arrived here; null before the
+   * first, and absent on the in-process bus (nothing travels). For `tether_bus_lag_seconds`.
+   */
+  lagMs?(): number | null;
   close(): Promise<void>;
 }
 

@@ -16,6 +16,7 @@ import { resolveProfile, type AppEnv, type HttpApi, type HttpApiDeps } from "./c
 import { authenticate } from "./access.js";
 import { originGuard } from "./cors.js";
 import { closeAfterEarlyAnswer } from "./early-close.js";
+import { accessLog } from "./access-log.js";
 import { errorType, HttpErrors, INTERNAL_ERROR, renderError } from "./errors.js";
 import { TurnLimiter } from "./limits.js";
 import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
@@ -55,6 +56,8 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
 
   // First, so it sees every answer (errors included) as it leaves.
   app.use("*", closeAfterEarlyAnswer());
+  // Every request, refused ones too: one line when its response has ended.
+  app.use("*", accessLog(deps.logger));
   // Host and Origin before anything else answers: health, the page, auth, bodies (request-guard.ts).
   app.use("*", originGuard(deps.guard));
 
@@ -64,6 +67,8 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
       // Health probes are not API traffic: a balancer's checks every few seconds would swamp the
       // histogram of a quiet gateway (and load prom-client into one nobody uses).
       if (c.req.path === "/healthz" || c.req.path === "/readyz") return next();
+      // EventSource sends Last-Event-ID when it comes back: a reconnect that catches up.
+      if (c.req.method === "GET" && c.req.header("last-event-id")) metrics.reconnected("sse");
       const started = performance.now();
       await next();
       let route = "unmatched";

@@ -1,146 +1,38 @@
 /**
- * The Prometheus implementation of `Metrics` (prom-client), served at `GET /metrics`. Each gateway
- * has its own registry (tests run several in one process). Gauges that describe current state
- * (live/detached sessions, active turns, ring bytes, WebSocket connections) are read at scrape
- * time from their sources; counters and the latency histogram are updated as things happen.
+ * The Prometheus implementation of `Metrics` (prom-client), served at `GET /metrics`: every family
+ * is listed in docs/deploy.md (*Metrics*). Each gateway has its own registry (tests run several in
+ * one process); `forProfile` hands each profile's sessions the same metrics with its name on turns.
+ *
+ * prom-client (and the OpenTelemetry API it loads) is required on first use — the first scrape,
+ * the first API request, the first commit or finished turn (their histograms) — not at start, and
+ * not for a WebSocket connection or a health probe: counters are kept in plain tallies and folded
+ * in at scrape time (metric-tallies.ts), gauges read from their sources then.
  */
 import { createRequire } from "node:module";
 import type * as PromClient from "prom-client";
-import type { Metrics } from "../../lib/metrics.js";
+import type { FrameMetrics, Metrics, Transport } from "../../lib/metrics.js";
+import { SessionFrameMetrics, type TurnSink } from "./frame-metrics.js";
+import { Instruments } from "./metric-instruments.js";
+import { bump, CappedLabel, newTallies, type MetricSources, type Tallies } from "./metric-tallies.js";
 
-export interface MetricSources {
-  sessions(): { live: number; detached: number };
-  activeTurns(): number;
-  ringBytes(): number;
-  wsConnections(): number;
-}
+export type { MetricSources } from "./metric-tallies.js";
 
-/**
- * prom-client (and the OpenTelemetry API it loads) is required on first use — the first scrape or
- * the first API request (its latency histogram) — not at start, and not for a WebSocket connection
- * or a health probe: counters are kept in plain maps and folded in at scrape time.
- */
 let promClient: typeof PromClient | undefined;
 function loadPromClient(): typeof PromClient {
   promClient ??= createRequire(import.meta.url)("prom-client") as typeof PromClient;
   return promClient;
 }
 
-/** What happened since the last scrape (counters) and what is open now (gauges): plain maps on the hot path. */
-interface Tallies {
-  frames: Map<string, number>;
-  ended: Map<string, number>;
-  opened: Map<string, number>;
-  /** Open SSE / HTTP streams by transport (WebSocket connections are read from the endpoint). */
-  open: Map<string, number>;
-}
-
-/** Adds the pending counts to `counter` and forgets them (called at scrape time). */
-function fold(counter: PromClient.Counter<string>, label: string, pending: Map<string, number>): void {
-  for (const [value, n] of pending) if (n > 0) counter.inc({ [label]: value }, n);
-  pending.clear();
-}
-
-function bump(map: Map<string, number>, key: string, by: number): void {
-  map.set(key, (map.get(key) ?? 0) + by);
-}
-
-/** The prom-client objects of one gateway, built together on first use. */
-class Instruments {
-  readonly registry: PromClient.Registry;
-  readonly requestSeconds: PromClient.Histogram<"method" | "route" | "status">;
-
-  constructor(src: () => MetricSources | null, tallies: Tallies) {
-    const { Counter, Gauge, Histogram, Registry } = loadPromClient();
-    this.registry = new Registry();
-    const registers = [this.registry];
-    new Gauge({
-      name: "tether_sessions_live",
-      help: "Live sessions in this process with at least one viewer",
-      registers,
-      collect() {
-        this.set(src()?.sessions().live ?? 0);
-      },
-    });
-    new Gauge({
-      name: "tether_sessions_detached",
-      help: "Live sessions in this process with no viewer (detached, awaiting resume or reap)",
-      registers,
-      collect() {
-        this.set(src()?.sessions().detached ?? 0);
-      },
-    });
-    new Gauge({
-      name: "tether_turns_active",
-      help: "Turns running in this process",
-      registers,
-      collect() {
-        this.set(src()?.activeTurns() ?? 0);
-      },
-    });
-    new Gauge({
-      name: "tether_ring_bytes",
-      help: "Bytes held by the transient replay rings of all live sessions",
-      registers,
-      collect() {
-        this.set(src()?.ringBytes() ?? 0);
-      },
-    });
-    new Gauge({
-      name: "tether_connections",
-      help: "Open client connections by transport (ws, sse)",
-      labelNames: ["transport"],
-      registers,
-      collect() {
-        this.set({ transport: "ws" }, src()?.wsConnections() ?? 0);
-        this.set({ transport: "sse" }, tallies.open.get("sse") ?? 0);
-        for (const [transport, n] of tallies.open) if (transport !== "sse") this.set({ transport }, n);
-      },
-    });
-    new Counter({
-      name: "tether_connections_opened_total",
-      help: "Client connections opened, by transport",
-      labelNames: ["transport"],
-      registers,
-      collect() {
-        fold(this, "transport", tallies.opened);
-      },
-    });
-    new Counter({
-      name: "tether_frames_delivered_total",
-      help: "Session frames delivered to viewers, by event type (once per frame, not per viewer)",
-      labelNames: ["type"],
-      registers,
-      collect() {
-        fold(this, "type", tallies.frames);
-      },
-    });
-    new Counter({
-      name: "tether_sessions_ended_total",
-      help: "Live sessions ended in this process, by end_reason (reaps included)",
-      labelNames: ["reason"],
-      registers,
-      collect() {
-        fold(this, "reason", tallies.ended);
-      },
-    });
-    this.requestSeconds = new Histogram({
-      name: "tether_http_request_duration_seconds",
-      help: "HTTP request latency until the response headers, by method, route and status (health probes excluded)",
-      labelNames: ["method", "route", "status"],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers,
-    });
-  }
-}
-
-export class PromMetrics implements Metrics {
+export class PromMetrics implements Metrics, TurnSink {
   private sources: MetricSources | null = null;
-  private readonly tallies: Tallies = { frames: new Map(), ended: new Map(), opened: new Map(), open: new Map() };
+  readonly tallies: Tallies = newTallies();
+  readonly toolNames = new CappedLabel();
+  readonly errorKinds = new CappedLabel("other\0other");
   private instruments: Instruments | undefined;
+  private readonly profiles = new Map<string, Metrics>();
 
   private get m(): Instruments {
-    this.instruments ??= new Instruments(() => this.sources, this.tallies);
+    this.instruments ??= new Instruments(loadPromClient(), () => this.sources, this.tallies);
     return this.instruments;
   }
 
@@ -157,25 +49,62 @@ export class PromMetrics implements Metrics {
     this.sources = sources;
   }
 
-  frameDelivered(type: string): void {
-    // prom-client's labelled inc() hashes the labels and allocates per call: too much per frame.
-    bump(this.tallies.frames, type, 1);
+  sessionFrames(): FrameMetrics {
+    return new SessionFrameMetrics(this, "default");
+  }
+
+  forProfile(profile: string): Metrics {
+    let bound = this.profiles.get(profile);
+    if (!bound) {
+      bound = profile === "default" ? this : { ...this.delegates(), sessionFrames: () => new SessionFrameMetrics(this, profile), forProfile: (p) => this.forProfile(p) };
+      this.profiles.set(profile, bound);
+    }
+    return bound;
+  }
+
+  observeTtft(profile: string, seconds: number): void {
+    if (seconds >= 0) this.m.ttftSeconds.observe({ profile }, seconds);
+  }
+
+  observeTurn(profile: string, seconds: number): void {
+    if (seconds >= 0) this.m.turnSeconds.observe({ profile }, seconds);
   }
 
   sessionEnded(reason: string): void {
-    bump(this.tallies.ended, reason, 1);
+    bump(this.tallies.ended, reason);
   }
 
-  connectionOpened(transport: "ws" | "sse" | "http"): void {
-    bump(this.tallies.opened, transport, 1);
-    if (transport !== "ws") bump(this.tallies.open, transport, 1);
+  connectionOpened(transport: Transport): void {
+    bump(this.tallies.opened, transport);
+    if (transport !== "ws") bump(this.tallies.open, transport);
   }
 
-  connectionClosed(transport: "ws" | "sse" | "http"): void {
+  connectionClosed(transport: Transport): void {
+    bump(this.tallies.closed, transport);
     if (transport !== "ws") bump(this.tallies.open, transport, -1);
+  }
+
+  reconnected(transport: "ws" | "sse"): void {
+    bump(this.tallies.reconnects, transport);
+  }
+
+  storeCommitted(seconds: number, failed: boolean): void {
+    this.m.commitSeconds.observe(seconds);
+    if (failed) this.tallies.commitsFailed++;
   }
 
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  /** The methods a profile's view shares with this one, bound. */
+  private delegates(): Omit<Metrics, "sessionFrames" | "forProfile"> {
+    return {
+      sessionEnded: (r) => this.sessionEnded(r),
+      connectionOpened: (t) => this.connectionOpened(t),
+      connectionClosed: (t) => this.connectionClosed(t),
+      reconnected: (t) => this.reconnected(t),
+      storeCommitted: (s, f) => this.storeCommitted(s, f),
+    };
   }
 }

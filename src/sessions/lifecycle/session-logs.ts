@@ -60,7 +60,8 @@ export class SessionLogs {
         }
         d.logger.error({ err, session_id: sessionId }, `event log: ${context}`);
       },
-      metrics: d.metrics,
+      // Its own observer: the turn's start and first token are this log's state.
+      metrics: d.metrics.sessionFrames(),
     };
   }
 

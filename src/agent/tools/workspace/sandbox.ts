@@ -37,6 +37,8 @@ export interface SandboxPolicy {
   protect: readonly string[];
   /** Environment variables passed through besides the base allowlist (`tools.workspace.env`). */
   envNames: readonly string[];
+  /** The bubblewrap binary (`tools.bwrap`; default `bwrap` on PATH). */
+  bwrap?: string;
 }
 
 /** The program to run for a command, and its environment. */
@@ -141,33 +143,38 @@ function probeArgs(): string[] {
   return bwrapArgs({ mode: "bwrap", root, network: false, protect: [], envNames: [] }, root, "true", commandEnv(process.env, []));
 }
 
-let probed: Promise<SandboxStatus> | undefined;
+const probed = new Map<string, Promise<SandboxStatus>>();
 
 /**
- * Whether bwrap runs here, found once per process (`bwrap … true`) and cached: a missing binary,
- * or a kernel or container that refuses its namespaces, says why.
+ * Whether bwrap runs here, found once per process and binary (`bwrap … true`) and cached: a
+ * missing binary, or a kernel or container that refuses its namespaces, says why.
  */
-export function sandboxStatus(): Promise<SandboxStatus> {
-  probed ??= new Promise<SandboxStatus>((resolveStatus) => {
-    const child = spawn("bwrap", probeArgs(), { stdio: ["ignore", "ignore", "pipe"], env: commandEnv(process.env, []) });
+export function sandboxStatus(bwrap = "bwrap"): Promise<SandboxStatus> {
+  let status = probed.get(bwrap);
+  if (!status) probed.set(bwrap, (status = probe(bwrap)));
+  return status;
+}
+
+function probe(bwrap: string): Promise<SandboxStatus> {
+  return new Promise<SandboxStatus>((resolveStatus) => {
+    const child = spawn(bwrap, probeArgs(), { stdio: ["ignore", "ignore", "pipe"], env: commandEnv(process.env, []) });
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     child.once("error", (err: NodeJS.ErrnoException) =>
-      resolveStatus({ available: false, reason: err.code === "ENOENT" ? "bwrap is not installed (Debian: apt-get install bubblewrap)" : `bwrap could not start: ${err.message}` }),
+      resolveStatus({ available: false, reason: err.code === "ENOENT" ? `${bwrap} is not installed (Debian: apt-get install bubblewrap)` : `${bwrap} could not start: ${err.message}` }),
     );
     child.once("close", (code) => {
       if (code !== 0) {
-        resolveStatus({ available: false, reason: `bwrap failed here (exit ${code}): ${stderr.trim().split("\n")[0] ?? ""}`.trim() });
+        resolveStatus({ available: false, reason: `${bwrap} failed here (exit ${code}): ${stderr.trim().split("\n")[0] ?? ""}`.trim() });
         return;
       }
-      const version = spawn("bwrap", ["--version"], { stdio: ["ignore", "pipe", "ignore"], env: commandEnv(process.env, []) });
+      const version = spawn(bwrap, ["--version"], { stdio: ["ignore", "pipe", "ignore"], env: commandEnv(process.env, []) });
       let out = "";
       version.stdout.on("data", (d: Buffer) => (out += d.toString()));
       version.once("error", () => resolveStatus({ available: true, version: "bwrap" }));
       version.once("close", () => resolveStatus({ available: true, version: out.trim() || "bwrap" }));
     });
   });
-  return probed;
 }
 
 /** The sandbox is off by the operator's word, or unusable here: why a command does not start. */
@@ -179,12 +186,13 @@ export class SandboxUnavailable extends Error {
 export async function launchFor(policy: SandboxPolicy, cwd: string, command: string, gatewayEnv: NodeJS.ProcessEnv): Promise<CommandLaunch> {
   const env = commandEnv(gatewayEnv, policy.envNames);
   if (policy.mode === "none") return { file: "/bin/sh", args: ["-c", command], env, mode: "none" };
-  const status = await sandboxStatus();
+  const bwrap = policy.bwrap ?? "bwrap";
+  const status = await sandboxStatus(bwrap);
   if (!status.available) {
     throw new SandboxUnavailable(
       `the command sandbox is not available: ${status.reason}. Commands do not run without it unless the profile sets tools.workspace.sandbox: none`,
     );
   }
   if (!existsSync(cwd) || !statSync(cwd).isDirectory()) throw new SandboxUnavailable(`cwd is not a folder: ${cwd}`);
-  return { file: "bwrap", args: ["--json-status-fd", "3", ...bwrapArgs(policy, cwd, command, env)], env, mode: "bwrap" };
+  return { file: bwrap, args: ["--json-status-fd", "3", ...bwrapArgs(policy, cwd, command, env)], env, mode: "bwrap" };
 }

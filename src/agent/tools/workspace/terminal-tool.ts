@@ -98,7 +98,7 @@ export function terminalTool(opts: WorkspaceOptions): Tool {
 async function launchIn(opts: WorkspaceOptions, scope: WorkspaceScope, cwd: string, command: string): Promise<CommandLaunch> {
   const s = opts.settings();
   try {
-    return await launchFor({ mode: s.sandbox, root: scope.root, network: s.network, protect: opts.roots().protect, envNames: s.env }, cwd, command, process.env);
+    return await launchFor({ mode: s.sandbox, root: scope.root, network: s.network, protect: opts.roots().protect, envNames: s.env, bwrap: s.bwrap }, cwd, command, process.env);
   } catch (err) {
     if (err instanceof SandboxUnavailable) throw new ToolFailure("sandbox_unavailable", err.message);
     throw err;

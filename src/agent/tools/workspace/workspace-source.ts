@@ -82,6 +82,6 @@ export class WorkspaceSource implements ToolSource, CwdGate {
   }
 
   private current(): WorkspaceSettings {
-    return this.settings ?? { roots: [], sandbox: "bwrap", network: false, env: [], max_processes: 0 };
+    return this.settings ?? { roots: [], sandbox: "bwrap", network: false, env: [], max_processes: 0, bwrap: "bwrap" };
   }
 }
