@@ -124,6 +124,29 @@ describe("message_agent between local bots", () => {
     expect(sock.sessionEvents(s.session_id).filter((f) => f.type === "turn.start").map((f) => f.turn_id)).toEqual([t.turn_id, woke.turn_id]);
   });
 
+  it("a reply cut short says so: beta's turn stopped mid-answer is delivered marked interrupted, never as if whole", async () => {
+    const { sock } = await gateway({ ...bots(), demo: { delayMs: 60 } });
+    const chat = await sock.call("bot.chat", { profile: "alpha" });
+    const words = Array.from({ length: 40 }, (_, i) => `w${i + 1}`).join(" ");
+    await sock.call("prompt.submit", { profile: "alpha", session_id: chat.session_id, text: send("beta", words) });
+    // beta's inbox for alpha's messages: watched, and stopped while its answer streams.
+    let inbox: string | undefined;
+    for (let i = 0; i < 200 && !inbox; i++) {
+      const { sessions } = await sock.call("session.list", { profile: "beta", include_hidden: true });
+      inbox = sessions.find((x: any) => x.title === "alpha → beta")?.session_id;
+      if (!inbox) await new Promise((r) => setTimeout(r, 20));
+    }
+    await sock.call("session.resume", { profile: "beta", session_id: inbox });
+    await sock.waitForEvent(inbox!, (f) => f.type === "message.delta");
+    await sock.call("session.interrupt", { profile: "beta", session_id: inbox });
+    const reply = await sock.waitForEvent(chat.session_id, (f) => f.type === "message.complete" && f.payload.display_kind === "agent_reply");
+    expect(reply.payload.display_metadata).toMatchObject({ reply_status: "interrupted" });
+    expect(reply.payload.content).toMatch(/^\[Reply from beta to your message env_\w+ — not whole: interrupted\]\n\[Not a whole answer: the agent's turn ended interrupted \(interrupted: user\)\./);
+    expect(reply.payload.content).not.toContain("w40");
+    const { envelopes } = await sock.call("agent.outbox", { profile: "alpha", session_id: chat.session_id });
+    expect(envelopes).toMatchObject([{ status: "delivered", reply_status: "interrupted" }]);
+  });
+
   it("with the push wake off, the poll backstop (messaging.poll_s) moves the envelope, and only at its time", async () => {
     const clock = new FakeClock();
     const { sock } = await gateway(bots({ push: false, poll_s: 30 }), clock);
