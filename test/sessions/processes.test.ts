@@ -63,6 +63,17 @@ async function until<T>(check: () => T | Promise<T>, what: string, clock?: FakeC
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/**
+ * Waits for `promise` while the fake clock moves: the service confirms a tree's end by polling on
+ * the clock, so a test that stops advancing once the pid is gone would leave the close hanging.
+ */
+async function whileTicking<T>(promise: Promise<T>, what: string, clock: FakeClock): Promise<T> {
+  let done = false;
+  const tracked = promise.finally(() => (done = true));
+  await until(() => done, what, clock);
+  return tracked;
+}
+
 async function liveSession(h: Harness, viewer = new TestViewer("v")): Promise<{ rt: SessionRuntime; viewer: TestViewer }> {
   const snap = await h.manager.create(ME, { cwd: work }, viewer);
   return { rt: h.manager.parts.registry.get(snap.session_id)!, viewer };
@@ -137,16 +148,17 @@ describe.skipIf(!sandbox.available)("background processes", () => {
   it("a detached session with a running process is not reaped; closing it stops the process", async () => {
     const h = await harness();
     const { rt, viewer } = await liveSession(h);
-    const info = await start(h, rt, "sleep 30");
+    // Started for real before the stop (a SIGTERM that lands before the shell runs is another test's).
+    const info = await start(h, rt, "echo ready; sleep 30");
+    await until(async () => (await h.manager.processOutput(ME, rt.id, info.id, { tail: 100 })).output.includes("ready"), "ready");
     h.manager.detachViewer(viewer);
     await h.clock.advance(60_000);
     await settle();
     expect(h.manager.parts.registry.get(rt.id)).toBe(rt);
     expect(alive(info.pid)).toBe(true);
 
-    const closing = h.manager.close(ME, rt.id);
-    await until(() => !alive(info.pid), "the process to end", h.clock);
-    await closing;
+    await whileTicking(h.manager.close(ME, rt.id), "the close", h.clock);
+    expect(alive(info.pid)).toBe(false);
     expect((await h.store.processes.listProcesses(rt.id))[0]).toMatchObject({ status: "killed", signal: "SIGTERM" });
     const events = await h.store.readEvents(rt.id, 0, 1000);
     const types = events.map((e) => e.type);
@@ -179,7 +191,7 @@ describe.skipIf(!sandbox.available)("background processes", () => {
     const child = await until(() => h.manager.parts.registry.get(childId), "the continuation");
     expect((await h.manager.processList(ME, childId)).processes).toEqual([expect.objectContaining({ id: info.id, status: "running" })]);
     await until(async () => (await h.store.processes.listProcesses(childId)).length === 1, "the record to move");
-    const { process: killed } = await h.manager.processKill(ME, childId, info.id);
+    const { process: killed } = await whileTicking(h.manager.processKill(ME, childId, info.id), "the kill", h.clock);
     expect(killed.status).toBe("killed");
     expect(alive(info.pid)).toBe(false);
     await child.log.flushed();
@@ -211,9 +223,8 @@ describe.skipIf(!sandbox.available)("background processes", () => {
     try {
       const info = await start(h, rt, `setsid sleep ${marker} & timeout 100 sleep ${marker} & sleep ${marker}`);
       await until(() => survivors(marker).filter((p) => p.cmdline.startsWith("sleep")).length === 3, "the three sleeps");
-      const closing = h.manager.close(ME, rt.id);
-      await until(() => survivors(marker).length === 0, "the tree to end", h.clock);
-      await closing;
+      await whileTicking(h.manager.close(ME, rt.id), "the close", h.clock);
+      expect(survivors(marker)).toEqual([]);
       expect((await h.store.processes.listProcesses(rt.id))[0]).toMatchObject({ id: info.id, status: "killed" });
     } finally {
       killSurvivors(marker);
@@ -229,7 +240,7 @@ describe.skipIf(!sandbox.available)("background processes", () => {
       code: "process_limit",
       message: expect.stringMatching(/already runs 2 background processes.*tools\.workspace\.max_processes = 2.*process_kill/),
     });
-    await until(async () => (await h.manager.processKill(ME, rt.id, a.id)).process.status === "killed", "the kill", h.clock);
+    expect((await whileTicking(h.manager.processKill(ME, rt.id, a.id), "the kill", h.clock)).process.status).toBe("killed");
     const c = await start(h, rt, "sleep 30", 2);
     expect(c.status).toBe("running");
   });
