@@ -1,5 +1,5 @@
 /** What one turn needs, and what it reports back. Built by the session runtime per turn. */
-import type { BranchCreatedPayload, TurnErrorInfo, TurnStatus, Usage } from "../protocol/index.js";
+import type { BranchCreatedPayload, TraceParent, TurnErrorInfo, TurnStatus, Usage } from "../protocol/index.js";
 import type { SessionEventLog } from "../events/types.js";
 import type { WriteOp } from "../store/types.js";
 import type { Clock } from "../lib/clock.js";
@@ -14,6 +14,8 @@ export interface TurnContext {
   sessionId: string;
   turnId: string;
   traceId: string;
+  /** The caller's span (W3C `traceparent` on the request that started the turn): the turn span's parent. */
+  traceParent?: TraceParent;
   input: string;
   log: SessionEventLog;
   /**

@@ -40,6 +40,8 @@ export function startTurnSpan(ctx: TurnContext): SpanHandle {
     traceId: ctx.traceId,
     turnId: ctx.turnId,
     sessionId: ctx.sessionId,
+    // The caller's span, when it sent one (its trace id is then the turn's traceId).
+    ...(ctx.traceParent ? { parent: ctx.traceParent } : {}),
     attributes: {
       [GenAi.operationName]: "invoke_agent",
       [GenAi.agentName]: "tether",

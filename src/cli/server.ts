@@ -177,7 +177,10 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const processId = `proc-${epoch}`;
   // Traces first, so the start's own commits are traced too; OpenTelemetry is loaded only when on.
   // One tracer per process: a second gateway in the same process shares the first one's.
-  const stopTracing = tracingEnabled(config.tracing) && !tracing().enabled ? await startTracing(config, processId) : null;
+  // Export failures are counted once the metrics exist (a failure can only come after the start).
+  const exportFailed: { to?: (spans: number) => void } = {};
+  const stopTracing =
+    tracingEnabled(config.tracing) && !tracing().enabled ? await startTracing(config, processId, logger, (spans) => exportFailed.to?.(spans)) : null;
   const storeLocation = config.store ?? config.dbPath;
   // A store or bus that cannot be opened stops the start with one line saying which and why.
   const store = await opening("store", storeLocation, () => openStore(storeLocation, { walMaxBytes: config.sqlite.wal_max_bytes }));
@@ -203,6 +206,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     guard: new RequestGuard(guardPolicy(config)),
     stores: [],
   };
+  exportFailed.to = (spans) => parts.metrics?.traceExportFailed(spans);
   const defaultProfile = makeProfile(parts, store, DEFAULT_PROFILE);
   const unbridge = bridgeGlobals(defaultProfile.sessions, parts.bus);
   await defaultProfile.sessions.start();
@@ -248,6 +252,8 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     },
     close() {
       closing ??= (async () => {
+        // One budget for the whole stop, the traces' flush included.
+        const deadline = Date.now() + parts.current.config.lifecycle.shutdown_flush_s * 1000;
         await Promise.allSettled(parts.retention.map((j) => j.stop()));
         profiles.messaging.stop();
         await Promise.allSettled(profiles.all().map((p) => p.sessions.shutdown()));
@@ -260,8 +266,9 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
         if (!deps.attachTo) await closeServer(server);
         await store.close();
         for (const ps of profileStores) await ps.close().catch(() => undefined);
-        // Last: the spans of the stop itself are flushed too.
-        await stopTracing?.().catch((err: unknown) => logger.warn({ err }, "flushing traces failed"));
+        // Last: the spans of the stop itself are flushed too, in what is left of the budget (a
+        // collector that never answers must not hold the stop).
+        await stopTracing?.(Math.max(0, deadline - Date.now())).catch((err: unknown) => logger.warn({ err }, "flushing traces failed"));
         logger.info({ epoch }, "gateway stopped");
       })();
       return closing;
@@ -294,8 +301,10 @@ async function openProcessBus(config: TetherConfig, processId: string, logger: L
   return bus;
 }
 
-function startTracing(config: TetherConfig, processId: string): Promise<() => Promise<void>> {
+function startTracing(config: TetherConfig, processId: string, logger: Logger, onExportFailed: (spans: number) => void): Promise<(budgetMs?: number) => Promise<void>> {
   return enableTracing({
+    logger,
+    onExportFailed,
     ...(config.tracing.endpoint ? { endpoint: config.tracing.endpoint } : {}),
     serviceName: config.tracing.service_name,
     serviceVersion: VERSION,

@@ -2,7 +2,7 @@
  * The JSON-RPC methods of one WebSocket connection, as calls into the sessions layer. The
  * dispatcher resolves the profile a call names and hands each handler that profile's sessions.
  */
-import { Method, PROTOCOL_VERSION, type SinceResult } from "../protocol/index.js";
+import { Method, parseTraceparent, PROTOCOL_VERSION, type SinceResult } from "../protocol/index.js";
 import type { Caller, ProfileRegistry, SessionManager, Viewer } from "../sessions/index.js";
 import type { CallContext, HandlerTable } from "./rpc-dispatch.js";
 
@@ -62,6 +62,8 @@ export function connectionHandlers(
           text: p.text ?? "",
           requestId: p.request_id,
           ...(p.from_message_id !== undefined ? { fromMessageId: p.from_message_id } : {}),
+          // Checked by the params schema: a caller's trace the turn continues.
+          ...(p.traceparent !== undefined ? { trace: parseTraceparent(p.traceparent, p.tracestate) } : {}),
         })
       ).result,
     [Method.SessionBranchSelect]: (p, sessions, ctx) => sessions.selectBranch(who(ctx), p.session_id, p.message_id),

@@ -4,10 +4,11 @@
  * the standard `OTEL_EXPORTER_OTLP_*` variables (endpoint, headers, timeout); the batch processor
  * `OTEL_BSP_*`; `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES` name the service.
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attributes as OtelAttributes, type Span, type Tracer } from "@opentelemetry/api";
+import { createTraceState, ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attributes as OtelAttributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor, NodeTracerProvider, RandomIdGenerator, type IdGenerator } from "@opentelemetry/sdk-trace-node";
+import { WatchedExporter } from "./trace-export-watch.js";
 import { turnSpanId, type Attributes, type RecordedSpan, type SpanContextRef, type SpanHandle, type SpanKind as Kind, type Tracing, type TracingOptions, type TurnSpanInfo } from "./tracing.js";
 
 /**
@@ -45,6 +46,20 @@ function clean(attributes: Attributes | undefined): OtelAttributes {
 }
 
 const KINDS: Record<Kind, SpanKind> = { internal: SpanKind.INTERNAL, client: SpanKind.CLIENT };
+
+/** The caller's span (its W3C traceparent and tracestate) as the parent context of a turn span. */
+function callerContext(traceId: string, parent: NonNullable<TurnSpanInfo["parent"]>): Context {
+  return trace.setSpan(
+    ROOT_CONTEXT,
+    trace.wrapSpanContext({
+      traceId,
+      spanId: parent.spanId,
+      traceFlags: parent.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+      isRemote: true,
+      ...(parent.tracestate ? { traceState: createTraceState(parent.tracestate) } : {}),
+    }),
+  );
+}
 
 function remote(ref: SpanContextRef): Span {
   return trace.wrapSpanContext({ traceId: ref.traceId, spanId: ref.spanId, traceFlags: TraceFlags.SAMPLED, isRemote: true });
@@ -89,7 +104,9 @@ class OtelTracing implements Tracing {
   startTurn(info: TurnSpanInfo): SpanHandle {
     this.ids.next = { traceId: info.traceId, spanId: turnSpanId(info.turnId) };
     try {
-      const span = this.tracer.startSpan("tether.turn", { kind: SpanKind.INTERNAL, attributes: clean(info.attributes), root: true }, ROOT_CONTEXT);
+      // Under the caller's span when it sent one (the sampler follows its decision); else a root.
+      const parent = info.parent ? callerContext(info.traceId, info.parent) : undefined;
+      const span = this.tracer.startSpan("tether.turn", { kind: SpanKind.INTERNAL, attributes: clean(info.attributes), root: !parent }, parent ?? ROOT_CONTEXT);
       return new OtelSpan(span);
     } finally {
       this.ids.next = undefined;
@@ -120,8 +137,22 @@ class OtelTracing implements Tracing {
   }
 }
 
+/** Where the exporter sends when the environment says (the SDK's own reading of it), for logs. */
+function envEndpoint(): string {
+  const traces = process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  if (traces) return traces;
+  const base = process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  return base ? `${base.replace(/\/+$/, "")}/v1/traces` : "http://localhost:4318/v1/traces";
+}
+
 export async function startOtelTracing(options: TracingOptions): Promise<{ tracing: Tracing; shutdown: () => Promise<void> }> {
-  const exporter = new OTLPTraceExporter(options.endpoint ? { url: `${options.endpoint.replace(/\/+$/, "")}/v1/traces` } : {});
+  const url = options.endpoint ? `${options.endpoint.replace(/\/+$/, "")}/v1/traces` : undefined;
+  // Failures counted and said once per change of state (the SDK drops a failed batch silently).
+  const exporter = new WatchedExporter(new OTLPTraceExporter(url ? { url } : {}), {
+    endpoint: url ?? envEndpoint(),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.onExportFailed ? { onFailed: options.onExportFailed } : {}),
+  });
   const ids = new TurnIds();
   // The environment (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES) wins over our defaults.
   const resource = resourceFromAttributes({

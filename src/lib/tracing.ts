@@ -18,6 +18,7 @@
  * the turn span as its parent without having kept it (`turnSpanContext`).
  */
 import { createHash } from "node:crypto";
+import type { Logger } from "./logger.js";
 
 export type SpanKind = "internal" | "client";
 export type AttributeValue = string | number | boolean | string[];
@@ -42,6 +43,11 @@ export interface SpanContextRef {
 export interface TurnSpanInfo {
   /** The frames' `trace_id` (32 hex digits): becomes the span's trace id. */
   traceId: string;
+  /**
+   * The caller's span (W3C `traceparent`, same trace id): the turn span becomes its child and
+   * follows its sampling decision; `tracestate` is carried on. Absent: the turn span is a root.
+   */
+  parent?: { spanId: string; sampled: boolean; tracestate?: string };
   turnId: string;
   sessionId: string;
   attributes?: Attributes;
@@ -125,18 +131,39 @@ export interface TracingOptions {
   /** `service.instance.id`: this process. */
   instanceId: string;
   commitThresholdMs: number;
+  /** Where the exporter's failures (and its recovery) are said, once per change of state. */
+  logger?: Logger;
+  /** Each export that failed, with the spans it carried (`tether_trace_export_failures_total`). */
+  onExportFailed?: (spans: number) => void;
 }
 
 /**
  * Starts exporting spans (loads the OpenTelemetry SDK) and installs it as `tracing()`. Returns the
- * stop: flushes what is buffered and shuts the exporter down (a graceful stop calls it last).
+ * stop: flushes what is buffered and shuts the exporter down (a graceful stop calls it last), in
+ * at most `budgetMs` — a collector that accepts the connection and never answers would otherwise
+ * hold the stop for the exporter's own timeout (10 s); what is not out by then is dropped, said
+ * once at warn.
  */
-export async function enableTracing(options: TracingOptions): Promise<() => Promise<void>> {
+export async function enableTracing(options: TracingOptions): Promise<(budgetMs?: number) => Promise<void>> {
   const { startOtelTracing } = await import("./tracing-otel.js");
   const { tracing: live, shutdown } = await startOtelTracing(options);
   const previous = setTracing(live);
-  return async () => {
+  return async (budgetMs = Number.POSITIVE_INFINITY) => {
     if (current === live) setTracing(previous);
-    await shutdown();
+    const flushed = await withinMs(shutdown(), budgetMs);
+    if (!flushed) options.logger?.warn({ budget_ms: Math.round(budgetMs) }, "traces not flushed: the collector did not answer within the stop's budget");
   };
+}
+
+/** True when `work` settled within `ms`; false when the time ran out first (it goes on unawaited). */
+async function withinMs(work: Promise<unknown>, ms: number): Promise<boolean> {
+  if (!Number.isFinite(ms)) return work.then(() => true);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  work.catch(() => undefined);
+  try {
+    return await Promise.race([work.then(() => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

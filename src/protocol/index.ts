@@ -15,3 +15,4 @@ export * from "./end-reasons.js";
 export * from "./requests.js";
 export * from "./processes.js";
 export * from "./runs.js";
+export * from "./trace-context.js";

@@ -6,11 +6,20 @@
  */
 import { z } from "zod";
 import { Method, type MethodName } from "./methods.js";
+import { traceparentProblem, tracestateProblem } from "./trace-context.js";
 
 const sessionId = z.string().min(1).max(200);
 /** Every session call may name the profile (its own store) it addresses; default `default`. */
 const profile = z.string().min(1).max(100).optional();
 const seq = z.number().int().min(0);
+
+/** A W3C Trace Context field checked by `problem` (the reason names what is wrong). */
+function traceContextCheck(problem: (value: string) => string | undefined) {
+  return (value: string, ctx: z.RefinementCtx) => {
+    const reason = problem(value);
+    if (reason !== undefined) ctx.addIssue({ code: "custom", message: reason });
+  };
+}
 
 export const EmptyParams = z.strictObject({}).optional();
 
@@ -89,8 +98,13 @@ export const PromptSubmitParams = z
     text: z.string().min(1).max(1_000_000).optional(),
     request_id: z.string().min(1).max(200).optional(),
     from_message_id: z.string().min(1).max(200).optional(),
+    /** W3C Trace Context of the caller: the turn continues its trace (trace-context.ts). */
+    traceparent: z.string().max(256).superRefine(traceContextCheck(traceparentProblem)).optional(),
+    tracestate: z.string().superRefine(traceContextCheck(tracestateProblem)).optional(),
   })
-  .refine((p) => p.text !== undefined || p.from_message_id !== undefined, { message: "Required (only a regenerate, with from_message_id, may leave it out)", path: ["text"] });
+  .refine((p) => p.text !== undefined || p.from_message_id !== undefined, { message: "Required (only a regenerate, with from_message_id, may leave it out)", path: ["text"] })
+  // A tracestate belongs to a traceparent (W3C): alone it would be dropped, so it is refused.
+  .refine((p) => p.tracestate === undefined || p.traceparent !== undefined, { message: "tracestate needs traceparent", path: ["tracestate"] });
 
 /** `session.branch.select`: show version `message_id` (a user message's id, one of its `versions`). */
 export const BranchSelectParams = z.strictObject({ session_id: sessionId, profile, message_id: z.string().min(1).max(200) });

@@ -9,7 +9,7 @@
  * Another principal's session answers exactly like a missing one (4007): existence is not leaked.
  * `parts` are the rooms themselves, for the composition root and tests; transports never use them.
  */
-import { EndReason, ErrorCode, isRecoverableEnd, TetherError } from "../protocol/index.js";
+import { EndReason, ErrorCode, isRecoverableEnd, TetherError, traceHeaders } from "../protocol/index.js";
 import type {
   BranchSelectResult,
   DelegationSummary,
@@ -246,7 +246,13 @@ export class SessionManager implements ForwardedCalls {
       const tipped = (r: SubmitResult): SubmitResult => (resolvedFrom ? { ...r, session_id: tipId, resolved_from: resolvedFrom } : r);
       const routed = opts.noInput
         ? { forwarded: false as const, runtime: await this.requireLive(caller, tipId, "prompt.submit") }
-        : await this.ownedOrForwarded(caller, tipId, "prompt.submit", { text, request_id: requestId, ...(opts.fromMessageId !== undefined ? { from_message_id: opts.fromMessageId } : {}) });
+        : await this.ownedOrForwarded(caller, tipId, "prompt.submit", {
+            text,
+            request_id: requestId,
+            ...(opts.fromMessageId !== undefined ? { from_message_id: opts.fromMessageId } : {}),
+            // The owner's turn continues the caller's trace too: the wire form, parsed there again.
+            ...(opts.trace ? traceHeaders(opts.trace) : {}),
+          });
       if (routed.forwarded) return tipped(routed.result as SubmitResult);
       const runtime = routed.runtime;
       const result = await runtime.submit(text, requestId, opts);

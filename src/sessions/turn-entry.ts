@@ -15,7 +15,7 @@
  *
  *   const turn = await manager.startTurn({ caller, session: { id, resume: true }, text, viewer: tap });
  */
-import type { ClientToolSpec, Snapshot, SubmitResult } from "../protocol/index.js";
+import type { ClientToolSpec, Snapshot, SubmitResult, TraceParent } from "../protocol/index.js";
 import type { CallOptions } from "../agent/provider.js";
 import type { SeedMessage } from "./core/seed-history.js";
 import type { Caller, CreateParams } from "./core/types.js";
@@ -47,6 +47,8 @@ export interface TurnRequest {
   requestId?: string;
   /** A new version of this user message (branching: edit with `text`, regenerate with `text: ""`). */
   fromMessageId?: string;
+  /** The caller's span (W3C `traceparent` / `tracestate`): the turn continues its trace. */
+  trace?: TraceParent;
   /** Follows the session's frames from the open on (an HTTP stream); detached if the turn cannot start. */
   viewer?: Viewer;
   admit?: Admission;
@@ -78,6 +80,8 @@ export interface TurnEntrance {
 export interface SubmitOptions {
   noInput?: boolean;
   fromMessageId?: string;
+  /** The caller's span: the turn's trace id is its trace id, the turn span its child. */
+  trace?: TraceParent;
 }
 
 /** What `configure` sets: client tools (absent = unchanged) and call options (absent = none). */
@@ -120,7 +124,11 @@ export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then?: (t
       }
       // The asked id, not the tip the resume found: submit resolves it, and says so in its answer.
       const target = "create" in req.session ? snap!.session_id : req.session.id;
-      const opts: SubmitOptions = { ...(req.noInput ? { noInput: true } : {}), ...(req.fromMessageId !== undefined ? { fromMessageId: req.fromMessageId } : {}) };
+      const opts: SubmitOptions = {
+        ...(req.noInput ? { noInput: true } : {}),
+        ...(req.fromMessageId !== undefined ? { fromMessageId: req.fromMessageId } : {}),
+        ...(req.trace ? { trace: req.trace } : {}),
+      };
       const result = await sessions.submit(caller, target, req.text, req.requestId, opts);
       // A new session's row commits while the turn's model call is on its way: answered once it is stored.
       if (durable) await durable;

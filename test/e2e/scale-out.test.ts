@@ -161,6 +161,19 @@ describe.skipIf(!pgAvailable || !redisAvailable)("scale-out: PostgreSQL store + 
     expect(b!.server.manager.liveCount).toBe(0);
   });
 
+  it("a prompt.submit forwarded to the owner keeps the caller's traceparent: the turn continues the caller's trace there", async () => {
+    const [a, b] = await cluster(2);
+    const onA = await open(a!.wsUrl);
+    const sid = (await onA.call("session.create", {})).session_id;
+    const onB = await open(b!.wsUrl);
+    const caller = "5bf92f3577b34da6a3ce929d0e0e4736";
+    const sub = await onB.call("prompt.submit", { session_id: sid, text: "count to 3", traceparent: `00-${caller}-00f067aa0ba902b7-01`, tracestate: "k=v" });
+    expect(sub.trace_id).toBe(caller);
+    const done = await onA.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === sub.turn_id);
+    expect(done.trace_id).toBe(caller);
+    expect(b!.server.manager.liveCount).toBe(0); // A ran it
+  });
+
   it("when node B takes over a session its client was following remotely, that client keeps one ordered stream and the session is not parked", async () => {
     const [a, b] = await cluster(2);
     const onA = await open(a!.wsUrl);

@@ -17,6 +17,8 @@ export interface ReceivedSpan {
   traceId: string;
   spanId: string;
   parentSpanId: string;
+  /** The span's W3C tracestate ("" when none). */
+  traceState: string;
   name: string;
   kind: number;
   startMs: number;
@@ -41,10 +43,19 @@ function attrs(list: KeyValue[] | undefined): Record<string, unknown> {
   return Object.fromEntries((list ?? []).map((kv) => [kv.key, decode(kv.value)]));
 }
 
+/**
+ * How the receiver answers an export: `ok` (200, spans kept), `fail` (400: a refusal the exporter
+ * does not retry), `hang` (reads the request and never answers: a collector stuck behind a proxy).
+ */
+export type ReceiverMode = "ok" | "fail" | "hang";
+
 export class OtlpReceiver {
   readonly spans: ReceivedSpan[] = [];
   /** Requests to /v1/traces (a no-op tracer must cause none). */
   requests = 0;
+  /** Exports refused (`fail`) or left unanswered (`hang`). */
+  refused = 0;
+  mode: ReceiverMode = "ok";
   private constructor(
     private readonly server: Server,
     readonly url: string,
@@ -63,6 +74,11 @@ export class OtlpReceiver {
         let body = Buffer.concat(chunks);
         if (req.headers["content-encoding"] === "gzip") body = gunzipSync(body);
         holder.r!.requests++;
+        if (holder.r!.mode !== "ok") {
+          holder.r!.refused++;
+          if (holder.r!.mode === "fail") res.writeHead(400, { "content-type": "application/json" }).end('{"error":"refused by the test"}');
+          return;
+        }
         holder.r!.accept(JSON.parse(body.toString("utf8")));
         res.writeHead(200, { "content-type": "application/json" }).end("{}");
       });
@@ -82,6 +98,7 @@ export class OtlpReceiver {
             traceId: s.traceId,
             spanId: s.spanId,
             parentSpanId: s.parentSpanId ?? "",
+            traceState: s.traceState ?? "",
             name: s.name,
             kind: s.kind,
             startMs: Number(BigInt(s.startTimeUnixNano) / 1_000_000n),
@@ -106,6 +123,8 @@ export class OtlpReceiver {
   }
 
   close(): Promise<void> {
+    // A hanging export keeps its socket open: cut it, or close() would wait for it.
+    this.server.closeAllConnections();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 }

@@ -5,17 +5,27 @@
  * principal, the session (`X-Session-Id`), and the caller's `trace_id` (from its `traceparent`).
  * Health probes log at debug: a balancer's checks every few seconds are not traffic.
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
+import { parseTraceparent, type TraceParent } from "../../protocol/index.js";
 import { routePath } from "hono/route";
 import type { Logger } from "../../lib/logger.js";
 import type { AppEnv } from "./context.js";
 
 const PROBES = new Set(["/healthz", "/readyz"]);
 
-/** The trace id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), or undefined. */
-export function traceIdOf(traceparent: string | undefined): string | undefined {
-  const m = traceparent ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(traceparent.trim().toLowerCase()) : null;
-  return m && !/^0+$/.test(m[1]!) ? m[1] : undefined;
+/**
+ * The caller's span from the request's W3C `traceparent` / `tracestate` headers, or undefined (none,
+ * or invalid: a receiver of headers starts a new trace then, as the spec asks). A turn the request
+ * starts continues it; its trace id is also the access-log line's `trace_id`.
+ */
+export function callerTrace(c: Context<AppEnv>): TraceParent | undefined {
+  return parseTraceparent(c.req.header("traceparent"), c.req.header("tracestate"));
+}
+
+/** `{ trace }` for a turn request when the caller sent a valid `traceparent`, else nothing. */
+export function withTrace(c: Context<AppEnv>): { trace?: TraceParent } {
+  const trace = callerTrace(c);
+  return trace ? { trace } : {};
 }
 
 export function accessLog(logger: Logger): MiddlewareHandler<AppEnv> {
@@ -64,7 +74,7 @@ function lineOf(c: Parameters<MiddlewareHandler<AppEnv>>[0], headersMs: number):
   if (principal) line.principal = principal;
   const session = c.res.headers.get("x-session-id") ?? c.req.header("x-session-id");
   if (session) line.session_id = session;
-  const traceId = traceIdOf(c.req.header("traceparent"));
+  const traceId = callerTrace(c)?.traceId;
   if (traceId) line.trace_id = traceId;
   const remote = c.env?.incoming?.socket?.remoteAddress;
   if (remote) line.remote = remote;

@@ -135,4 +135,12 @@ function eventCounters(prom: typeof PromClient, registry: PromClient.Registry, t
     if (t.commitsFailed > 0) c.inc(t.commitsFailed);
     t.commitsFailed = 0;
   });
+  counter("tether_trace_export_failures_total", "OTLP trace exports that failed (collector down, refusing or timing out)", [], (c) => {
+    if (t.traceExportsFailed > 0) c.inc(t.traceExportsFailed);
+    t.traceExportsFailed = 0;
+  });
+  counter("tether_trace_spans_dropped_total", "Spans of the failed trace exports, lost", [], (c) => {
+    if (t.traceSpansDropped > 0) c.inc(t.traceSpansDropped);
+    t.traceSpansDropped = 0;
+  });
 }

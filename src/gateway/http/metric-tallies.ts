@@ -36,6 +36,9 @@ export interface Tallies {
   /** `layer \0 code` → errors. */
   errors: Map<string, number>;
   commitsFailed: number;
+  /** OTLP exports that failed, and the spans they carried (dropped). */
+  traceExportsFailed: number;
+  traceSpansDropped: number;
 }
 
 export function newTallies(): Tallies {
@@ -51,6 +54,8 @@ export function newTallies(): Tallies {
     tools: new Map(),
     errors: new Map(),
     commitsFailed: 0,
+    traceExportsFailed: 0,
+    traceSpansDropped: 0,
   };
 }
 

@@ -88,6 +88,12 @@ export class PromMetrics implements Metrics, TurnSink {
     bump(this.tallies.reconnects, transport);
   }
 
+  /** A trace export failed, with the spans it carried (tracing-otel's watched exporter). */
+  traceExportFailed(spans: number): void {
+    this.tallies.traceExportsFailed++;
+    this.tallies.traceSpansDropped += spans;
+  }
+
   storeCommitted(seconds: number, failed: boolean): void {
     this.m.commitSeconds.observe(seconds);
     if (failed) this.tallies.commitsFailed++;

@@ -36,6 +36,7 @@ import { ChatMessage } from "./openai-input.js";
 import { checkToolPairs, toChatConversation, type ChatConversation } from "./chat-input.js";
 import { chatCallParams, type ChatCallParams } from "./chat-params.js";
 import { answerChat, replayChat, SESSION_HEADER, streamChat, type ChatTurn, type StoredChat } from "./chat-answer.js";
+import { withTrace } from "./access-log.js";
 
 export { SESSION_HEADER } from "./chat-answer.js";
 
@@ -134,6 +135,7 @@ async function enterTurn(
       clientTools: call.clientTools,
       callOptions: call.callOptions,
       ...(claim.kind === "fresh" ? { requestId: `http:${claim.key}` } : {}),
+      ...withTrace(c),
       viewer: tap,
       admit: (who, run) => api.limiter.admit(who, run),
     });

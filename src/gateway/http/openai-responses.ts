@@ -35,6 +35,7 @@ import type { ChatCallParams } from "./chat-params.js";
 import { ResponseBuilder, SEQ_STRIDE, TERMINAL_STATUSES, type ResponseEvent, type ResponseObject } from "./response-events.js";
 import { ResponseTracker } from "./response-tracker.js";
 import { sseResponse } from "./sse.js";
+import { withTrace } from "./access-log.js";
 
 /** OpenAI's answer to an `mcp_approval_request` output item. */
 const ApprovalResponseItem = z.object({
@@ -143,6 +144,7 @@ export class ResponsesApi {
           ...(results.length > 0 ? { noInput: true } : {}),
           clientTools: call.clientTools,
           callOptions: call.callOptions,
+          ...withTrace(c),
           viewer: tap,
           admit: (who, run) => api.limiter.admit(who, run),
         },

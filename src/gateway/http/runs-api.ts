@@ -22,6 +22,7 @@ import { readJson } from "./json-body.js";
 import { RunsBody, SESSION_KEY_HEADER, startRun } from "./runs-start.js";
 import { RunControl } from "./runs-control.js";
 import { RunViews, type RunScope } from "./runs-view.js";
+import { callerTrace } from "./access-log.js";
 
 /** What an `Idempotency-Key` record of `POST /v1/runs` keeps. */
 interface StoredRunRef {
@@ -98,6 +99,7 @@ export class RunsApi {
         body,
         sessionKey,
         requestId: claim.kind === "fresh" ? `run:${claim.key}` : undefined,
+        trace: callerTrace(c),
       });
       if (claim.kind === "fresh") await claim.record(202, { run_id: record.id, session_id: record.session_id, profile: profile.name } satisfies StoredRunRef);
       return c.json({ run_id: record.id, status: record.status, session_id: record.session_id }, 202, echo);

@@ -8,6 +8,7 @@
  * the continuation and writes there, never into the closed parent.
  */
 import { z } from "zod";
+import type { TraceParent } from "../../protocol/index.js";
 import type { Caller, Profile, RunRecord, StartedTurn } from "../../sessions/index.js";
 import type { HttpApi } from "./context.js";
 import { HttpError, HttpErrors } from "./errors.js";
@@ -38,6 +39,8 @@ export interface RunStart {
   sessionKey: string | undefined;
   /** One turn per key, across retries and restarts (the `Idempotency-Key`). */
   requestId: string | undefined;
+  /** The caller's span (`traceparent` header): the run's turn continues its trace. */
+  trace?: TraceParent | undefined;
 }
 
 /** Chooses the session, starts the turn, records the run. */
@@ -61,6 +64,7 @@ export async function startRun(api: HttpApi, s: RunStart): Promise<RunRecord> {
     history: conversation.seed,
     text: conversation.prompt,
     ...(s.requestId !== undefined ? { requestId: s.requestId } : {}),
+    ...(s.trace ? { trace: s.trace } : {}),
     admit: (who, run) => api.limiter.admit(who, run),
   });
   return recordRun(s, turn);

@@ -36,6 +36,7 @@ import { queryBool, queryInt, readJson } from "./json-body.js";
 import { streamSessionEvents } from "./session-events.js";
 import { SseFlowTap } from "./sse-flow.js";
 import { sseResponse } from "./sse.js";
+import { withTrace } from "./access-log.js";
 
 export { SseEvent } from "./session-events.js";
 
@@ -166,6 +167,7 @@ function mountWrites(app: Hono<AppEnv>, api: HttpApi): void {
         text: body.text ?? "",
         ...(requestId !== undefined ? { requestId } : {}),
         ...(body.from_message_id !== undefined ? { fromMessageId: body.from_message_id } : {}),
+        ...withTrace(c),
         admit: (who, run) => api.limiter.admit(who, run),
       });
       if (claim.kind === "fresh") await claim.record(202, result);

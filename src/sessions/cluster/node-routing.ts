@@ -4,7 +4,7 @@
  * lease expired, this node takes the session over. A session only viewed here is served by the
  * RemoteView (store + bus). On one node (in-process bus) none of this exists.
  */
-import { ErrorCode, isRecoverableEnd, TetherError, type ClientToolSpec, type Snapshot, type SubmitResult } from "../../protocol/index.js";
+import { ErrorCode, isRecoverableEnd, parseTraceparent, TetherError, type ClientToolSpec, type Snapshot, type SubmitResult } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
 import type { GroupCommitter } from "../../events/index.js";
@@ -102,12 +102,19 @@ export class NodeRouting {
       tail?: number;
       from_message_id?: string;
       message_id?: string;
+      traceparent?: string;
+      tracestate?: string;
       patch?: SessionPatch;
     };
     const caller: ForwardedCaller = { principal: p.principal, [FORWARDED]: true };
     switch (req.method) {
-      case "prompt.submit":
-        return calls.submit(caller, p.session_id, p.text ?? "", p.request_id, p.from_message_id !== undefined ? { fromMessageId: p.from_message_id } : {});
+      case "prompt.submit": {
+        const trace = parseTraceparent(p.traceparent, p.tracestate);
+        return calls.submit(caller, p.session_id, p.text ?? "", p.request_id, {
+          ...(p.from_message_id !== undefined ? { fromMessageId: p.from_message_id } : {}),
+          ...(trace ? { trace } : {}),
+        });
+      }
       case "session.branch.select":
         return calls.selectBranch(caller, p.session_id, p.message_id ?? "");
       case "session.interrupt":

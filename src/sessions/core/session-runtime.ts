@@ -7,7 +7,7 @@
  * are given to the constructor. What changes while it lives — the model, a stashed model switch,
  * the provider's last usage, the last sign of life — changes only through its own methods.
  */
-import { ErrorCode, EventType, TetherError, type BranchSelectResult, type SteerResult, type StopReason, type SubmitResult } from "../../protocol/index.js";
+import { ErrorCode, EventType, TetherError, type BranchSelectResult, type SteerResult, type StopReason, type SubmitResult, type TraceParent } from "../../protocol/index.js";
 import { TurnStop } from "../../agent/stop-reason.js";
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
@@ -293,7 +293,7 @@ export class SessionRuntime {
    * `opts.fromMessageId`: a new version of that user message (branching) — `text` is the edited
    * prompt, or `""` for the same prompt again. Only while no turn runs or waits (4073).
    */
-  async submit(text: string, requestId: string | undefined, opts: { noInput?: boolean; fromMessageId?: string } = {}): Promise<SubmitResult> {
+  async submit(text: string, requestId: string | undefined, opts: { noInput?: boolean; fromMessageId?: string; trace?: TraceParent } = {}): Promise<SubmitResult> {
     if (this.closing) throw new TetherError(ErrorCode.Closed, "Session is closing");
     this.touch();
     let claim: ((r: SubmitRecord | null) => void) | undefined;
@@ -335,7 +335,9 @@ export class SessionRuntime {
     }
     const turn: QueuedTurn = {
       turnId: this.env.ids.next("turn"),
-      traceId: this.env.ids.traceId(),
+      // The caller's trace, when it sent its traceparent: the turn's frames and spans join it.
+      traceId: opts.trace?.traceId ?? this.env.ids.traceId(),
+      ...(opts.trace ? { traceParent: opts.trace } : {}),
       text,
       requestId,
       ...(opts.noInput ? { noInput: true } : {}),
@@ -613,6 +615,7 @@ export class SessionRuntime {
       sessionId: this.id,
       turnId: turn.turnId,
       traceId: turn.traceId,
+      ...(turn.traceParent ? { traceParent: turn.traceParent } : {}),
       input: turn.text,
       log: turnLogOf(this.log, this.id, clock),
       history: this.history,

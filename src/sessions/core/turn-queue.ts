@@ -2,12 +2,15 @@
  * Turn admission for one session: at most one turn runs; the rest wait in order. Whether a submit
  * while busy queues, interrupts or is rejected is the session's busy policy.
  */
+import type { TraceParent } from "../../protocol/index.js";
 import type { SteerInbox } from "../../agent/turn-steering.js";
 import type { Fork } from "./versions.js";
 
 export interface QueuedTurn {
   turnId: string;
   traceId: string;
+  /** The caller's span (its `traceparent`): the turn continues that trace (`traceId` is its trace id). */
+  traceParent?: TraceParent;
   text: string;
   requestId: string | undefined;
   /**
