@@ -1,6 +1,7 @@
 /**
  * `tether serve`: runs the gateway until SIGTERM/SIGINT, then stops gracefully (running turns are
- * interrupted and written, so a stop loses nothing). Prints exactly one line to stdout when ready:
+ * interrupted and written, so a stop loses nothing) — after `lifecycle.drain_s` of draining
+ * (`/readyz` 503, connections closed after their answers) when it sits behind a balancer. Prints exactly one line to stdout when ready:
  * `tether listening on http://HOST:PORT` — scripts and tests parse it. Logs go to stderr.
  */
 import { assertSafeBind, ConfigError, loadConfig, type ConfigInput } from "../config/index.js";
@@ -34,7 +35,7 @@ export async function runServe(flags: ServeFlags): Promise<void> {
       wsOnly: flags.wsOnly ? true : undefined,
     };
     const loaded = loadConfig({ env: process.env, flags: overrides, configPath: flags.config, createIfMissing: true });
-    const config = loaded.config;
+    let config = loaded.config;
     assertSafeBind(config);
     const server = await startServer(config, { logger, configPath: loaded.path });
     process.stdout.write(`tether listening on ${server.url}\n`);
@@ -45,6 +46,7 @@ export async function runServe(flags: ServeFlags): Promise<void> {
       try {
         const next = loadConfig({ env: process.env, flags: overrides, configPath: loaded.path });
         server.applyConfig(next.config);
+        config = next.config;
         logger.info({ why, path: loaded.path }, "config reloaded");
       } catch (err) {
         logger.error({ why, error: (err as Error).message }, "config reload failed; keeping the previous config");
@@ -63,8 +65,11 @@ export async function runServe(flags: ServeFlags): Promise<void> {
       }
       stopping = true;
       stopWatching();
-      logger.info({ signal }, "stopping");
-      server.close().then(
+      logger.info({ signal, drain_s: config.lifecycle.drain_s }, "stopping");
+      // Behind a balancer: out of its rotation first, still serving, then the graceful stop.
+      server.drain();
+      const drained = new Promise<void>((resolve) => setTimeout(resolve, config.lifecycle.drain_s * 1000));
+      drained.then(() => server.close()).then(
         () => exitAfterLogs(0),
         (err: unknown) => {
           logger.error({ err }, "error while stopping");

@@ -22,6 +22,7 @@ import { A2APeers, bridgeGlobals, DEFAULT_PROFILE, type Messaging, HttpRecords, 
 import { join } from "node:path";
 import type { Store } from "../store/types.js";
 import { createHttpServer } from "../gateway/http-server.js";
+import { ListenerDrain } from "../gateway/listener-drain.js";
 import { attachWsEndpoint, type WsEndpoint } from "../gateway/ws-server.js";
 import { createAuthenticator } from "../gateway/auth.js";
 import { RequestGuard, type GuardPolicy } from "../gateway/request-guard.js";
@@ -71,7 +72,17 @@ export interface RunningServer {
   applyConfig(config: TetherConfig): void;
   /** Runs a retention sweep of every open store now (the background job's, for tests and benchmarks). */
   sweepRetention(): Promise<SweepResult[]>;
-  /** Graceful stop: interrupts turns, writes everything, closes sockets and the store. */
+  /**
+   * The start of a graceful stop behind a balancer: `/readyz` answers 503 (`draining`) and every
+   * HTTP answer closes its connection, while everything is still served (`tether serve` waits
+   * `lifecycle.drain_s` between this and close()).
+   */
+  drain(): void;
+  /**
+   * Graceful stop: stops accepting connections (requests already in get their answers first),
+   * interrupts turns, writes everything, closes sockets and the store, flushes traces — all
+   * within `lifecycle.shutdown_flush_s`.
+   */
   close(): Promise<void>;
 }
 
@@ -214,7 +225,12 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
   const { profiles, profileStores } = profileRegistry(parts, defaultProfile);
   parts.messaging = profiles.messaging;
   profiles.messaging.start();
-  const { app, server, ws } = transports(parts, profiles, () => store.ping(), deps.attachTo);
+  // Draining (SIGTERM behind a balancer) fails readiness before anything stops.
+  let draining = false;
+  const ready = () => (draining ? Promise.resolve(false) : store.ping());
+  const { app, server, ws } = transports(parts, profiles, { ready, draining: () => draining }, deps.attachTo);
+  // Our own listener only: an application's server is the application's to close.
+  const drain = deps.attachTo ? null : new ListenerDrain(server);
   const manager = defaultProfile.sessions;
   parts.metrics?.bind({
     sessions: () => manager.viewerCounts(),
@@ -242,6 +258,12 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     app,
     server,
     sweepRetention: () => Promise.all(parts.retention.map((j) => j.sweep())),
+    drain() {
+      if (draining) return;
+      draining = true;
+      drain?.start();
+      logger.info({ epoch }, "draining: /readyz answers 503, connections close after their answer");
+    },
     applyConfig(next: TetherConfig) {
       const nextCatalog = buildProviderCatalog(next, clock);
       parts.current = { config: next, catalog: nextCatalog };
@@ -252,23 +274,26 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     },
     close() {
       closing ??= (async () => {
-        // One budget for the whole stop, the traces' flush included.
-        const deadline = Date.now() + parts.current.config.lifecycle.shutdown_flush_s * 1000;
+        // One budget for the whole stop: requests in flight, writes, and the traces' flush.
+        const budget = stopBudget(parts.current.config.lifecycle.shutdown_flush_s * 1000);
+        draining = true;
+        // No new connection from here (a proxy tries its next node); requests already in first.
+        await drain?.stopAccepting(budget.leftMs() / 2);
         await Promise.allSettled(parts.retention.map((j) => j.stop()));
         profiles.messaging.stop();
-        await Promise.allSettled(profiles.all().map((p) => p.sessions.shutdown()));
+        await Promise.allSettled(profiles.all().map((p) => p.sessions.shutdown(budget.leftMs())));
         // After the turns stopped: closing the MCP clients ends their stdio servers.
         await Promise.allSettled([...parts.tools.values()].map((t) => t.close()));
         unbridge();
         await parts.bus.close().catch(() => undefined);
         // Frames written during the stop are out; now the sockets can go.
         await ws.close();
-        if (!deps.attachTo) await closeServer(server);
+        await drain?.closeAll();
         await store.close();
         for (const ps of profileStores) await ps.close().catch(() => undefined);
         // Last: the spans of the stop itself are flushed too, in what is left of the budget (a
         // collector that never answers must not hold the stop).
-        await stopTracing?.(Math.max(0, deadline - Date.now())).catch((err: unknown) => logger.warn({ err }, "flushing traces failed"));
+        await stopTracing?.(budget.leftMs()).catch((err: unknown) => logger.warn({ err }, "flushing traces failed"));
         logger.info({ epoch }, "gateway stopped");
       })();
       return closing;
@@ -395,7 +420,7 @@ function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profil
 function transports(
   parts: ProcessParts,
   profiles: ProfileRegistry,
-  ready: () => Promise<boolean>,
+  readiness: { ready: () => Promise<boolean>; draining: () => boolean },
   attachTo: Server | undefined,
 ): { app: Hono<AppEnv> | null; server: Server; ws: WsEndpoint } {
   const { config, catalog } = parts.current;
@@ -417,11 +442,11 @@ function transports(
         models: listModels(catalog, config.models.require_confirmation, config.compression),
         metrics: parts.metrics,
         flow,
-        ready,
+        ...readiness,
         version: VERSION,
       });
   const serverOptions = listenerOptions(config);
-  const server = attachTo ?? (app ? serveHttpApp(app, serverOptions) : createHttpServer({ ready, wsOnly: true, guard, serverOptions }));
+  const server = attachTo ?? (app ? serveHttpApp(app, serverOptions) : createHttpServer({ ...readiness, wsOnly: true, guard, serverOptions }));
   const ws = attachWsEndpoint(server, {
     manager: profiles,
     auth,
@@ -479,14 +504,10 @@ function addressOf(server: Server, config: TetherConfig, attached: boolean): { u
   return { url: address ? `http://${hostForUrl}:${port}` : "", port };
 }
 
-/**
- * close() waits for every connection to end: open SSE streams and keep-alive sockets would hold it
- * forever, so they are cut right after it stops accepting.
- */
-async function closeServer(server: Server): Promise<void> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeAllConnections();
-  await closed;
+/** What is left of a stop's budget, in ms (never below 0). */
+function stopBudget(totalMs: number): { leftMs(): number } {
+  const deadline = Date.now() + totalMs;
+  return { leftMs: () => Math.max(0, deadline - Date.now()) };
 }
 
 /** A store or bus location for logs: a URL's password is never printed. */

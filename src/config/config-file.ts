@@ -72,6 +72,7 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 #   session_ttl_s: 21600
 #   max_live_sessions: 0
 #   shutdown_flush_s: 5
+#   drain_s: 0               # SIGTERM: /readyz 503 this long first (behind a balancer: 3)
 
 # limits:
 #   max_frame_bytes: 1048576

@@ -28,6 +28,12 @@ export const LifecycleSchema = z.object({
   startup_sweep: z.boolean().default(true),
   /** Longest a graceful stop waits for writes before exiting anyway. */
   shutdown_flush_s: z.number().positive().default(5),
+  /**
+   * `tether serve` on SIGTERM: this long `/readyz` answers 503 and every answer says
+   * `Connection: close` while the node still serves, so a balancer moves off it before it stops
+   * (docs/deploy.md, *Rolling restart*). 0 = stop at once (one node has nowhere to send clients).
+   */
+  drain_s: z.number().min(0).max(300).default(0),
 });
 
 export type LifecycleConfig = z.infer<typeof LifecycleSchema>;
@@ -349,6 +355,7 @@ const LIFECYCLE_ENV: ReadonlyArray<[string, keyof LifecycleConfig]> = [
   ["TETHER_LEASE_TTL_S", "lease_ttl_s"],
   ["TETHER_HEARTBEAT_S", "heartbeat_s"],
   ["TETHER_SHUTDOWN_FLUSH_S", "shutdown_flush_s"],
+  ["TETHER_DRAIN_S", "drain_s"],
 ];
 
 function envNumber(env: NodeJS.ProcessEnv, key: string): number | undefined {

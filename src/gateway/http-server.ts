@@ -7,8 +7,10 @@ import { createServer, type IncomingMessage, type Server, type ServerOptions, ty
 import type { RequestGuard } from "./request-guard.js";
 
 export interface HttpRoutesOptions {
-  /** True when the store answers and migrations ran. */
+  /** True when the store answers and migrations ran (and no graceful stop has begun). */
   ready: () => Promise<boolean>;
+  /** True while a graceful stop drains the node. */
+  draining?: () => boolean;
   /** Serve only `/healthz` (and the `/ws` upgrade). */
   wsOnly: boolean;
   guard: RequestGuard;
@@ -27,7 +29,7 @@ export function createHttpServer(opts: HttpRoutesOptions): Server {
     if (req.method === "GET" && path === "/healthz") return json(res, 200, { status: "ok" });
     if (!opts.wsOnly && req.method === "GET" && path === "/readyz") {
       opts.ready().then(
-        (ok) => json(res, ok ? 200 : 503, { status: ok ? "ready" : "unavailable" }),
+        (ok) => json(res, ok ? 200 : 503, { status: ok ? "ready" : opts.draining?.() ? "draining" : "unavailable" }),
         () => json(res, 503, { status: "unavailable" }),
       );
       return;

@@ -44,7 +44,7 @@ describe("deploy/nginx.conf", () => {
   });
 
   it("terminates TLS and lets Tether's own body limit through", () => {
-    expect(conf).toMatch(/listen 443 ssl;/);
+    expect(conf).toMatch(/listen 443 ssl( http2)?;/);
     expect(conf).toMatch(/ssl_certificate\s+\S+;/);
     const body = /client_max_body_size (\d+)m;/.exec(conf);
     expect(Number(body![1]) * 2 ** 20).toBeGreaterThanOrEqual(defaults.http.max_body_bytes);

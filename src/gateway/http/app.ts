@@ -84,7 +84,7 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   app.get("/healthz", (c) => c.json({ status: "ok" }));
   app.get("/readyz", async (c) => {
     const ok = await deps.ready().catch(() => false);
-    return c.json({ status: ok ? "ready" : "unavailable" }, ok ? 200 : 503);
+    return c.json({ status: readiness(ok, deps.draining) }, ok ? 200 : 503);
   });
   // The web client (web/dist) at `/`: static, before auth (the key is typed into the page).
   mountWebClient(app);
@@ -113,6 +113,11 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   mountSessions(app, api);
   mountA2A(app, a2a);
   return app;
+}
+
+/** `/readyz`'s word: `ready`, `draining` (a graceful stop has begun) or `unavailable` (the store). */
+export function readiness(ok: boolean, draining: (() => boolean) | undefined): "ready" | "draining" | "unavailable" {
+  return ok ? "ready" : draining?.() ? "draining" : "unavailable";
 }
 
 export function createGatewayHttpServer(deps: HttpApiDeps, serverOptions: ServerOptions = {}): Server {

@@ -44,6 +44,8 @@ export interface HttpApiDeps {
   flow?: FlowLimits;
   /** True when the store answers and migrations ran. */
   ready: () => Promise<boolean>;
+  /** True while a graceful stop drains the node: `/readyz` says `draining`. */
+  draining?: () => boolean;
   /** The gateway's version (Agent Cards). */
   version?: string;
 }
