@@ -1,11 +1,17 @@
 /**
  * The samples in deploy/ say what docs/deploy.md says, and the settings that keep Tether's streams
  * alive behind a proxy are there: WebSocket upgrade, SSE without buffering, timeouts longer than
- * the heartbeat, the body limit, a graceful stop that outlasts the shutdown flush. The systemd unit
- * is also parsed by `systemd-analyze verify` where the machine has it (skipped visibly otherwise).
+ * the heartbeat, the body limit, a graceful stop that outlasts the drain and the shutdown flush,
+ * and what a rolling restart needs (test/faults/rolling-restart-nginx.test.ts drives it).
+ *
+ * Each file is also checked by its own tool, Debian 12's versions: `nginx -t` (1.22), `caddy
+ * validate` and `caddy adapt` (2.6), `systemd-analyze verify` and `security` (252). A tool the
+ * machine lacks is skipped visibly (.ci/run installs nginx and caddy).
  */
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { resolveConfig } from "../../src/config/index.js";
 
@@ -20,6 +26,15 @@ const settings = (text: string) =>
     .join("\n");
 
 const defaults = resolveConfig({}, {});
+/** A tool by name, or undefined (with a warning: its checks are skipped, never silently). */
+function tool(name: string, candidates: string[], versionArgs: string[]): string | undefined {
+  const found = candidates.find((p) => (p.includes("/") ? existsSync(p) : spawnSync(p, versionArgs).status === 0));
+  if (!found) console.warn(`[tether tests] ${name} is not installed: its check of the deploy files is SKIPPED`);
+  return found;
+}
+const NGINX = tool("nginx", ["/usr/sbin/nginx", "/usr/bin/nginx"], ["-v"]);
+const CADDY = tool("caddy", ["caddy"], ["version"]);
+const SYSTEMD_ANALYZE = tool("systemd-analyze", ["systemd-analyze"], ["--version"]);
 const seconds = (v: string) => Number(/^(\d+)(s|m|h)?$/.exec(v)![1]) * ({ s: 1, m: 60, h: 3600 } as Record<string, number>)[/^(\d+)(s|m|h)?$/.exec(v)![2] ?? "s"]!;
 
 describe("deploy/nginx.conf", () => {
@@ -43,6 +58,35 @@ describe("deploy/nginx.conf", () => {
     }
   });
 
+  it("never marks the only live node down, and sends a request whose connection failed to the next node", () => {
+    const servers = [...conf.matchAll(/^\s*server (\S+)([^;]*);$/gm)].filter((m) => m[1]!.includes(":"));
+    expect(servers.length).toBeGreaterThan(0);
+    for (const [, , params] of servers) expect(params).toMatch(/\bmax_fails=0\b/);
+    // No pooled connections a stopping node could be closing while nginx writes into one.
+    const upstream = /upstream tether \{([^}]*)\}/.exec(conf)![1]!;
+    expect(upstream).not.toMatch(/\bkeepalive\b/);
+    const next = /proxy_next_upstream ([^;]+);/.exec(conf)![1]!.split(/\s+/);
+    expect(next).toEqual(expect.arrayContaining(["error", "non_idempotent"]));
+    // Buffered request bodies (the default), so a request can be sent to the next node whole.
+    expect(conf).not.toMatch(/proxy_request_buffering off/);
+  });
+
+  it.skipIf(!NGINX)("passes `nginx -t` (Debian 12's 1.22: no `http2` directive), with a certificate where letsencrypt's would be", () => {
+    const dir = mkdtempSync(join(tmpdir(), "tether-nginx-t-"));
+    const key = spawnSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "1", "-subj", "/CN=tether.example.com"], { encoding: "utf8" });
+    expect(key.status, key.stderr).toBe(0);
+    const site = read("nginx.conf")
+      .replace(/\/etc\/letsencrypt\/live\/[^/]+\/fullchain\.pem/, join(dir, "cert.pem"))
+      .replace(/\/etc\/letsencrypt\/live\/[^/]+\/privkey\.pem/, join(dir, "key.pem"));
+    writeFileSync(join(dir, "tether.conf"), site);
+    // The http context Debian's /etc/nginx/nginx.conf gives a conf.d file, with paths of its own.
+    writeFileSync(join(dir, "nginx.conf"), `pid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents {}\nhttp {\n  access_log off;\n  include ${dir}/tether.conf;\n}\n`);
+    const r = spawnSync(NGINX!, ["-t", "-p", dir, "-c", join(dir, "nginx.conf")], { encoding: "utf8" });
+    expect(r.stderr).toContain("test is successful");
+    expect(r.stderr).not.toMatch(/\[(warn|emerg)\]/);
+    expect(r.status).toBe(0);
+  });
+
   it("terminates TLS and lets Tether's own body limit through", () => {
     expect(conf).toMatch(/listen 443 ssl( http2)?;/);
     expect(conf).toMatch(/ssl_certificate\s+\S+;/);
@@ -55,6 +99,31 @@ describe("deploy/nginx.conf", () => {
 
 describe("deploy/Caddyfile", () => {
   const conf = settings(read("Caddyfile"));
+
+  it("takes a draining node out by its /readyz, retries failed dials elsewhere, and has no passive check", () => {
+    expect(conf).toContain("health_uri /readyz");
+    // The drain (TETHER_DRAIN_S in the unit) outlasts a health interval and the pool's idle time.
+    const drain = Number(/^Environment=TETHER_DRAIN_S=(\S+)$/m.exec(read("tether.service"))![1]);
+    expect(seconds(/health_interval (\w+)/.exec(conf)![1]!)).toBeLessThan(drain);
+    expect(seconds(/keepalive (\w+)/.exec(conf)![1]!)).toBeLessThan(drain);
+    expect(conf).toMatch(/lb_try_duration \w+/);
+    // Passive checks (fail_duration) could take the only live node out on a failed request.
+    expect(conf).not.toMatch(/\b(fail_duration|max_fails|unhealthy_status)\b/);
+  });
+
+  it.skipIf(!CADDY)("passes `caddy validate` (Debian 12's 2.6), and adapts to a body limit of at least Tether's 10 MiB", () => {
+    const file = join(DEPLOY, "Caddyfile");
+    const v = spawnSync(CADDY!, ["validate", "--config", file, "--adapter", "caddyfile"], { encoding: "utf8" });
+    expect(v.stdout + v.stderr).toContain("Valid configuration");
+    expect(v.status).toBe(0);
+    const a = spawnSync(CADDY!, ["adapt", "--config", file, "--adapter", "caddyfile"], { encoding: "utf8" });
+    expect(a.status, a.stderr).toBe(0);
+    const json = a.stdout;
+    const maxSize = Number(/"max_size":\s*(\d+)/.exec(json)![1]);
+    expect(maxSize).toBeGreaterThanOrEqual(defaults.http.max_body_bytes);
+    expect(json).toMatch(/"uri":\s*"\/readyz"/);
+    expect(json).not.toContain('"passive"');
+  });
 
   it("proxies to the loopback gateway, flushing SSE at once, with long stream timeouts", () => {
     expect(conf).toMatch(/reverse_proxy 127\.0\.0\.1:8787 \{/);
@@ -77,7 +146,8 @@ describe("deploy/tether.service", () => {
     expect(conf).toContain("KillSignal=SIGTERM");
     expect(conf).toContain("ExecReload=/bin/kill -HUP $MAINPID");
     const stop = Number(/^TimeoutStopSec=(\d+)$/m.exec(conf)![1]);
-    expect(stop).toBeGreaterThan(defaults.lifecycle.shutdown_flush_s);
+    const drain = Number(/^Environment=TETHER_DRAIN_S=(\S+)$/m.exec(conf)![1]);
+    expect(stop).toBeGreaterThan(drain + defaults.lifecycle.shutdown_flush_s);
     expect(conf).toMatch(/^Restart=on-failure$/m);
     // Secrets come from a file, never the unit.
     expect(conf).toMatch(/^EnvironmentFile=-?\/etc\/tether\/env$/m);
@@ -94,13 +164,20 @@ describe("deploy/tether.service", () => {
     expect(resolveConfig({ TETHER_HOSTS: hosts.join(",") }).server.hosts).toEqual(hosts);
   });
 
-  const analyze = spawnSync("systemd-analyze", ["--version"], { encoding: "utf8" });
-  if (analyze.status !== 0) console.warn("[tether tests] systemd-analyze is not installed: the unit's parse check is SKIPPED");
-  it.skipIf(analyze.status !== 0)("parses without a warning (systemd-analyze verify)", () => {
-    const r = spawnSync("systemd-analyze", ["verify", `${DEPLOY}tether.service`], { encoding: "utf8" });
+  it.skipIf(!SYSTEMD_ANALYZE)("parses without a warning (systemd-analyze verify)", () => {
+    const r = spawnSync(SYSTEMD_ANALYZE!, ["verify", `${DEPLOY}tether.service`], { encoding: "utf8" });
     // Unknown keys and bad values are warnings on stderr (the exit code stays 0).
     const warnings = r.stderr.split("\n").filter((l) => l.includes("tether.service"));
     expect(warnings).toEqual([]);
+  });
+
+  it.skipIf(!SYSTEMD_ANALYZE)("is hardened: `systemd-analyze security` exposure at most 2.0 (OK; it was 5.8 MEDIUM), with a umask and a system-call filter", () => {
+    const r = spawnSync(SYSTEMD_ANALYZE!, ["security", "--offline=true", "--no-pager", `${DEPLOY}tether.service`], { encoding: "utf8" });
+    const score = Number(/Overall exposure level for tether\.service: ([\d.]+)/.exec(r.stdout)?.[1]);
+    expect(score, r.stdout.slice(-2000)).toBeLessThanOrEqual(2);
+    for (const key of ["UMask=", "SystemCallFilter=", "NoNewPrivileges="]) expect(r.stdout).toMatch(new RegExp(`✓ ${key}`));
+    // V8's JIT needs writable executable memory: the one setting node cannot take.
+    expect(conf).not.toMatch(/^MemoryDenyWriteExecute=(true|yes)$/m);
   });
 });
 
