@@ -51,6 +51,12 @@ describe("the start of tether serve (dist/)", () => {
     expect(heavy).toEqual([]);
   });
 
+  it("is pure ASCII: V8 keeps a module with one non-ASCII character (a comment's dash) as two-byte source, twice the heap", () => {
+    const files = [join(DIST, "cli.js"), join(DIST, "index.js"), ...readdirSync(join(DIST, "chunks")).filter((f) => f.endsWith(".js")).map((f) => join(DIST, "chunks", f))];
+    const wide = files.filter((f) => /[^\x00-\x7f]/.test(readFileSync(f, "utf8")));
+    expect(wide).toEqual([]);
+  });
+
   it("keeps zod's message locales out of the bundle (English only)", () => {
     const text = readdirSync(join(DIST, "chunks"))
       .filter((f) => f.endsWith(".js"))
