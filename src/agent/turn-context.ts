@@ -15,6 +15,8 @@ export interface TurnContext {
   turnId: string;
   traceId: string;
   input: string;
+  /** The id the user message gets (a steered text that became a turn of its own keeps its id); absent = a new one. */
+  inputMessageId?: string;
   log: SessionEventLog;
   /**
    * The session's conversation so far. The runner appends the user message, each assistant

@@ -184,7 +184,7 @@ async function settle(
 
 /** The user's input as a complete message row, carried by its own `message.start`. */
 function commitUserMessage(ctx: TurnContext, frames: TurnFrames): void {
-  const id = ctx.ids.next("msg");
+  const id = ctx.inputMessageId ?? ctx.ids.next("msg");
   if (ctx.branch) frames.emit<BranchCreatedPayload>(EventType.BranchCreated, ctx.branch.payload(id), ctx.branch.ops);
   emitUserMessage(frames, ctx.sessionId, id, ctx.input, ctx.clock.now(), ctx.branch ? { branch_of: ctx.branch.branchOf } : {});
   ctx.history.push({ role: "user", content: ctx.input });
@@ -240,7 +240,9 @@ async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, t
       // Partial text of an interrupted or failed message stays: the user saw it.
       if (step.content) ctx.history.push({ role: "assistant", content: step.content });
       // Guidance steered in while the model wrote this answer: one more call, in the same turn.
-      if (step.status === "complete" && ctx.steering?.pending && !ctx.signal.aborted) continue;
+      // Otherwise the inbox closes here, in the same tick: a text steered after this answer starts
+      // a turn of its own instead of being accepted by a turn that makes no more calls.
+      if (step.status === "complete" && ctx.steering && !ctx.signal.aborted && !ctx.steering.closeUnlessPending()) continue;
       return step.error ? { status: step.status, error: step.error, errorStored: true } : { status: step.status };
     }
 

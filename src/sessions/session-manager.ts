@@ -271,15 +271,16 @@ export class SessionManager implements ForwardedCalls {
 
   /**
    * `session.steer`: guidance for the running turn of the live tip, joined before its next model
-   * call; with no turn running it starts one as a submit would. Forwarded to the owner node.
+   * call; with no turn running it starts one as a submit would. `turnId`: that turn only (a queued
+   * one is 4075, see SessionRuntime.steer). Forwarded to the owner node.
    */
-  async steer(caller: Caller, sessionId: string, text: string): Promise<SteerResult> {
+  async steer(caller: Caller, sessionId: string, text: string, turnId?: string): Promise<SteerResult> {
     return onLiveTip(this.tips, caller, sessionId, async (tipId, resolvedFrom) => {
-      const routed = await this.ownedOrForwarded(caller, tipId, "session.steer", { text });
+      const routed = await this.ownedOrForwarded(caller, tipId, "session.steer", { text, ...(turnId !== undefined ? { turn_id: turnId } : {}) });
       const tipped = (r: SteerResult): SteerResult => (resolvedFrom ? { ...r, session_id: tipId, resolved_from: resolvedFrom } : r);
       if (routed.forwarded) return tipped(routed.result as SteerResult);
       const runtime = routed.runtime;
-      const result = await runtime.steer(text);
+      const result = await runtime.steer(text, turnId);
       this.parts.lifecycle.activity(runtime);
       return tipped(result);
     });

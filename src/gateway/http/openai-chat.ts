@@ -73,10 +73,13 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
   const turn = await (async (): Promise<ChatTurn> => {
     if (continued && chat.toolResults.length > 0) return answerToolCalls(api, caller, profile, continued, chat, call, tap);
     const started = await enterTurn(c, api, caller, profile, model, chat, call, tap, claim);
+    const { turn_id: turnId, message_id: steer } = started.result;
     return {
       sid: started.sessionId,
-      turnId: started.result.turn_id,
-      id: `chatcmpl-${started.result.turn_id}`,
+      turnId,
+      // Steered into a running turn (busy policy `steer`): this request answers with what the model
+      // writes from its message on (turn-follow.ts), under an id of its own.
+      ...(started.result.status === "steered" && steer !== undefined ? { steer, id: `chatcmpl-${turnId}-${steer}` } : { id: `chatcmpl-${turnId}` }),
       created,
       // A continued session answers with the model it really uses.
       model: continued ? started.opened!.model : model.id,
@@ -86,9 +89,9 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
     throw err;
   });
   const { sessions } = profile;
-  const stop = async (cancel: boolean) => {
+  const stop = async (cancelTurn: string | null) => {
     tap.close();
-    if (cancel) await sessions.cancelTurn(caller, turn.sid, turn.turnId).catch(() => undefined);
+    if (cancelTurn !== null) await sessions.cancelTurn(caller, turn.sid, cancelTurn).catch(() => undefined);
     await sessions.detach(caller, turn.sid, tap).catch(() => undefined);
   };
   if (!body.stream) return answerChat(c, turn, tap, stop, claim);
