@@ -30,21 +30,25 @@ import { callerOf, idempotencyRecords, profileOf, type AppContext, type AppEnv, 
 import { HttpError, HttpErrors } from "./errors.js";
 import { FrameTap } from "./frame-tap.js";
 import { claimIdempotency, underClaim, type IdempotencyClaim } from "./idempotency.js";
-import { readJson } from "./json-body.js";
+import { readJson, UNKNOWN_PARAMETER } from "./json-body.js";
 import { resolveModel } from "./models.js";
-import { ChatMessage } from "./openai-input.js";
+import { ChatMessage, ChatStreamOptions } from "./chat-messages.js";
 import { checkToolPairs, toChatConversation, type ChatConversation } from "./chat-input.js";
 import { chatCallParams, type ChatCallParams } from "./chat-params.js";
 import { answerChat, replayChat, SESSION_HEADER, streamChat, type ChatTurn, type StoredChat } from "./chat-answer.js";
 
 export { SESSION_HEADER } from "./chat-answer.js";
 
+/**
+ * The body: every nested object the gateway reads is strict (chat-messages.ts; `tools` and
+ * `tool_choice` in chat-params.ts); the top level is checked against the parameter table there.
+ */
 const ChatBody = z
   .object({
     model: z.string().min(1),
     messages: z.array(ChatMessage).min(1),
     stream: z.boolean().nullable().optional(),
-    stream_options: z.object({ include_usage: z.boolean().optional() }).passthrough().nullable().optional(),
+    stream_options: ChatStreamOptions.nullable().optional(),
   })
   .passthrough();
 type ChatBody = z.infer<typeof ChatBody>;
@@ -52,7 +56,7 @@ type ChatBody = z.infer<typeof ChatBody>;
 export function mountChat(app: Hono<AppEnv>, api: HttpApi): void {
   app.post("/v1/chat/completions", async (c) => {
     const caller = callerOf(c);
-    const body = await readJson(c, ChatBody);
+    const body = await readJson(c, ChatBody, { unknownCode: UNKNOWN_PARAMETER });
     const call = chatCallParams(body);
     const claim = await claimIdempotency(c, idempotencyRecords(api), caller);
     const includeUsage = body.stream_options?.include_usage === true;
