@@ -28,6 +28,7 @@ import { RunsApi } from "./runs-api.js";
 import { mountSessions } from "./sessions-api.js";
 import { mountWebClient } from "./web-client.js";
 import { mountA2A, mountA2ACards } from "./a2a.js";
+import { mountAiSdkChat } from "../ui/ai-sdk-chat.js";
 
 export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   // A key is one principal whichever profile it addresses: its turns count in every profile.
@@ -111,6 +112,7 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   new ResponsesApi(api).mount(app);
   new RunsApi(api).mount(app);
   mountSessions(app, api);
+  mountAiSdkChat(app, api);
   mountA2A(app, a2a);
   return app;
 }
