@@ -24,6 +24,8 @@ export function feedStream<T>(
   src: Omit<TurnFeedSource, "signal">,
   translator: FeedTranslator<T>,
   cleanup: () => Promise<void>,
+  /** What to send after `api.config.sse_keepalive_ms` without anything (proxies close idle connections). */
+  keepAlive?: () => T,
 ): ReadableStream<T> {
   const abort = new AbortController();
   const outgoing = c.env.outgoing;
@@ -56,10 +58,28 @@ export function feedStream<T>(
       await finish();
     }
   })();
+  // The next item, kept across pulls: a keep-alive may answer a pull while it is still coming.
+  let next: Promise<IteratorResult<T>> | null = null;
+  const nextOrIdle = async (): Promise<IteratorResult<T> | "idle"> => {
+    next ??= gen.next();
+    if (!keepAlive) return next;
+    let timer: { cancel(): void } | undefined;
+    const idle = new Promise<"idle">((resolve) => (timer = api.clock.setTimeout(() => resolve("idle"), api.config.sse_keepalive_ms)));
+    try {
+      return await Promise.race([next, idle]);
+    } finally {
+      timer?.cancel();
+    }
+  };
   return new ReadableStream<T>({
     async pull(controller) {
       try {
-        const r = await gen.next();
+        const r = await nextOrIdle();
+        if (r === "idle") {
+          controller.enqueue(keepAlive!());
+          return;
+        }
+        next = null;
         if (r.done) controller.close();
         else controller.enqueue(r.value);
       } catch (err) {
