@@ -16,6 +16,8 @@ import { ensureExited, TrackedStdioTransport } from "./stdio-child.js";
 export { ErrorCode as McpErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 
 export interface McpLinkHandlers {
+  /** A message over MAX_MCP_MESSAGE_BYTES was skipped (`answered`: its call failed with result_too_large). */
+  onOversized?: (bytes: number, answered: boolean) => void;
   /** The server said its tool list changed (`notifications/tools/list_changed`). */
   onToolsChanged: () => void;
   /** The connection ended (the process exited, the HTTP session was dropped, or we closed it). */
@@ -50,7 +52,7 @@ export const connectMcp: McpConnector = async (server, handlers, signal) => {
       env: t.env,
       stderr: "pipe",
       ...(t.cwd !== undefined ? { cwd: t.cwd } : {}),
-    });
+    }, handlers.onOversized);
     stdio.stderr?.on("data", (chunk: Buffer) => {
       tail = (tail + chunk.toString("utf8")).slice(-STDERR_TAIL_BYTES);
     });
