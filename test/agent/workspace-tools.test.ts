@@ -286,7 +286,9 @@ describe.skipIf(!sandbox.available)("the command sandbox (bubblewrap)", () => {
 describe("file tools", () => {
   it("read_file pages by lines; list_dir lists; search_files finds", async () => {
     const read = await run("read_file", { path: "src/a.txt", offset_line: 2, max_lines: 1 });
-    expect(read.result).toEqual({ path: join("src", "a.txt"), content: "two", first_line: 2, last_line: 2, total_lines: 4, truncated: true, next_offset_line: 3 });
+    expect(read.result).toEqual({ path: join("src", "a.txt"), content: "two", first_line: 2, last_line: 2, size: 14, truncated: true, next_offset_line: 3 });
+    const whole = await run("read_file", { path: "src/a.txt" });
+    expect(whole.result).toEqual({ path: join("src", "a.txt"), content: "one\ntwo\nthree\n", first_line: 1, last_line: 4, size: 14, total_lines: 4 });
     const list = await run("list_dir", {});
     expect((list.result as { entries: Array<{ name: string; type: string }> }).entries).toEqual(
       expect.arrayContaining([{ name: "src", type: "dir" }, { name: "out-link", type: "symlink" }]),
