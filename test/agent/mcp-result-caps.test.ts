@@ -13,6 +13,7 @@ import { systemClock } from "../../src/lib/clock.js";
 import { silentLogger } from "../../src/lib/logger.js";
 import { RecordingEventLog } from "../support/recording-event-log.js";
 import { readLog, stdioTestServer, tempLog } from "../support/mcp-fixture.js";
+import { startTestMcpHttp } from "../support/mcp-test-server.js";
 
 const MAX = 64 * 1024;
 const MB = 1_000_000;
@@ -90,6 +91,33 @@ describe("MCP results within tools.max_result_bytes", () => {
     expect(bytes(result)).toBeLessThanOrEqual(MAX);
     const small = await call("notes__read_note", { key: "greeting" });
     expect(small.result).toEqual({ content: `note greeting: hello\n{"key":"greeting","value":"hello"}`, structured_content: { key: "greeting", value: "hello" } });
+  });
+});
+
+describe("MCP results over streamable HTTP", () => {
+  let http: Awaited<ReturnType<typeof startTestMcpHttp>>;
+  let httpRuntime: ToolRuntime;
+  let httpOffer: ToolOffer;
+  beforeAll(async () => {
+    http = await startTestMcpHttp();
+    const config = toolsConfigFor(resolveConfig({}, { mcp_servers: { web: { url: http.url } }, tools: { max_result_bytes: MAX, timeout_s: 30 } }), "default");
+    const pool = new McpPool({ clock: systemClock, logger: silentLogger(), env: {}, config });
+    httpRuntime = new ToolRuntime({ builtin: createDefaultTools(), sources: [pool], config, logger: silentLogger() });
+    httpOffer = await httpRuntime.offer({ sessionId: "s", signal: new AbortController().signal });
+  });
+  afterAll(async () => {
+    await httpRuntime?.close();
+    await http?.close();
+  });
+
+  it("a 12 MB answer is cut to the cap; one over 16 MiB fails its call and the next call goes through", async () => {
+    const cut = await call("", { bytes: 12 * MB }, httpOffer.get("web__huge")!.tool);
+    expect(bytes(cut.result)).toBeLessThanOrEqual(MAX);
+    expect(cut.content).toMatch(/of 12000000 bytes left out/);
+    const over = await call("", { bytes: 20 * MB }, httpOffer.get("web__huge")!.tool);
+    expect(over.error).toMatchObject({ layer: "tool", code: "result_too_large", message: expect.stringMatching(/over 16777216 bytes .* the most the gateway reads/) });
+    const echo = await call("", { text: "http still here" }, httpOffer.get("web__echo")!.tool);
+    expect(echo.result).toEqual({ content: "http still here" });
   });
 });
 
