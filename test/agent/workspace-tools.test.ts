@@ -148,9 +148,12 @@ describe("terminal", () => {
   it("kills a command at its timeout_s (FakeClock) and reports it", async () => {
     const clock = new FakeClock();
     const tool = tools(clock).get("terminal")!;
-    const pending = executeTool(tool, { command: "echo started; sleep 30", timeout_s: 5 }, ctx(), { timeoutMs: 600_000, clock, logger: silentLogger() });
+    // The command says when it is under way (a file): under load the sandbox can take longer to
+    // start than a fixed wait, and a kill before `echo` would leave no output to check.
+    const flag = join(work, `started-${process.pid}-${Date.now()}.flag`);
+    const pending = executeTool(tool, { command: `echo started; touch ${flag}; sleep 30`, timeout_s: 5 }, ctx(), { timeoutMs: 600_000, clock, logger: silentLogger() });
     // Wait for the spawn (real I/O): the tool then holds its timeout timer (plus the executor's).
-    for (let i = 0; i < 200 && clock.pending < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 1000 && (clock.pending < 2 || !existsSync(flag)); i++) await new Promise((r) => setTimeout(r, 10));
     await clock.advance(4_999);
     let settled = false;
     void pending.then(() => (settled = true));

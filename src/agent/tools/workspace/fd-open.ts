@@ -104,6 +104,16 @@ export async function openDirInScope(scope: WorkspaceScope, real: string, input:
  * and its folders may be created (flags should then hold O_CREAT).
  */
 export async function openInScope(scope: WorkspaceScope, input: string, flags: number, opts: { create?: boolean } = {}): Promise<{ handle: FileHandle; path: string; existed: boolean }> {
+  try {
+    return await openResolved(scope, input, flags, opts);
+  } catch (err) {
+    // Gone between the check and the open: the same answer as gone before it.
+    if (errnoOf(err) === "ENOENT") throw new ToolFailure("not_found", `no such file or folder: ${input}`);
+    throw err;
+  }
+}
+
+async function openResolved(scope: WorkspaceScope, input: string, flags: number, opts: { create?: boolean }): Promise<{ handle: FileHandle; path: string; existed: boolean }> {
   const { path, exists } = await resolveInScope(scope, input);
   if (!exists && !opts.create) throw new ToolFailure("not_found", `no such file or folder: ${input}`);
   if (path === scope.root) return { handle: (await openDirInScope(scope, path, input)).handle, path, existed: true };
