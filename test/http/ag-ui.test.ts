@@ -224,6 +224,8 @@ describe("the attackers", () => {
       [{ state: { cart: [] } }, "state.cart"],
       [{ messages: [{ id: "m", role: "user", content: [{ type: "image", source: { type: "url", value: "https://x/y.png" } }] }] }, "messages.0.content.0.type"],
       [{ threadId: "" }, "threadId"],
+      [{ parentRunId: "run-0" }, "parentRunId"],
+      [{ protocolVersion: "2.0" }, "protocolVersion"],
     ];
     for (const [body, param] of cases) {
       const res = await post(body);

@@ -48,6 +48,11 @@ export function readAgUiInput(body: unknown): AgUiRequest {
   checkKey(input.threadId, "threadId");
   checkKey(input.runId, "runId");
   checkState(input.state);
+  // A run spawned by another run has nowhere to hang here; a protocol this gateway does not speak is said so.
+  if (input.parentRunId !== undefined) throw HttpErrors.invalid("parentRunId", "parentRunId: runs are not nested on this gateway");
+  if (input.protocolVersion !== undefined && !/^1\.\d+$/.test(input.protocolVersion)) {
+    throw HttpErrors.invalid("protocolVersion", `protocolVersion ${input.protocolVersion.slice(0, 20)}: this gateway speaks AG-UI 1.x`);
+  }
   if (input.forwardedProps !== undefined && input.forwardedProps !== null) {
     const props = input.forwardedProps as unknown;
     const key = props && typeof props === "object" && !Array.isArray(props) ? Object.keys(props)[0] : "";
