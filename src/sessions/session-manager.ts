@@ -52,6 +52,7 @@ import { setClientTools } from "./core/client-tools.js";
 import { reopenStored } from "./lifecycle/reopening.js";
 import { deleteSession } from "./lifecycle/session-delete.js";
 import { freshSnapshot, openRequestsOf } from "./views/snapshots.js";
+import type { TurnMark } from "./views/turn-marks.js";
 import type { RequestAnswer } from "./requests/request-shapes.js";
 
 export type { ProviderCatalog } from "../agent/provider-catalog.js";
@@ -206,6 +207,17 @@ export class SessionManager implements ForwardedCalls {
   /** `session.delete`: closed if open, then deleted with its transcript (lifecycle/session-delete.ts). */
   delete(caller: Caller, sessionId: string): Promise<{ deleted: true }> {
     return deleteSession({ store: this.deps.store, clock: this.deps.clock, close: (c, id) => this.close(c, id) }, caller, sessionId);
+  }
+
+  /** True when `sessionId` is the caller's session (one row read; another principal's is false, as a missing one). */
+  async owns(caller: Caller, sessionId: string): Promise<boolean> {
+    try {
+      await requireRow(this.deps.store, caller, sessionId);
+      return true;
+    } catch (err) {
+      if (err instanceof TetherError && err.code === ErrorCode.NotFound) return false;
+      throw err;
+    }
   }
 
   /** One session's summary. */
@@ -445,6 +457,11 @@ export class SessionManager implements ForwardedCalls {
   /** Events after `afterSeq`, from the log when live here, else the store's durable ones (views/session-views.ts). */
   replay(caller: Caller, sessionId: string, afterSeq: number): Promise<SinceResult & { live: boolean }> {
     return this.parts.views.replay(caller, sessionId, afterSeq);
+  }
+
+  /** Turn `turnId` of the session (its latest when absent): where its frames start, how it ended (views/turn-marks.ts). */
+  turn(caller: Caller, sessionId: string, turnId?: string): Promise<TurnMark | null> {
+    return this.parts.views.turn(caller, sessionId, turnId);
   }
 
   // ---- Counts ----
