@@ -5,7 +5,7 @@
  * bench/.last-results.json.
  *
  *   npm run bench                      # everything (~2 minutes on 2 cores)
- *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | clienttools | startup | retention | tracing | agents | crash | overhead | concurrency | wal, comma-separated
+ *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | clienttools | startup | retention | tracing | agents | crash | overhead | concurrency | wal | modelinput, comma-separated
  *   npm run bench -- --only=startup --startup-before=/tmp/main/bin/tether.js   # + another build in the same loop
  *   npm run bench -- --quick           # smaller sizes, for working on the harness itself
  *   npm run bench -- --scale           # scale-out: PostgreSQL + Redis, 1 vs 2 nodes (bench/scale.ts)
@@ -31,6 +31,7 @@ import type { OverheadResult } from "./overhead.js";
 import type { ConcurrencyResult } from "./concurrency.js";
 import type { AgentHopResult } from "./agent-hop.js";
 import type { WalResult } from "./wal.js";
+import type { ModelInputResult } from "./model-input.js";
 import { fmtInt, fmtMs, fmtRatio, median, progress } from "./stats.js";
 import { build } from "../scripts/build.mjs";
 
@@ -69,6 +70,7 @@ const SIZES = quick
       concurrency: { sessions: [50, 100], deltas: 100 },
       agents: { hops: 20, warmup: 3 },
       wal: { sessions: 20, seconds: 10 },
+      modelinput: { files: 20, lines: 400, readMiB: 20, idleMs: 500 },
     }
   : {
       // 50k, not 100k: appends cost grows faster than linearly with the backlog (see the report),
@@ -108,6 +110,8 @@ const SIZES = quick
       agents: { hops: 200, warmup: 20 },
       // The issue's load: 100 sessions at 100 tokens/s for a minute (an A/B when a baseline is given).
       wal: { sessions: 100, seconds: 60 },
+      // The issue's attacks: the catastrophic pattern over 200 × 400 lines, a 100 MB file.
+      modelinput: { files: 200, lines: 400, readMiB: 100, idleMs: 2000 },
     };
 
 interface Row {
@@ -296,6 +300,38 @@ async function runTools(): Promise<void> {
       `tools: a read_text_file call through the gateway (a real turn: tool runtime, MCP client, durable tool.start/tool.complete) takes ` +
       `${fmtMs(r.gatewayUs / 1000)} vs ${fmtMs(r.directUs / 1000)} calling the same server directly with the SDK ` +
       `(${fmtRatio(r.ratio)}×): the gateway adds ${fmtMs(addedMs)} per call — ${ok ? "meets" : "MISSES"} ≤ 1 ms.`,
+  });
+}
+
+async function runModelInput(): Promise<void> {
+  const { benchModelInput } = await import("./model-input.js");
+  const r: ModelInputResult = await benchModelInput(SIZES.modelinput);
+  results.modelinput = r;
+  const okSearch = r.search.maxMs <= 100;
+  rows.push({
+    name: `/healthz while search_files runs (.+)+\\0 over ${r.files} files × ${r.linesPerFile} lines (${r.search.polls} polls)`,
+    value: `max ${fmtMs(r.search.maxMs)}, p99 ${fmtMs(r.search.p99Ms)}`,
+    baseline: `max ${fmtMs(r.idle.maxMs)}, p99 ${fmtMs(r.idle.p99Ms)} idle`,
+    ratio: `${fmtRatio(r.search.p99Ms / r.idle.p99Ms)} p99 (lower is better)`,
+    target: "every answer ≤ 100 ms",
+    ok: okSearch ? "yes" : "NO",
+    verdict:
+      `modelinput: the catastrophic pattern of #27 searched ${r.search.filesSearched} files in ${fmtMs(r.search.ms)} while /healthz answered ` +
+      `${r.search.polls} times, at most in ${fmtMs(r.search.maxMs)} (p50 ${fmtMs(r.search.p50Ms)}) vs at most ${fmtMs(r.idle.maxMs)} idle — ` +
+      `${okSearch ? "meets" : "MISSES"} ≤ 100 ms.`,
+  });
+  const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+  const okRss = r.read.rssGrowthBytes < 32 * 2 ** 20;
+  rows.push({
+    name: `read_file near the end of a ${r.readMiB} MiB file: process RSS growth`,
+    value: mib(r.read.rssGrowthBytes),
+    baseline: `${r.readMiB} MiB file`,
+    ratio: `${fmtRatio(r.read.rssGrowthBytes / (r.readMiB * 2 ** 20))} of the file`,
+    target: "< 32 MiB",
+    ok: okRss ? "yes" : "NO",
+    verdict:
+      `modelinput: read_file streamed ${r.readMiB} MiB in ${fmtMs(r.read.ms)} with RSS growth ${mib(r.read.rssGrowthBytes)} ` +
+      `(${okRss ? "meets" : "MISSES"} < 32 MiB); /healthz answered ${r.read.polls} times meanwhile, at most in ${fmtMs(r.read.maxMs)}.`,
   });
 }
 
@@ -585,6 +621,7 @@ const RUNNERS = [
   ["concurrency", runConcurrency],
   ["agents", runAgents],
   ["wal", runWal],
+  ["modelinput", runModelInput],
 ] as const;
 
 const t0 = performance.now();

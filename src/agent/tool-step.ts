@@ -76,7 +76,12 @@ async function decideAndRun(ctx: TurnContext, logger: Logger, call: ToolCall, ar
       ...(ctx.processes ? { processes: ctx.processes } : {}),
       ...(ctx.delegation ? { delegation: ctx.delegation } : {}),
     },
-    { timeoutMs: offer.timeoutMs, clock: ctx.clock, logger: logger.child({ tool: call.name, call_id: call.id }) },
+    {
+      timeoutMs: offer.timeoutMs,
+      ...(offer.maxResultBytes !== undefined ? { maxResultBytes: offer.maxResultBytes } : {}),
+      clock: ctx.clock,
+      logger: logger.child({ tool: call.name, call_id: call.id }),
+    },
   );
 }
 

@@ -17,6 +17,8 @@ export interface TurnContext {
   /** The caller's span (W3C `traceparent` on the request that started the turn): the turn span's parent. */
   traceParent?: TraceParent;
   input: string;
+  /** The id the user message gets (a steered text that became a turn of its own keeps its id); absent = a new one. */
+  inputMessageId?: string;
   log: SessionEventLog;
   /**
    * The session's conversation so far. The runner appends the user message, each assistant

@@ -29,7 +29,7 @@ import type { Logger } from "../lib/logger.js";
 import { streamAssistantMessage } from "./assistant-step.js";
 import { addUsage, ZERO_USAGE, type CallOptions, type ChatMessage } from "./provider.js";
 import { completeToolCall, parseToolArguments, runToolCall } from "./tool-step.js";
-import { CLIENT_SOURCE, refusedRun, ToolErrorCode, withClientTools, type ToolOffer, type ToolRun } from "./tools/index.js";
+import { CLIENT_SOURCE, offerUnderChoice, refusedRun, ToolErrorCode, withClientTools, type ToolOffer, type ToolRun } from "./tools/index.js";
 import type { WriteOp } from "../store/types.js";
 import { DEFAULT_MAX_ITERATIONS, type TurnContext, type TurnOutcome, type TurnOutcomeStatus } from "./turn-context.js";
 import { internalError, maxIterationsError, storageWriteError } from "./turn-errors.js";
@@ -184,7 +184,7 @@ async function settle(
 
 /** The user's input as a complete message row, carried by its own `message.start`. */
 function commitUserMessage(ctx: TurnContext, frames: TurnFrames): void {
-  const id = ctx.ids.next("msg");
+  const id = ctx.inputMessageId ?? ctx.ids.next("msg");
   if (ctx.branch) frames.emit<BranchCreatedPayload>(EventType.BranchCreated, ctx.branch.payload(id), ctx.branch.ops);
   emitUserMessage(frames, ctx.sessionId, id, ctx.input, ctx.clock.now(), ctx.branch ? { branch_of: ctx.branch.branchOf } : {});
   ctx.history.push({ role: "user", content: ctx.input });
@@ -199,7 +199,8 @@ async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, t
     if (iteration >= max) return { status: "error", error: maxIterationsError(max) };
     joinSteers(ctx, frames);
 
-    const offer = withClientTools(await offerTools(ctx, frames, noticed), ctx.clientTools?.() ?? []);
+    const options = callOptionsOf(ctx, iteration);
+    const offer = offerUnderChoice(withClientTools(await offerTools(ctx, frames, noticed), ctx.clientTools?.() ?? []), options.toolChoice);
     let pending: PendingCall[] = [];
     let announce: (() => void) | undefined;
     const step = await streamAssistantMessage(ctx, frames, logger, offer.specs, (calls) => {
@@ -209,7 +210,7 @@ async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, t
       const opened = ctx.requests.open(pending, frames);
       announce = opened.announce;
       return opened.ops;
-    }, span, callOptionsOf(ctx, iteration));
+    }, span, options);
     announce?.();
     // A retryable failure (the classifier decided) is tried again, with back-off, saying so.
     const retry = ctx.retry;
@@ -240,7 +241,9 @@ async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, t
       // Partial text of an interrupted or failed message stays: the user saw it.
       if (step.content) ctx.history.push({ role: "assistant", content: step.content });
       // Guidance steered in while the model wrote this answer: one more call, in the same turn.
-      if (step.status === "complete" && ctx.steering?.pending && !ctx.signal.aborted) continue;
+      // Otherwise the inbox closes here, in the same tick: a text steered after this answer starts
+      // a turn of its own instead of being accepted by a turn that makes no more calls.
+      if (step.status === "complete" && ctx.steering && !ctx.signal.aborted && !ctx.steering.closeUnlessPending()) continue;
       return step.error ? { status: step.status, error: step.error, errorStored: true } : { status: step.status };
     }
 
@@ -279,8 +282,8 @@ function callOptionsOf(ctx: TurnContext, iteration: number): CallOptions {
 }
 
 /**
- * The calls of a finished step that must wait for an answer: a client tool's (the client runs it),
- * or policy `ask` not covered by an earlier answer.
+ * The calls of a finished step that must wait for an answer: a client tool's (the client runs it,
+ * whatever its arguments), or policy `ask` not covered by an earlier answer.
  */
 function callsToAsk(ctx: TurnContext, calls: ToolCall[], offer: ToolOffer): PendingCall[] {
   const out: PendingCall[] = [];
@@ -289,8 +292,10 @@ function callsToAsk(ctx: TurnContext, calls: ToolCall[], offer: ToolOffer): Pend
     const client = offered?.source === CLIENT_SOURCE;
     if (!offered || (!client && (offered.policy !== "ask" || ctx.requests?.approved(call.name)))) continue;
     const { args, error } = parseToolArguments(call);
-    // Arguments that are not JSON are refused at once; nobody needs to approve a broken call.
-    if (error === undefined) out.push({ call, args, offered });
+    // A client's tool gets the model's arguments as they are, JSON or not (OpenAI passes the raw
+    // text through: the client decides). A gateway tool's arguments that are not JSON are refused
+    // at once; nobody needs to approve a broken call.
+    if (error === undefined || client) out.push({ call, args, offered });
   }
   return out;
 }

@@ -3,6 +3,7 @@
  *
  *   tether serve [--host H] [--port P] [--db FILE | --store postgres://…] [--bus redis://…] [--ws-only]
  *   tether chat [--url ws://127.0.0.1:8787/ws] [--token KEY] [--session ID]
+ *   tether acp [--url URL] [--profile NAME]   (ACP agent on stdio; an embedded gateway without --url)
  *   tether sessions list [--all]
  *   tether tools [--profile NAME] [--json]
  *   tether export SESSION [--format jsonl|markdown] [--out FILE]
@@ -41,6 +42,19 @@ program
   .action(async (opts: { url: string; token?: string; session?: string }) => {
     const { runChat } = await import("./chat.js");
     await runChat({ url: opts.url, token: opts.token, sessionId: opts.session });
+  });
+
+program
+  .command("acp")
+  .description("an ACP agent on stdio for editors (Zed, JetBrains, Neovim): sessions are the gateway's")
+  .option("--url <url>", "a running gateway: ws://HOST:PORT/ws, http://HOST:PORT or HOST:PORT (env TETHER_URL); default: an embedded one", process.env.TETHER_URL)
+  .option("--token <key>", "API key (env TETHER_API_KEY)", process.env.TETHER_API_KEY)
+  .option("--profile <name>", "the profile sessions are created in")
+  .option("--db <path>", "embedded gateway: SQLite file (env TETHER_DB)")
+  .option("--config <path>", "embedded gateway: config file (env TETHER_CONFIG)")
+  .action(async (opts: { url?: string; token?: string; profile?: string; db?: string; config?: string }) => {
+    const { runAcp } = await import("./acp/acp-command.js");
+    await runAcp(opts);
   });
 
 const sessions = program.command("sessions").description("inspect stored sessions");

@@ -104,6 +104,7 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 #   timeout_s: 120           # a call running longer is cancelled and reported to the model
 #   connect_timeout_s: 15    # longest a turn waits for an MCP server to connect
 #   approval_timeout_s: 0    # an approval nobody answers is denied after this long (0 = never)
+#   max_result_bytes: 1048576  # most one tool result holds (MCP included): the rest is cut, saying so
 #   policy:                  # auto | ask | deny, by name or glob; defaults: built-in auto,
 #     "files__read_*": auto  # MCP auto when the server marks the tool readOnlyHint, else ask
 #     "files__write_file": ask

@@ -68,6 +68,11 @@ export const ToolsSchema = z.object({
   timeout_s: z.number().positive().default(120),
   /** Longest a turn waits for an MCP server to connect (first use, or a retry in flight); then its tools are left out. */
   connect_timeout_s: z.number().positive().default(15),
+  /**
+   * The most one tool result may hold, in bytes: the text the model reads and the result clients
+   * get are each cut to it (saying so) before they are stored or sent. MCP results included.
+   */
+  max_result_bytes: z.number().int().min(4096).max(64 * 1024 * 1024).default(1024 * 1024),
   /** A tool approval nobody answered for this long resolves as `deny` (reason `timeout`); 0 = never. */
   approval_timeout_s: z.number().min(0).default(0),
   /** Overrides of the default policy (built-in tools `auto`; MCP tools `auto` if `readOnlyHint`, else `ask`). */
@@ -89,6 +94,7 @@ export type ToolsConfig = z.infer<typeof ToolsSchema>;
 export const ProfileToolsSchema = z.object({
   timeout_s: z.number().positive().optional(),
   connect_timeout_s: z.number().positive().optional(),
+  max_result_bytes: z.number().int().min(4096).max(64 * 1024 * 1024).optional(),
   approval_timeout_s: z.number().min(0).optional(),
   policy: PolicyMapSchema.optional(),
   workspace: WorkspaceFieldSchema.optional(),
@@ -118,6 +124,7 @@ export function toolsConfigFor(config: ToolsConfigSource, profile: string): Reso
   const tools: ToolsConfig = {
     timeout_s: own?.tools?.timeout_s ?? config.tools.timeout_s,
     connect_timeout_s: own?.tools?.connect_timeout_s ?? config.tools.connect_timeout_s,
+    max_result_bytes: own?.tools?.max_result_bytes ?? config.tools.max_result_bytes,
     approval_timeout_s: own?.tools?.approval_timeout_s ?? config.tools.approval_timeout_s,
     policy: { ...config.tools.policy, ...(own?.tools?.policy ?? {}) },
     workspace: own?.tools?.workspace ?? config.tools.workspace,

@@ -67,7 +67,7 @@ export function connectionHandlers(
         })
       ).result,
     [Method.SessionBranchSelect]: (p, sessions, ctx) => sessions.selectBranch(who(ctx), p.session_id, p.message_id),
-    [Method.SessionSteer]: (p, sessions, ctx) => sessions.steer(who(ctx), p.session_id, p.text),
+    [Method.SessionSteer]: (p, sessions, ctx) => sessions.steer(who(ctx), p.session_id, p.text, p.turn_id),
     // The catch-up answer is assembled as JSON text (stored payloads spliced in, never re-parsed).
     [Method.EventsSince]: async (p, sessions, ctx) =>
       (await sessions.sinceJson(who(ctx), p.session_id, p.after_seq, { transient: p.include_transient ?? true })) as unknown as SinceResult,

@@ -40,6 +40,8 @@ export const ErrorCode = {
   BranchWhileBusy: 4073,
   /** `session.update { system_prompt }` on a session whose prompt follows its profile's config. */
   SystemPromptFixed: 4074,
+  /** `session.steer { turn_id }` (`POST /v1/runs/{id}/steer`) for a turn still queued: it has no model call to join yet. */
+  TurnNotStarted: 4075,
   /** `session.create { cwd }` outside every workspace root of the profile (the roots are named). */
   CwdOutsideWorkspace: 4080,
   AtCapacity: 4090,
@@ -79,6 +81,7 @@ export const ERROR_TABLE: Record<ErrorCodeValue, ErrorInfo> = {
   4071: { name: "not_branchable", httpStatus: 400, retryable: false, message: "A new version can only start from a prompt the user wrote" },
   4072: { name: "branch_before_compression", httpStatus: 409, retryable: false, message: "The message lies before a compression point of this session" },
   4073: { name: "branch_while_busy", httpStatus: 409, retryable: true, message: "A turn runs in this session; stop it first" },
+  4075: { name: "turn_not_started", httpStatus: 409, retryable: true, message: "The turn is queued and has not started" },
   4074: { name: "system_prompt_fixed", httpStatus: 409, retryable: false, message: "This session's system prompt follows its profile's config" },
   4030: { name: "process_not_found", httpStatus: 404, retryable: false, message: "No such process in this session" },
   4029: { name: "rate_limited", httpStatus: 429, retryable: true, message: "Rate limited" },

@@ -113,6 +113,8 @@ export const SessionSteerParams = z.strictObject({
   session_id: sessionId,
   profile,
   text: z.string().min(1).max(1_000_000),
+  /** Steer this turn only: a queued one is 4075 `turn_not_started` (never the turn running ahead of it). */
+  turn_id: z.string().min(1).max(200).optional(),
 });
 
 /**

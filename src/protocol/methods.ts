@@ -111,6 +111,8 @@ export interface SubmitResult {
   trace_id: string;
   /** `steered`: busy policy `steer` — the text joined the running turn `turn_id` (see session.steer). */
   status: "started" | "queued" | "duplicate" | "steered";
+  /** `steered`: the id of the user message the text becomes (its `turn.steered`, or the first message of a turn of its own). */
+  message_id?: string;
   /** Present when the id submitted to was rotated by compression: the live tip that took the prompt. */
   session_id?: string;
   resolved_from?: string;
@@ -134,6 +136,8 @@ export interface SteerResult {
   status: "steered" | "started" | "queued";
   turn_id: string;
   trace_id: string;
+  /** `steered`: the id of the user message the text becomes (see SubmitResult). */
+  message_id?: string;
   /** Present when the id was rotated by compression: the live tip that took the text. */
   session_id?: string;
   resolved_from?: string;

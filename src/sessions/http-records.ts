@@ -20,7 +20,7 @@ export type ResponseRecord = ResponseRow;
 /** What a new response names; its id, time and empty outcome are the records' to set. */
 export type NewResponse = Pick<
   ResponseRecord,
-  "session_id" | "turn_id" | "after_seq" | "model" | "background" | "stored" | "previous_response_id" | "instructions" | "metadata"
+  "session_id" | "turn_id" | "after_seq" | "model" | "background" | "stored" | "previous_response_id" | "instructions" | "metadata" | "echo"
 > & { status: "queued" | "in_progress" };
 
 export type ResponseRecordPatch = Partial<Pick<ResponseRecord, "status" | "cancel_requested" | "result" | "completed_at">>;
@@ -73,6 +73,16 @@ export class HttpRecords {
 
   async patchResponse(id: string, patch: ResponseRecordPatch): Promise<void> {
     await storage(() => this.deps.committer.enqueue([{ op: "response.update", id, patch }]));
+  }
+
+  /**
+   * Deletes the caller's response record; false when the caller has none of that id (another
+   * principal's answers the same). The conversation stays in its session.
+   */
+  async deleteResponse(caller: Caller, id: string): Promise<boolean> {
+    if (!(await this.response(caller, id))) return false;
+    await storage(() => this.deps.committer.enqueue([{ op: "response.delete", id }]));
+    return true;
   }
 
   /**

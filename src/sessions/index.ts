@@ -12,6 +12,7 @@ export type { Admission, StartedTurn, TurnConfig, TurnRequest } from "./turn-ent
 /** What a transport may ask of a turn's model calls (OpenAI's tool_choice, sampling parameters). */
 export type { CallOptions, ToolChoice } from "../agent/provider.js";
 export { bridgeGlobals } from "./cluster/bus-bridge.js";
+export type { TurnMark } from "./views/turn-marks.js";
 export { EXPORT_FORMATS, isExportFormat, type ExportFormat, type ExportedTranscript } from "./views/session-export.js";
 export { RetentionJob, type SweepResult } from "./lifecycle/retention.js";
 export type { Messaging } from "./messaging/messaging.js";

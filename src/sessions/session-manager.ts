@@ -52,6 +52,7 @@ import { setClientTools } from "./core/client-tools.js";
 import { reopenStored } from "./lifecycle/reopening.js";
 import { deleteSession } from "./lifecycle/session-delete.js";
 import { freshSnapshot, openRequestsOf } from "./views/snapshots.js";
+import type { TurnMark } from "./views/turn-marks.js";
 import type { RequestAnswer } from "./requests/request-shapes.js";
 
 export type { ProviderCatalog } from "../agent/provider-catalog.js";
@@ -208,6 +209,17 @@ export class SessionManager implements ForwardedCalls {
     return deleteSession({ store: this.deps.store, clock: this.deps.clock, close: (c, id) => this.close(c, id) }, caller, sessionId);
   }
 
+  /** True when `sessionId` is the caller's session (one row read; another principal's is false, as a missing one). */
+  async owns(caller: Caller, sessionId: string): Promise<boolean> {
+    try {
+      await requireRow(this.deps.store, caller, sessionId);
+      return true;
+    } catch (err) {
+      if (err instanceof TetherError && err.code === ErrorCode.NotFound) return false;
+      throw err;
+    }
+  }
+
   /** One session's summary. */
   get(caller: Caller, sessionId: string): Promise<SessionSummary> {
     return this.parts.views.get(caller, sessionId);
@@ -277,15 +289,16 @@ export class SessionManager implements ForwardedCalls {
 
   /**
    * `session.steer`: guidance for the running turn of the live tip, joined before its next model
-   * call; with no turn running it starts one as a submit would. Forwarded to the owner node.
+   * call; with no turn running it starts one as a submit would. `turnId`: that turn only (a queued
+   * one is 4075, see SessionRuntime.steer). Forwarded to the owner node.
    */
-  async steer(caller: Caller, sessionId: string, text: string): Promise<SteerResult> {
+  async steer(caller: Caller, sessionId: string, text: string, turnId?: string): Promise<SteerResult> {
     return onLiveTip(this.tips, caller, sessionId, async (tipId, resolvedFrom) => {
-      const routed = await this.ownedOrForwarded(caller, tipId, "session.steer", { text });
+      const routed = await this.ownedOrForwarded(caller, tipId, "session.steer", { text, ...(turnId !== undefined ? { turn_id: turnId } : {}) });
       const tipped = (r: SteerResult): SteerResult => (resolvedFrom ? { ...r, session_id: tipId, resolved_from: resolvedFrom } : r);
       if (routed.forwarded) return tipped(routed.result as SteerResult);
       const runtime = routed.runtime;
-      const result = await runtime.steer(text);
+      const result = await runtime.steer(text, turnId);
       this.parts.lifecycle.activity(runtime);
       return tipped(result);
     });
@@ -450,6 +463,11 @@ export class SessionManager implements ForwardedCalls {
   /** Events after `afterSeq`, from the log when live here, else the store's durable ones (views/session-views.ts). */
   replay(caller: Caller, sessionId: string, afterSeq: number): Promise<SinceResult & { live: boolean }> {
     return this.parts.views.replay(caller, sessionId, afterSeq);
+  }
+
+  /** Turn `turnId` of the session (its latest when absent): where its frames start, how it ended (views/turn-marks.ts). */
+  turn(caller: Caller, sessionId: string, turnId?: string): Promise<TurnMark | null> {
+    return this.parts.views.turn(caller, sessionId, turnId);
   }
 
   // ---- Counts ----

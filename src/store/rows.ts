@@ -136,6 +136,8 @@ export interface ResponseRow {
   previous_response_id: string | null;
   instructions: string | null;
   metadata: Record<string, unknown> | null;
+  /** What the request asked that the Response echoes (tools, tool_choice, parallel_tool_calls, sampling); null in older rows. */
+  echo: Record<string, unknown> | null;
   cancel_requested: boolean;
   /** JSON of the final response object, once terminal. */
   result: string | null;

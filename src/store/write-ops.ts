@@ -50,6 +50,8 @@ export type WriteOp =
   | { op: "idempotency.put"; row: IdempotencyRow }
   | { op: "response.insert"; row: ResponseRow }
   | { op: "response.update"; id: string; patch: ResponsePatch }
+  /** `DELETE /v1/responses/{id}`: the record goes (the conversation stays in its session). */
+  | { op: "response.delete"; id: string }
   /** Records the answer of a claimed HTTP idempotency key. */
   | { op: "http_idempotency.complete"; principal: string; key: string; status: number; body: string }
   /** Forgets a claimed key whose request failed (only while `owner` holds it), so a retry runs again. */
@@ -101,7 +103,7 @@ export type WriteOp =
   | { op: "a2a_task.put"; row: A2ATaskRow };
 
 /** The HTTP API's writes (`responses`, `http_idempotency`). */
-export type HttpOp = Extract<WriteOp, { op: "response.insert" | "response.update" | "http_idempotency.complete" | "http_idempotency.release" }>;
+export type HttpOp = Extract<WriteOp, { op: "response.insert" | "response.update" | "response.delete" | "http_idempotency.complete" | "http_idempotency.release" }>;
 
 /** Writes of background sub-agents (`delegations`). */
 export type DelegationOp = Extract<WriteOp, { op: "delegation.insert" | "delegation.update" | "delegation.deliver" }>;

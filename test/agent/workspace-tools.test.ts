@@ -148,9 +148,12 @@ describe("terminal", () => {
   it("kills a command at its timeout_s (FakeClock) and reports it", async () => {
     const clock = new FakeClock();
     const tool = tools(clock).get("terminal")!;
-    const pending = executeTool(tool, { command: "echo started; sleep 30", timeout_s: 5 }, ctx(), { timeoutMs: 600_000, clock, logger: silentLogger() });
+    // The command says when it is under way (a file): under load the sandbox can take longer to
+    // start than a fixed wait, and a kill before `echo` would leave no output to check.
+    const flag = join(work, `started-${process.pid}-${Date.now()}.flag`);
+    const pending = executeTool(tool, { command: `echo started; touch ${flag}; sleep 30`, timeout_s: 5 }, ctx(), { timeoutMs: 600_000, clock, logger: silentLogger() });
     // Wait for the spawn (real I/O): the tool then holds its timeout timer (plus the executor's).
-    for (let i = 0; i < 200 && clock.pending < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 1000 && (clock.pending < 2 || !existsSync(flag)); i++) await new Promise((r) => setTimeout(r, 10));
     await clock.advance(4_999);
     let settled = false;
     void pending.then(() => (settled = true));
@@ -286,7 +289,9 @@ describe.skipIf(!sandbox.available)("the command sandbox (bubblewrap)", () => {
 describe("file tools", () => {
   it("read_file pages by lines; list_dir lists; search_files finds", async () => {
     const read = await run("read_file", { path: "src/a.txt", offset_line: 2, max_lines: 1 });
-    expect(read.result).toEqual({ path: join("src", "a.txt"), content: "two", first_line: 2, last_line: 2, total_lines: 4, truncated: true, next_offset_line: 3 });
+    expect(read.result).toEqual({ path: join("src", "a.txt"), content: "two", first_line: 2, last_line: 2, size: 14, truncated: true, next_offset_line: 3 });
+    const whole = await run("read_file", { path: "src/a.txt" });
+    expect(whole.result).toEqual({ path: join("src", "a.txt"), content: "one\ntwo\nthree\n", first_line: 1, last_line: 4, size: 14, total_lines: 4 });
     const list = await run("list_dir", {});
     expect((list.result as { entries: Array<{ name: string; type: string }> }).entries).toEqual(
       expect.arrayContaining([{ name: "src", type: "dir" }, { name: "out-link", type: "symlink" }]),

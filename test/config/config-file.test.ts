@@ -134,7 +134,7 @@ describe("config of MCP servers and tools", () => {
     const { config } = loadConfig({ env: {}, configPath: path });
     expect(config.mcp_servers.files).toEqual({ command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv/project"], env: { LOG_LEVEL: "warn", PORT: "8080" } });
     expect(config.mcp_servers.search).toEqual({ url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer ${SEARCH_TOKEN}" } });
-    expect(config.tools).toEqual({ timeout_s: 60, connect_timeout_s: 15, approval_timeout_s: 0, policy: { "files__read_*": "auto", "files__write_file": "ask" }, workspace: false, workspace_roots: [], bwrap: "bwrap" });
+    expect(config.tools).toEqual({ timeout_s: 60, connect_timeout_s: 15, max_result_bytes: 1048576, approval_timeout_s: 0, policy: { "files__read_*": "auto", "files__write_file": "ask" }, workspace: false, workspace_roots: [], bwrap: "bwrap" });
     expect(config.profiles.work).toEqual({ mcp_servers: {}, tools: { policy: { "files__*": "deny" } } });
   });
 

@@ -32,7 +32,7 @@ describe("tether tools", () => {
     const r = await tether(["tools", "--config", cfg], { NOTES_TOKEN: "tok-hidden-77" });
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/^notes\s+stdio: \S+\s+ready\s+11$/m);
+    expect(r.stdout).toMatch(/^notes\s+stdio: \S+\s+ready\s+12$/m);
     expect(r.stdout).toMatch(/^broken\s+stdio: \/nonexistent\/mcp-server\s+down: .*ENOENT/m);
     expect(r.stdout).toMatch(/^todo\s+auto\s+built-in\s+Replace the session's todo list/m);
     expect(r.stdout).toMatch(/^notes__echo\s+auto\s+read-only, idempotent\s+Echo the text back\.$/m);

@@ -6,6 +6,7 @@
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolveConfig } from "../../src/config/index.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
@@ -99,6 +100,23 @@ describe("MCP tools in a real turn", () => {
     const auto = await turn('call: notes__write_note {"key": "k", "value": "v"}');
     expect(auto.of("tool.complete")[0]!.payload.error).toBeUndefined();
     expect(readLog(log).filter((e) => e.tool === "write_note")).toHaveLength(1);
+  });
+
+  it("a 5 MB answer reaches the store and the viewers cut to tools.max_result_bytes (1 MiB by default), saying so", async () => {
+    const t = await turn('call: notes__huge {"bytes": 5000000}');
+    expect(t.done.payload.status).toBe("complete");
+    const complete = t.of("tool.complete")[0]!;
+    expect(Buffer.byteLength(JSON.stringify(complete.payload))).toBeLessThanOrEqual(1024 * 1024 + 1024);
+    expect(complete.payload.result.content).toMatch(/\[… cut: \d+ of 5000000 bytes left out \(tools\.max_result_bytes is 1048576\)\]$/);
+    const db = new Database(srv.dbPath, { readonly: true });
+    try {
+      const stored = db.prepare("SELECT length(CAST(content AS BLOB)) AS n FROM messages WHERE session_id = ? AND role = 'tool'").all(t.sessionId) as Array<{ n: number }>;
+      const events = db.prepare("SELECT max(length(CAST(payload AS BLOB))) AS n FROM events WHERE session_id = ?").get(t.sessionId) as { n: number };
+      expect(stored.map((r) => r.n <= 1024 * 1024)).toEqual([true]);
+      expect(events.n).toBeLessThanOrEqual(1024 * 1024 + 1024);
+    } finally {
+      db.close();
+    }
   });
 
   it("session.interrupt during a call cancels it on the server and ends the turn interrupted", async () => {

@@ -5,7 +5,8 @@
  * `tools.workspace` offers none of them. The attacker's side: a client never chooses the workspace —
  * `cwd: "/proc/self"`, `cwd: "/"` and a symlink out of a root are refused at `session.create` and
  * `POST /api/sessions` (4080 / 403, naming the roots), so `read_file environ` never reaches the
- * gateway's secrets.
+ * gateway's secrets. And the model's side: the catastrophic search pattern of finding 3 leaves
+ * `/healthz` answering.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -136,6 +137,41 @@ describe("workspace tools over the wire", () => {
     const results = frames.filter((f) => f.type === "tool.complete");
     expect(results[0]!.payload.result).toMatchObject({ content: "hello from the workspace\n" });
     expect(results[1]!.payload.error_info).toMatchObject({ code: "outside_workspace" });
+    sock.close();
+  });
+
+  // The figure of the issue (every /healthz within 100 ms) is measured by `npm run bench -- --only=modelinput`
+  // against an idle baseline; here the bound only has to tell a gateway that answers from one that froze.
+  it("the catastrophic search pattern of finding 3: /healthz keeps answering throughout, the search ends with its answer", async () => {
+    // 30 files of lines a backtracking engine needs 2^40 steps for under (.+)+\0 (this froze the gateway for 25 s).
+    mkdirSync(join(work, "redos"));
+    for (let i = 0; i < 30; i++) writeFileSync(join(work, "redos", `f${i}.txt`), `${"a".repeat(40)}\n`.repeat(300));
+    await (await fetch(`${srv.url}/healthz`)).arrayBuffer(); // the client warm, so that only the gateway is timed
+    const sock = await RpcSocket.open(srv.wsUrl);
+    const { session_id } = await sock.call("session.create", { cwd: work, profile: "dev" });
+    // A first turn of the session first: what is timed below is the search, not a cold start.
+    const warm = await sock.call("prompt.submit", { session_id, profile: "dev", text: `call: list_dir {}` });
+    await turnDone(sock, session_id, warm.turn_id);
+    let finished = false;
+    const latencies: number[] = [];
+    const poll = (async () => {
+      while (!finished) {
+        const t0 = performance.now();
+        const res = await fetch(`${srv.url}/healthz`);
+        expect(res.status).toBe(200);
+        await res.arrayBuffer();
+        latencies.push(performance.now() - t0);
+      }
+    })();
+    const sub = await sock.call("prompt.submit", { session_id, profile: "dev", text: `call: search_files {"pattern": "(.+)+\\u0000", "path": "redos"}` });
+    await turnDone(sock, session_id, sub.turn_id);
+    finished = true;
+    await poll;
+    const done = toolComplete(sock, session_id, sub.turn_id).payload;
+    expect(done.error).toBeUndefined();
+    expect(done.result).toMatchObject({ pattern: "(.+)+\u0000", matches: [], files_searched: 30 });
+    expect(latencies.length).toBeGreaterThan(0);
+    expect(Math.max(...latencies)).toBeLessThan(2_000);
     sock.close();
   });
 

@@ -132,15 +132,21 @@ describe("chat completions: client tools", () => {
       tool_choice: { type: "function", function: { name: "get_time" } },
     });
     expect((named.choices[0]!.message.tool_calls![0]! as OpenAI.Chat.ChatCompletionMessageFunctionToolCall).function.name).toBe("get_time");
-    // `required` on a prompt that asks for no tool: the demo calls the first tool offered (the
-    // gateway's own `todo`, run in the gateway), then answers — the forced choice holds for one call.
-    const required = await ai.chat.completions
-      .create({ model: "demo", messages: [{ role: "user", content: "hello" }], tools: [weather], tool_choice: "required" })
-      .withResponse();
-    expect(required.data.choices[0]!.finish_reason).toBe("stop");
-    const sid = required.response.headers.get("x-session-id")!;
-    const msgs = (await (await fetch(`${srv.url}/api/sessions/${sid}/messages`)).json()) as { messages: Array<{ role: string }> };
-    expect(msgs.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    // `required` on a prompt that asks for no tool: the demo calls the first tool offered — the
+    // client's, since a forced choice offers only the client's tools (never the gateway's `todo`).
+    const required = await ai.chat.completions.create({ model: "demo", messages: [{ role: "user", content: "hello" }], tools: [weather], tool_choice: "required" });
+    expect(required.choices[0]!.finish_reason).toBe("tool_calls");
+    expect((required.choices[0]!.message.tool_calls![0]! as OpenAI.Chat.ChatCompletionMessageFunctionToolCall).function.name).toBe("get_weather");
+  });
+
+  it("tool_choice required without tools is a 400 naming tool_choice, as on OpenAI (the gateway's own tools cannot satisfy it)", async () => {
+    await expect(ai.chat.completions.create({ model: "demo", messages: [{ role: "user", content: "hello" }], tool_choice: "required" })).rejects.toMatchObject({
+      status: 400,
+      param: "tool_choice",
+    });
+    await expect(
+      ai.chat.completions.create({ model: "demo", messages: [{ role: "user", content: "hello" }], tool_choice: { type: "function", function: { name: "todo" } } }),
+    ).rejects.toMatchObject({ status: 400, param: "tool_choice.function.name" });
   });
 
   it("refuses by name: a collision with a server tool, a result for a call that is not pending, n > 1, an unknown parameter", async () => {
@@ -170,7 +176,7 @@ describe("chat completions: client tools", () => {
 });
 
 describe("chat completions: what reaches an OpenAI-compatible upstream", () => {
-  it("the history with tool_calls and tool results exactly, the client's tools beside the gateway's, tool_choice and the sampling parameters", async () => {
+  it("the history with tool_calls and tool results exactly, a forced tool_choice offering the client's tools only, then the client's tools beside the gateway's, and the sampling parameters", async () => {
     const upstream = await startFakeOpenAI();
     const gw = await startTestServer({ providerUrl: upstream.url });
     try {
@@ -186,9 +192,9 @@ describe("chat completions: what reaches an OpenAI-compatible upstream", () => {
       expect(first.choices[0]!.message.tool_calls![0]!.id).toBe("call_up_1");
       const body0 = upstream.requests[0]!.body;
       expect(body0).toMatchObject({ ...params, tool_choice: "required", parallel_tool_calls: false });
+      // A forced choice is the client's: that call offers the client's tools only.
       const offered = (body0.tools as Array<{ function: { name: string } }>).map((t) => t.function.name);
-      expect(offered).toContain("todo");
-      expect(offered.at(-1)).toBe("get_weather");
+      expect(offered).toEqual(["get_weather"]);
 
       messages.push(first.choices[0]!.message, { role: "tool", tool_call_id: "call_up_1", content: "-3 C" });
       const second = await client.chat.completions.create({ model: "test-model", messages, tools: [weather], temperature: 0.2 });
@@ -201,6 +207,10 @@ describe("chat completions: what reaches an OpenAI-compatible upstream", () => {
       ]);
       expect(upstream.requests[1]!.body.temperature).toBe(0.2);
       expect(upstream.requests[1]!.body.tool_choice).toBeUndefined();
+      // Without a forced choice the gateway's tools are offered beside the client's.
+      const offeredNext = (upstream.requests[1]!.body.tools as Array<{ function: { name: string } }>).map((t) => t.function.name);
+      expect(offeredNext).toContain("todo");
+      expect(offeredNext.at(-1)).toBe("get_weather");
     } finally {
       await gw.close();
       await upstream.close();

@@ -160,6 +160,48 @@ describe("steering", () => {
     expect(ai.requests[2]!.body.messages.at(-1)).toMatchObject({ role: "user", content: "new topic" });
   });
 
+  it("a steer addressed to a queued run is refused (409 turn_not_started), never injected into the run ahead; a steered run's output keeps its own answer and the steer's", async () => {
+    const { s, ai } = await withUpstream();
+    let open!: () => void;
+    const held = new Promise<void>((resolve) => (open = resolve));
+    let reached!: () => void;
+    const atGate = new Promise<void>((resolve) => (reached = resolve));
+    ai.script(
+      reply.stream([
+        { type: "delta", delta: { role: "assistant", content: "" } },
+        { type: "delta", delta: { content: "first " } },
+        { type: "wait", until: held, reached },
+        { type: "delta", delta: { content: "answer" } },
+        { type: "finish", reason: "stop" },
+        { type: "done" },
+      ]),
+      reply.text(["in metres"]),
+      reply.text(["second answer"]),
+    );
+    const running = await startRun(s, { input: "how far is it?" });
+    const queued = await startRun(s, { input: "and how high?", session_id: running.session_id });
+    expect(queued.status).toBe("queued");
+    await atGate;
+
+    const refused = await post(s, `/v1/runs/${queued.run_id}/steer`, { text: "in feet" });
+    expect(refused.status).toBe(409);
+    expect((await refused.json()).error).toMatchObject({ code: "turn_not_started", message: expect.stringContaining(queued.run_id) });
+    const steered = await (await post(s, `/v1/runs/${running.run_id}/steer`, { text: "use metric units" })).json();
+    expect(steered).toMatchObject({ run_id: running.run_id, status: "steered" });
+    open();
+    const sse = await follow(s, queued.run_id);
+    await sse.ended;
+
+    expect(await runOf(s, running.run_id)).toMatchObject({ status: "completed", output: "first answer\n\nin metres" });
+    expect(await runOf(s, queued.run_id)).toMatchObject({ status: "completed", output: "second answer" });
+    // The refused text reached no model call; the accepted one only the running run's second call.
+    const said = (i: number) => (ai.requests[i]!.body.messages as Array<{ content: string | null }>).map((m) => m.content);
+    expect(ai.requests).toHaveLength(3);
+    expect([0, 1, 2].some((i) => said(i).includes("in feet"))).toBe(false);
+    expect(said(1).at(-1)).toBe("use metric units");
+    expect(said(2).at(-1)).toBe("and how high?");
+  });
+
   it("busy policy steer: a prompt submitted while a turn runs joins it", async () => {
     const { s, ai } = await withUpstream({ busyPolicy: "steer" });
     ai.script(reply.toolCalls([TODO], { fragments: 4, delayMs: 80 }), reply.text(["done"]));

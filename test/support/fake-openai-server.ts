@@ -17,7 +17,8 @@
  *
  * Replies are either an HTTP error (status + OpenAI error envelope) or a stream: a list of steps
  * written as SSE `data:` lines. Builders in `reply` cover the usual shapes; `reply.stream(steps)`
- * composes anything else (slow streams, drops, in-stream errors, raw bytes).
+ * composes anything else (slow streams, drops, in-stream errors, raw bytes, a `wait` the test
+ * releases).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
@@ -49,6 +50,11 @@ export type StreamStep =
   | { type: "raw"; data: string }
   /** Waits before the next step. */
   | { type: "delay"; ms: number }
+  /**
+   * Holds the stream here until `until` settles: a test decides when the model goes on (no
+   * timing). `reached` is called when the stream gets here (the request is being answered).
+   */
+  | { type: "wait"; until: Promise<unknown>; reached?: () => void }
   /** Destroys the socket: the stream stops mid-way, without `[DONE]`. */
   | { type: "drop" }
   /** `data: [DONE]` and the end of the response. */
@@ -277,6 +283,10 @@ async function streamReply(
         break;
       case "delay":
         await sleep(step.ms);
+        break;
+      case "wait":
+        step.reached?.();
+        await step.until.catch(() => undefined);
         break;
       case "drop":
         // Let the bytes written so far reach the client, then cut the connection.

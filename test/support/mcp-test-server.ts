@@ -10,7 +10,8 @@
  * Tools (fixed): `echo` and `read_note` (readOnlyHint), `write_note` (destructiveHint), `slow`
  * (readOnly; sleeps, honours cancellation), `slow_write` (destructive, not idempotent, sleeps), `fail` (isError), `media` (image, resource and link
  * content), `ask_user` (elicitation), `add_tool` (registers a tool: list_changed), `show_token`
- * (echoes env MCP_TEST_TOKEN, to prove redaction), `crash` (the process exits mid-call).
+ * (echoes env MCP_TEST_TOKEN, to prove redaction), `crash` (the process exits mid-call), `huge`
+ * (an answer of `bytes` bytes: text of `x`s, of NULs, or structured content, to prove the caps).
  *
  * Env: MCP_TEST_LOG — a file that gets one JSON line per call and per cancellation (tests count
  * executions across processes); MCP_TEST_EXPECT_AUTH — over HTTP, the `Authorization` header
@@ -157,6 +158,20 @@ export function createTestMcpServer(): McpServer {
     "show_token",
     { description: "Shows the token the server was started with.", annotations: { readOnlyHint: true } },
     async () => ({ content: [{ type: "text", text: `my token is ${process.env.MCP_TEST_TOKEN ?? "(none)"}` }] }),
+  );
+
+  server.registerTool(
+    "huge",
+    {
+      description: "Answers with `bytes` bytes: text of x (default), of NUL characters, or structured content.",
+      inputSchema: { bytes: z.number().int().min(0), fill: z.enum(["x", "nul", "structured"]).optional() },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ bytes, fill }) => {
+      record({ tool: "huge", bytes, fill });
+      if (fill === "structured") return { content: [{ type: "text", text: `structured, ${bytes} bytes` }], structuredContent: { data: "s".repeat(bytes) } };
+      return { content: [{ type: "text", text: (fill === "nul" ? "\0" : "x").repeat(bytes) }] };
+    },
   );
 
   server.registerTool(

@@ -494,6 +494,7 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
         previous_response_id: null,
         instructions: "be brief",
         metadata: { k: "v" },
+        echo: { tools: [{ type: "function", name: "f" }], tool_choice: "required", temperature: 0.3 },
         cancel_requested: false,
         result: null,
         created_at: 1000,
@@ -516,6 +517,20 @@ export function storeContract(name: string, open: () => Promise<Store>): void {
           background: true,
         });
         expect(await store.getResponse("resp_nope")).toBeNull();
+      });
+
+      it("deletes a response row (and only that one)", async () => {
+        const store = await fresh();
+        await store.commit([{ op: "session.insert", row: sessionRow("s1") }]);
+        await store.commit([
+          { op: "response.insert", row: response("resp_1") },
+          { op: "response.insert", row: { ...response("resp_2"), echo: null } },
+        ]);
+        await store.commit([{ op: "response.delete", id: "resp_1" }]);
+        expect(await store.getResponse("resp_1")).toBeNull();
+        expect(await store.getResponse("resp_2")).toEqual({ ...response("resp_2"), echo: null });
+        // Deleting what is not there is no error.
+        await store.commit([{ op: "response.delete", id: "resp_1" }]);
       });
 
       it("claims an idempotency key once, records its answer, releases a failed one, takes over a dead owner's", async () => {

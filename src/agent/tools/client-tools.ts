@@ -6,7 +6,7 @@
  *   const offer = withClientTools(await tools.offer(req), session.clientTools);
  *   offer.get("get_weather")?.source === CLIENT_SOURCE   // the turn parks instead of running it
  */
-import type { ToolSpec } from "../provider.js";
+import type { ToolChoice, ToolSpec } from "../provider.js";
 import type { Tool } from "./registry.js";
 import type { OfferedTool, ToolOffer } from "./tool-set.js";
 
@@ -42,4 +42,23 @@ export function withClientTools(offer: ToolOffer, client: readonly ToolSpec[]): 
 export function clientToolCollision(offer: ToolOffer, client: readonly ToolSpec[]): { index: number; name: string } | null {
   for (const [index, spec] of client.entries()) if (offer.get(spec.name)) return { index, name: spec.name };
   return null;
+}
+
+/**
+ * What a model call offers under the client's `tool_choice`. A forced choice (`required`, a named
+ * function) is the client's demand for a call of one of *its* tools — OpenAI's meaning — so that
+ * call offers the client's tools only: a gateway tool must not satisfy it (the client would get
+ * text with `finish_reason: "stop"` instead of the call it forced). `auto` and `none` offer all.
+ */
+export function offerUnderChoice(offer: ToolOffer, choice: ToolChoice | undefined): ToolOffer {
+  if (choice === undefined || choice === "auto" || choice === "none") return offer;
+  const client = (name: string) => {
+    const t = offer.get(name);
+    return t?.source === CLIENT_SOURCE ? t : undefined;
+  };
+  // The transports refuse a forced choice without client tools; a session whose client tools were
+  // removed meanwhile keeps the whole offer rather than an empty one the upstream would refuse.
+  const specs = offer.specs.filter((s) => client(s.name));
+  if (specs.length === 0) return offer;
+  return { ...offer, specs, get: client };
 }

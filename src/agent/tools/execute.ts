@@ -12,6 +12,7 @@ import type { TurnErrorInfo } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
 import { ToolInputError, ToolOutput, type Tool, type ToolContext, type ToolEffects } from "./registry.js";
+import { capResult, DEFAULT_MAX_RESULT_BYTES } from "./result-cap.js";
 import { ToolErrorCode, ToolFailure, toolErrorInfo } from "./tool-errors.js";
 
 export interface ToolRun {
@@ -32,6 +33,8 @@ class CallTimeout extends Error {
 
 export interface ExecuteOptions {
   timeoutMs: number;
+  /** `tools.max_result_bytes`: the result and the model's text are each cut to it (result-cap.ts). */
+  maxResultBytes?: number;
   clock: Clock;
   logger: Logger;
 }
@@ -54,10 +57,11 @@ export async function executeTool(
     else call.signal.addEventListener("abort", stopWaiting, { once: true });
   });
   aborted.catch(() => undefined);
+  const max = opts.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
   try {
-    const out = await Promise.race([tool.execute(args, { ...ctx, signal: call.signal }), aborted]);
-    if (out instanceof ToolOutput) return { result: out.result, content: out.text, ...(out.effects ? { effects: out.effects } : {}) };
-    return { result: out ?? null, content: JSON.stringify(out ?? null) };
+    const out = await Promise.race([tool.execute(args, { ...ctx, signal: call.signal, maxResultBytes: max }), aborted]);
+    if (out instanceof ToolOutput) return { ...capResult(out.result, out.text, max), ...(out.effects ? { effects: out.effects } : {}) };
+    return capResult(out ?? null, JSON.stringify(out ?? null), max);
   } catch (err) {
     return failed(classify(err, call.signal, ctx.signal), tool, opts.logger);
   } finally {

@@ -36,7 +36,8 @@ export { ToolRuntime, type SourceListing, type ToolRuntimeOptions, type ToolSour
 export { defaultPolicy, globToRegExp, ToolPolicies, type PolicyRule } from "./policy.js";
 export { ToolErrorCode, ToolFailure, toolErrorInfo, type ToolErrorCodeName } from "./tool-errors.js";
 export { executeTool, refusedRun, type ToolRun } from "./execute.js";
-export { CLIENT_SOURCE, clientToolCollision, withClientTools } from "./client-tools.js";
+export { capResult, cutText, DEFAULT_MAX_RESULT_BYTES } from "./result-cap.js";
+export { CLIENT_SOURCE, clientToolCollision, offerUnderChoice, withClientTools } from "./client-tools.js";
 export { createTodoList, type TodoList } from "./todo-list.js";
 export { todoTool } from "./todo-tool.js";
 export { delegateTool } from "./delegate-tool.js";

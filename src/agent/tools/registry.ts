@@ -33,6 +33,11 @@ export interface ToolContext {
   processes?: WorkspaceProcesses;
   /** Where `delegate_task` starts sub-agents from: this turn's session; absent for sub-agents. */
   delegation?: DelegationOrigin;
+  /**
+   * The most this call's result may hold (`tools.max_result_bytes`; result-cap.ts). The executor
+   * cuts whatever is over; a tool that knows its shape (read_file, MCP) fits itself within it.
+   */
+  maxResultBytes?: number;
 }
 
 /** What a tool asks the user (MCP elicitation, form mode). */

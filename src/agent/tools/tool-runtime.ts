@@ -40,6 +40,7 @@ export interface ToolRuntimeOptions {
 export class ToolRuntime implements ToolSet {
   private policies: ToolPolicies;
   private timeoutMs: number;
+  private maxResultBytes: number;
   private readonly sources: ToolSource[];
   private readonly builtinNames: ReadonlySet<string>;
 
@@ -48,12 +49,14 @@ export class ToolRuntime implements ToolSet {
     this.builtinNames = new Set(opts.builtin.list().map((t) => t.spec.name));
     this.policies = new ToolPolicies(opts.config.policy);
     this.timeoutMs = opts.config.tools.timeout_s * 1000;
+    this.maxResultBytes = opts.config.tools.max_result_bytes;
   }
 
-  /** Live reload: policy and timeout for the next model call; sources reconcile their servers. */
+  /** Live reload: policy, timeout and result cap for the next model call; sources reconcile their servers. */
   apply(config: ResolvedToolsConfig): void {
     this.policies = new ToolPolicies(config.policy);
     this.timeoutMs = config.tools.timeout_s * 1000;
+    this.maxResultBytes = config.tools.max_result_bytes;
     for (const s of this.sources) s.apply?.(config);
   }
 
@@ -77,7 +80,7 @@ export class ToolRuntime implements ToolSet {
     }
     const specs: ToolSpec[] = [];
     for (const o of offered.values()) if (o.policy !== "deny") specs.push(o.tool.spec);
-    return { specs, get: (name) => offered.get(name), unavailable, timeoutMs: this.timeoutMs };
+    return { specs, get: (name) => offered.get(name), unavailable, timeoutMs: this.timeoutMs, maxResultBytes: this.maxResultBytes };
   }
 
   async close(): Promise<void> {

@@ -40,6 +40,8 @@ export interface ToolOffer {
   unavailable: UnavailableSource[];
   /** The call timeout (config `tools.timeout_s`). */
   timeoutMs: number;
+  /** The most one result may hold (config `tools.max_result_bytes`); default DEFAULT_MAX_RESULT_BYTES. */
+  maxResultBytes?: number;
 }
 
 export interface OfferRequest {

@@ -12,7 +12,7 @@ import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { routePath } from "hono/route";
-import { resolveProfile, type AppEnv, type HttpApi, type HttpApiDeps } from "./context.js";
+import { resolveProfile, type AppContext, type AppEnv, type HttpApi, type HttpApiDeps } from "./context.js";
 import { authenticate } from "./access.js";
 import { originGuard } from "./cors.js";
 import { closeAfterEarlyAnswer } from "./early-close.js";
@@ -28,6 +28,7 @@ import { RunsApi } from "./runs-api.js";
 import { mountSessions } from "./sessions-api.js";
 import { mountWebClient } from "./web-client.js";
 import { mountA2A, mountA2ACards } from "./a2a.js";
+import { mountAiSdkChat } from "../ui/ai-sdk-chat.js";
 
 export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   // A key is one principal whichever profile it addresses: its turns count in every profile.
@@ -111,6 +112,8 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   new ResponsesApi(api).mount(app);
   new RunsApi(api).mount(app);
   mountSessions(app, api);
+  mountAiSdkChat(app, api);
+  mountAgUi(app, api);
   mountA2A(app, a2a);
   return app;
 }
@@ -118,6 +121,18 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
 /** `/readyz`'s word: `ready`, `draining` (a graceful stop has begun) or `unavailable` (the store). */
 export function readiness(ok: boolean, draining: (() => boolean) | undefined): "ready" | "draining" | "unavailable" {
   return ok ? "ready" : draining?.() ? "draining" : "unavailable";
+}
+
+/**
+ * AG-UI (`POST /ag-ui`, `/ag-ui/{profile}`): its module, and with it `@ag-ui/core` and its encoder,
+ * is loaded by the first run — a gateway no AG-UI client talks to never pays for it.
+ */
+function mountAgUi(app: Hono<AppEnv>, api: HttpApi): void {
+  const run = async (c: AppContext) => (await import("../ui/ag-ui-run.js")).runAgUi(c, api);
+  app.use("/ag-ui", resolveProfile(api.profiles));
+  app.use("/ag-ui/*", resolveProfile(api.profiles));
+  app.post("/ag-ui", run);
+  app.post("/ag-ui/:profile", run);
 }
 
 export function createGatewayHttpServer(deps: HttpApiDeps, serverOptions: ServerOptions = {}): Server {

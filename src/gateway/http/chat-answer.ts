@@ -10,7 +10,7 @@ import { clientGone } from "./context.js";
 import { boundToStream, type FrameTap } from "./frame-tap.js";
 import type { IdempotencyClaim } from "./idempotency.js";
 import { sseResponse, type SseWriter } from "./sse.js";
-import { followTurn, type TurnEnd } from "./turn-follow.js";
+import { followTurn, type FollowFrom, type TurnEnd } from "./turn-follow.js";
 import { turnErrorObject, turnFailure } from "./turn-errors.js";
 import { ClientCalls, type ChatToolCall } from "./chat-tool-calls.js";
 
@@ -20,6 +20,8 @@ export const SESSION_HEADER = "x-session-id";
 export interface ChatTurn {
   sid: string;
   turnId: string;
+  /** The busy policy `steer` joined this request's message to the running turn `turnId`: its message id (turn-follow.ts). */
+  steer?: string;
   id: string;
   created: number;
   model: string;
@@ -45,8 +47,13 @@ export interface StoredChat {
   completion: ChatCompletion;
 }
 
-/** Ends the request's hold on the turn: closes the tap, cancels the turn when asked (the client left), detaches. */
-export type StopFollowing = (cancel: boolean) => Promise<void>;
+/** Ends the request's hold on the turn: closes the tap, cancels `cancelTurn` when given (the client left while it answered), detaches. */
+export type StopFollowing = (cancelTurn: string | null) => Promise<void>;
+
+/** The turn a completion cancels when its client leaves: the one answering it, once its text joined one. */
+function abandoned(end: TurnEnd): string | null {
+  return end.status === "gone" ? end.turnId : null;
+}
 
 const ZERO: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
 
@@ -71,7 +78,7 @@ export async function answerChat(c: AppContext, turn: ChatTurn, tap: FrameTap, s
   const calls = new ClientCalls();
   const end = await followTurn(
     tap,
-    turn.turnId,
+    followFrom(turn),
     gone.signal,
     (f) => {
       if (f.type === EventType.MessageDelta) content += (f.payload as MessageDeltaPayload).text;
@@ -80,7 +87,7 @@ export async function answerChat(c: AppContext, turn: ChatTurn, tap: FrameTap, s
     (f) => calls.awaitsClient(f),
   );
   gone.finish();
-  await stop(end.status === "gone");
+  await stop(abandoned(end));
   if (end.status === "error") throw turnFailure(end.error);
   const result = completionOf(turn, content, end, calls);
   if (claim.kind === "fresh") await claim.record(200, { session_id: turn.sid, completion: result } satisfies StoredChat);
@@ -103,7 +110,7 @@ export function streamChat(
   const chunk = chunkOf(turn, includeUsage);
   return sseResponse(c, { clock: api.clock, keepAliveMs: api.config.sse_keepalive_ms, metrics: api.metrics }, async (sse) => {
     let content = "";
-    let end: TurnEnd = { status: "gone" };
+    let end: TurnEnd = { status: "gone", turnId: null };
     const calls = new ClientCalls();
     boundToStream(tap, sse, api.flow.hardBytes, () =>
       api.logger.warn({ session_id: turn.sid, turn_id: turn.turnId }, "slow chat-completion reader over the hard limit: ending the stream"),
@@ -112,7 +119,7 @@ export function streamChat(
       await sse.send(chunk({ role: "assistant", content: "" }, null));
       end = await followTurn(
         tap,
-        turn.turnId,
+        followFrom(turn),
         sse.signal,
         async (f: Frame) => {
           const call = calls.push(f);
@@ -135,9 +142,13 @@ export function streamChat(
       if (claim.kind === "fresh") await claim.record(200, { session_id: turn.sid, completion: result } satisfies StoredChat);
     } finally {
       if (claim.kind === "fresh") await claim.release().catch(() => undefined);
-      await stop(end.status === "gone");
+      await stop(abandoned(end));
     }
   });
+}
+
+function followFrom(turn: ChatTurn): FollowFrom {
+  return turn.steer !== undefined ? { turnId: turn.turnId, steer: turn.steer } : { turnId: turn.turnId };
 }
 
 /** OpenAI's shape: the first chunk of a call names it (index, id, name), the next carries its arguments. */

@@ -7,12 +7,11 @@
  *   const chat = toChatConversation(body.messages);
  *   chat.toolResults   // trailing tool messages: answers to pending calls (X-Session-Id), or history (stateless)
  */
-import type { z } from "zod";
 import type { SeedMessage } from "../../sessions/index.js";
 import { HttpErrors } from "./errors.js";
-import { textOf, type ChatMessage } from "./openai-input.js";
+import { chatTextOf, type ChatMessage } from "./chat-messages.js";
 
-type Message = z.infer<typeof ChatMessage>;
+type Message = ChatMessage;
 
 /** A `role: "tool"` message at the end of the list: the result of one call. */
 export interface ToolResult {
@@ -33,6 +32,10 @@ export interface ChatConversation {
 }
 
 export function toChatConversation(messages: Message[]): ChatConversation {
+  for (const [i, m] of messages.entries()) {
+    if (m.role === "function") throw HttpErrors.invalid(`messages.${i}.role`, 'role "function" (the deprecated function calling) is not supported: use tools and role "tool"');
+    if ("name" in m && m.name !== undefined) throw HttpErrors.invalid(`messages.${i}.name`, "Participant names are not supported: Tether passes no names to the model (leave name out)");
+  }
   const lastIndex = messages.length - 1;
   const last = messages[lastIndex]!;
   let end = messages.length;
@@ -43,15 +46,16 @@ export function toChatConversation(messages: Message[]): ChatConversation {
     if (last.role !== "user") {
       throw HttpErrors.invalid(`messages.${lastIndex}.role`, "The last message must be a user message, or tool messages answering the assistant's tool_calls");
     }
-    prompt = textOf(last.content);
+    prompt = chatTextOf(last.content);
     if (prompt.trim() === "") throw HttpErrors.invalid(`messages.${lastIndex}.content`, "The last user message has no text");
     end = lastIndex;
   }
   const system: string[] = [];
   const seed: SeedMessage[] = [];
   for (const [i, m] of messages.slice(0, end).entries()) {
-    if (m.role === "function") throw HttpErrors.invalid(`messages.${i}.role`, 'role "function" (the deprecated function calling) is not supported: use tools and role "tool"');
-    const text = textOf(m.content);
+    if (m.role === "function") continue; // refused above
+    // An assistant message that only refused: its refusal is what the model said.
+    const text = chatTextOf(m.content) || (m.role === "assistant" ? (m.refusal ?? "") : "");
     if (m.role === "system" || m.role === "developer") system.push(text);
     else if (m.role === "tool") seed.push({ role: "tool", content: text, tool_call_id: toolResultOf(m, i).callId });
     else if (m.role === "assistant") {
@@ -63,8 +67,8 @@ export function toChatConversation(messages: Message[]): ChatConversation {
 }
 
 function toolResultOf(m: Message, index: number): ToolResult {
-  if (!m.tool_call_id) throw HttpErrors.invalid(`messages.${index}.tool_call_id`, "A tool message needs the tool_call_id of the call it answers");
-  return { index, callId: m.tool_call_id, content: textOf(m.content) };
+  if (m.role !== "tool" || !m.tool_call_id) throw HttpErrors.invalid(`messages.${index}.tool_call_id`, "A tool message needs the tool_call_id of the call it answers");
+  return { index, callId: m.tool_call_id, content: chatTextOf(m.content) };
 }
 
 /**

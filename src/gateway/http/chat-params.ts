@@ -17,7 +17,8 @@
 import type { ClientToolSpec } from "../../protocol/index.js";
 import type { CallOptions, ToolChoice } from "../../sessions/index.js";
 import { HttpError, HttpErrors } from "./errors.js";
-import { functionToolsOf } from "./function-tools.js";
+import { functionToolsOf, objectAt, refuseUnknown, type ToolShape } from "./function-tools.js";
+import { UNKNOWN_PARAMETER } from "./json-body.js";
 
 export const HONOURED = new Set(["model", "messages", "stream", "stream_options", "tools", "tool_choice", "parallel_tool_calls", "n"]);
 
@@ -40,7 +41,8 @@ const REFUSED: Record<string, (v: unknown) => string | null> = {
 
 /** What a Chat Completions body asks besides the conversation, checked. */
 export interface ChatCallParams {
-  clientTools: ClientToolSpec[];
+  /** The request's tools; undefined when it sent none: a continued session keeps its registered client tools. */
+  clientTools: ClientToolSpec[] | undefined;
   callOptions: CallOptions;
 }
 
@@ -51,12 +53,12 @@ export function chatCallParams(body: Record<string, unknown>): ChatCallParams {
     const refuse = REFUSED[key]?.(value);
     if (refuse) throw HttpErrors.invalid(key, refuse);
     if (REFUSED[key] || HONOURED.has(key)) continue;
-    if (!PASSED.has(key)) throw new HttpError(400, "unknown_parameter", `Unrecognized request argument supplied: ${key}`, key);
+    if (!PASSED.has(key)) throw new HttpError(400, UNKNOWN_PARAMETER, `Unrecognized request argument supplied: ${key}`, key);
     params[key] = value;
   }
   const clientTools = functionToolsOf(body.tools, "nested");
   const callOptions: CallOptions = {};
-  const choice = toolChoiceOf(body.tool_choice, clientTools);
+  const choice = toolChoiceOf(body.tool_choice, clientTools ?? [], "nested");
   if (choice !== undefined) callOptions.toolChoice = choice;
   if (typeof body.parallel_tool_calls === "boolean") callOptions.parallelToolCalls = body.parallel_tool_calls;
   else if (body.parallel_tool_calls != null) throw HttpErrors.invalid("parallel_tool_calls", "parallel_tool_calls is a boolean");
@@ -64,14 +66,35 @@ export function chatCallParams(body: Record<string, unknown>): ChatCallParams {
   return { clientTools, callOptions };
 }
 
-/** `tool_choice`: auto | none | required | { type: "function", function: { name } } naming one of `tools`. */
-export function toolChoiceOf(choice: unknown, tools: ClientToolSpec[], param = "tool_choice"): ToolChoice | undefined {
+/**
+ * `tool_choice`: auto | none | required | a function of `tools` — `{ type: "function", function:
+ * { name } }` on Chat Completions, `{ type: "function", name }` on Responses (nothing else in it).
+ * A forced choice is for the request's own tools (the model call offers only those), so
+ * `required` without `tools` is a 400 as on OpenAI: the gateway's tools cannot satisfy it.
+ */
+export function toolChoiceOf(choice: unknown, tools: readonly ClientToolSpec[], shape: ToolShape): ToolChoice | undefined {
   if (choice === null || choice === undefined) return undefined;
+  if (choice === "required" && tools.length === 0) {
+    throw HttpErrors.invalid("tool_choice", 'tool_choice "required" is only allowed when tools are specified: it forces a call of one of the request\'s tools');
+  }
   if (choice === "auto" || choice === "none" || choice === "required") return choice;
-  const c = choice as { type?: unknown; function?: { name?: unknown }; name?: unknown };
-  // Chat Completions nests the name under `function`; Responses puts it on the object.
-  const name = c.type === "function" ? (c.function?.name ?? c.name) : undefined;
-  if (typeof name !== "string") throw HttpErrors.invalid(param, 'tool_choice is "auto", "none", "required" or { type: "function", function: { name } }');
-  if (!tools.some((t) => t.name === name)) throw HttpErrors.invalid(param, `tool_choice names function ${name}, which is not in tools`);
+  const usage = shape === "nested" ? '{ type: "function", function: { name } }' : '{ type: "function", name }';
+  if (typeof choice !== "object" || Array.isArray(choice) || (choice as { type?: unknown }).type !== "function") {
+    throw HttpErrors.invalid("tool_choice", `tool_choice is "auto", "none", "required" or ${usage}`);
+  }
+  const c = choice as Record<string, unknown>;
+  let name: unknown;
+  if (shape === "nested") {
+    refuseUnknown(c, new Set(["type", "function"]), "tool_choice");
+    const fn = objectAt(c.function, "tool_choice.function");
+    refuseUnknown(fn, new Set(["name"]), "tool_choice.function");
+    name = fn.name;
+  } else {
+    refuseUnknown(c, new Set(["type", "name"]), "tool_choice");
+    name = c.name;
+  }
+  const namePath = shape === "nested" ? "tool_choice.function.name" : "tool_choice.name";
+  if (typeof name !== "string") throw HttpErrors.invalid(namePath, `tool_choice is "auto", "none", "required" or ${usage}`);
+  if (!tools.some((t) => t.name === name)) throw HttpErrors.invalid(namePath, `tool_choice names function ${name}, which is not in tools`);
   return { name };
 }

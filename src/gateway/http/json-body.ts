@@ -1,14 +1,26 @@
 /**
  * Request bodies: parse JSON, then validate with a zod schema. Malformed JSON answers 400
  * `invalid_json`; a schema failure answers 400 `invalid_params` with `param` naming the first bad
- * field and the message naming all of them (`messages.0.role, model`).
+ * field and the message naming all of them (`messages.0.role, model`) — or, for the OpenAI
+ * endpoints, an unknown key first: `unknown_parameter` naming its path, as OpenAI answers.
  */
 import type { Context } from "hono";
 import type { z } from "zod";
-import { paramIssues } from "../../protocol/param-issues.js";
+import { paramIssues, UNKNOWN_KEY } from "../../protocol/param-issues.js";
 import { HttpError, HttpErrors } from "./errors.js";
 
-export async function readJson<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
+/** OpenAI's code for a parameter it does not know, top-level or nested (`Unrecognized request argument supplied: …`). */
+export const UNKNOWN_PARAMETER = "unknown_parameter";
+
+export interface ReadOptions {
+  /**
+   * The code of the 400 when the first bad field is an unknown key (the OpenAI endpoints answer
+   * `unknown_parameter`, as OpenAI does); default `invalid_params`.
+   */
+  unknownCode?: string;
+}
+
+export async function readJson<S extends z.ZodType>(c: Context, schema: S, opts: ReadOptions = {}): Promise<z.output<S>> {
   const text = await c.req.text();
   let value: unknown;
   try {
@@ -22,6 +34,9 @@ export async function readJson<S extends z.ZodType>(c: Context, schema: S): Prom
     const issues = paramIssues(parsed.error);
     const paths = issues.map((i) => i.path || "(body)");
     const first = issues[0]!;
+    if (opts.unknownCode && first.message === UNKNOWN_KEY) {
+      throw new HttpError(400, opts.unknownCode, `Unrecognized request argument supplied: ${first.path}`, first.path);
+    }
     throw new HttpError(
       400,
       "invalid_params",

@@ -30,9 +30,9 @@ import { callerOf, idempotencyRecords, profileOf, type AppContext, type AppEnv, 
 import { HttpError, HttpErrors } from "./errors.js";
 import { FrameTap } from "./frame-tap.js";
 import { claimIdempotency, underClaim, type IdempotencyClaim } from "./idempotency.js";
-import { readJson } from "./json-body.js";
+import { readJson, UNKNOWN_PARAMETER } from "./json-body.js";
 import { resolveModel } from "./models.js";
-import { ChatMessage } from "./openai-input.js";
+import { ChatMessage, ChatStreamOptions } from "./chat-messages.js";
 import { checkToolPairs, toChatConversation, type ChatConversation } from "./chat-input.js";
 import { chatCallParams, type ChatCallParams } from "./chat-params.js";
 import { answerChat, replayChat, SESSION_HEADER, streamChat, type ChatTurn, type StoredChat } from "./chat-answer.js";
@@ -40,12 +40,16 @@ import { withTrace } from "./access-log.js";
 
 export { SESSION_HEADER } from "./chat-answer.js";
 
+/**
+ * The body: every nested object the gateway reads is strict (chat-messages.ts; `tools` and
+ * `tool_choice` in chat-params.ts); the top level is checked against the parameter table there.
+ */
 const ChatBody = z
   .object({
     model: z.string().min(1),
     messages: z.array(ChatMessage).min(1),
     stream: z.boolean().nullable().optional(),
-    stream_options: z.object({ include_usage: z.boolean().optional() }).passthrough().nullable().optional(),
+    stream_options: ChatStreamOptions.nullable().optional(),
   })
   .passthrough();
 type ChatBody = z.infer<typeof ChatBody>;
@@ -53,7 +57,7 @@ type ChatBody = z.infer<typeof ChatBody>;
 export function mountChat(app: Hono<AppEnv>, api: HttpApi): void {
   app.post("/v1/chat/completions", async (c) => {
     const caller = callerOf(c);
-    const body = await readJson(c, ChatBody);
+    const body = await readJson(c, ChatBody, { unknownCode: UNKNOWN_PARAMETER });
     const call = chatCallParams(body);
     const claim = await claimIdempotency(c, idempotencyRecords(api), caller);
     const includeUsage = body.stream_options?.include_usage === true;
@@ -74,10 +78,13 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
   const turn = await (async (): Promise<ChatTurn> => {
     if (continued && chat.toolResults.length > 0) return answerToolCalls(api, caller, profile, continued, chat, call, tap);
     const started = await enterTurn(c, api, caller, profile, model, chat, call, tap, claim);
+    const { turn_id: turnId, message_id: steer } = started.result;
     return {
       sid: started.sessionId,
-      turnId: started.result.turn_id,
-      id: `chatcmpl-${started.result.turn_id}`,
+      turnId,
+      // Steered into a running turn (busy policy `steer`): this request answers with what the model
+      // writes from its message on (turn-follow.ts), under an id of its own.
+      ...(started.result.status === "steered" && steer !== undefined ? { steer, id: `chatcmpl-${turnId}-${steer}` } : { id: `chatcmpl-${turnId}` }),
       created,
       // A continued session answers with the model it really uses.
       model: continued ? started.opened!.model : model.id,
@@ -87,9 +94,9 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
     throw err;
   });
   const { sessions } = profile;
-  const stop = async (cancel: boolean) => {
+  const stop = async (cancelTurn: string | null) => {
     tap.close();
-    if (cancel) await sessions.cancelTurn(caller, turn.sid, turn.turnId).catch(() => undefined);
+    if (cancelTurn !== null) await sessions.cancelTurn(caller, turn.sid, cancelTurn).catch(() => undefined);
     await sessions.detach(caller, turn.sid, tap).catch(() => undefined);
   };
   if (!body.stream) return answerChat(c, turn, tap, stop, claim);

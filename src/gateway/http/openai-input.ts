@@ -1,7 +1,8 @@
 /**
  * What an OpenAI request says about the conversation, in Tether's terms: a system prompt, earlier
  * messages to seed a new session with, and the prompt that starts the turn (the last user message).
- * Shared by /v1/chat/completions (`messages`) and /v1/responses (`input`).
+ * Used by /v1/runs (`input`); Chat Completions and Responses read their own shapes
+ * (chat-messages.ts, responses-items.ts).
  */
 import { z } from "zod";
 import type { SeedMessage } from "../../sessions/index.js";
@@ -9,25 +10,6 @@ import { HttpErrors } from "./errors.js";
 
 const TextPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
 const Content = z.union([z.string(), z.array(TextPart), z.null()]);
-
-/** An assistant message's call of a function, as OpenAI writes it. */
-export const ChatToolCall = z
-  .object({
-    id: z.string().min(1),
-    type: z.literal("function").optional(),
-    function: z.object({ name: z.string().min(1), arguments: z.string() }).passthrough(),
-  })
-  .passthrough();
-
-export const ChatMessage = z
-  .object({
-    role: z.enum(["system", "developer", "user", "assistant", "tool", "function"]),
-    content: Content.optional(),
-    name: z.string().optional(),
-    tool_calls: z.array(ChatToolCall).nullable().optional(),
-    tool_call_id: z.string().optional(),
-  })
-  .passthrough();
 
 export const InputItem = z
   .object({

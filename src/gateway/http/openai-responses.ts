@@ -1,6 +1,7 @@
 /**
  * The OpenAI Responses API: `POST /v1/responses`, `GET /v1/responses/{id}` (optionally as a
- * resumable stream: `?stream=true&starting_after=N`), `POST /v1/responses/{id}/cancel`.
+ * resumable stream: `?stream=true&starting_after=N`), `POST /v1/responses/{id}/cancel`,
+ * `DELETE /v1/responses/{id}`.
  *
  * A response is one turn of a (hidden) session: a new session seeded from `input` (and
  * `instructions`), or — with `previous_response_id` — the session of that response, continued.
@@ -25,32 +26,25 @@ import { callerOf, clientGone, idempotencyRecords, profileOf, type AppContext, t
 import { HttpError, HttpErrors } from "./errors.js";
 import { boundToStream, FrameTap, OVERFLOW_CUT_MS } from "./frame-tap.js";
 import { claimIdempotency, underClaim, type IdempotencyClaim } from "./idempotency.js";
-import { queryBool, queryInt, readJson } from "./json-body.js";
+import { queryBool, queryInt, readJson, UNKNOWN_PARAMETER } from "./json-body.js";
 import { resolveModel } from "./models.js";
-import { InputItem } from "./openai-input.js";
-import { checkCallPairs, FunctionCallItem, FunctionCallOutputItem, OtherItem, toResponsesConversation, type ResponsesItem } from "./responses-input.js";
-import { responsesCallParams } from "./responses-params.js";
+import { checkCallPairs, toResponsesConversation } from "./responses-input.js";
+import { inputItemsOf, type ApprovalResponseItem, type ResponsesItem } from "./responses-items.js";
+import { responsesCallParams, type ResponsesCallParams } from "./responses-params.js";
 import { refuseWhileCallsWait } from "./openai-chat.js";
-import type { ChatCallParams } from "./chat-params.js";
 import { ResponseBuilder, SEQ_STRIDE, TERMINAL_STATUSES, type ResponseEvent, type ResponseObject } from "./response-events.js";
 import { ResponseTracker } from "./response-tracker.js";
 import { sseResponse } from "./sse.js";
 import { withTrace } from "./access-log.js";
 
-/** OpenAI's answer to an `mcp_approval_request` output item. */
-const ApprovalResponseItem = z.object({
-  type: z.literal("mcp_approval_response"),
-  approval_request_id: z.string().min(1),
-  approve: z.boolean(),
-  reason: z.string().nullable().optional(),
-  id: z.string().nullable().optional(),
-});
-type ApprovalResponseItem = z.infer<typeof ApprovalResponseItem>;
-
+/**
+ * The body: `input` items are checked one by one (responses-items.ts), `tools`, `tool_choice`,
+ * `text`, `reasoning` and `stream_options` with the parameter table (responses-params.ts).
+ */
 const ResponsesBody = z
   .object({
     model: z.string().min(1),
-    input: z.union([z.string().min(1), z.array(z.union([ApprovalResponseItem, FunctionCallItem, FunctionCallOutputItem, InputItem, OtherItem])).min(1)]),
+    input: z.union([z.string().min(1), z.array(z.unknown()).min(1)]),
     instructions: z.string().nullable().optional(),
     previous_response_id: z.string().min(1).nullable().optional(),
     store: z.boolean().nullable().optional(),
@@ -83,6 +77,7 @@ export class ResponsesApi {
     app.post("/v1/responses", (c) => this.create(c));
     app.get("/v1/responses/:id", (c) => this.retrieve(c));
     app.post("/v1/responses/:id/cancel", (c) => this.cancel(c));
+    app.delete("/v1/responses/:id", (c) => this.delete(c));
   }
 
   /** The caller and the profile the request names. */
@@ -92,8 +87,9 @@ export class ResponsesApi {
 
   private async create(c: AppContext): Promise<Response> {
     const caller = callerOf(c);
-    const body = await readJson(c, ResponsesBody);
+    const body = await readJson(c, ResponsesBody, { unknownCode: UNKNOWN_PARAMETER });
     const call = responsesCallParams(body);
+    const items = inputItemsOf(body.input);
     const claim = await claimIdempotency(c, idempotencyRecords(this.api), caller);
     if (claim.kind === "replay") {
       const ref = claim.body as StoredResponseRef;
@@ -102,19 +98,17 @@ export class ResponsesApi {
       if (body.stream) return this.stream(c, scope, record, -1, false);
       return c.json(await this.current(scope, record));
     }
-    return underClaim(claim, async () => this.start(c, await this.scope(c), body, call, claim));
+    return underClaim(claim, async () => this.start(c, await this.scope(c), body, items, call, claim));
   }
 
-  private async start(c: AppContext, scope: Scope, body: ResponsesBody, call: ChatCallParams, claim: IdempotencyClaim): Promise<Response> {
+  private async start(c: AppContext, scope: Scope, body: ResponsesBody, items: ResponsesItem[], call: ResponsesCallParams, claim: IdempotencyClaim): Promise<Response> {
     const { api } = this;
     const model = resolveModel(api, body.model);
     const stored = body.store ?? true;
     const background = body.background ?? false;
     if (background && !stored) throw HttpErrors.invalid("background", "background responses need store: true");
-    const all = typeof body.input === "string" ? [{ role: "user" as const, content: body.input }] : body.input;
-    const approvals = all.filter((i): i is ApprovalResponseItem => "type" in i && i.type === "mcp_approval_response");
-    if (approvals.length > 0) return this.answerApprovals(c, scope, body, claim, approvals, all.length);
-    const items = all as ResponsesItem[];
+    const approvals = items.filter((i): i is ApprovalResponseItem => i.type === "mcp_approval_response");
+    if (approvals.length > 0) return this.answerApprovals(c, scope, body, call, claim, approvals, items.length);
     const conversation = toResponsesConversation(items, body.instructions ?? undefined);
     if (conversation.toolResults.length > 0 && body.previous_response_id) return this.answerCalls(c, scope, body, call, claim, items, conversation.toolResults);
     // A list sent whole must pair every call with its output, as OpenAI's does.
@@ -161,6 +155,7 @@ export class ResponsesApi {
             previous_response_id: previous?.id ?? null,
             instructions: body.instructions ?? null,
             metadata: body.metadata ?? null,
+            echo: call.echo,
           }),
       )
       .catch((err: unknown) => {
@@ -176,7 +171,7 @@ export class ResponsesApi {
    * follows the same turn as it continues. A call id that is not pending is a 400 naming the item;
    * so is a pending call of that turn left unanswered. They cannot be mixed with new input.
    */
-  private async answerCalls(c: AppContext, scope: Scope, body: ResponsesBody, call: ChatCallParams, claim: IdempotencyClaim, items: ResponsesItem[], results: ToolResult[]): Promise<Response> {
+  private async answerCalls(c: AppContext, scope: Scope, body: ResponsesBody, call: ResponsesCallParams, claim: IdempotencyClaim, items: ResponsesItem[], results: ToolResult[]): Promise<Response> {
     if (results.length !== items.length) throw HttpErrors.invalid("input", "function_call_output items cannot be mixed with new input when previous_response_id continues a response");
     const previous = await this.requireRecord(scope, body.previous_response_id!, false, "previous_response_id");
     const { caller, profile } = scope;
@@ -197,7 +192,7 @@ export class ResponsesApi {
       await profile.sessions.configure(caller, sid, { clientTools: call.clientTools, callOptions: call.callOptions }).catch((err: unknown) => {
         throw toolNameError(err);
       });
-      const record = await this.createContinuation(scope, body, previous, { sessionId: sid, turnId, afterSeq: snap.latest_seq });
+      const record = await this.createContinuation(scope, body, call, previous, { sessionId: sid, turnId, afterSeq: snap.latest_seq });
       const response = this.answer(c, scope, body, claim, record, tap);
       for (const { result, open } of answers) {
         await profile.sessions.respond(caller, sid, open.request_id, { output: result.content }).catch((err: unknown) => {
@@ -222,6 +217,7 @@ export class ResponsesApi {
   private createContinuation(
     scope: Scope,
     body: ResponsesBody,
+    call: ResponsesCallParams,
     previous: ResponseRecord,
     at: { sessionId: string; turnId: string; afterSeq: number },
   ): Promise<ResponseRecord> {
@@ -236,6 +232,7 @@ export class ResponsesApi {
       previous_response_id: previous.id,
       instructions: body.instructions ?? null,
       metadata: body.metadata ?? null,
+      echo: call.echo,
     });
   }
 
@@ -264,6 +261,7 @@ export class ResponsesApi {
     c: AppContext,
     scope: Scope,
     body: ResponsesBody,
+    call: ResponsesCallParams,
     claim: IdempotencyClaim,
     approvals: ApprovalResponseItem[],
     itemCount: number,
@@ -281,7 +279,7 @@ export class ResponsesApi {
     };
     const waiting = snap.open_requests.find((r) => r.request_id === approvals[0]!.approval_request_id);
     if (!waiting) throw fail(0, `no approval ${approvals[0]!.approval_request_id} is pending in this conversation`);
-    const record = await this.createContinuation(scope, body, previous, { sessionId: previous.session_id, turnId: waiting.turn_id, afterSeq: snap.latest_seq });
+    const record = await this.createContinuation(scope, body, call, previous, { sessionId: previous.session_id, turnId: waiting.turn_id, afterSeq: snap.latest_seq });
     const response = this.answer(c, scope, body, claim, record, tap);
     for (const [i, a] of approvals.entries()) {
       try {
@@ -377,6 +375,23 @@ export class ResponsesApi {
       record = (await scope.profile.records.response(scope.caller, record.id)) ?? record;
     }
     return c.json(await this.current(scope, record));
+  }
+
+  /**
+   * `DELETE /v1/responses/{id}` → `{ id, object: "response", deleted: true }`, as OpenAI answers.
+   * The caller's response only (another principal's, another profile's or an unknown id: 404
+   * alike); one still running is cancelled first. The record goes — retrieving it or continuing
+   * from it is 404 from then on — while the conversation stays in its session (sessions API).
+   */
+  private async delete(c: AppContext): Promise<Response> {
+    const scope = await this.scope(c);
+    const record = await this.requireRecord(scope, c.req.param("id") ?? "", false);
+    if (!record.result && !TERMINAL_STATUSES.has(record.status)) {
+      await this.stopTurn(scope, record);
+      await this.trackers.get(record.id)?.done.catch(() => undefined);
+    }
+    if (!(await scope.profile.records.deleteResponse(scope.caller, record.id))) throw HttpErrors.responseNotFound(record.id);
+    return c.json({ id: record.id, object: "response", deleted: true });
   }
 
   private async stopTurn({ caller, profile }: Scope, record: ResponseRecord): Promise<void> {

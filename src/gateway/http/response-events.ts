@@ -78,16 +78,36 @@ export interface ResponseObject {
   /** OpenAI's shape, `type` included (the AI SDK refuses a failed Response without it). */
   error: { code: string; message: string; type: string; param: null } | null;
   incomplete_details: { reason: string } | null;
+  /** What the request asked, echoed as sent (responses-params.ts; OpenAI's defaults where it asked nothing). */
   parallel_tool_calls: boolean;
-  tool_choice: "auto";
+  tool_choice: unknown;
   tools: unknown[];
-  temperature: null;
-  top_p: null;
-  text: { format: { type: "text" } };
-  truncation: "disabled";
+  temperature: number | null;
+  top_p: number | null;
+  max_output_tokens: number | null;
+  text: unknown;
+  truncation: string;
+  reasoning: unknown;
+  user?: string;
+  service_tier?: string;
+  prompt_cache_key?: string;
+  safety_identifier?: string;
   /** Tether extension: the session that holds the conversation. */
   session_id: string;
 }
+
+/** What a Response shows of a request that asked nothing (and of rows stored before the echo was). */
+const DEFAULT_ECHO = {
+  parallel_tool_calls: true,
+  tool_choice: "auto",
+  tools: [],
+  temperature: null,
+  top_p: null,
+  max_output_tokens: null,
+  text: { format: { type: "text" } },
+  truncation: "disabled",
+  reasoning: null,
+};
 
 export interface ResponseEvent {
   type: string;
@@ -139,6 +159,8 @@ export class ResponseBuilder {
   private finished = false;
   /** The turn ended interrupted, and the response reads `incomplete` because no cancel was asked for. */
   private interruptedUncancelled = false;
+  /** Summed over this response's model calls: a response that ends on calls the client runs has no `turn.complete` usage. */
+  private callsUsage: Usage | undefined;
 
   constructor(
     private readonly row: ResponseRecord,
@@ -160,15 +182,10 @@ export class ResponseBuilder {
       usage: null,
       error: null,
       incomplete_details: null,
-      parallel_tool_calls: true,
-      tool_choice: "auto",
-      tools: [],
-      temperature: null,
-      top_p: null,
-      text: { format: { type: "text" } },
-      truncation: "disabled",
+      ...DEFAULT_ECHO,
+      ...(row.echo ?? {}),
       session_id: row.session_id,
-    };
+    } as ResponseObject;
   }
 
   get done(): boolean {
@@ -260,6 +277,7 @@ export class ResponseBuilder {
         if (!p.request_ids.some((id) => this.opened.has(id))) return [];
         this.finished = true;
         this.response.status = "completed";
+        if (this.callsUsage) this.setUsage(this.callsUsage);
         return this.keep([{ type: "response.completed", sequence_number: n(0), response: this.snapshot() }]);
       }
       case EventType.TurnError:
@@ -302,6 +320,7 @@ export class ResponseBuilder {
 
   private completeMessage(p: MessageCompletePayload, n: (k: number) => number): ResponseEvent[] {
     for (const c of p.tool_calls ?? []) this.callArgs.set(c.id, c.arguments);
+    if (p.usage) this.callsUsage = addUsage(this.callsUsage, p.usage);
     const m = this.messages.get(p.message_id);
     if (!m) return [];
     // A step that only called tools: no message item (its calls are items of their own).
@@ -382,15 +401,17 @@ export class ResponseBuilder {
       this.response.incomplete_details = { reason: "interrupted" };
       this.interruptedUncancelled = true;
     }
-    if (usage) {
-      this.response.usage = {
-        input_tokens: usage.prompt_tokens,
-        output_tokens: usage.completion_tokens,
-        total_tokens: usage.total_tokens,
-        input_tokens_details: { cached_tokens: 0 },
-        output_tokens_details: { reasoning_tokens: 0 },
-      };
-    }
+    if (usage) this.setUsage(usage);
+  }
+
+  private setUsage(usage: Usage): void {
+    this.response.usage = {
+      input_tokens: usage.prompt_tokens,
+      output_tokens: usage.completion_tokens,
+      total_tokens: usage.total_tokens,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens_details: { reasoning_tokens: 0 },
+    };
   }
 
   private isClosed(m: MessageTrack): boolean {
@@ -425,4 +446,9 @@ export class ResponseBuilder {
   private keep(events: ResponseEvent[]): ResponseEvent[] {
     return events.filter((e) => e.sequence_number > this.startingAfter);
   }
+}
+
+function addUsage(a: Usage | undefined, b: Usage): Usage {
+  if (!a) return { ...b };
+  return { prompt_tokens: a.prompt_tokens + b.prompt_tokens, completion_tokens: a.completion_tokens + b.completion_tokens, total_tokens: a.total_tokens + b.total_tokens };
 }

@@ -7,62 +7,23 @@
  *
  *   const conv = toResponsesConversation(items, instructions);
  */
-import { z } from "zod";
 import type { SeedMessage } from "../../sessions/index.js";
 import type { ChatConversation, ToolResult } from "./chat-input.js";
 import { HttpErrors } from "./errors.js";
-import { InputItem, textOf } from "./openai-input.js";
-
-/** The model's call of a client function, as a previous response's output had it. */
-export const FunctionCallItem = z
-  .object({
-    type: z.literal("function_call"),
-    call_id: z.string().min(1),
-    name: z.string().min(1),
-    arguments: z.string(),
-    id: z.string().nullable().optional(),
-    status: z.string().nullable().optional(),
-  })
-  .passthrough();
-
-const OutputPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
-
-/** The client's result of one call. */
-export const FunctionCallOutputItem = z
-  .object({
-    type: z.literal("function_call_output"),
-    call_id: z.string().min(1),
-    output: z.union([z.string(), z.array(OutputPart)]),
-    id: z.string().nullable().optional(),
-    status: z.string().nullable().optional(),
-  })
-  .passthrough();
-
-/** Any other typed item (`item_reference`, `reasoning`, …): named in the 400 it gets. */
-export const OtherItem = z.object({ type: z.string() }).passthrough();
-
-export type ResponsesItem = z.infer<typeof FunctionCallItem> | z.infer<typeof FunctionCallOutputItem> | z.infer<typeof InputItem> | z.infer<typeof OtherItem>;
-
-function outputText(output: z.infer<typeof FunctionCallOutputItem>["output"]): string {
-  return typeof output === "string" ? output : textOf(output);
-}
-
-function isMessage(item: ResponsesItem): item is z.infer<typeof InputItem> {
-  return "role" in item && (item.type === undefined || item.type === "message");
-}
+import { isMessage, itemTextOf, type FunctionCallItem, type FunctionCallOutputItem, type ResponsesItem } from "./responses-items.js";
 
 export function toResponsesConversation(items: ResponsesItem[], instructions: string | undefined): ChatConversation {
   let end = items.length;
   while (end > 0 && items[end - 1]!.type === "function_call_output") end--;
   const toolResults: ToolResult[] = items.slice(end).map((item, i) => {
-    const o = item as z.infer<typeof FunctionCallOutputItem>;
-    return { index: end + i, callId: o.call_id, content: outputText(o.output) };
+    const o = item as FunctionCallOutputItem;
+    return { index: end + i, callId: o.call_id, content: itemTextOf(o.output) };
   });
   let prompt = "";
   if (toolResults.length === 0) {
     const last = items[items.length - 1]!;
     if (!isMessage(last) || last.role !== "user") throw HttpErrors.invalid(`input.${items.length - 1}.role`, "The last item of input must be a user message, or function_call_output items");
-    prompt = textOf(last.content);
+    prompt = itemTextOf(last.content);
     if (prompt.trim() === "") throw HttpErrors.invalid(`input.${items.length - 1}.content`, "The last user message has no text");
     end = items.length - 1;
   }
@@ -70,19 +31,19 @@ export function toResponsesConversation(items: ResponsesItem[], instructions: st
   const seed: SeedMessage[] = [];
   for (const [i, item] of items.slice(0, end).entries()) {
     if (isMessage(item)) {
-      const text = textOf(item.content);
+      const text = itemTextOf(item.content);
       if (item.role === "system" || item.role === "developer") system.push(text);
       else if (text !== "") seed.push({ role: item.role, content: text });
     } else if (item.type === "function_call") {
-      const f = item as z.infer<typeof FunctionCallItem>;
+      const f = item as FunctionCallItem;
       const call = { id: f.call_id, name: f.name, arguments: f.arguments };
       const prev = seed.at(-1);
       // Calls of one step follow each other (and the step's text): one assistant message.
       if (prev?.role === "assistant" && i > 0 && (items[i - 1]!.type === "function_call" || isMessage(items[i - 1]!))) prev.tool_calls = [...(prev.tool_calls ?? []), call];
       else seed.push({ role: "assistant", content: "", tool_calls: [call] });
     } else if (item.type === "function_call_output") {
-      const o = item as z.infer<typeof FunctionCallOutputItem>;
-      seed.push({ role: "tool", content: outputText(o.output), tool_call_id: o.call_id });
+      const o = item as FunctionCallOutputItem;
+      seed.push({ role: "tool", content: itemTextOf(o.output), tool_call_id: o.call_id });
     } else {
       const why = item.type === "item_reference" ? "item_reference is not supported: send the item itself (or use previous_response_id)" : `input items of type ${item.type} are not supported`;
       throw HttpErrors.invalid(`input.${i}.type`, why);
@@ -98,9 +59,9 @@ export function toResponsesConversation(items: ResponsesItem[], instructions: st
 export function checkCallPairs(items: ResponsesItem[]): void {
   const open = new Map<string, number>();
   for (const [i, item] of items.entries()) {
-    if (item.type === "function_call") open.set((item as z.infer<typeof FunctionCallItem>).call_id, i);
+    if (item.type === "function_call") open.set((item as FunctionCallItem).call_id, i);
     else if (item.type === "function_call_output") {
-      const id = (item as z.infer<typeof FunctionCallOutputItem>).call_id;
+      const id = (item as FunctionCallOutputItem).call_id;
       if (!open.delete(id)) throw HttpErrors.invalid(`input.${i}.call_id`, `No function call ${id} is pending: a function_call_output must answer an earlier function_call`);
     }
   }

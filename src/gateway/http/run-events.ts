@@ -63,7 +63,12 @@ export class RunBuilder {
   private status: RunStatus;
   private lastSeq = -1;
   private lastTs: number;
-  private output: string | undefined;
+  /**
+   * The turn's answer so far: the last assistant text of each part of the turn, a part ending where
+   * a steer joined it — a steered run's output keeps its own answer and the steer's, in order.
+   */
+  private readonly answered: string[] = [];
+  private lastText: string | undefined;
   private usage: Usage | undefined;
   private error: TurnErrorInfo | undefined;
   private readonly open = new Map<string, OpenRequest>();
@@ -76,6 +81,12 @@ export class RunBuilder {
 
   get done(): boolean {
     return TERMINAL_RUN_STATUSES.has(this.status);
+  }
+
+  /** The answer of every part of the turn, joined by a blank line; undefined while there is none. */
+  private get outputText(): string | undefined {
+    const parts = this.lastText !== undefined ? [...this.answered, this.lastText] : this.answered;
+    return parts.length > 0 ? parts.join("\n\n") : undefined;
   }
 
   /** Feeds one session frame (every frame after record.after_seq, in seq order); returns its event, if any. */
@@ -107,7 +118,7 @@ export class RunBuilder {
         return { event: RunEventType.ReasoningDelta, payload: p };
       case EventType.MessageComplete: {
         const m = frame.payload as MessageCompletePayload;
-        if (m.role === "assistant" && m.content !== "") this.output = m.content;
+        if (m.role === "assistant" && m.content !== "") this.lastText = m.content;
         return null;
       }
       case EventType.ToolStart:
@@ -127,7 +138,9 @@ export class RunBuilder {
       case EventType.TurnAwaiting:
         this.status = "waiting";
         return null;
-      case "turn.steered":
+      case EventType.TurnSteered:
+        if (this.lastText !== undefined) this.answered.push(this.lastText);
+        this.lastText = undefined;
         return { event: RunEventType.Steered, payload: p };
       case EventType.TurnError:
         this.error = (frame.payload as TurnErrorPayload).error;
@@ -144,11 +157,11 @@ export class RunBuilder {
     if (p.usage) this.usage = p.usage;
     if (p.status === "complete") {
       this.status = "completed";
-      return { event: RunEventType.Completed, payload: { status: this.status, output: this.output ?? "", usage: this.usage ?? null } };
+      return { event: RunEventType.Completed, payload: { status: this.status, output: this.outputText ?? "", usage: this.usage ?? null } };
     }
     if (p.status === "interrupted" && this.record.stop_requested) {
       this.status = "cancelled";
-      return { event: RunEventType.Cancelled, payload: { status: this.status, output: this.output ?? "" } };
+      return { event: RunEventType.Cancelled, payload: { status: this.status, output: this.outputText ?? "" } };
     }
     if (p.status === "interrupted") {
       this.status = "interrupted";
@@ -156,7 +169,7 @@ export class RunBuilder {
     } else {
       this.status = "failed";
     }
-    return { event: RunEventType.Failed, payload: { status: this.status, error: this.error ?? null, output: this.output ?? "" } };
+    return { event: RunEventType.Failed, payload: { status: this.status, error: this.error ?? null, output: this.outputText ?? "" } };
   }
 
   /**
@@ -182,7 +195,7 @@ export class RunBuilder {
       model: r.model,
       created_at: Math.floor(r.created_at / 1000),
       updated_at: Math.floor(this.lastTs / 1000),
-      ...(this.output !== undefined && this.done ? { output: this.output } : {}),
+      ...(this.outputText !== undefined && this.done ? { output: this.outputText } : {}),
       ...(this.usage ? { usage: this.usage } : {}),
       ...(this.error && this.status !== "completed" ? { error: this.error } : {}),
       ...(this.open.size > 0 ? { open_requests: [...this.open.values()] } : {}),

@@ -5,9 +5,11 @@
  *   POST /v1/runs/{id}/approval   { choice, request_id?, all?, note? } → { run_id, status, resolved: [...] };
  *                                 409 `no_open_request` when the run waits for nothing
  *   POST /v1/runs/{id}/steer      { text } → { run_id, status, turn_id, session_id }: `steered` when the
- *                                 text joins this run's turn; after it, the text starts the session's next turn
+ *                                 text joins this run's turn; 409 `turn_not_started` while the run is
+ *                                 queued; after it, the text starts a turn of its own
  */
 import { z } from "zod";
+import { ErrorCode, TetherError } from "../../protocol/index.js";
 import type { RunRecord } from "../../sessions/index.js";
 import type { AppContext } from "./context.js";
 import { HttpError, HttpErrors } from "./errors.js";
@@ -70,10 +72,23 @@ export class RunControl {
     return { run_id: record.id, status: (await this.views.current(scope, record)).status, resolved };
   }
 
+  /**
+   * Steers this run's turn only, by its turn id: a run still queued is 409 `turn_not_started`
+   * (its steer never lands in the run ahead of it); after the run the text starts a turn of its own.
+   */
   async steer(c: AppContext, scope: RunScope, record: RunRecord) {
     const body = await readJson(c, SteerBody);
     const now = await this.views.current(scope, record);
-    const result = await scope.profile.sessions.steer(scope.caller, now.session_id, body.text);
+    const result = await scope.profile.sessions.steer(scope.caller, now.session_id, body.text, record.turn_id).catch((err: unknown) => {
+      if (err instanceof TetherError && err.code === ErrorCode.TurnNotStarted) {
+        throw new HttpError(
+          409,
+          "turn_not_started",
+          `Run ${record.id} is queued behind the session's running turn and has not started: steer it once it runs (or stop it and start a run with the text)`,
+        );
+      }
+      throw err;
+    });
     return { run_id: record.id, status: result.status, turn_id: result.turn_id, session_id: result.session_id ?? now.session_id };
   }
 }

@@ -36,7 +36,7 @@ export interface ForwardedCalls {
   submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts?: { fromMessageId?: string }): Promise<SubmitResult>;
   selectBranch(caller: Caller, sessionId: string, messageId: string): Promise<unknown>;
   interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }>;
-  steer(caller: Caller, sessionId: string, text: string): Promise<unknown>;
+  steer(caller: Caller, sessionId: string, text: string, turnId?: string): Promise<unknown>;
   cancelTurn(caller: Caller, sessionId: string, turnId: string): Promise<"interrupted" | "dequeued" | "idle">;
   configSet(caller: Caller, sessionId: string, key: string, value: unknown, confirm?: boolean): Promise<ConfigSetResult>;
   respond(caller: Caller, sessionId: string, requestId: string, answer: Record<string, unknown>): Promise<unknown>;
@@ -120,7 +120,7 @@ export class NodeRouting {
       case "session.interrupt":
         return calls.interrupt(caller, p.session_id);
       case "session.steer":
-        return calls.steer(caller, p.session_id, p.text ?? "");
+        return calls.steer(caller, p.session_id, p.text ?? "", p.turn_id);
       case "turn.cancel":
         return calls.cancelTurn(caller, p.session_id, p.turn_id ?? "");
       case "config.set":

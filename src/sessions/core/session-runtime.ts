@@ -293,7 +293,7 @@ export class SessionRuntime {
    * `opts.fromMessageId`: a new version of that user message (branching) — `text` is the edited
    * prompt, or `""` for the same prompt again. Only while no turn runs or waits (4073).
    */
-  async submit(text: string, requestId: string | undefined, opts: { noInput?: boolean; fromMessageId?: string; trace?: TraceParent } = {}): Promise<SubmitResult> {
+  async submit(text: string, requestId: string | undefined, opts: { noInput?: boolean; fromMessageId?: string; noSteer?: boolean; trace?: TraceParent } = {}): Promise<SubmitResult> {
     if (this.closing) throw new TetherError(ErrorCode.Closed, "Session is closing");
     this.touch();
     let claim: ((r: SubmitRecord | null) => void) | undefined;
@@ -323,7 +323,7 @@ export class SessionRuntime {
         throw err;
       }
     }
-    const steered = this.env.settings.busyPolicy === "steer" && !opts.noInput && !fork ? this.steerRunning(text) : undefined;
+    const steered = this.env.settings.busyPolicy === "steer" && !opts.noInput && !opts.noSteer && !fork ? this.steerRunning(text) : undefined;
     if (steered) {
       claim?.({ turn_id: steered.turn_id, trace_id: steered.trace_id });
       return steered;
@@ -400,17 +400,30 @@ export class SessionRuntime {
   /**
    * `session.steer`: the text joins the running turn before its next model call; with no turn
    * running (or one past its last model call, or a job) it starts or queues a turn as a submit.
+   * With `turnId` it joins that turn only: a queued one has no model call to join yet (4075
+   * `turn_not_started`, never the turn running ahead of it); after one that is over the text
+   * starts a turn of its own (queued behind whatever runs now, never steered into it).
    */
-  async steer(text: string): Promise<SteerResult> {
+  async steer(text: string, turnId?: string): Promise<SteerResult> {
     if (this.closing) throw new TetherError(ErrorCode.Closed, "Session is closing");
-    return this.steerRunning(text) ?? (await this.submit(text, undefined)) as SteerResult;
+    if (turnId === undefined) return this.steerRunning(text) ?? ((await this.submit(text, undefined)) as SteerResult);
+    if (this.turns.running?.turnId === turnId) return this.steerRunning(text) ?? ((await this.submit(text, undefined, { noSteer: true })) as SteerResult);
+    if (this.turns.has(turnId)) {
+      throw new TetherError(ErrorCode.TurnNotStarted, `Turn ${turnId} is queued behind the session's running turn and has not started: steer it once it runs`, {
+        turn_id: turnId,
+      });
+    }
+    // That turn is over: the text starts a turn of its own — it never joins another turn running now.
+    return (await this.submit(text, undefined, { noSteer: true })) as SteerResult;
   }
 
+  /** The text joins the running turn's inbox, under the message id its user message will have. */
   private steerRunning(text: string): (SteerResult & SubmitResult) | undefined {
     const running = this.turns.running;
-    if (!running?.steering?.add(text)) return undefined;
+    const messageId = this.env.ids.next("msg");
+    if (!running?.steering?.add({ messageId, text })) return undefined;
     this.touch();
-    return { status: "steered", turn_id: running.turnId, trace_id: running.traceId };
+    return { status: "steered", turn_id: running.turnId, trace_id: running.traceId, message_id: messageId };
   }
 
   /**
@@ -531,9 +544,10 @@ export class SessionRuntime {
     const done = this.runOne(turn, abort.signal, steering).finally(() => {
       if (this.turns.running?.turnId === turn.turnId) this.turns.running = null;
       this.touch();
-      // Steered in as the turn ended (after its last model call): the next turn starts with it.
+      // Steered in but never joined (the turn failed, was interrupted or hit its call cap first):
+      // each text starts a turn of its own, ahead of the queue, its user message under its id.
       const left = steering?.close() ?? [];
-      if (left.length > 0 && !this.closing) this.turns.pushFront(this.newTurn(left.join("\n\n")));
+      if (!this.closing) for (const steer of left.reverse()) this.turns.pushFront(this.newTurn(steer.text, steer.messageId));
       const next = this.closing ? undefined : this.turns.shift();
       if (next) this.start(next);
       else this.hooks.turnSettled(this);
@@ -541,8 +555,8 @@ export class SessionRuntime {
     this.turns.running = { ...turn, abort, startedAt: this.env.clock.monotonic(), done, ...(steering ? { steering } : {}) };
   }
 
-  private newTurn(text: string): QueuedTurn {
-    return { turnId: this.env.ids.next("turn"), traceId: this.env.ids.traceId(), text, requestId: undefined };
+  private newTurn(text: string, inputMessageId: string): QueuedTurn {
+    return { turnId: this.env.ids.next("turn"), traceId: this.env.ids.traceId(), text, requestId: undefined, inputMessageId };
   }
 
   private async runOne(turn: QueuedTurn, signal: AbortSignal, steering: SteerInbox | undefined): Promise<void> {
@@ -617,6 +631,7 @@ export class SessionRuntime {
       traceId: turn.traceId,
       ...(turn.traceParent ? { traceParent: turn.traceParent } : {}),
       input: turn.text,
+      ...(turn.inputMessageId !== undefined ? { inputMessageId: turn.inputMessageId } : {}),
       log: turnLogOf(this.log, this.id, clock),
       history: this.history,
       systemPrompt: this.systemPrompt,

@@ -24,6 +24,8 @@ export interface QueuedTurn {
   noInput?: boolean;
   /** A new version of an earlier prompt (branching): computed at submit, applied when the turn starts. */
   fork?: Fork;
+  /** The id its user message gets: a steered text that never joined the turn it was meant for keeps its id. */
+  inputMessageId?: string;
 }
 
 export interface RunningTurn extends QueuedTurn {
@@ -91,6 +93,11 @@ export class TurnQueue {
     const dropped = this.waiting.splice(0, this.waiting.length);
     this.sync();
     return dropped;
+  }
+
+  /** True when `turnId` waits in the queue (not started yet). */
+  has(turnId: string): boolean {
+    return this.waiting.some((t) => t.turnId === turnId);
   }
 
   /** Drops one waiting turn; false when it is not waiting (running, done, or unknown). */

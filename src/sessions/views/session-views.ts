@@ -24,6 +24,7 @@ import { statsOf, turnCountOf, viewerCountsOf } from "./live-stats.js";
 import { listSessions, storedEvents } from "./session-reads.js";
 import { buildSnapshot, withLiveText } from "./snapshots.js";
 import { summariesOf } from "./summaries.js";
+import { findTurn, type TurnMark } from "./turn-marks.js";
 
 export interface SessionViewsDeps {
   store: Store;
@@ -80,6 +81,23 @@ export class SessionViews {
     }
     await requireRow(store, caller, sessionId);
     return { ...(await storedEvents(store, epoch, sessionId, afterSeq)), live: false };
+  }
+
+  /**
+   * Turn `turnId` of the caller's session (its latest when absent), as the durable log places it
+   * (turn-marks.ts); null when it has none. Frames still in a live log's commit queue are flushed
+   * first, so a turn started a moment ago is found.
+   */
+  async turn(caller: Caller, sessionId: string, turnId?: string): Promise<TurnMark | null> {
+    const { store, registry } = this.deps;
+    const runtime = registry.get(sessionId);
+    if (runtime) {
+      assertOwner(caller, runtime.row);
+      await runtime.log.flushed().catch(() => undefined);
+    } else {
+      await requireRow(store, caller, sessionId);
+    }
+    return findTurn(store, sessionId, turnId);
   }
 
   /**

@@ -1,6 +1,6 @@
 /**
  * Decoding a `responses` row, the same for every store: SQLite keeps booleans as 0/1 and PostgreSQL
- * as booleans; both keep `metadata` as JSON text and timestamps as integers (PostgreSQL BIGINT
+ * as booleans; both keep `metadata` and `echo` as JSON text and timestamps as integers (PostgreSQL BIGINT
  * comes back as a string, hence Number()).
  */
 import type { ResponsePatch, ResponseRow } from "../rows.js";
@@ -24,6 +24,7 @@ export function responseFromColumns(r: Record<string, unknown>): ResponseRow {
     previous_response_id: (r.previous_response_id as string | null) ?? null,
     instructions: (r.instructions as string | null) ?? null,
     metadata: r.metadata ? JSON.parse(r.metadata as string) : null,
+    echo: r.echo ? JSON.parse(r.echo as string) : null,
     cancel_requested: flag(r.cancel_requested),
     result: (r.result as string | null) ?? null,
     created_at: Number(r.created_at),
@@ -39,6 +40,7 @@ export function responseToColumns(row: ResponseRow, bool: BooleanColumn): Record
     stored: bool(row.stored),
     cancel_requested: bool(row.cancel_requested),
     metadata: row.metadata ? JSON.stringify(row.metadata) : null,
+    echo: row.echo ? JSON.stringify(row.echo) : null,
   };
 }
 

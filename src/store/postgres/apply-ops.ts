@@ -66,6 +66,7 @@ export class PgWrites {
         return batch.leaseInserted(op.row);
       case "response.insert":
       case "response.update":
+      case "response.delete":
       case "http_idempotency.complete":
       case "http_idempotency.release":
         return this.http.apply(c, op);

@@ -22,15 +22,18 @@ export class PgHttpTables {
         const r = responseToColumns(op.row, bool);
         await c.query(
           `INSERT INTO responses (id, principal, session_id, turn_id, after_seq, model, status, background, stored,
-             previous_response_id, instructions, metadata, cancel_requested, result, created_at, completed_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+             previous_response_id, instructions, metadata, echo, cancel_requested, result, created_at, completed_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
           [r.id, r.principal, r.session_id, r.turn_id, r.after_seq, r.model, r.status, r.background, r.stored,
-            r.previous_response_id, r.instructions, r.metadata, r.cancel_requested, r.result, r.created_at, r.completed_at],
+            r.previous_response_id, r.instructions, r.metadata, r.echo, r.cancel_requested, r.result, r.created_at, r.completed_at],
         );
         return;
       }
       case "response.update":
         return updateColumns(c, "responses", op.id, responsePatchToColumns(op.patch, bool));
+      case "response.delete":
+        await c.query(`DELETE FROM responses WHERE id = $1`, [op.id]);
+        return;
       case "http_idempotency.complete":
         await c.query(`UPDATE http_idempotency SET status = $1, body = $2 WHERE principal = $3 AND key = $4`, [
           op.status, op.body, op.principal, op.key,

@@ -362,4 +362,13 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       ALTER TABLE agent_envelopes ADD COLUMN reanswers INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 17,
+    name: "responses: what the request asked (tools, tool_choice, sampling), echoed by the Response",
+    sql: `
+      -- JSON of the request's tools, tool_choice, parallel_tool_calls and sampling parameters: a
+      -- Response read back (after a restart too) shows what was asked, not defaults.
+      ALTER TABLE responses ADD COLUMN echo TEXT;
+    `,
+  },
 ];

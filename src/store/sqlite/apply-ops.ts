@@ -172,6 +172,7 @@ export class SqliteWrites {
       }
       case "response.insert":
       case "response.update":
+      case "response.delete":
       case "http_idempotency.complete":
       case "http_idempotency.release":
         return this.http.apply(op);

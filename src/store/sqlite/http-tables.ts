@@ -10,6 +10,7 @@ const bit = (v: boolean): number => (v ? 1 : 0);
 export class HttpTables {
   private readonly insertResponse: Database.Statement;
   private readonly selectResponse: Database.Statement;
+  private readonly deleteResponse: Database.Statement;
   private readonly insertKey: Database.Statement;
   private readonly selectKey: Database.Statement;
   private readonly takeOverKey: Database.Statement;
@@ -20,11 +21,12 @@ export class HttpTables {
   constructor(private readonly db: Database.Database) {
     this.insertResponse = db.prepare(
       `INSERT INTO responses (id, principal, session_id, turn_id, after_seq, model, status, background, stored,
-         previous_response_id, instructions, metadata, cancel_requested, result, created_at, completed_at)
+         previous_response_id, instructions, metadata, echo, cancel_requested, result, created_at, completed_at)
        VALUES (@id, @principal, @session_id, @turn_id, @after_seq, @model, @status, @background, @stored,
-         @previous_response_id, @instructions, @metadata, @cancel_requested, @result, @created_at, @completed_at)`,
+         @previous_response_id, @instructions, @metadata, @echo, @cancel_requested, @result, @created_at, @completed_at)`,
     );
     this.selectResponse = db.prepare(`SELECT * FROM responses WHERE id = ?`);
+    this.deleteResponse = db.prepare(`DELETE FROM responses WHERE id = ?`);
     this.insertKey = db.prepare(
       `INSERT OR IGNORE INTO http_idempotency (principal, key, fingerprint, owner, status, body, created_at)
        VALUES (@principal, @key, @fingerprint, @owner, @status, @body, @created_at)`,
@@ -53,6 +55,9 @@ export class HttpTables {
         this.updateStatement(keys).run({ ...cols, __id: op.id });
         return;
       }
+      case "response.delete":
+        this.deleteResponse.run(op.id);
+        return;
       case "http_idempotency.complete":
         this.completeKey.run(op.status, op.body, op.principal, op.key);
         return;

@@ -3,12 +3,14 @@
  * transport (a child process running as the gateway's user) or the streamable HTTP transport.
  * No protocol code of our own: initialization, list_changed, cancellation and timeouts are the
  * SDK's. What this adds: the server's stderr is drained (a full pipe would block the server) and its
- * tail kept, redacted, for the error a failed start reports.
+ * tail kept, redacted, for the error a failed start reports; and no answer over MAX_MCP_MESSAGE_BYTES
+ * is held, on either transport (bounded-read-buffer.ts, bounded-fetch.ts).
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
+import { boundedFetch } from "./bounded-fetch.js";
 import type { ResolvedServer } from "./server-config.js";
 import { ensureExited, TrackedStdioTransport } from "./stdio-child.js";
 
@@ -16,6 +18,8 @@ import { ensureExited, TrackedStdioTransport } from "./stdio-child.js";
 export { ErrorCode as McpErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 
 export interface McpLinkHandlers {
+  /** A message over MAX_MCP_MESSAGE_BYTES was skipped (`answered`: its call failed with result_too_large). */
+  onOversized?: (bytes: number, answered: boolean) => void;
   /** The server said its tool list changed (`notifications/tools/list_changed`). */
   onToolsChanged: () => void;
   /** The connection ended (the process exited, the HTTP session was dropped, or we closed it). */
@@ -50,7 +54,7 @@ export const connectMcp: McpConnector = async (server, handlers, signal) => {
       env: t.env,
       stderr: "pipe",
       ...(t.cwd !== undefined ? { cwd: t.cwd } : {}),
-    });
+    }, handlers.onOversized);
     stdio.stderr?.on("data", (chunk: Buffer) => {
       tail = (tail + chunk.toString("utf8")).slice(-STDERR_TAIL_BYTES);
     });
@@ -58,6 +62,8 @@ export const connectMcp: McpConnector = async (server, handlers, signal) => {
   } else {
     transport = new StreamableHTTPClientTransport(server.transport.url, {
       requestInit: { headers: server.transport.headers },
+      // Never more than MAX_MCP_MESSAGE_BYTES of one answer held (bounded-fetch.ts).
+      fetch: boundedFetch(undefined, handlers.onOversized),
     });
   }
   const client = new Client(CLIENT_INFO, {

@@ -9,8 +9,10 @@
  */
 import type { Tool as McpToolDef } from "@modelcontextprotocol/sdk/types.js";
 import { ToolInputError, ToolOutput, type Tool, type ToolAnnotations } from "../registry.js";
+import { DEFAULT_MAX_RESULT_BYTES } from "../result-cap.js";
 import { ToolErrorCode, ToolFailure } from "../tool-errors.js";
-import { resultForClients, resultText } from "./result-text.js";
+import { RESULT_TOO_LARGE } from "./bounded-read-buffer.js";
+import { boundedResult, resultText } from "./result-text.js";
 import { mcpErrors } from "./sdk-loader.js";
 import { redact } from "./server-config.js";
 import { NotConnected, type McpServerConnection } from "./server-connection.js";
@@ -86,8 +88,9 @@ function mcpTool(connection: McpServerConnection, def: McpToolDef, name: string,
         throw await classifyMcpError(err, connection.name, secrets);
       }
       const text = redact(resultText(result), secrets);
-      if (result.isError) throw new ToolFailure(ToolErrorCode.ToolError, text || `${name} reported an error`);
-      return new ToolOutput(resultForClients(result, text), text);
+      const bounded = boundedResult(result, text, ctx.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES);
+      if (result.isError) throw new ToolFailure(ToolErrorCode.ToolError, bounded.text || `${name} reported an error`);
+      return new ToolOutput(bounded.result, bounded.text);
     },
   };
 }
@@ -97,6 +100,7 @@ async function classifyMcpError(err: unknown, server: string, secrets: readonly 
   if (err instanceof NotConnected) return new ToolFailure(ToolErrorCode.Unavailable, `MCP server ${server} is unavailable: ${message}`);
   const { McpError, McpErrorCode } = await mcpErrors();
   if (err instanceof McpError) {
+    if ((err.data as { tether?: unknown } | undefined)?.tether === RESULT_TOO_LARGE) return new ToolFailure(RESULT_TOO_LARGE, `MCP server ${server}: ${message}`);
     if (err.code === McpErrorCode.ConnectionClosed) return new ToolFailure(ToolErrorCode.Unavailable, `MCP server ${server} went away during the call: ${message}`);
     if (err.code === McpErrorCode.RequestTimeout) return new ToolFailure(ToolErrorCode.Timeout, message);
     if (err.code === McpErrorCode.InvalidParams) return new ToolFailure(ToolErrorCode.InvalidArguments, message);

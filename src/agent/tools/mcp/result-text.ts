@@ -2,9 +2,10 @@
  * An MCP tool result as the model reads it: the text parts as they are, the structured content
  * as JSON when no text carries it, and images, audio and resources described in words (a chat
  * model's tool message is text). Clients get `{ content, structured_content? }` in
- * `tool.complete.result`.
+ * `tool.complete.result`, both within `tools.max_result_bytes` (boundedResult).
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { cutJsonText, cutNote, jsonBytes } from "../result-cap.js";
 
 type ContentBlock = CallToolResult["content"][number];
 
@@ -49,7 +50,25 @@ function base64Bytes(data: string): number {
   return Math.max(0, Math.floor((data.length * 3) / 4) - pad);
 }
 
-/** What `tool.complete.result` carries for an MCP call. */
-export function resultForClients(result: CallToolResult, text: string): { content: string; structured_content?: unknown } {
-  return result.structuredContent !== undefined ? { content: text, structured_content: result.structuredContent } : { content: text };
+/** Room left in a result for its envelope (`{"content":…}` and the notes). */
+const ENVELOPE_BYTES = 1024;
+
+/**
+ * The result and the model's text of an MCP call within `max` bytes (`tools.max_result_bytes`):
+ * the text keeps its start and ends saying how much was cut; structured content too large for
+ * what is left is left out, saying so. A 5 MB answer was stored whole before.
+ */
+export function boundedResult(result: CallToolResult, text: string, max: number): { result: { content: string; structured_content?: unknown }; text: string } {
+  // Half each for the text and the structured content when both are there (the text usually repeats it).
+  const both = result.structuredContent !== undefined;
+  const textRoom = Math.max(256, (both ? Math.floor(max / 2) : max) - ENVELOPE_BYTES);
+  const t = cutJsonText(text, textRoom);
+  const shownText = t.cut ? t.text + cutNote(Buffer.byteLength(t.text), t.bytes, max) : text;
+  if (!both) return { result: { content: shownText }, text: shownText };
+  const structuredBytes = jsonBytes(result.structuredContent);
+  if (structuredBytes <= max - jsonBytes(shownText) - ENVELOPE_BYTES) {
+    return { result: { content: shownText, structured_content: result.structuredContent }, text: shownText };
+  }
+  const note = `\n[structured_content left out: ${structuredBytes} bytes, over tools.max_result_bytes (${max})]`;
+  return { result: { content: shownText + note }, text: shownText + note };
 }

@@ -231,6 +231,8 @@ export class McpServerConnection {
           },
           onClose: () => this.lost(gen, "the connection closed"),
           onError: (err) => this.transportError(gen, err),
+          onOversized: (bytes, answered) =>
+            this.opts.logger.warn({ mcp_server: this.name, bytes, answered }, "MCP message over the size the gateway reads: dropped, the connection kept"),
           onElicit: (params, signal) => this.elicit(params, signal),
         },
         abort.signal,

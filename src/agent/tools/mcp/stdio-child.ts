@@ -8,16 +8,26 @@
  * SIGTERM while a server was still connecting) left the child running under PID 1. So the link
  * remembers the pid from the spawn on and waits for it to exit, signalling it the same way.
  */
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StdioClientTransport, type StdioServerParameters } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { pidAlive } from "../../../lib/pid-alive.js";
+import { BoundedReadBuffer } from "./bounded-read-buffer.js";
 
 /** How long a child may take to leave on its own (stdin closed), then after SIGTERM. */
 const EXIT_GRACE_MS = 2000;
 const POLL_MS = 25;
 
-/** The SDK's stdio transport, remembering its child's pid once spawned (the SDK forgets it at close). */
+/**
+ * The SDK's stdio transport, remembering its child's pid once spawned (the SDK forgets it at close),
+ * and reading through a BoundedReadBuffer: an oversized answer fails its call, not the connection.
+ */
 export class TrackedStdioTransport extends StdioClientTransport {
   childPid: number | undefined;
+
+  constructor(params: StdioServerParameters, onSkipped?: (bytes: number, answered: boolean) => void) {
+    super(params);
+    // The SDK reads through `_readBuffer` (append, readMessage, clear): ours has the same three.
+    (this as unknown as { _readBuffer: BoundedReadBuffer })._readBuffer = new BoundedReadBuffer(undefined, onSkipped);
+  }
 
   override async start(): Promise<void> {
     await super.start();

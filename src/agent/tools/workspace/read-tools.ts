@@ -1,38 +1,49 @@
 /**
  * The read-only workspace tools: `read_file`, `list_dir`, `search_files` — policy `auto` by
- * default (annotated read-only). Every path goes through `resolveInScope`; a directory walk
- * never follows a symlink (`lstat`), so nothing outside the workspace is read through one.
+ * default (annotated read-only). Every path goes through `resolveInScope` and is then opened by
+ * descriptor from the session's root, never through a symlink (fd-open.ts), so what is read is
+ * what was checked. Each answer is bounded: read_file streams a window of lines (`max_bytes`,
+ * `max_lines`), list_dir lists at most 1,000 entries, search_files is linear-time and time-sliced
+ * (search.ts).
  */
-import { lstat, open, readdir, readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { constants } from "node:fs";
+import { readdir } from "node:fs/promises";
 import { z } from "zod";
-import { ToolInputError, type Tool } from "../registry.js";
+import { ToolInputError, type Tool, type ToolContext } from "../registry.js";
 import { ToolFailure } from "../tool-errors.js";
+import { DEFAULT_MAX_RESULT_BYTES } from "../result-cap.js";
 import { parseArgs } from "./args.js";
-import { resolveInScope, scopeOf, shown, type WorkspaceScope } from "./paths.js";
+import { childSize, folderPath, openDirInScope, openInScope } from "./fd-open.js";
+import { resolveInScope, scopeOf, shown } from "./paths.js";
+import { compilePattern, Search } from "./search.js";
+import { BinaryFile, PastEnd, readLineWindow } from "./text-read.js";
 import type { WorkspaceOptions } from "./workspace-options.js";
 
 const READ_ONLY = { readOnly: true, destructive: false, idempotent: true } as const;
-/** Most a read_file answers with (the model pages on with offset_line). */
+/** Default and most a read_file answers with (the model pages on with offset_line). */
 export const MAX_READ_BYTES = 256 * 1024;
+/** Default lines of a read_file window. */
+export const DEFAULT_READ_LINES = 2000;
 const MAX_LIST_ENTRIES = 1000;
-const MAX_SEARCH_FILE_BYTES = 1024 * 1024;
-/** Folders a search skips unless it starts inside one: tools' caches, never the user's text. */
-const SKIPPED_DIRS = new Set([".git", "node_modules"]);
+/** What the fields around a tool's content take in its answer (paths, numbers, notes). */
+const ENVELOPE_BYTES = 4096;
 
 const ReadArgs = z
-  .object({ path: z.string().min(1), offset_line: z.number().int().min(1).optional(), max_lines: z.number().int().min(1).max(100_000).optional() })
+  .object({
+    path: z.string().min(1),
+    offset_line: z.number().int().min(1).optional(),
+    max_lines: z.number().int().min(1).max(100_000).optional(),
+    max_bytes: z.number().int().min(1).max(MAX_READ_BYTES).optional(),
+  })
   .strict();
 const ListArgs = z.object({ path: z.string().min(1).optional() }).strict();
 const SearchArgs = z
   .object({ pattern: z.string().min(1).max(1000), path: z.string().min(1).optional(), max_results: z.number().int().min(1).max(1000).optional() })
   .strict();
 
-async function scoped(opts: WorkspaceOptions, cwd: string | undefined, path: string) {
-  const scope = await scopeOf(cwd, opts.roots());
-  const r = await resolveInScope(scope, path);
-  if (!r.exists) throw new ToolFailure("not_found", `no such file or folder: ${path}`);
-  return { scope, path: r.path };
+/** The answer budget of a call: the operator's `tools.max_result_bytes`, less the envelope. */
+function budgetOf(ctx: ToolContext): number {
+  return Math.max(1024, (ctx.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES) - ENVELOPE_BYTES);
 }
 
 export function readFileTool(opts: WorkspaceOptions): Tool {
@@ -40,35 +51,43 @@ export function readFileTool(opts: WorkspaceOptions): Tool {
     annotations: READ_ONLY,
     spec: {
       name: "read_file",
-      description: "Read a text file of the workspace. Optional `offset_line` (1-based) and `max_lines`; long files are cut and say where to go on.",
+      description:
+        `Read a text file of the workspace: a window of lines from \`offset_line\` (1-based, default 1), at most \`max_lines\` (default ${DEFAULT_READ_LINES}) ` +
+        `and \`max_bytes\` (default and most ${MAX_READ_BYTES}). A longer file is cut at a whole line and says where to go on (next_offset_line); ` +
+        "a single line longer than max_bytes shows its start (line_cut). Binary files are refused, saying what they look like.",
       parameters: {
         type: "object",
-        properties: { path: { type: "string" }, offset_line: { type: "integer" }, max_lines: { type: "integer" } },
+        properties: { path: { type: "string" }, offset_line: { type: "integer" }, max_lines: { type: "integer" }, max_bytes: { type: "integer" } },
         required: ["path"],
       },
     },
     async execute(args, ctx) {
       const a = parseArgs("read_file", ReadArgs, args);
-      const { scope, path } = await scoped(opts, ctx.cwd, a.path);
-      if (!(await lstat(path)).isFile()) throw new ToolInputError(`not a file: ${a.path}`);
-      const text = await readFile(path, "utf8");
-      const lines = text.split("\n");
-      const from = (a.offset_line ?? 1) - 1;
-      let end = Math.min(lines.length, a.max_lines !== undefined ? from + a.max_lines : lines.length);
-      let content = lines.slice(from, end).join("\n");
-      while (Buffer.byteLength(content) > MAX_READ_BYTES && end > from + 1) {
-        end = from + Math.max(1, Math.floor((end - from) / 2));
-        content = lines.slice(from, end).join("\n");
+      const scope = await scopeOf(ctx.cwd, opts.roots());
+      const { handle, path } = await openInScope(scope, a.path, constants.O_RDONLY);
+      try {
+        const st = await handle.stat();
+        if (!st.isFile()) throw new ToolInputError(`not a file: ${a.path}`);
+        // JSON doubles a quote or a backslash at worst (other control bytes make a file binary).
+        const maxBytes = Math.min(a.max_bytes ?? MAX_READ_BYTES, Math.floor(budgetOf(ctx) / 2));
+        const page = await readLineWindow(handle, st.size, { offsetLine: a.offset_line ?? 1, maxLines: a.max_lines ?? DEFAULT_READ_LINES, maxBytes, signal: ctx.signal });
+        return {
+          path: shown(scope, path),
+          content: page.content,
+          first_line: page.firstLine,
+          last_line: page.lastLine,
+          size: st.size,
+          ...(page.totalLines !== undefined ? { total_lines: page.totalLines } : {}),
+          ...(page.nextOffsetLine !== undefined ? { truncated: true, next_offset_line: page.nextOffsetLine } : {}),
+          ...(page.lineCut ? { line_cut: true } : {}),
+        };
+      } catch (err) {
+        if (err instanceof BinaryFile) throw new ToolFailure("binary_file", `${a.path} is not a text file: ${err.description}; read_file reads text only`);
+        if (err instanceof PastEnd) throw new ToolInputError(`offset_line ${a.offset_line} is past the end of ${a.path}: ${err.message}`);
+        throw err;
+      } finally {
+        await handle.close();
       }
-      const more = end < lines.length;
-      return {
-        path: shown(scope, path),
-        content,
-        first_line: from + 1,
-        last_line: end,
-        total_lines: lines.length,
-        ...(more ? { truncated: true, next_offset_line: end + 1 } : {}),
-      };
     },
   };
 }
@@ -83,18 +102,27 @@ export function listDirTool(opts: WorkspaceOptions): Tool {
     },
     async execute(args, ctx) {
       const a = parseArgs("list_dir", ListArgs, args);
-      const { scope, path } = await scoped(opts, ctx.cwd, a.path ?? ".");
-      const entries = await readdir(path, { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
-        throw err.code === "ENOTDIR" ? new ToolInputError(`not a folder: ${a.path}`) : err;
+      const input = a.path ?? ".";
+      const scope = await scopeOf(ctx.cwd, opts.roots());
+      const r = await resolveInScope(scope, input);
+      if (!r.exists) throw new ToolFailure("not_found", `no such file or folder: ${input}`);
+      const dir = await openDirInScope(scope, r.path, input).catch((err: NodeJS.ErrnoException) => {
+        throw err.code === "ENOTDIR" ? new ToolInputError(`not a folder: ${input}`) : err;
       });
-      entries.sort((x, y) => (x.name < y.name ? -1 : 1));
-      const listed = [];
-      for (const e of entries.slice(0, MAX_LIST_ENTRIES)) {
-        const type = e.isSymbolicLink() ? "symlink" : e.isDirectory() ? "dir" : e.isFile() ? "file" : "other";
-        const size = type === "file" ? (await lstat(join(path, e.name)).catch(() => null))?.size : undefined;
-        listed.push({ name: e.name, type, ...(size !== undefined ? { size } : {}) });
+      try {
+        // Listed through the open folder: the names are the folder's that was checked.
+        const entries = await readdir(folderPath(dir), { withFileTypes: true });
+        entries.sort((x, y) => (x.name < y.name ? -1 : 1));
+        const listed = [];
+        for (const e of entries.slice(0, MAX_LIST_ENTRIES)) {
+          const type = e.isSymbolicLink() ? "symlink" : e.isDirectory() ? "dir" : e.isFile() ? "file" : "other";
+          const size = type === "file" ? await childSize(dir, e.name) : undefined;
+          listed.push({ name: e.name, type, ...(size !== undefined ? { size } : {}) });
+        }
+        return { path: shown(scope, r.path), entries: listed, ...(entries.length > MAX_LIST_ENTRIES ? { truncated: true, total: entries.length } : {}) };
+      } finally {
+        await dir.handle.close();
       }
-      return { path: shown(scope, path), entries: listed, ...(entries.length > MAX_LIST_ENTRIES ? { truncated: true, total: entries.length } : {}) };
     },
   };
 }
@@ -105,8 +133,10 @@ export function searchFilesTool(opts: WorkspaceOptions): Tool {
     spec: {
       name: "search_files",
       description:
-        "Search the workspace's text files for a regular expression (JavaScript syntax), under `path` (default the cwd). " +
-        "Returns file, line number and line of each match; skips .git, node_modules, binary and large files.",
+        "Search the workspace's text files for a regular expression (JavaScript syntax without lookaround or backreferences; " +
+        "matched in linear time), line by line, under `path` (default the cwd). Returns file, line number and line of each match " +
+        "(at most `max_results`, default 200); skips .git, node_modules, binary files and files over 1 MiB. " +
+        "A search that runs past its deadline answers what it found with stopped: \"deadline\".",
       parameters: {
         type: "object",
         properties: { pattern: { type: "string" }, path: { type: "string" }, max_results: { type: "integer" } },
@@ -115,52 +145,16 @@ export function searchFilesTool(opts: WorkspaceOptions): Tool {
     },
     async execute(args, ctx) {
       const a = parseArgs("search_files", SearchArgs, args);
-      let re: RegExp;
+      const re = compilePattern(a.pattern);
+      const scope = await scopeOf(ctx.cwd, opts.roots());
+      const { handle, path } = await openInScope(scope, a.path ?? ".", constants.O_RDONLY);
       try {
-        re = new RegExp(a.pattern);
-      } catch (err) {
-        throw new ToolInputError(`pattern is not a valid regular expression: ${(err as Error).message}`);
+        const search = new Search({ scope, re, maxResults: a.max_results ?? 200, budgetBytes: budgetOf(ctx), signal: ctx.signal, clock: opts.clock });
+        const report = await search.searchAt(handle, path);
+        return { pattern: a.pattern, ...report, ...(report.stopped ? { truncated: true } : {}) };
+      } finally {
+        await handle.close();
       }
-      const { scope, path } = await scoped(opts, ctx.cwd, a.path ?? ".");
-      const max = a.max_results ?? 200;
-      const matches: Array<{ file: string; line: number; text: string }> = [];
-      const truncated = await walk(scope, path, re, matches, max, ctx.signal);
-      return { pattern: a.pattern, matches, ...(truncated ? { truncated: true } : {}) };
     },
   };
-}
-
-/** Depth-first, names sorted (a stable answer), never through a symlink; true when it stopped at `max`. */
-async function walk(scope: WorkspaceScope, dir: string, re: RegExp, out: Array<{ file: string; line: number; text: string }>, max: number, signal: AbortSignal): Promise<boolean> {
-  const st = await lstat(dir);
-  if (st.isFile()) return searchFile(scope, dir, re, out, max);
-  const entries = (await readdir(dir, { withFileTypes: true })).sort((x, y) => (x.name < y.name ? -1 : 1));
-  for (const e of entries) {
-    if (signal.aborted) return true;
-    const p = join(dir, e.name);
-    if (e.isDirectory() && !SKIPPED_DIRS.has(e.name)) {
-      if (await walk(scope, p, re, out, max, signal)) return true;
-    } else if (e.isFile() && (await searchFile(scope, p, re, out, max))) return true;
-  }
-  return false;
-}
-
-async function searchFile(scope: WorkspaceScope, file: string, re: RegExp, out: Array<{ file: string; line: number; text: string }>, max: number): Promise<boolean> {
-  const fh = await open(file, "r").catch(() => null);
-  if (!fh) return false;
-  try {
-    const { size } = await fh.stat();
-    if (size > MAX_SEARCH_FILE_BYTES) return false;
-    const buf = await fh.readFile();
-    if (buf.includes(0)) return false;
-    const lines = buf.toString("utf8").split("\n");
-    for (let i = 0; i < lines.length; i++) {
-      if (!re.test(lines[i]!)) continue;
-      out.push({ file: shown(scope, file), line: i + 1, text: lines[i]!.slice(0, 500) });
-      if (out.length >= max) return true;
-    }
-    return false;
-  } finally {
-    await fh.close();
-  }
 }

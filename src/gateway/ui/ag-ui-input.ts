@@ -1,0 +1,123 @@
+/**
+ * What an AG-UI `RunAgentInput` asks of a thread, validated with `@ag-ui/core`'s own schema, then
+ * read the way Tether takes it:
+ *
+ *   resume[] (answers to the interrupts a run ended with)   → approvals: each interrupt is an open request
+ *   messages ending with tool messages (frontend tool results) → the outputs of the client tools the turn waits on
+ *   messages ending with the user's message                  → a prompt (its text; `context` joins it)
+ *   nothing new                                              → a reconnect: the thread's current run, again
+ *
+ * `tools` are the run's frontend tools (Tether client tools). `state` is Tether's own (the
+ * STATE_SNAPSHOT a run sent): a client may send it back as it got it, not change its keys.
+ * `forwardedProps` carry nothing Tether takes: sent, they are refused by name, never dropped.
+ */
+import { RunAgentInputSchema } from "@ag-ui/core/schemas";
+import type { Context as AgContext, Message as AgMessage, ResumeEntry, RunAgentInput } from "@ag-ui/core";
+import type { ClientToolSpec } from "../../protocol/index.js";
+import { ClientToolParam } from "../../protocol/method-params.js";
+import { paramIssues } from "../../protocol/param-issues.js";
+import { HttpErrors } from "../http/errors.js";
+import { checkKey } from "./session-keys.js";
+import { STATE_KEYS } from "./ag-ui-events.js";
+
+/** The fields of RunAgentInput (AG-UI 1.0): any other is refused by name. */
+const INPUT_KEYS = new Set(["threadId", "runId", "protocolVersion", "parentRunId", "state", "messages", "tools", "context", "forwardedProps", "resume"]);
+
+export type AgUiAsk =
+  | { kind: "prompt"; text: string; earlier: AgMessage[] }
+  | { kind: "answers"; toolResults: Array<{ callId: string; content: string; error: boolean; index: string }>; resume: Array<ResumeEntry & { index: string }> }
+  | { kind: "reconnect" };
+
+export interface AgUiRequest {
+  input: RunAgentInput;
+  ask: AgUiAsk;
+  clientTools: ClientToolSpec[];
+}
+
+export function readAgUiInput(body: unknown): AgUiRequest {
+  if (body && typeof body === "object" && !Array.isArray(body)) {
+    const unknown = Object.keys(body).find((k) => !INPUT_KEYS.has(k));
+    if (unknown) throw HttpErrors.invalid(unknown, `${unknown} is not a RunAgentInput field`);
+  }
+  const parsed = RunAgentInputSchema.safeParse(body);
+  if (!parsed.success) {
+    const issues = paramIssues(parsed.error as never);
+    throw HttpErrors.invalid(issues[0]?.path || "(body)", `Invalid RunAgentInput: ${issues.map((i) => `${i.path || "(body)"}: ${i.message}`).join("; ")}`);
+  }
+  const input = parsed.data as unknown as RunAgentInput;
+  checkKey(input.threadId, "threadId");
+  checkKey(input.runId, "runId");
+  checkState(input.state);
+  // A run spawned by another run has nowhere to hang here; a protocol this gateway does not speak is said so.
+  if (input.parentRunId !== undefined) throw HttpErrors.invalid("parentRunId", "parentRunId: runs are not nested on this gateway");
+  if (input.protocolVersion !== undefined && !/^1\.\d+$/.test(input.protocolVersion)) {
+    throw HttpErrors.invalid("protocolVersion", `protocolVersion ${input.protocolVersion.slice(0, 20)}: this gateway speaks AG-UI 1.x`);
+  }
+  if (input.forwardedProps !== undefined && input.forwardedProps !== null) {
+    const props = input.forwardedProps as unknown;
+    const key = props && typeof props === "object" && !Array.isArray(props) ? Object.keys(props)[0] : "";
+    if (key !== undefined) throw HttpErrors.invalid(key ? `forwardedProps.${key}` : "forwardedProps", "forwardedProps carry nothing this gateway takes");
+  }
+  return { input, ask: askOf(input), clientTools: clientToolsOf(input) };
+}
+
+/** Tether's state, sent back as the client got it (or nothing): no other key. */
+function checkState(state: unknown): void {
+  if (state === undefined || state === null) return;
+  if (typeof state !== "object" || Array.isArray(state)) throw HttpErrors.invalid("state", "state is the thread's own (a STATE_SNAPSHOT it sent): an object");
+  const other = Object.keys(state).find((k) => !STATE_KEYS.includes(k));
+  if (other) throw HttpErrors.invalid(`state.${other}`, `state is Tether's own (${STATE_KEYS.join(", ")}), not set by the client`);
+}
+
+function clientToolsOf(input: RunAgentInput): ClientToolSpec[] {
+  return (input.tools ?? []).map((t, i) => {
+    const spec = { name: t.name, ...(t.description ? { description: t.description } : {}), ...(t.parameters ? { parameters: t.parameters as Record<string, unknown> } : {}) };
+    const ok = ClientToolParam.safeParse(spec);
+    if (!ok.success) throw HttpErrors.invalid(`tools.${i}.${paramIssues(ok.error)[0]?.path ?? "name"}`, `tools.${i}: ${paramIssues(ok.error)[0]?.message ?? "invalid"}`);
+    return ok.data;
+  });
+}
+
+function askOf(input: RunAgentInput): AgUiAsk {
+  const messages = input.messages;
+  const resume = (input.resume ?? []).map((r, i) => ({ ...r, index: `resume.${i}` }));
+  const toolResults: Array<{ callId: string; content: string; error: boolean; index: string }> = [];
+  for (let i = messages.length - 1; i >= 0 && messages[i]!.role === "tool"; i--) {
+    const m = messages[i] as Extract<AgMessage, { role: "tool" }>;
+    const content = typeof m.content === "string" ? m.content : m.content.map((p) => (p.type === "text" ? p.text : JSON.stringify(p))).join("\n");
+    toolResults.unshift({ callId: m.toolCallId, content: m.error ?? content, error: m.error !== undefined, index: `messages.${i}` });
+  }
+  if (resume.length > 0 || toolResults.length > 0) return { kind: "answers", toolResults, resume };
+  const last = messages.at(-1);
+  if (last?.role !== "user") return { kind: "reconnect" };
+  return { kind: "prompt", text: withContext(userText(last, messages.length - 1), input.context ?? []), earlier: messages.slice(0, -1) };
+}
+
+function userText(m: Extract<AgMessage, { role: "user" }>, index: number): string {
+  if (typeof m.content === "string") return nonEmpty(m.content, index);
+  const texts = m.content.map((p, j) => {
+    if (p.type !== "text") throw HttpErrors.invalid(`messages.${index}.content.${j}.type`, `a "${p.type}" part is not taken in a prompt here: send text`);
+    return p.text;
+  });
+  return nonEmpty(texts.join("\n"), index);
+}
+
+function nonEmpty(text: string, index: number): string {
+  if (text.trim() === "") throw HttpErrors.invalid(`messages.${index}.content`, "the prompt has no text");
+  if (text.length > 1_000_000) throw HttpErrors.invalid(`messages.${index}.content`, "the prompt is longer than 1,000,000 characters");
+  return text;
+}
+
+/** The run's context, with the prompt it comes with: what the model is told, and what the transcript keeps. */
+function withContext(text: string, context: readonly AgContext[]): string {
+  if (context.length === 0) return text;
+  return `${text}\n\nContext:\n${context.map((c) => `- ${c.description}: ${c.value}`).join("\n")}`;
+}
+
+/** The text of an earlier message (history for a new thread). */
+export function historyText(m: AgMessage): string | null {
+  if (m.role === "user") return typeof m.content === "string" ? m.content : m.content.map((p) => (p.type === "text" ? p.text : "")).join("\n");
+  if (m.role === "assistant") return m.content ?? null;
+  if (m.role === "system" || m.role === "developer") return m.content;
+  return null;
+}

@@ -1,0 +1,166 @@
+/**
+ * `tether acp` driven by `@agentclientprotocol/sdk`'s client side, unchanged, over the stdio of
+ * the spawned command: a streamed reply (agent_message_chunk), a server tool with the todo as a
+ * plan, an editor-side tool (the editor's fs/read_text_file as a client tool), an approval through
+ * session/request_permission, an error carrying Tether's classification, session/load replaying
+ * the transcript — and the session outliving the editor, listed by the gateway. With `--url` to an
+ * in-process gateway; one test runs the embedded gateway `tether acp` starts by itself.
+ */
+import * as acp from "@agentclientprotocol/sdk";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
+import { agentText, spawnEditor, type Editor } from "../support/acp-client.js";
+
+let srv: TestServer;
+const editors: Editor[] = [];
+/** One editor (one `tether acp` process) for the tests that need nothing of their own: spawning is the slow part. */
+let shared: Editor;
+let asking: Editor;
+beforeAll(async () => {
+  srv = await startTestServer({ demoDelayMs: 0, config: { profiles: { asks: { db: tempDbPath(), tools: { policy: { todo: "ask" } } } } } });
+  [shared, asking] = await Promise.all([editor(), editor(["--profile", "asks"])]);
+});
+afterAll(async () => {
+  for (const e of editors.splice(0)) await e.close();
+  await srv?.close();
+});
+
+async function editor(args: string[] = []): Promise<Editor> {
+  const e = await spawnEditor(["--url", srv.url, ...args]);
+  editors.push(e);
+  await e.initialize();
+  return e;
+}
+
+const prompt = (e: Editor, sessionId: string, text: string) => e.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text }] });
+const newSession = async (e: Editor) => (await e.agent.request(acp.methods.agent.session.new, { cwd: tmpdir(), mcpServers: [] })).sessionId;
+const updatesOf = (e: Editor, sessionId: string, kind: string) => e.updates.filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === kind).map((u) => u.update);
+
+async function stored(sessionId: string, profile = "default") {
+  const page = (await (await fetch(`${srv.url}/api/sessions/${sessionId}/messages?profile=${profile}`)).json()) as { messages: Array<{ role: string; content: string }> };
+  return page.messages;
+}
+
+describe("tether acp with @agentclientprotocol/sdk's client", () => {
+  it("initialize says loadSession; a prompt streams agent_message_chunk updates and ends the turn; the session is the gateway's", async () => {
+    const e = shared;
+    const init = await e.initialize();
+    expect(init.agentCapabilities?.loadSession).toBe(true);
+    const sessionId = await newSession(e);
+    const res = await prompt(e, sessionId, "count to 6");
+    expect(res.stopReason).toBe("end_turn");
+    expect(agentText(e.updates, sessionId)).toBe("1 2 3 4 5 6");
+    expect(updatesOf(e, sessionId, "agent_message_chunk").length).toBe(6);
+    // The editor's own prompt is not echoed back.
+    expect(updatesOf(e, sessionId, "user_message_chunk")).toHaveLength(0);
+    const list = (await (await fetch(`${srv.url}/api/sessions`)).json()) as { sessions: Array<{ session_id: string; title: string }> };
+    expect(list.sessions.find((s) => s.session_id === sessionId)).toMatchObject({ title: "count to 6" });
+    expect((await stored(sessionId)).find((m) => m.role === "assistant")!.content).toBe("1 2 3 4 5 6");
+  });
+
+  it("a server tool is tool_call then tool_call_update completed; the todo is a plan", async () => {
+    const e = shared;
+    const sessionId = await newSession(e);
+    await prompt(e, sessionId, "todo: lint; test");
+    const call = updatesOf(e, sessionId, "tool_call")[0] as acp.ToolCall;
+    expect(call).toMatchObject({ title: "todo", kind: "think", status: "in_progress" });
+    expect(updatesOf(e, sessionId, "tool_call_update").at(-1)).toMatchObject({ toolCallId: call.toolCallId, status: "completed" });
+    expect(updatesOf(e, sessionId, "plan").at(-1)).toMatchObject({ entries: [{ content: "lint", status: "pending" }, { content: "test", status: "pending" }] });
+  });
+
+  it("the editor's file system is a client tool: the model's call reads the file through fs/read_text_file", async () => {
+    const e = shared;
+    e.files.set("/work/notes.txt", "hello from the editor buffer");
+    const sessionId = await newSession(e);
+    await prompt(e, sessionId, 'call: editor_read_text_file {"path": "/work/notes.txt"}');
+    expect(agentText(e.updates, sessionId)).toContain("hello from the editor buffer");
+  });
+
+  it("an approval is session/request_permission; the chosen option answers it", async () => {
+    const e = asking;
+    e.answer = { optionId: "once" };
+    const sessionId = await newSession(e);
+    const res = await prompt(e, sessionId, "todo: deploy");
+    expect(res.stopReason).toBe("end_turn");
+    const asked = e.permissions.filter((p) => p.sessionId === sessionId);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.options.map((o) => o.optionId)).toEqual(["once", "session", "always", "deny"]);
+    expect(asked[0]!.toolCall).toMatchObject({ title: "todo", status: "pending" });
+    expect(updatesOf(e, sessionId, "plan").at(-1)).toMatchObject({ entries: [{ content: "deploy" }] });
+  });
+
+  it("a denied permission denies the tool", async () => {
+    const e = asking;
+    e.answer = { optionId: "deny" };
+    const sessionId = await newSession(e);
+    await prompt(e, sessionId, "todo: drop tables");
+    expect(updatesOf(e, sessionId, "tool_call_update").at(-1)).toMatchObject({ status: "failed" });
+    expect(updatesOf(e, sessionId, "plan")).toHaveLength(0);
+  });
+
+  it("a provider error is the prompt's error, with Tether's layer, code and retryable", async () => {
+    const e = shared;
+    const sessionId = await newSession(e);
+    await expect(prompt(e, sessionId, "fail: provider/rate_limited")).rejects.toMatchObject({ data: { layer: "provider", code: "rate_limited", retryable: true } });
+  });
+
+  it("session/load in a new editor replays the transcript once, and the session goes on", async () => {
+    const first = await editor();
+    const sessionId = await newSession(first);
+    await prompt(first, sessionId, "count to 3");
+    await prompt(first, sessionId, "todo: review");
+    await first.close();
+    const second = await editor();
+    await second.agent.request(acp.methods.agent.session.load, { sessionId, cwd: tmpdir(), mcpServers: [] });
+    const kinds = second.updates.map((u) => u.update.sessionUpdate);
+    expect(updatesOf(second, sessionId, "user_message_chunk").map((u) => (u as { content: { text: string } }).content.text)).toEqual(["count to 3", "todo: review"]);
+    expect(agentText(second.updates, sessionId)).toBe((await stored(sessionId)).filter((m) => m.role === "assistant").map((m) => m.content).join(""));
+    expect(kinds).toContain("tool_call");
+    expect(kinds.at(-1)).toBe("plan");
+    const before = second.updates.length;
+    await prompt(second, sessionId, "recall");
+    expect(second.updates.slice(before).some((u) => u.update.sessionUpdate === "agent_message_chunk")).toBe(true);
+  });
+
+  it("refuses what it does not take, by name: an unknown session, MCP servers, an image block, modes", async () => {
+    const e = shared;
+    await expect(e.agent.request(acp.methods.agent.session.load, { sessionId: "ses_nobody", cwd: tmpdir(), mcpServers: [] })).rejects.toMatchObject({ code: -32002 });
+    await expect(e.agent.request(acp.methods.agent.session.new, { cwd: tmpdir(), mcpServers: [{ name: "x", command: "x", args: [], env: [] }] })).rejects.toMatchObject({ code: -32602 });
+    const sessionId = await newSession(e);
+    await expect(e.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "image", data: "AA==", mimeType: "image/png" }] })).rejects.toMatchObject({ code: -32602 });
+    await expect(e.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "code" })).rejects.toMatchObject({ code: -32602 });
+  });
+
+  it("model selection is the `model` config option", async () => {
+    const e = shared;
+    const created = await e.agent.request(acp.methods.agent.session.new, { cwd: tmpdir(), mcpServers: [] });
+    expect(created.configOptions?.[0]).toMatchObject({ id: "model", category: "model", currentValue: "demo" });
+    await expect(e.agent.request(acp.methods.agent.session.setConfigOption, { sessionId: created.sessionId, configId: "model", value: "no-such-model" })).rejects.toMatchObject({ code: -32602 });
+  });
+});
+
+describe("tether acp with its embedded gateway", () => {
+  it("runs without --url on the configured store: the session stays in it after the editor closes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tether-acp-embedded-"));
+    const db = join(dir, "tether.db");
+    const config = join(dir, "config.yaml");
+    writeFileSync(config, "demo:\n  delay_ms: 0\n");
+    const e = await spawnEditor(["--db", db, "--config", config]);
+    editors.push(e);
+    await e.initialize();
+    const sessionId = await newSession(e);
+    expect((await prompt(e, sessionId, "count to 4")).stopReason).toBe("end_turn");
+    expect(agentText(e.updates, sessionId)).toBe("1 2 3 4");
+    await e.close();
+    const gateway = await startTestServer({ dbPath: db });
+    try {
+      const list = (await (await fetch(`${gateway.url}/api/sessions?include_ended=true`)).json()) as { sessions: Array<{ session_id: string }> };
+      expect(list.sessions.map((s) => s.session_id)).toContain(sessionId);
+    } finally {
+      await gateway.close();
+    }
+  });
+});
