@@ -11,11 +11,9 @@
  */
 import { deserializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { MAX_MCP_MESSAGE_BYTES, RESULT_TOO_LARGE } from "./mcp-limits.js";
 
-/** The largest MCP message the gateway reads (over stdio and HTTP); a larger answer fails its call. */
-export const MAX_MCP_MESSAGE_BYTES = 16 * 1024 * 1024;
-/** `error.data.tether` of the answer that stands in for a skipped one (mcp-tool.ts words it). */
-export const RESULT_TOO_LARGE = "result_too_large";
+export { MAX_MCP_MESSAGE_BYTES, RESULT_TOO_LARGE };
 const EDGE_BYTES = 512;
 
 interface Skipping {

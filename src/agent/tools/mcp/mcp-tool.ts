@@ -11,7 +11,8 @@ import type { Tool as McpToolDef } from "@modelcontextprotocol/sdk/types.js";
 import { ToolInputError, ToolOutput, type Tool, type ToolAnnotations } from "../registry.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "../result-cap.js";
 import { ToolErrorCode, ToolFailure } from "../tool-errors.js";
-import { RESULT_TOO_LARGE } from "./bounded-read-buffer.js";
+// Not from bounded-read-buffer.ts: that one imports the MCP SDK, which a start must not load.
+import { RESULT_TOO_LARGE } from "./mcp-limits.js";
 import { boundedResult, resultText } from "./result-text.js";
 import { mcpErrors } from "./sdk-loader.js";
 import { redact } from "./server-config.js";
