@@ -13,7 +13,9 @@ afterEach(async () => {
 const FAST_LIFECYCLE = {
   TETHER_DEMO_DELAY_MS: "10",
   TETHER_HEARTBEAT_S: "0.2",
-  TETHER_ORPHAN_GRACE_S: "1",
+  // Long enough that B's own new session is not reaped between its create and its submit on a
+  // loaded CI machine (a reaped session answers 4001 session_not_live), short enough to see A's reaped.
+  TETHER_ORPHAN_GRACE_S: "3",
 };
 
 async function start(db: string): Promise<SpawnedGateway> {
@@ -41,7 +43,7 @@ describe("two processes on one store", () => {
 
     // B notices A is gone and ends A's session as a startup orphan.
     let summary: any;
-    for (let i = 0; i < 100; i++) {
+    for (let i = 0; i < 250; i++) {
       const list = await sb.call("session.list", { include_ended: true });
       summary = list.sessions.find((s: any) => s.session_id === deadSession);
       if (summary?.state === "idle") break;
