@@ -13,7 +13,6 @@ import { assertProfileAllowed, type Authenticator, type Principal } from "../aut
 import type { FlowLimits } from "../viewer-flow.js";
 import type { RequestGuard } from "../request-guard.js";
 import type { PromMetrics } from "./metrics.js";
-import type { TurnLimiter } from "./limits.js";
 
 export interface ModelInfo {
   /** The id clients send as `model`. */
@@ -65,7 +64,6 @@ export type AppContext = Context<AppEnv>;
 
 /** Deps plus the per-app state handlers share. */
 export interface HttpApi extends HttpApiDeps {
-  limiter: TurnLimiter;
   /** `deps.flow`, or DEFAULT_FLOW_LIMITS: every stream reads its limits here. */
   flow: FlowLimits;
 }
