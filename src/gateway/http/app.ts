@@ -19,6 +19,7 @@ import { closeAfterEarlyAnswer } from "./early-close.js";
 import { accessLog } from "./access-log.js";
 import { errorType, HttpErrors, INTERNAL_ERROR, renderError } from "./errors.js";
 import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
+import { DEFAULT_MAX_JSON_DEPTH } from "../../protocol/index.js";
 import { mountModels } from "./models.js";
 import { mountChat } from "./openai-chat.js";
 import { ResponsesApi } from "./openai-responses.js";
@@ -57,6 +58,12 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   app.use("*", accessLog(deps.logger));
   // Host and Origin before anything else answers: health, the page, auth, bodies (request-guard.ts).
   app.use("*", originGuard(deps.guard));
+  // Every body reader (json-body.ts) refuses a body nested deeper than this before parsing it.
+  const maxJsonDepth = deps.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
+  app.use("*", async (c, next) => {
+    c.set("maxJsonDepth", maxJsonDepth);
+    await next();
+  });
 
   if (deps.metrics) {
     const metrics = deps.metrics;

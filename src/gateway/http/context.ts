@@ -37,6 +37,8 @@ export interface HttpApiDeps {
   clock: Clock;
   ids: IdGenerator;
   config: HttpConfig;
+  /** `limits.maxJsonDepth`: a body nested deeper answers 400 `json_too_deep`. @default 64 */
+  maxJsonDepth?: number;
   models: ModelInfo[];
   metrics: PromMetrics | null;
   /** Send-buffer limits of a viewer, the same for SSE as for WebSocket (default DEFAULT_FLOW_LIMITS). */
@@ -57,7 +59,7 @@ export type ProfileOfRequest = (fallback?: string) => Promise<Profile>;
 
 export interface AppEnv {
   Bindings: HttpBindings;
-  Variables: { caller: Caller; principal: Principal; profile: ProfileOfRequest };
+  Variables: { caller: Caller; principal: Principal; profile: ProfileOfRequest; maxJsonDepth: number };
 }
 
 export type AppContext = Context<AppEnv>;
