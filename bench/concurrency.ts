@@ -6,6 +6,7 @@
  * whole round vs the paced time (D × 20 ms), and the gateway's CPU time (from /proc) per delivered
  * delta. Reports the largest N tried that holds p99 ≤ 50 ms.
  */
+import { NO_QUOTAS } from "./no-quotas.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { listeningUrl } from "./listening.js";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -51,7 +52,7 @@ export interface GatewayOptions {
 
 async function spawnGateway(dir: string, o: GatewayOptions): Promise<{ child: ChildProcess; wsUrl: string }> {
   const child = spawn(process.execPath, [...(o.nodeArgs ?? []), o.bin ?? BIN, "serve", "--port", "0", "--db", join(dir, "tether.db")], {
-    env: { ...process.env, TETHER_LOG_LEVEL: "error", TETHER_CONFIG: join(dir, "config.yaml"), TETHER_DEMO_DELAY_MS: String(PACE_MS) },
+    env: { ...process.env, TETHER_LOG_LEVEL: "error", TETHER_CONFIG: join(dir, "config.yaml"), TETHER_DEMO_DELAY_MS: String(PACE_MS), ...NO_QUOTAS },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const url = await listeningUrl(child);

@@ -5,6 +5,7 @@
  * after a warm-up of 500) / N, read from /proc/<pid>/status once the process has settled.
  * RSS includes everything the process holds for them: JS heap, SQLite page cache, allocator slack.
  */
+import { NO_QUOTAS } from "./no-quotas.js";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -51,7 +52,7 @@ async function createMany(c: RpcClient, n: number, from: number): Promise<void> 
 export async function benchIdleSessions(opts: { sessions: number; warmup: number }): Promise<IdleResult> {
   const dir = mkdtempSync(join(tmpdir(), "tether-bench-idle-"));
   const child = spawn(process.execPath, [BIN, "serve", "--port", "0", "--db", join(dir, "tether.db")], {
-    env: { ...process.env, TETHER_LOG_LEVEL: "warn", TETHER_CONFIG: join(dir, "config.yaml") },
+    env: { ...process.env, TETHER_LOG_LEVEL: "warn", TETHER_CONFIG: join(dir, "config.yaml"), ...NO_QUOTAS },
     stdio: ["ignore", "pipe", "inherit"],
   });
   try {

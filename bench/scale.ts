@@ -16,6 +16,7 @@
  * Everything runs on this machine: clients, nodes, PostgreSQL and Redis share its cores, which is
  * what limits the 2-node figure (see docs/deploy.md).
  */
+import { NO_QUOTAS } from "./no-quotas.js";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
@@ -51,7 +52,7 @@ interface CatchupResult {
   frames: number;
 }
 
-const ENV: Record<string, string> = { TETHER_DEMO_DELAY_MS: "0", TETHER_LOG_LEVEL: "error", TETHER_ORPHAN_GRACE_S: "0" };
+const ENV: Record<string, string> = { TETHER_DEMO_DELAY_MS: "0", TETHER_LOG_LEVEL: "error", TETHER_ORPHAN_GRACE_S: "0", ...NO_QUOTAS };
 // E.g. TETHER_BENCH_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every node (not the clients).
 if (process.env.TETHER_BENCH_NODE_OPTIONS) ENV.NODE_OPTIONS = process.env.TETHER_BENCH_NODE_OPTIONS;
 

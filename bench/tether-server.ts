@@ -3,6 +3,7 @@
  * provider with no pacing (`demo.delayMs: 0`), a fresh SQLite file in a temp folder, silent logs.
  * Environment variables (`TETHER_*`) are ignored so a developer's shell cannot skew a run.
  */
+import { NO_QUOTA_CONFIG } from "./no-quotas.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,7 +21,7 @@ export interface BenchTether {
 /** `extra`: more config (the tool benchmark adds its MCP server). */
 export async function startTether(extra: ConfigInput = {}): Promise<BenchTether> {
   const dir = mkdtempSync(join(tmpdir(), "tether-bench-server-"));
-  const config = resolveConfig({}, { host: "127.0.0.1", port: 0, dbPath: join(dir, "tether.db"), demo: { delayMs: 0 }, ...extra });
+  const config = resolveConfig({}, { host: "127.0.0.1", port: 0, dbPath: join(dir, "tether.db"), demo: { delayMs: 0 }, quotas: NO_QUOTA_CONFIG, ...extra });
   let server: RunningServer;
   try {
     server = await startServer(config, { logger: silentLogger() });

@@ -1,6 +1,7 @@
 /** `tether chat`'s `/ps` and `/kill ID`: the session's background processes (workspace terminal). */
 import { Method, type ProcessInfo } from "../protocol/index.js";
 import type { TetherClient } from "../client/index.js";
+import { terminalText, visibleText } from "./terminal-safe.js";
 
 /** One line per process: id, status (exit code or signal once ended), pid, command, last output line. */
 export function formatProcesses(processes: ProcessInfo[]): string {
@@ -8,8 +9,9 @@ export function formatProcesses(processes: ProcessInfo[]): string {
   return processes
     .map((p) => {
       const end = p.status === "exited" ? ` (exit ${p.exit_code})` : p.status === "killed" && p.signal ? ` (${p.signal})` : "";
-      const last = p.output_tail.trimEnd().split("\n").at(-1) ?? "";
-      return `${p.id}  ${p.status}${end}  pid ${p.pid}  ${p.command}${last ? `\n    … ${last.slice(0, 200)}` : ""}`;
+      // Output and command are the model's and its process's: no escape sequence reaches the terminal.
+      const last = terminalText(p.output_tail).trimEnd().split("\n").at(-1) ?? "";
+      return `${p.id}  ${p.status}${end}  pid ${p.pid}  ${visibleText(p.command)}${last ? `\n    … ${last.slice(0, 200)}` : ""}`;
     })
     .join("\n");
 }

@@ -4,7 +4,8 @@
  * printed per message, so a snapshot or a final `message.complete` after a reconnect prints only
  * the missing tail — a terminal cannot "replace" text the way a UI can. When the server has less
  * than the screen shows (a crash lost the last ~500 ms of a reply), the surplus on screen is
- * marked as lost; nothing is printed twice.
+ * marked as lost; nothing is printed twice. Every string the model, a tool or a provider wrote
+ * goes through `terminalText` first: no escape sequence or control character reaches the terminal.
  */
 import {
   EventType,
@@ -21,9 +22,14 @@ import {
 } from "../protocol/index.js";
 import type { ClientStatus } from "../client/index.js";
 import type { Style } from "./terminal-style.js";
+import { terminalText } from "./terminal-safe.js";
 
 const TODO_MARK: Record<string, string> = { pending: "[ ]", in_progress: "[~]", completed: "[x]" };
-const MAX_ARGS = 160;
+/**
+ * A running tool's args, as information (what is approved is shown whole: chat-requests.ts):
+ * past this many characters the line says how many more there are instead of flooding the screen.
+ */
+const MAX_ARGS = 2000;
 
 export class ChatRenderer {
   private atLineStart = true;
@@ -66,12 +72,12 @@ export class ChatRenderer {
       }
       case EventType.ToolStart: {
         const p = frame.payload as ToolStartPayload;
-        this.info(`[tool] ${p.name} ${truncate(JSON.stringify(p.args) ?? "", MAX_ARGS)}`);
+        this.info(`[tool] ${terminalText(p.name)} ${truncate(terminalText(JSON.stringify(p.args) ?? ""), MAX_ARGS)}`);
         break;
       }
       case EventType.ToolComplete: {
         const p = frame.payload as ToolCompletePayload;
-        this.info(`[tool] ${p.name} ${p.error ? `failed: ${p.error}` : "done"} (${p.duration_ms} ms)`);
+        this.info(`[tool] ${terminalText(p.name)} ${p.error ? `failed: ${terminalText(p.error)}` : "done"} (${p.duration_ms} ms)`);
         break;
       }
       case EventType.TodoUpdated:
@@ -79,7 +85,7 @@ export class ChatRenderer {
         break;
       case EventType.TurnError: {
         const { error } = frame.payload as TurnErrorPayload;
-        this.line(`[${error.layer}/${error.code}] ${error.message}${error.retryable ? " (retryable)" : ""}`);
+        this.line(`[${error.layer}/${terminalText(error.code)}] ${terminalText(error.message)}${error.retryable ? " (retryable)" : ""}`);
         break;
       }
       case EventType.TurnComplete: {
@@ -89,7 +95,7 @@ export class ChatRenderer {
       }
       case EventType.SessionRotated: {
         const p = frame.payload as { to?: string; reason?: string };
-        this.info(`session continues as ${p.to ?? "?"}${p.reason ? ` (${p.reason})` : ""}`);
+        this.info(`session continues as ${terminalText(p.to ?? "?")}${p.reason ? ` (${terminalText(p.reason)})` : ""}`);
         break;
       }
       case EventType.SessionClosed:
@@ -107,7 +113,7 @@ export class ChatRenderer {
 
   todo(todo: { revision: number; items: TodoItem[] }): void {
     if (todo.items.length === 0) return this.info(`todo (rev ${todo.revision}): empty`);
-    const lines = todo.items.map((i) => `  ${TODO_MARK[i.status] ?? "[?]"} ${i.content}`);
+    const lines = todo.items.map((i) => `  ${TODO_MARK[i.status] ?? "[?]"} ${terminalText(i.content)}`);
     this.line([this.style.bold(`todo (rev ${todo.revision})`), ...lines].join("\n"));
   }
 
@@ -117,15 +123,16 @@ export class ChatRenderer {
    */
   history(messages: Message[], limit = 10): void {
     for (const m of messages.slice(-limit)) {
-      if (m.role === "user") this.line(`${this.style.bold(">")} ${m.content}`);
+      const content = terminalText(m.content);
+      if (m.role === "user") this.line(`${this.style.bold(">")} ${content}`);
       else if (m.role !== "assistant") continue;
       else if (m.status === "streaming") this.stream(m.message_id, m.content);
       else if (m.status === "error") {
-        if (m.content) this.line(m.content);
-        if (m.error) this.line(`[${m.error.layer}/${m.error.code}] ${m.error.message}${m.error.retryable ? " (retryable)" : ""}`);
+        if (content) this.line(content);
+        if (m.error) this.line(`[${m.error.layer}/${terminalText(m.error.code)}] ${terminalText(m.error.message)}${m.error.retryable ? " (retryable)" : ""}`);
         else this.info("(failed)");
-      } else if (m.status === "interrupted") this.line(`${m.content}${m.content ? " " : ""}${this.style.dim("(interrupted)")}`);
-      else if (m.content) this.line(m.content);
+      } else if (m.status === "interrupted") this.line(`${content}${content ? " " : ""}${this.style.dim("(interrupted)")}`);
+      else if (content) this.line(content);
     }
   }
 
@@ -162,7 +169,8 @@ export class ChatRenderer {
     this.printed.set(messageId, text);
     if (!tail) return;
     if (this.openMessage !== messageId) this.breakLine();
-    this.out.write(tail);
+    // What is kept in `printed` is the text as sent (tails are found on it); what the screen gets is safe.
+    this.out.write(terminalText(tail));
     this.openMessage = messageId;
     this.atLineStart = tail.endsWith("\n");
   }
@@ -191,5 +199,5 @@ function commonPrefixLength(a: string, b: string): number {
 }
 
 function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+  return text.length <= max ? text : `${text.slice(0, max)}… (+${text.length - max} more characters)`;
 }

@@ -4,16 +4,32 @@
  * next line typed (or piped) answers the oldest one. Shown again after /resume, from the Snapshot.
  */
 import { RequestKind, type OpenRequest } from "../protocol/index.js";
+import { terminalText, visibleText, wrapText } from "./terminal-safe.js";
 
 const CHOICES: Record<string, string> = { o: "once", once: "once", s: "session", session: "session", a: "always", always: "always", d: "deny", deny: "deny", n: "deny", no: "deny" };
 
-export function describeRequest(r: OpenRequest): string {
+/** Columns an approval's lines wrap at (the terminal's width when known). */
+const DEFAULT_WIDTH = 100;
+const INDENT = "    ";
+
+/**
+ * The question a request asks. An approval shows everything that will run — the whole args and,
+ * from `detail`, the whole command and the folder it runs in — wrapped, never cut, with control
+ * characters shown as escapes (#27: a 160-character cut hid `; touch X` behind a harmless echo).
+ */
+export function describeRequest(r: OpenRequest, width = DEFAULT_WIDTH): string {
   if (r.kind === RequestKind.Approval) {
-    const args = JSON.stringify(r.args ?? {});
-    return `[approval] ${r.tool} ${args.length > 160 ? `${args.slice(0, 159)}…` : args} — approve once / for this session / always / deny? [o/s/a/d]`;
+    const show = (label: string, text: string) => wrapText(`${label}${visibleText(text)}`, width, INDENT);
+    const lines = [show(`[approval] ${r.tool ?? "?"} `, JSON.stringify(r.args ?? {}))];
+    const detail = r.detail ?? {};
+    if (typeof detail.command === "string") lines.push(show("  command: ", detail.command));
+    if (typeof detail.cwd === "string") lines.push(show("  folder:  ", detail.cwd));
+    return `${lines.join("\n")} — approve once / for this session / always / deny? [o/s/a/d]`;
   }
-  if (r.kind === RequestKind.Input) return `[input] ${r.server ?? "a tool"} asks: ${r.message ?? ""} (type the answer, or "decline")`;
-  return `[request] ${r.kind} ${r.tool ?? ""}`;
+  if (r.kind === RequestKind.Input) {
+    return `[input] ${terminalText(r.server ?? "a tool")} asks: ${terminalText(r.message ?? "")} (type the answer, or "decline")`;
+  }
+  return `[request] ${r.kind} ${terminalText(r.tool ?? "")}`;
 }
 
 /** The `request.respond` answer a typed line means, or an error saying what to type. */

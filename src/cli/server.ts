@@ -8,7 +8,7 @@ import type { Hono } from "hono";
 import { systemClock, type Clock } from "../lib/clock.js";
 import { randomIds, type IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
-import { expandHome, gatewayPaths, isLoopbackHost, toolsConfigFor, tracingEnabled, type TetherConfig } from "../config/index.js";
+import { effectiveQuotas, expandHome, gatewayPaths, isLoopbackHost, toolsConfigFor, tracingEnabled, type TetherConfig } from "../config/index.js";
 import { enableTracing, tracing } from "../lib/tracing.js";
 import { openStore } from "../store/index.js";
 import { GroupCommitter, newEpoch, RingBudget } from "../events/index.js";
@@ -18,7 +18,7 @@ import { compressionThreshold } from "../agent/compression/context.js";
 import { createDefaultTools, ToolRuntime } from "../agent/tools/index.js";
 import { McpPool } from "../agent/tools/mcp/index.js";
 import { WorkspaceSource } from "../agent/tools/workspace/index.js";
-import { A2APeers, bridgeGlobals, DEFAULT_PROFILE, type Messaging, HttpRecords, ProfileRegistry, RetentionJob, SessionManager, type Profile, type SweepResult } from "../sessions/index.js";
+import { A2APeers, bridgeGlobals, DEFAULT_PROFILE, type Messaging, HttpRecords, PrincipalQuotas, ProfileRegistry, RetentionJob, SessionManager, type Profile, type SweepResult } from "../sessions/index.js";
 import { join } from "node:path";
 import type { Store } from "../store/types.js";
 import { createHttpServer } from "../gateway/http-server.js";
@@ -151,6 +151,8 @@ interface ProcessParts {
   messaging?: Messaging;
   /** Host and Origin checks of HTTP and WebSocket (updated by a reload). */
   guard: RequestGuard;
+  /** Quotas per principal across every profile (config `quotas`, read at each decision). */
+  quotas: PrincipalQuotas;
 }
 
 /** The workspace source of `profile` (built with its tool runtime). */
@@ -216,6 +218,7 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     retention: [],
     guard: new RequestGuard(guardPolicy(config)),
     stores: [],
+    quotas: new PrincipalQuotas(() => effectiveQuotas(parts.current.config), clock),
   };
   exportFailed.to = (spans) => parts.metrics?.traceExportFailed(spans);
   const defaultProfile = makeProfile(parts, store, DEFAULT_PROFILE);
@@ -378,6 +381,7 @@ function makeProfile(parts: ProcessParts, store: Store, name: string): Profile {
     approvalTimeoutS: toolsConfigFor(config, name).tools.approval_timeout_s,
     processId: parts.processId,
     bus: parts.bus,
+    quotas: parts.quotas,
     ...(metrics ? { metrics } : {}),
   });
   return { name, sessions, records: new HttpRecords({ store, committer, epoch, clock, ids }) };
@@ -439,6 +443,7 @@ function transports(
         clock,
         ids: parts.ids,
         config: config.http,
+        maxJsonDepth: config.limits.maxJsonDepth,
         models: listModels(catalog, config.models.require_confirmation, config.compression),
         metrics: parts.metrics,
         flow,
@@ -454,6 +459,7 @@ function transports(
     logger,
     identity: { name: "tether", version: VERSION, capabilities: capabilitiesOf(config) },
     maxFrameBytes: config.limits.maxFrameBytes,
+    maxJsonDepth: config.limits.maxJsonDepth,
     now: () => clock.now(),
     clock,
     flow,

@@ -1,4 +1,5 @@
 /** The sessions table shared by `tether sessions list` and `/sessions` in chat. */
+import { terminalText } from "./terminal-safe.js";
 import type { SessionSummary } from "../protocol/index.js";
 
 const MAX_TITLE = 32;
@@ -10,7 +11,7 @@ export function formatSessionTable(sessions: SessionSummary[], now: number, curr
     // The current session is starred; the others are indented so ids stay aligned.
     (currentId === undefined ? "" : s.session_id === currentId ? "* " : "  ") + s.session_id,
     stateCell(s),
-    truncate(s.title || "(untitled)", MAX_TITLE),
+    truncate(terminalText(s.title || "(untitled)"), MAX_TITLE),
     s.model,
     String(s.message_count),
     formatWhen(s.last_activity_at, now),

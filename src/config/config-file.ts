@@ -106,7 +106,7 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 #   approval_timeout_s: 0    # an approval nobody answers is denied after this long (0 = never)
 #   max_result_bytes: 1048576  # most one tool result holds (MCP included): the rest is cut, saying so
 #   policy:                  # auto | ask | deny, by name or glob; defaults: built-in auto,
-#     "files__read_*": auto  # MCP auto when the server marks the tool readOnlyHint, else ask
+#     "files__read_*": auto  # MCP: always ask unless named here (a server's readOnlyHint grants nothing)
 #     "files__write_file": ask
 #   workspace:               # terminal, read_file, write_file, … (terminal and writes ask); off unless set
 #     roots: ["/srv/project", "~/code"]   # a session's cwd must lie inside one; never /, /proc, /sys,

@@ -140,13 +140,35 @@ export const HttpSchema = z.object({
   cors_origins: z.array(z.string().min(1)).default([]),
   /** Largest request body; bigger answers 413. */
   max_body_bytes: z.number().int().positive().default(10 * MiB),
-  /** Most running + queued turns per principal; one more answers 429 with Retry-After. */
+  /** Most running + queued turns per principal, on every transport; one more answers 429 `too_many_turns` (`quotas.max_turns` wins). */
   max_turns_per_principal: z.number().int().positive().default(8),
   /** SSE keep-alive comment interval. */
   sse_keepalive_ms: z.number().int().positive().default(15_000),
 });
 
 export type HttpConfig = z.infer<typeof HttpSchema>;
+
+/**
+ * Quotas per principal, on every transport (WebSocket and HTTP alike), counted in this process;
+ * each refusal is 429 (a JSON-RPC 41xx on the WebSocket) naming the key. 0 = no limit.
+ */
+export const QuotasSchema = z.object({
+  /** Live sessions per principal; one more (a create, or a resume that opens one) answers 4103. Env TETHER_QUOTA_LIVE_SESSIONS. */
+  max_live_sessions: z.number().int().min(0).default(500),
+  /** Running + queued turns per principal (4101). Unset: `http.max_turns_per_principal` (8). Env TETHER_QUOTA_TURNS. */
+  max_turns: z.number().int().min(0).optional(),
+  /** Bytes of prompt text a principal may have waiting in turn queues, the new prompt included (4102). Env TETHER_QUOTA_QUEUED_PROMPT_BYTES. */
+  max_queued_prompt_bytes: z.number().int().min(0).default(16 * MiB),
+  /** New sessions per principal per minute, a burst of as many at once (4104). Env TETHER_QUOTA_SESSIONS_PER_MINUTE. */
+  sessions_per_minute: z.number().int().min(0).default(600),
+});
+
+export type QuotasConfig = z.infer<typeof QuotasSchema>;
+
+/** The quotas in force: `max_turns` falls back to the older `http.max_turns_per_principal`. */
+export function effectiveQuotas(config: { quotas: QuotasConfig; http: HttpConfig }): Required<QuotasConfig> {
+  return { ...config.quotas, max_turns: config.quotas.max_turns ?? config.http.max_turns_per_principal };
+}
 
 /** The listener: the names it serves (the Host check against DNS rebinding) and its socket timeouts. */
 export const ServerSchema = z.object({
@@ -290,6 +312,8 @@ export const ConfigSchema = z.object({
       sendBufferSoftBytes: z.number().int().positive().default(8 * MiB),
       /** Over this many unsent bytes a viewer is cut off: a WebSocket is closed with 1013, an SSE stream ended. */
       sendBufferHardBytes: z.number().int().positive().default(64 * MiB),
+      /** Deepest nesting of a JSON body or frame (arrays and objects); deeper is refused before it is parsed (4014 / 400 `json_too_deep`). */
+      maxJsonDepth: z.number().int().min(1).max(10_000).default(64),
     })
     .prefault({}),
   /** What a submit does while a turn runs: queue it, interrupt the running one, or reject (4009). */
@@ -311,6 +335,7 @@ export const ConfigSchema = z.object({
   /** More API keys: key → principal, or key → `{ principal, scopes, profiles }` (auth-keys.ts). */
   auth: z.object({ keys: AuthKeysSchema.default({}) }).prefault({}),
   http: HttpSchema.prefault({}),
+  quotas: QuotasSchema.prefault({}),
   server: ServerSchema.prefault({}),
   cors: CorsSchema.prefault({}),
   tracing: TracingSchema.prefault({}),
@@ -356,6 +381,13 @@ const LIFECYCLE_ENV: ReadonlyArray<[string, keyof LifecycleConfig]> = [
   ["TETHER_HEARTBEAT_S", "heartbeat_s"],
   ["TETHER_SHUTDOWN_FLUSH_S", "shutdown_flush_s"],
   ["TETHER_DRAIN_S", "drain_s"],
+];
+
+const QUOTA_ENV: ReadonlyArray<[string, keyof QuotasConfig]> = [
+  ["TETHER_QUOTA_LIVE_SESSIONS", "max_live_sessions"],
+  ["TETHER_QUOTA_TURNS", "max_turns"],
+  ["TETHER_QUOTA_QUEUED_PROMPT_BYTES", "max_queued_prompt_bytes"],
+  ["TETHER_QUOTA_SESSIONS_PER_MINUTE", "sessions_per_minute"],
 ];
 
 function envNumber(env: NodeJS.ProcessEnv, key: string): number | undefined {
@@ -405,7 +437,14 @@ export function configFromEnv(env: NodeJS.ProcessEnv): ConfigInput {
   if (envStr(env, "TETHER_HEARTBEAT_LOOPBACK") !== undefined) out.heartbeatOnLoopback = env.TETHER_HEARTBEAT_LOOPBACK === "1";
   const soft = envInt(env, "TETHER_WS_SOFT_LIMIT_BYTES");
   const hard = envInt(env, "TETHER_WS_HARD_LIMIT_BYTES");
-  if (soft !== undefined || hard !== undefined) out.limits = { sendBufferSoftBytes: soft, sendBufferHardBytes: hard };
+  const depth = envInt(env, "TETHER_MAX_JSON_DEPTH");
+  if (soft !== undefined || hard !== undefined || depth !== undefined) out.limits = { sendBufferSoftBytes: soft, sendBufferHardBytes: hard, maxJsonDepth: depth };
+  const quotas: Record<string, number> = {};
+  for (const [name, key] of QUOTA_ENV) {
+    const v = envInt(env, name);
+    if (v !== undefined) quotas[key] = v;
+  }
+  if (Object.keys(quotas).length > 0) out.quotas = quotas;
   const keys = envStr(env, "TETHER_API_KEYS");
   if (keys) out.auth = { keys: parseApiKeys(keys) };
   // The standard OpenTelemetry variables turn traces on (the exporter reads the rest of them itself).

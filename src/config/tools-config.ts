@@ -75,7 +75,7 @@ export const ToolsSchema = z.object({
   max_result_bytes: z.number().int().min(4096).max(64 * 1024 * 1024).default(1024 * 1024),
   /** A tool approval nobody answered for this long resolves as `deny` (reason `timeout`); 0 = never. */
   approval_timeout_s: z.number().min(0).default(0),
-  /** Overrides of the default policy (built-in tools `auto`; MCP tools `auto` if `readOnlyHint`, else `ask`). */
+  /** Overrides of the default policy (built-in tools `auto`; every MCP tool `ask` whatever its annotations: only this makes one `auto`). */
   policy: PolicyMapSchema.default({}),
   /**
    * The workspace tools (terminal, files, background processes): `{ roots: [...], sandbox?, network?,

@@ -49,11 +49,18 @@ export function invalidParams(error: z.ZodError): TetherError {
  * Handles one incoming text frame. Returns the answer to send, or null for a notification (a
  * request without an id gets no answer, per JSON-RPC 2.0).
  */
-export async function dispatch<S>(text: string, handlers: HandlerTable<S>, scopeOf: ScopeOf<S>, logger: Logger): Promise<WireText | null> {
+export async function dispatch<S>(
+  text: string,
+  handlers: HandlerTable<S>,
+  scopeOf: ScopeOf<S>,
+  logger: Logger,
+  /** `limits.maxJsonDepth`: a frame nested deeper is 4014 before it is parsed. */
+  maxJsonDepth?: number,
+): Promise<WireText | null> {
   let id: RpcId = null;
   let notification = false;
   try {
-    const req = decodeRequest(text);
+    const req = decodeRequest(text, maxJsonDepth);
     notification = !("id" in req);
     id = req.id ?? null;
     if (!isKnownMethod(req.method)) {

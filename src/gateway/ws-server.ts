@@ -40,6 +40,8 @@ export interface WsEndpointOptions {
   logger: Logger;
   identity: GatewayIdentity;
   maxFrameBytes: number;
+  /** Deepest nesting of a frame (`limits.maxJsonDepth`); deeper answers 4014. @default 64 */
+  maxJsonDepth?: number;
   now: () => number;
   /** Send-buffer limits per connection. @default 8 MiB soft, 64 MiB hard */
   flow?: FlowLimits;
@@ -275,7 +277,7 @@ function onConnection(ws: WebSocket, socket: Duplex, principal: Principal, ctx: 
 
   ws.on("message", (data: RawData) => {
     watch?.seen();
-    void dispatch(rawToString(data), handlers, scopeOf, logger).then((answer) => {
+    void dispatch(rawToString(data), handlers, scopeOf, logger, opts.maxJsonDepth).then((answer) => {
       if (answer !== null) flow.answer(answer);
     });
   });

@@ -19,6 +19,8 @@ export const ErrorCode = {
   RequestNotFound: 4011,
   RequestResolved: 4012,
   PayloadTooLarge: 4013,
+  /** A JSON body or frame nested deeper than `limits.maxJsonDepth` (refused before it is parsed). */
+  JsonTooDeep: 4014,
   /** A client tool's name is a tool the gateway already offers (built-in or MCP). */
   ToolNameTaken: 4020,
   RateLimited: 4029,
@@ -45,6 +47,14 @@ export const ErrorCode = {
   /** `session.create { cwd }` outside every workspace root of the profile (the roots are named). */
   CwdOutsideWorkspace: 4080,
   AtCapacity: 4090,
+  /** Quotas per principal (config `quotas`), on every transport: running + queued turns. */
+  TooManyTurns: 4101,
+  /** The principal's queued prompts would hold more than `quotas.max_queued_prompt_bytes`. */
+  QueuedPromptsTooLarge: 4102,
+  /** The principal has `quotas.max_live_sessions` live sessions already. */
+  TooManyLiveSessions: 4103,
+  /** The principal created `quotas.sessions_per_minute` sessions within the last minute. */
+  SessionRateExceeded: 4104,
   StorageUnavailable: 5070,
 } as const;
 
@@ -73,6 +83,7 @@ export const ERROR_TABLE: Record<ErrorCodeValue, ErrorInfo> = {
   4011: { name: "request_not_found", httpStatus: 404, retryable: false, message: "No such open request" },
   4012: { name: "request_already_resolved", httpStatus: 409, retryable: false, message: "The request was already answered" },
   4013: { name: "payload_too_large", httpStatus: 413, retryable: false, message: "Payload too large" },
+  4014: { name: "json_too_deep", httpStatus: 400, retryable: false, message: "JSON nested too deep" },
   4020: { name: "tool_name_taken", httpStatus: 400, retryable: false, message: "A client tool has the name of a server tool" },
   4052: { name: "owner_unreachable", httpStatus: 503, retryable: true, message: "The session is live on another node that cannot be reached" },
   4060: { name: "not_a_room", httpStatus: 400, retryable: false, message: "The session is not a room" },
@@ -87,6 +98,10 @@ export const ERROR_TABLE: Record<ErrorCodeValue, ErrorInfo> = {
   4029: { name: "rate_limited", httpStatus: 429, retryable: true, message: "Rate limited" },
   4080: { name: "cwd_outside_workspace", httpStatus: 403, retryable: false, message: "The cwd lies outside this profile's workspace roots" },
   4090: { name: "at_capacity", httpStatus: 503, retryable: true, message: "Gateway at capacity" },
+  4101: { name: "too_many_turns", httpStatus: 429, retryable: true, message: "Too many running and queued turns for this principal" },
+  4102: { name: "queued_prompts_too_large", httpStatus: 429, retryable: true, message: "This principal's queued prompts are too large" },
+  4103: { name: "too_many_live_sessions", httpStatus: 429, retryable: true, message: "Too many live sessions for this principal" },
+  4104: { name: "session_rate_exceeded", httpStatus: 429, retryable: true, message: "Too many new sessions for this principal this minute" },
   5070: { name: "storage_unavailable", httpStatus: 503, retryable: true, message: "Storage unavailable" },
 };
 

@@ -11,6 +11,7 @@ export * from "./events.js";
 export * from "./types.js";
 export * from "./methods.js";
 export * from "./jsonrpc.js";
+export * from "./json-depth.js";
 export * from "./end-reasons.js";
 export * from "./requests.js";
 export * from "./processes.js";

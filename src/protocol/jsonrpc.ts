@@ -1,5 +1,6 @@
 /** JSON-RPC 2.0 envelopes: decoding one incoming text frame, encoding answers. */
 import { ErrorCode, type ErrorCodeValue, TetherError } from "./errors.js";
+import { DEFAULT_MAX_JSON_DEPTH, jsonDepthExceeds, jsonTooDeepMessage } from "./json-depth.js";
 
 export type RpcId = string | number | null;
 
@@ -34,9 +35,14 @@ function salvageId(value: unknown): RpcId {
 
 /**
  * Decodes one text frame into a request. Throws `TetherError` with the JSON-RPC code and the
- * id to answer with (`data.id`) when the frame is not a single valid request.
+ * id to answer with (`data.id`) when the frame is not a single valid request; a frame nested
+ * deeper than `maxDepth` is 4014 `json_too_deep` (answered with id null: it is never parsed).
  */
-export function decodeRequest(text: string): RpcRequest {
+export function decodeRequest(text: string, maxDepth = DEFAULT_MAX_JSON_DEPTH): RpcRequest {
+  // Before the parse: what walks a parsed value recurses, and 100,000 levels overflow the stack.
+  if (jsonDepthExceeds(text, maxDepth)) {
+    throw new TetherError(ErrorCode.JsonTooDeep, jsonTooDeepMessage(maxDepth), { max_depth: maxDepth });
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);

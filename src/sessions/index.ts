@@ -8,6 +8,7 @@ export type { Viewer } from "./core/viewer.js";
 export * from "./profiles.js";
 export { HttpRecords, type IdempotencyRecord, type NewResponse, type ResponseRecord, type ResponseRecordPatch } from "./http-records.js";
 export type { NewRun, RunRecord, RunRecordPatch, RunRecords } from "./runs/run-records.js";
+export { PrincipalQuotas, type QuotaLimits } from "./core/principal-quotas.js";
 export type { Admission, StartedTurn, TurnConfig, TurnRequest } from "./turn-entry.js";
 /** What a transport may ask of a turn's model calls (OpenAI's tool_choice, sampling parameters). */
 export type { CallOptions, ToolChoice } from "../agent/provider.js";

@@ -64,6 +64,8 @@ export class SessionManager implements ForwardedCalls {
   private readonly tips: TipRoutingDeps;
   private readonly resumes: ResumeDeps;
   private readonly unserve: (() => void) | null;
+  /** Removes this profile's counts from the process's quotas (at shutdown). */
+  private readonly untrack: () => void;
   private shuttingDown = false;
 
   constructor(private readonly deps: SessionManagerDeps) {
@@ -71,6 +73,13 @@ export class SessionManager implements ForwardedCalls {
     this.tips = { store: deps.store, registry: parts.registry };
     this.resumes = { store: deps.store, committer: deps.committer, logger: deps.logger, parts };
     this.unserve = parts.routing?.serve(this) ?? null;
+    const views = parts.views;
+    this.untrack =
+      deps.quotas?.track({
+        liveSessions: (p) => views.liveSessions(p),
+        turns: (p) => views.turnCount({ principal: p }),
+        queuedPromptBytes: (p) => views.queuedPromptBytes(p),
+      }) ?? (() => undefined);
   }
 
   get epoch(): string {
@@ -102,6 +111,7 @@ export class SessionManager implements ForwardedCalls {
    */
   async shutdown(budgetMs = this.deps.lifecycle.shutdown_flush_s * 1000): Promise<{ completed: boolean }> {
     this.shuttingDown = true;
+    this.untrack();
     this.parts.delegations.stop();
     this.unserve?.();
     this.parts.routing?.remote.close();
@@ -129,7 +139,7 @@ export class SessionManager implements ForwardedCalls {
   /** A new session, answered once its row is stored. */
   async create(caller: Caller, params: CreateParams = {}, viewer?: Viewer): Promise<Snapshot> {
     this.assertAccepting();
-    const created = await createSession(this.deps, this.parts, caller, params, viewer);
+    const created = await this.admitSession(caller, () => createSession(this.deps, this.parts, caller, params, viewer));
     await created.durable;
     return this.parts.views.snapshot(created.runtime);
   }
@@ -141,7 +151,7 @@ export class SessionManager implements ForwardedCalls {
    */
   async createForTurn(caller: Caller, params: CreateParams, viewer?: Viewer): Promise<{ snapshot: Snapshot; durable: Promise<void> }> {
     this.assertAccepting();
-    const created = await createSession(this.deps, this.parts, caller, params, viewer);
+    const created = await this.admitSession(caller, () => createSession(this.deps, this.parts, caller, params, viewer));
     return { snapshot: freshSnapshot(this.deps.epoch, created.runtime), durable: created.durable };
   }
 
@@ -152,12 +162,14 @@ export class SessionManager implements ForwardedCalls {
    */
   resume(caller: Caller, sessionId: string, viewer?: Viewer, opts: { afterSeq?: number } = {}): Promise<Snapshot> {
     this.assertAccepting();
+    this.assertLiveRoom(caller, sessionId);
     return resumeSession(this.resumes, { caller, sessionId, viewer, reopenable: isRecoverableEnd, afterSeq: opts.afterSeq });
   }
 
   /** Like resume, but also reopens a session the user closed. */
   reopen(caller: Caller, sessionId: string, viewer?: Viewer): Promise<Snapshot> {
     this.assertAccepting();
+    this.assertLiveRoom(caller, sessionId);
     return resumeSession(this.resumes, { caller, sessionId, viewer, reopenable: (r) => r !== EndReason.Compression });
   }
 
@@ -298,6 +310,8 @@ export class SessionManager implements ForwardedCalls {
       const tipped = (r: SteerResult): SteerResult => (resolvedFrom ? { ...r, session_id: tipId, resolved_from: resolvedFrom } : r);
       if (routed.forwarded) return tipped(routed.result as SteerResult);
       const runtime = routed.runtime;
+      // A steer with no turn to join starts one: the turn quotas hold as for a submit.
+      if (!runtime.turns.running) this.deps.quotas?.assertTurn(caller.principal, Buffer.byteLength(text));
       const result = await runtime.steer(text, turnId);
       this.parts.lifecycle.activity(runtime);
       return tipped(result);
@@ -487,6 +501,11 @@ export class SessionManager implements ForwardedCalls {
     return this.parts.views.turnCount(caller);
   }
 
+  /** The turn quotas (principal-quotas.ts) around `start`, which registers one turn of `bytes` prompt bytes. */
+  admitTurn<T>(caller: Caller, bytes: number, start: () => Promise<T>): Promise<T> {
+    return this.deps.quotas ? this.deps.quotas.admitTurn(caller, bytes, start) : start();
+  }
+
   /** Live sessions with a viewer (`live`) and without (`detached`), for metrics. */
   viewerCounts(): { live: number; detached: number } {
     return this.parts.views.viewerCounts();
@@ -533,6 +552,16 @@ export class SessionManager implements ForwardedCalls {
 
   private requireLive(caller: Caller, sessionId: string, method: string): Promise<SessionRuntime> {
     return requireLive({ store: this.deps.store, registry: this.parts.registry, logger: this.deps.logger }, caller, sessionId, method);
+  }
+
+  /** The live-session and creation-rate quotas around `create`, which registers one live session. */
+  private admitSession<T>(caller: Caller, create: () => Promise<T>): Promise<T> {
+    return this.deps.quotas ? this.deps.quotas.admitSession(caller, create) : create();
+  }
+
+  /** A resume that would open one more live session here holds to the live-session quota. */
+  private assertLiveRoom(caller: Caller, sessionId: string): void {
+    if (this.deps.quotas && !this.parts.registry.has(sessionId)) this.deps.quotas.assertLiveRoom(caller.principal);
   }
 
   private assertAccepting(): void {

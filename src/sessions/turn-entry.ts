@@ -9,7 +9,9 @@
  * A new session's row is not awaited before the turn: the model call starts while it commits
  * (the turn's frames reach viewers only after it); the entry answers once it is stored.
  *
- * `admit` is the transport's admission (the HTTP API's per-principal turn limit); `then` runs
+ * The principal's quotas (running + queued turns, queued prompt bytes; sessions/core/
+ * principal-quotas.ts) admit every turn here, whichever transport asked; `admit` is an extra
+ * admission a caller may add. `then` runs
  * inside it, once the turn is submitted (a Response records its row there), so a failure there too
  * detaches the viewer the request attached.
  *
@@ -74,6 +76,8 @@ export interface TurnEntrance {
   /** The session's client tools and call options for what follows (see TurnRequest). */
   configure(caller: Caller, sessionId: string, cfg: TurnConfig): Promise<void>;
   detach(caller: Caller, sessionId: string, viewer: Viewer): Promise<{ detached: boolean }>;
+  /** The principal's turn quotas around `start` (principal-quotas.ts): every transport's turn passes here. */
+  admitTurn<T>(caller: Caller, bytes: number, start: () => Promise<T>): Promise<T>;
 }
 
 /** How a submit differs from a plain prompt. */
@@ -96,7 +100,9 @@ export function startTurn(sessions: TurnEntrance, req: TurnRequest): Promise<Sta
 export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then: (turn: StartedTurn) => Promise<T>): Promise<T>;
 export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then?: (turn: StartedTurn) => Promise<T>): Promise<T | StartedTurn> {
   const { caller, viewer } = req;
-  return (req.admit ?? admitAll)(caller, async () => {
+  const bytes = req.noInput ? 0 : Buffer.byteLength(req.text);
+  const admitted = (start: () => Promise<T | StartedTurn>) => sessions.admitTurn(caller, bytes, () => (req.admit ?? admitAll)(caller, start));
+  return admitted(async () => {
     let snap: Snapshot | undefined;
     let durable: Promise<void> | undefined;
     try {

@@ -73,9 +73,9 @@ describe("an MCP server over stdio (the SDK-built test server)", () => {
     for (const n of names) expect(n).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
   });
 
-  it("default policy: readOnlyHint tools auto, the rest ask", () => {
-    expect(offer.get("notes__echo")?.policy).toBe("auto");
-    expect(offer.get("notes__read_note")?.policy).toBe("auto");
+  it("default policy: every MCP tool asks — a readOnlyHint from the (untrusted) server grants nothing", () => {
+    expect(offer.get("notes__echo")?.policy).toBe("ask");
+    expect(offer.get("notes__read_note")?.policy).toBe("ask");
     expect(offer.get("notes__write_note")?.policy).toBe("ask");
     expect(offer.get("notes__crash")?.policy).toBe("ask");
     expect(offer.get("notes__echo")?.source).toBe("mcp:notes");
@@ -230,13 +230,13 @@ function freePort(): Promise<number> {
 }
 
 describe("the published @modelcontextprotocol/server-filesystem", () => {
-  it("runs from node_modules with no network: files__read_* auto, writes ask, and a read works", async () => {
+  it("runs from node_modules with no network: every tool asks (its readOnlyHint too), and a read works", async () => {
     const dir = mkdtempSync(join(tmpdir(), "tether-fs-"));
     writeFileSync(join(dir, "hello.txt"), "hello from disk");
     const { runtime } = runtimeWith({ mcp_servers: { files: filesystemServer(dir) } });
     const offer = await runtime.offer({ sessionId: "s", signal: signal() });
     expect(offer.unavailable).toEqual([]);
-    expect(offer.get("files__read_text_file")?.policy).toBe("auto");
+    expect(offer.get("files__read_text_file")?.policy).toBe("ask");
     expect(offer.get("files__write_file")?.policy).toBe("ask");
     expect(offer.get("files__edit_file")?.policy).toBe("ask");
     const read = await call(offer, "files__read_text_file", { path: join(dir, "hello.txt") });

@@ -28,10 +28,14 @@ const tool = (name: string, execute: Tool["execute"], annotations?: Tool["annota
 });
 
 describe("tool policy", () => {
-  it("defaults: built-in auto; MCP auto only when readOnlyHint is true, else ask", () => {
+  it("defaults: built-in auto; every MCP tool ask, readOnlyHint or not; the operator's name or glob makes one auto", () => {
     const p = new ToolPolicies([]);
     expect(p.decide("todo", "builtin")).toBe("auto");
-    expect(p.decide("files__read_file", "mcp", { readOnly: true })).toBe("auto");
+    // An MCP server is untrusted: its readOnlyHint on a tool that writes must not run it unasked (#27).
+    expect(p.decide("files__read_file", "mcp", { readOnly: true })).toBe("ask");
+    // The gateway's own workspace tools still go by what they are.
+    expect(p.decide("read_file", "workspace", { readOnly: true })).toBe("auto");
+    expect(new ToolPolicies([{ pattern: "files__read_*", policy: "auto" }]).decide("files__read_file", "mcp", { readOnly: true })).toBe("auto");
     expect(p.decide("files__write_file", "mcp", { readOnly: false, destructive: true })).toBe("ask");
     expect(p.decide("files__mystery", "mcp")).toBe("ask");
   });
@@ -49,7 +53,7 @@ describe("tool policy", () => {
       expect(p.decide("files__write_file", "mcp", { readOnly: true })).toBe("ask");
       expect(p.decide("files__move_file", "mcp", { readOnly: true })).toBe("deny");
       expect(p.decide("files__read_secrets", "mcp", { readOnly: true })).toBe("deny");
-      expect(p.decide("other__x", "mcp", { readOnly: true })).toBe("auto");
+      expect(p.decide("other__x", "mcp", { readOnly: true })).toBe("ask");
     }
     // Glob characters other than * and ? are literal.
     expect(new ToolPolicies([{ pattern: "a.b", policy: "deny" }]).override("aXb")).toBeUndefined();

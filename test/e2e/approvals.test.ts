@@ -15,7 +15,7 @@ const KEYS = { "k-alice": "alice", "k-bob": "bob" };
 beforeAll(async () => {
   srv = await startTestServer({
     demoDelayMs: 0,
-    config: { auth: { keys: KEYS }, mcp_servers: { notes: stdioTestServer({ MCP_TEST_LOG: log }) } },
+    config: { auth: { keys: KEYS }, mcp_servers: { notes: stdioTestServer({ MCP_TEST_LOG: log }) }, tools: { policy: { notes__ask_user: "auto" } } },
   });
 });
 afterAll(async () => {
@@ -37,6 +37,19 @@ const turnDone = (sock: RpcSocket, sessionId: string, turnId: string) =>
   sock.waitForEvent(sessionId, (f) => f.type === "turn.complete" && f.payload.turn_id === turnId, 20_000);
 
 describe("an approval request", () => {
+  it("an MCP tool the server marks readOnlyHint: true still asks (#27: the server is untrusted), and runs only once approved", async () => {
+    const a = await open();
+    const session_id = (await a.call("session.create", {})).session_id;
+    const sub = await a.call("prompt.submit", { session_id, text: 'call: notes__echo {"text": "a hint is not a grant"}' });
+    const opened = await a.waitForEvent(session_id, (f) => f.type === "request.opened" && f.turn_id === sub.turn_id, 20_000);
+    expect(opened.payload).toMatchObject({ kind: "approval", tool: "notes__echo", args: { text: "a hint is not a grant" } });
+    expect(readLog(log).filter((e) => e.tool === "echo" && e.text === "a hint is not a grant")).toHaveLength(0);
+    await a.call("request.respond", { session_id, request_id: opened.payload.request_id, choice: "once" });
+    await turnDone(a, session_id, sub.turn_id);
+    expect(readLog(log).filter((e) => e.tool === "echo" && e.text === "a hint is not a grant")).toHaveLength(1);
+    a.close();
+  });
+
   it("opens with the call's tool and args, parks the turn, and is answered by a second viewer", async () => {
     const a = await open();
     const { session_id, turn_id, request } = await askToWrite(a, "k1");

@@ -35,7 +35,8 @@ describe("tether tools", () => {
     expect(r.stdout).toMatch(/^notes\s+stdio: \S+\s+ready\s+12$/m);
     expect(r.stdout).toMatch(/^broken\s+stdio: \/nonexistent\/mcp-server\s+down: .*ENOENT/m);
     expect(r.stdout).toMatch(/^todo\s+auto\s+built-in\s+Replace the session's todo list/m);
-    expect(r.stdout).toMatch(/^notes__echo\s+auto\s+read-only, idempotent\s+Echo the text back\.$/m);
+    // The server says read-only; the policy still asks (an MCP server's hints grant nothing, #27).
+    expect(r.stdout).toMatch(/^notes__echo\s+ask\s+read-only, idempotent\s+Echo the text back\.$/m);
     expect(r.stdout).toMatch(/^notes__write_note\s+deny\s+destructive\s+/m);
     expect(r.stdout).toMatch(/^notes__crash\s+ask\s+destructive\s+/m);
     expect(r.stdout).not.toMatch(/tok-hidden-77|plain-s3cret/);

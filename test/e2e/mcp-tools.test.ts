@@ -24,7 +24,20 @@ const baseConfig = {
     files: filesystemServer(dir),
     broken: { command: "/nonexistent/mcp-server" },
   },
-  tools: { policy: { "notes__write_note": "auto" as const, "notes__crash": "deny" as const } },
+  // Every MCP tool asks unless the operator says otherwise (#27): the reads these tests call, by name.
+  tools: {
+    policy: {
+      "notes__write_note": "auto" as const,
+      "notes__crash": "deny" as const,
+      "notes__echo": "auto" as const,
+      "notes__read_note": "auto" as const,
+      "notes__fail": "auto" as const,
+      "notes__huge": "auto" as const,
+      "notes__slow": "auto" as const,
+      "notes2__echo": "auto" as const,
+      "files__read_*": "auto" as const,
+    },
+  },
   profiles: { quick: { db: join(dir, "quick.db"), tools: { timeout_s: 0.3 } } },
 };
 

@@ -195,7 +195,7 @@ describe("limits and malformed input", () => {
     const second = await req("/v1/responses", { method: "POST", body, key: "alice-key" });
     expect(second.status).toBe(429);
     expect(second.headers.get("retry-after")).toBe("1");
-    expect(second.body.error).toMatchObject({ code: "rate_limited", type: "rate_limit_error" });
+    expect(second.body.error).toMatchObject({ code: "too_many_turns", type: "rate_limit_error", param: "quotas.max_turns" });
     const chatToo = await req("/v1/chat/completions", { method: "POST", body: chat(), key: "alice-key" });
     expect(chatToo.status).toBe(429);
     // Another principal has its own budget.

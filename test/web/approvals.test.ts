@@ -4,6 +4,9 @@
  * still there after a reload, and answering it runs the tool and finishes the turn. The screenshot
  * goes to TETHER_SCREENSHOT_DIR (docs/screenshots), else a temp folder.
  */
+import { mkdirSync, mkdtempSync, realpathSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { readLog, stdioTestServer, tempLog } from "../support/mcp-fixture.js";
@@ -49,5 +52,37 @@ describe.skipIf(!chromiumAvailable)("web client: approvals", () => {
     await page.locator(".request-card").waitFor({ state: "detached", timeout: 20_000 });
     await page.getByText("notes__write_note returned: wrote web").waitFor({ timeout: 20_000 });
     expect(readLog(log).filter((e) => e.tool === "write_note" && e.key === "web")).toHaveLength(1);
+  });
+
+  it("a terminal approval shows the whole command (its tail too) and the folder it runs in (#27)", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "tether-web-ws-")));
+    const ws = await startTestServer({ demoDelayMs: 0, config: { tools: { workspace: { roots: [root] } } } as never });
+    try {
+      // The session's folder is set by its creator (the page has no folder picker): one below the root.
+      mkdirSync(join(root, "project"));
+      const created = await fetch(`${ws.url}/api/sessions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ cwd: join(root, "project") }) });
+      const { session_id } = (await created.json()) as { session_id: string };
+      const page = await browser.page();
+      await openApp(page, `${ws.url}/#/s/${encodeURIComponent(session_id)}`);
+      await page.getByLabel("Message").waitFor();
+      const command = `echo '${"harmless ".repeat(60).trim()}'; touch X`;
+      await send(page, `call: terminal ${JSON.stringify({ command })}`);
+      const card = page.locator(".request-card");
+      await card.waitFor({ timeout: 20_000 });
+      expect(await card.locator(".request-head").innerText()).toBe("Approve terminal?");
+      const shown = card.getByLabel("Command");
+      expect(await shown.innerText()).toBe(command);
+      // Wrapped, not cut or scrolled away: nothing of it lies outside its box.
+      const box = await shown.evaluate((el) => ({ sw: el.scrollWidth, cw: el.clientWidth, sh: el.scrollHeight, ch: el.clientHeight }));
+      expect(box.sw).toBeLessThanOrEqual(box.cw);
+      expect(box.sh).toBeLessThanOrEqual(box.ch);
+      await shown.getByText("; touch X").waitFor({ state: "visible" });
+      expect(await card.getByLabel("Folder").innerText()).toBe(join(root, "project"));
+      await screenshot(page, "13-approval-terminal");
+      await card.getByRole("button", { name: "Deny" }).click();
+      await page.locator(".request-card").waitFor({ state: "detached", timeout: 20_000 });
+    } finally {
+      await ws.close();
+    }
   });
 });

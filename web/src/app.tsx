@@ -9,6 +9,7 @@ import type { SessionModel } from "./model.js";
 import { ModelMenu } from "./model-menu.js";
 import { HelpDialog, SettingsDialog } from "./settings.js";
 import { Sidebar } from "./sidebar.js";
+import { visibleText } from "./visible-text.js";
 import { ContextMeter, JumpToLatest, SuggestionChips } from "./chat-extras.js";
 import { ExchangeList } from "./transcript.js";
 import { ProcessPanel } from "./processes.js";
@@ -464,12 +465,25 @@ function RequestCard({ request, ctl }: { request: OpenRequest; ctl: AppControlle
       </div>
     );
   }
+  // What runs, whole (#27): the exact command and the folder it runs in, never cut or scrolled away.
+  const command = typeof request.detail?.command === "string" ? request.detail.command : undefined;
+  const cwd = typeof request.detail?.cwd === "string" ? request.detail.cwd : undefined;
   return (
     <div class="request-card" role="group" aria-label="Approval request" data-request={request.request_id}>
       <div class="request-head">
         Approve <code>{request.tool}</code>?
       </div>
-      <pre class="request-args">{JSON.stringify(request.args ?? {}, null, 2)}</pre>
+      {command !== undefined && (
+        <pre class="request-command" aria-label="Command">
+          {visibleText(command)}
+        </pre>
+      )}
+      {cwd !== undefined && (
+        <div class="request-cwd">
+          in <code aria-label="Folder">{cwd === "" ? "(no folder: this session has none)" : visibleText(cwd)}</code>
+        </div>
+      )}
+      <pre class="request-args">{visibleText(JSON.stringify(request.args ?? {}, null, 2))}</pre>
       <div class="request-actions">
         {(request.choices ?? ["once", "session", "always", "deny"]).map((choice) => (
           <button

@@ -1,7 +1,9 @@
 /**
- * Which tool calls run, ask first, or are refused. Defaults: built-in tools `auto`; an MCP tool
- * `auto` when its server marks it `readOnlyHint: true`, else `ask` (a server that says nothing
- * about a tool gets the careful answer). Config `tools.policy` overrides by exact name or glob:
+ * Which tool calls run, ask first, or are refused. Defaults: built-in tools `auto`; the
+ * gateway's own workspace tools by what they are (reads `auto`, the terminal and writes `ask`);
+ * every MCP tool `ask`, whatever its annotations say — an MCP server is not trusted, and its
+ * `readOnlyHint: true` on a tool that writes would otherwise run it unasked (#27). Only the
+ * operator makes an MCP tool `auto`, by name or glob. Config `tools.policy`:
  *
  *   tools.policy: { "files__read_*": auto, "files__write_file": ask, "shell__*": deny }
  *
@@ -64,5 +66,7 @@ export class ToolPolicies {
 
 export function defaultPolicy(source: string, annotations?: ToolAnnotations): ToolPolicy {
   if (source === "builtin") return "auto";
+  // What an MCP server says about its tools is a hint for people, never a grant.
+  if (source === "mcp") return "ask";
   return annotations?.readOnly === true ? "auto" : "ask";
 }

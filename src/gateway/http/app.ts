@@ -18,9 +18,8 @@ import { originGuard } from "./cors.js";
 import { closeAfterEarlyAnswer } from "./early-close.js";
 import { accessLog } from "./access-log.js";
 import { errorType, HttpErrors, INTERNAL_ERROR, renderError } from "./errors.js";
-import { TurnLimiter } from "./limits.js";
 import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
-import type { Caller } from "../../sessions/index.js";
+import { DEFAULT_MAX_JSON_DEPTH } from "../../protocol/index.js";
 import { mountModels } from "./models.js";
 import { mountChat } from "./openai-chat.js";
 import { ResponsesApi } from "./openai-responses.js";
@@ -31,11 +30,9 @@ import { mountA2A, mountA2ACards } from "./a2a.js";
 import { mountAiSdkChat } from "../ui/ai-sdk-chat.js";
 
 export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
-  // A key is one principal whichever profile it addresses: its turns count in every profile.
-  const turnCount = (caller: Caller) => deps.profiles.all().reduce((n, p) => n + p.sessions.turnCount(caller), 0);
+  // Quotas per principal (turns, sessions) are the sessions layer's, on every transport alike.
   const api: HttpApi = {
     ...deps,
-    limiter: new TurnLimiter(turnCount, deps.config.max_turns_per_principal),
     flow: deps.flow ?? DEFAULT_FLOW_LIMITS,
   };
   const app = new Hono<AppEnv>();
@@ -61,6 +58,12 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   app.use("*", accessLog(deps.logger));
   // Host and Origin before anything else answers: health, the page, auth, bodies (request-guard.ts).
   app.use("*", originGuard(deps.guard));
+  // Every body reader (json-body.ts) refuses a body nested deeper than this before parsing it.
+  const maxJsonDepth = deps.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
+  app.use("*", async (c, next) => {
+    c.set("maxJsonDepth", maxJsonDepth);
+    await next();
+  });
 
   if (deps.metrics) {
     const metrics = deps.metrics;

@@ -13,7 +13,6 @@ import { assertProfileAllowed, type Authenticator, type Principal } from "../aut
 import type { FlowLimits } from "../viewer-flow.js";
 import type { RequestGuard } from "../request-guard.js";
 import type { PromMetrics } from "./metrics.js";
-import type { TurnLimiter } from "./limits.js";
 
 export interface ModelInfo {
   /** The id clients send as `model`. */
@@ -38,6 +37,8 @@ export interface HttpApiDeps {
   clock: Clock;
   ids: IdGenerator;
   config: HttpConfig;
+  /** `limits.maxJsonDepth`: a body nested deeper answers 400 `json_too_deep`. @default 64 */
+  maxJsonDepth?: number;
   models: ModelInfo[];
   metrics: PromMetrics | null;
   /** Send-buffer limits of a viewer, the same for SSE as for WebSocket (default DEFAULT_FLOW_LIMITS). */
@@ -58,14 +59,13 @@ export type ProfileOfRequest = (fallback?: string) => Promise<Profile>;
 
 export interface AppEnv {
   Bindings: HttpBindings;
-  Variables: { caller: Caller; principal: Principal; profile: ProfileOfRequest };
+  Variables: { caller: Caller; principal: Principal; profile: ProfileOfRequest; maxJsonDepth: number };
 }
 
 export type AppContext = Context<AppEnv>;
 
 /** Deps plus the per-app state handlers share. */
 export interface HttpApi extends HttpApiDeps {
-  limiter: TurnLimiter;
   /** `deps.flow`, or DEFAULT_FLOW_LIMITS: every stream reads its limits here. */
   flow: FlowLimits;
 }

@@ -104,6 +104,9 @@ export function renderError(err: unknown): RenderedError | null {
     const issues = err.data?.issues as Array<{ path: string }> | undefined;
     const headers: Record<string, string> = {};
     if (err.code === ErrorCode.RateLimited || err.code === ErrorCode.AtCapacity) headers["retry-after"] = "1";
+    // A quota's refusal says when to come back (the creation rate: when its next token comes).
+    const after = err.data?.retry_after_s;
+    if (typeof after === "number" && info.httpStatus === 429) headers["retry-after"] = String(after);
     if (!info.retryable) headers["x-should-retry"] = "false";
     return {
       status: info.httpStatus,
@@ -111,7 +114,8 @@ export function renderError(err: unknown): RenderedError | null {
         error: {
           message: err.message,
           type: errorType(info.httpStatus),
-          param: issues?.[0]?.path ?? null,
+          // A quota names its config key (`quotas.max_turns`…) as the parameter to look at.
+          param: issues?.[0]?.path ?? (typeof err.data?.limit === "string" ? `quotas.${err.data.limit}` : null),
           code: info.name,
           ...(err.code === ErrorCode.RequestResolved ? { resolution: err.data?.resolution } : {}),
         },

@@ -1,5 +1,5 @@
 /**
- * Request bodies: parse JSON, then validate with a zod schema. Malformed JSON answers 400
+ * Request bodies: refuse one nested past `limits.maxJsonDepth` (400 `json_too_deep`), parse JSON, then validate with a zod schema. Malformed JSON answers 400
  * `invalid_json`; a schema failure answers 400 `invalid_params` with `param` naming the first bad
  * field and the message naming all of them (`messages.0.role, model`) — or, for the OpenAI
  * endpoints, an unknown key first: `unknown_parameter` naming its path, as OpenAI answers.
@@ -7,6 +7,7 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import { paramIssues, UNKNOWN_KEY } from "../../protocol/param-issues.js";
+import { DEFAULT_MAX_JSON_DEPTH, jsonDepthExceeds, jsonTooDeepMessage } from "../../protocol/json-depth.js";
 import { HttpError, HttpErrors } from "./errors.js";
 
 /** OpenAI's code for a parameter it does not know, top-level or nested (`Unrecognized request argument supplied: …`). */
@@ -22,6 +23,9 @@ export interface ReadOptions {
 
 export async function readJson<S extends z.ZodType>(c: Context, schema: S, opts: ReadOptions = {}): Promise<z.output<S>> {
   const text = await c.req.text();
+  // Before the parse: validating a value 100,000 levels deep overflows the stack (a 500 with a RangeError).
+  const maxDepth = (c.get("maxJsonDepth") as number | undefined) ?? DEFAULT_MAX_JSON_DEPTH;
+  if (jsonDepthExceeds(text, maxDepth)) throw new HttpError(400, "json_too_deep", jsonTooDeepMessage(maxDepth));
   let value: unknown;
   try {
     value = text.trim() === "" ? undefined : JSON.parse(text);

@@ -144,7 +144,6 @@ async function enterTurn(
       ...(claim.kind === "fresh" ? { requestId: `http:${claim.key}` } : {}),
       ...withTrace(c),
       viewer: tap,
-      admit: (who, run) => api.limiter.admit(who, run),
     });
   } catch (err) {
     if (continued && err instanceof TetherError && err.code === ErrorCode.NotFound) {

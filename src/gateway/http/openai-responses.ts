@@ -140,7 +140,6 @@ export class ResponsesApi {
           callOptions: call.callOptions,
           ...withTrace(c),
           viewer: tap,
-          admit: (who, run) => api.limiter.admit(who, run),
         },
         // The response's events start after the seeded history.
         (turn) =>

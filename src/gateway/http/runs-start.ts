@@ -65,7 +65,6 @@ export async function startRun(api: HttpApi, s: RunStart): Promise<RunRecord> {
     text: conversation.prompt,
     ...(s.requestId !== undefined ? { requestId: s.requestId } : {}),
     ...(s.trace ? { trace: s.trace } : {}),
-    admit: (who, run) => api.limiter.admit(who, run),
   });
   return recordRun(s, turn);
 }

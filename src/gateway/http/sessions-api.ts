@@ -168,7 +168,6 @@ function mountWrites(app: Hono<AppEnv>, api: HttpApi): void {
         ...(requestId !== undefined ? { requestId } : {}),
         ...(body.from_message_id !== undefined ? { fromMessageId: body.from_message_id } : {}),
         ...withTrace(c),
-        admit: (who, run) => api.limiter.admit(who, run),
       });
       if (claim.kind === "fresh") await claim.record(202, result);
       return c.json(result, 202);

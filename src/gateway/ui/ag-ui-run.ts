@@ -131,7 +131,6 @@ async function startRun(api: HttpApi, profile: Profile, caller: Caller, req: AgU
     clientTools: req.clientTools,
     requestId: `ag-ui:${req.input.runId}`,
     viewer: tap,
-    admit: (who, run) => api.limiter.admit(who, run),
   });
   if (started.result.status === "duplicate") {
     // The same run again (its connection dropped): a reconnect to its turn.

@@ -24,7 +24,7 @@
 import type { UIMessageChunk } from "ai";
 import type { Hono } from "hono";
 import { ErrorCode, RequestKind, TetherError, type OpenRequest, type StopReason } from "../../protocol/index.js";
-import type { Admission, Caller, Profile, SeedMessage, StartedTurn, TurnMark } from "../../sessions/index.js";
+import type { Caller, Profile, SeedMessage, StartedTurn, TurnMark } from "../../sessions/index.js";
 import { callerOf, profileOf, type AppContext, type AppEnv, type HttpApi } from "../http/context.js";
 import { HttpError, HttpErrors } from "../http/errors.js";
 import { FrameTap } from "../http/frame-tap.js";
@@ -81,7 +81,6 @@ async function postChat(c: AppContext, api: HttpApi): Promise<Response> {
 
 async function startOrContinue(api: HttpApi, profile: Profile, caller: Caller, body: ChatBody, ask: ChatAsk, existing: string | null, tap: FrameTap): Promise<Follow> {
   if (ask.kind === "answers") return answer(profile, caller, requireSession(existing, body.id), ask, tap);
-  const admit: Admission = (who, run) => api.limiter.admit(who, run);
   let sessionId: string;
   let history: SeedMessage[] | undefined;
   let started: StartedTurn;
@@ -104,7 +103,6 @@ async function startOrContinue(api: HttpApi, profile: Profile, caller: Caller, b
       // One turn per user message, across retries of the request and restarts of the gateway.
       requestId: `ai-sdk:${ask.clientMessageId}`,
       viewer: tap,
-      admit,
     });
   } else {
     sessionId = requireSession(existing, body.id);
@@ -116,7 +114,6 @@ async function startOrContinue(api: HttpApi, profile: Profile, caller: Caller, b
       fromMessageId: from,
       ...(body.tools ? { clientTools: body.tools } : {}),
       viewer: tap,
-      admit,
     });
   }
   const turnId = started.result.turn_id;

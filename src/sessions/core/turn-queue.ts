@@ -68,6 +68,13 @@ export class TurnQueue {
     return this.waiting.length;
   }
 
+  /** UTF-8 bytes of the waiting turns' prompt text (the quota on queued prompts reads it). */
+  get waitingTextBytes(): number {
+    let n = 0;
+    for (const t of this.waiting) n += Buffer.byteLength(t.text);
+    return n;
+  }
+
   get busy(): boolean {
     return this.current !== null;
   }

@@ -2,6 +2,7 @@
  * The shapes the SessionManager is built from and called with: its dependencies, the parameters of
  * create and list, and the caller every session-scoped call names.
  */
+import type { PrincipalQuotas } from "./principal-quotas.js";
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
@@ -60,6 +61,8 @@ export interface SessionManagerDeps {
   review?: ReviewConfig;
   /** Retries of retryable model-call failures (config `retry`); none when absent. */
   retry?: RetryConfig;
+  /** Quotas per principal, shared by every profile of the process (config `quotas`); none when absent. */
+  quotas?: PrincipalQuotas;
 }
 
 /**

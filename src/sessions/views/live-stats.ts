@@ -44,6 +44,20 @@ export function turnCountOf(runtimes: Iterable<SessionRuntime>, principal: strin
   return n;
 }
 
+/** Bytes of prompt text in `principal`'s waiting turns (the quota on queued prompts). */
+export function queuedPromptBytesOf(runtimes: Iterable<SessionRuntime>, principal: string): number {
+  let n = 0;
+  for (const rt of runtimes) if (rt.row.principal === principal) n += rt.turns.waitingTextBytes;
+  return n;
+}
+
+/** `principal`'s live sessions among `runtimes`. */
+export function liveSessionsOf(runtimes: Iterable<SessionRuntime>, principal: string): number {
+  let n = 0;
+  for (const rt of runtimes) if (rt.row.principal === principal) n++;
+  return n;
+}
+
 /** Live sessions with a viewer (`live`) and without (`detached`). */
 export function viewerCountsOf(runtimes: Iterable<SessionRuntime>, count: number): { live: number; detached: number } {
   let live = 0;

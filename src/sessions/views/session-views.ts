@@ -20,7 +20,7 @@ import { assertOwner, requireRow, storage } from "../core/session-access.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
 import type { Caller, ListParams } from "../core/types.js";
 import type { Ownership } from "../lifecycle/ownership.js";
-import { statsOf, turnCountOf, viewerCountsOf } from "./live-stats.js";
+import { liveSessionsOf, queuedPromptBytesOf, statsOf, turnCountOf, viewerCountsOf } from "./live-stats.js";
 import { listSessions, storedEvents } from "./session-reads.js";
 import { buildSnapshot, withLiveText } from "./snapshots.js";
 import { summariesOf } from "./summaries.js";
@@ -111,9 +111,23 @@ export class SessionViews {
   /** Running plus queued turns of the caller's live sessions: what the per-principal turn limit counts. */
   turnCount(caller: Caller): number {
     const { registry } = this.deps;
-    // Only runtimes holding a turn can count; of those, the live ones of this registry.
-    const live = [...occupiedTurnQueues<SessionRuntime>()].filter((rt) => registry.get(rt.id) === rt);
-    return turnCountOf(live, caller.principal, (rt) => registry.stateOf(rt) === "awaiting");
+    return turnCountOf(this.occupied(), caller.principal, (rt) => registry.stateOf(rt) === "awaiting");
+  }
+
+  /** Bytes of the caller's prompts waiting in turn queues (quotas). */
+  queuedPromptBytes(principal: string): number {
+    return queuedPromptBytesOf(this.occupied(), principal);
+  }
+
+  /** The principal's live sessions in this profile (quotas). */
+  liveSessions(principal: string): number {
+    return liveSessionsOf(this.deps.registry.values(), principal);
+  }
+
+  /** Only runtimes holding a turn can count; of those, the live ones of this registry. */
+  private occupied(): SessionRuntime[] {
+    const { registry } = this.deps;
+    return [...occupiedTurnQueues<SessionRuntime>()].filter((rt) => registry.get(rt.id) === rt);
   }
 
   /** Live sessions with a viewer (`live`) and without (`detached`), for metrics. */
