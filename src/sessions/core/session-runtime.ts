@@ -179,6 +179,16 @@ export class SessionRuntime {
     this.fresh = init.fresh === true;
     this.todo = createTodoList(init.row.todo);
     this.logger = env.logger.child({ session_id: init.row.id });
+    // A store outage: a turn whose writes keep failing stops (storage/write_failed) within the budget.
+    this.log.watchWrites(
+      () => env.settings.lifecycle.write_outage_s * 1000,
+      () => {
+        const running = this.turns.running;
+        if (!running || running.job) return;
+        this.logger.warn({ turn_id: running.turnId, write_outage_s: env.settings.lifecycle.write_outage_s }, "stopping a turn whose writes keep failing");
+        running.abort.abort(new TurnStop("gateway", "store writes failing"));
+      },
+    );
     this.lastSignOfLife = env.clock.monotonic();
     init.log.subscribe(() => {
       this.lastSignOfLife = env.clock.monotonic();
