@@ -11,7 +11,7 @@ import type { Logger } from "../lib/logger.js";
 import { effectiveQuotas, expandHome, gatewayPaths, isLoopbackHost, toolsConfigFor, tracingEnabled, type TetherConfig } from "../config/index.js";
 import { enableTracing, tracing } from "../lib/tracing.js";
 import { openStore } from "../store/index.js";
-import { GroupCommitter, newEpoch, RingBudget } from "../events/index.js";
+import { GroupCommitter, newEpoch, RingBudget, StoreHealth } from "../events/index.js";
 import { openBus, type Bus } from "../events/bus/index.js";
 import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-catalog.js";
 import { compressionThreshold } from "../agent/compression/context.js";
@@ -354,7 +354,9 @@ function makeProfile(parts: ProcessParts, store: Store, name: string): Profile {
   const { clock, ids, epoch } = parts;
   // Turns are labelled by profile; every commit's latency is timed.
   const metrics = parts.metrics?.forProfile(name);
-  const committer = new GroupCommitter(store, undefined, metrics ? (seconds, failed) => metrics.storeCommitted(seconds, failed) : undefined);
+  const logger = name === DEFAULT_PROFILE ? parts.logger : parts.logger.child({ profile: name });
+  const health = new StoreHealth(logger, clock, store.kind);
+  const committer = new GroupCommitter(store, undefined, metrics ? (seconds, failed) => metrics.storeCommitted(seconds, failed) : undefined, health);
   parts.stores.push([name, store]);
   const sessions = new SessionManager({
     store,
@@ -362,7 +364,7 @@ function makeProfile(parts: ProcessParts, store: Store, name: string): Profile {
     epoch,
     clock,
     ids,
-    logger: name === DEFAULT_PROFILE ? parts.logger : parts.logger.child({ profile: name }),
+    logger,
     ringBudget: parts.ringBudget,
     ringLimits: { maxFrames: config.limits.ringFrames, maxBytes: config.limits.ringBytes },
     providers: catalog,

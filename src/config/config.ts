@@ -34,6 +34,12 @@ export const LifecycleSchema = z.object({
    * (docs/deploy.md, *Rolling restart*). 0 = stop at once (one node has nowhere to send clients).
    */
   drain_s: z.number().min(0).max(300).default(0),
+  /**
+   * A turn whose writes have all failed for this long (a store outage) is stopped with
+   * `storage/write_failed` instead of streaming into a store that keeps nothing; a write that
+   * succeeds meanwhile restarts the count.
+   */
+  write_outage_s: z.number().positive().default(10),
 });
 
 export type LifecycleConfig = z.infer<typeof LifecycleSchema>;

@@ -22,10 +22,11 @@ import {
   type MessageStartPayload,
   type SinceResult,
 } from "../protocol/index.js";
-import type { Clock } from "../lib/clock.js";
+import type { Clock, TimerHandle } from "../lib/clock.js";
 import type { FrameMetrics } from "../lib/metrics.js";
 import type { EventRow, Store, WriteOp } from "../store/types.js";
 import type { GroupCommitter } from "./group-commit.js";
+import { isStoreRefusal } from "./store-health.js";
 import { DEFAULT_CACHE_SESSION_BYTES, DurableCache, newCacheBudget, type CacheBudget } from "./durable-cache.js";
 import { ReplayRing, type RingBudget, type RingLimits } from "./replay-ring.js";
 import type { EmitOptions, SessionEventLog } from "./types.js";
@@ -123,6 +124,10 @@ export class EventLog implements SessionEventLog {
   /** Waiters in the order of their `upTo`, oldest first. */
   private flushWaiters: Array<{ upTo: number; resolve: () => void }> = [];
   private failure: unknown = null;
+  /** Monotonic ms of the first failed write since the last one that committed; null while writes commit. */
+  private failingSince: number | null = null;
+  private stuckWatch: { budgetMs: () => number; onStuck: () => void } | undefined;
+  private stuckTimer: TimerHandle | undefined;
   private closed = false;
   /** The delta-log unit later deltas of the same message may still join (see logDelta). */
   private deltaUnit: DeltaUnit | null = null;
@@ -389,6 +394,7 @@ export class EventLog implements SessionEventLog {
 
   close(): void {
     this.closed = true;
+    this.stuckTimer?.cancel();
     this.listeners.clear();
     this.ring.dispose();
     this.cache?.clear();
@@ -484,7 +490,10 @@ export class EventLog implements SessionEventLog {
   }
 
   private readonly deltasCommitted = (err: unknown, unit: DeltaUnit): void => {
-    this.countSettled(err);
+    // A delta that was not stored is a gap the message.complete's full text closes: it does not
+    // fail the turn by itself (a turn whose writes resumed ends whole, not write_failed).
+    this.writesSettled++;
+    this.noteOutcome(err);
     if (this.deltaUnit === unit) this.deltaUnit = null;
     if (err) this.deps.onError?.(err, `commit of ${unit.items.length} message.delta from seq ${unit.items[0]!.frame.seq}`);
     for (const item of unit.items) {
@@ -499,6 +508,35 @@ export class EventLog implements SessionEventLog {
   private countSettled(err: unknown): void {
     if (err) this.failure ??= err;
     this.writesSettled++;
+    this.noteOutcome(err);
+  }
+
+  /**
+   * Watches this log's writes: once every write has failed for `budgetMs()` (a store outage, not
+   * a refusal), `onStuck` runs — the turn writing here stops instead of streaming into a store that
+   * keeps nothing — and `flushed()` reports the failure. A write that commits restarts the count.
+   */
+  watchWrites(budgetMs: () => number, onStuck: () => void): void {
+    this.stuckWatch = { budgetMs, onStuck };
+  }
+
+  private noteOutcome(err: unknown): void {
+    if (!err) {
+      this.failingSince = null;
+      this.stuckTimer?.cancel();
+      this.stuckTimer = undefined;
+      return;
+    }
+    if (isStoreRefusal(err) || this.failingSince !== null) return;
+    this.failingSince = this.deps.clock.monotonic();
+    const watch = this.stuckWatch;
+    if (!watch) return;
+    this.stuckTimer = this.deps.clock.setTimeout(() => {
+      this.stuckTimer = undefined;
+      if (this.failingSince === null) return;
+      this.failure ??= err;
+      watch.onStuck();
+    }, watch.budgetMs());
   }
 
   private wakeFlushWaiters(): void {

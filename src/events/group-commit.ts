@@ -10,6 +10,7 @@
 import type { Store, WriteOp } from "../store/types.js";
 import { tracing } from "../lib/tracing.js";
 import { recordSlowCommit } from "./commit-tracing.js";
+import type { StoreHealth } from "./store-health.js";
 
 export type CommitDone<C = undefined> = (err: unknown, ctx: C) => void;
 
@@ -33,6 +34,8 @@ export class GroupCommitter {
     private readonly maxBatchOps = 10_000,
     /** Every batch's commit latency and whether it failed (`tether_store_commit_duration_seconds`). */
     private readonly onCommitted?: (seconds: number, failed: boolean) => void,
+    /** Told every batch's outcome: logs the store going down and coming back, once each (store-health.ts). */
+    readonly health?: StoreHealth,
   ) {}
 
   /**
@@ -121,6 +124,8 @@ export class GroupCommitter {
     }
     const ms = timed ? performance.now() - t0 : 0;
     this.onCommitted?.(ms / 1000, failed !== null);
+    // A batch that failed is retried unit by unit below: those outcomes tell the health instead.
+    if (failed === null || n === 1) this.health?.committed(failed);
     if (t.enabled) recordSlowCommit(t, this.store.kind, wall0, ms, all, failed);
     if (failed === null) {
       for (let i = 0; i < n; i++) settle(dones[i]!, ctxs[i], null);
@@ -134,8 +139,10 @@ export class GroupCommitter {
     for (let i = 0; i < n; i++) {
       try {
         await this.store.commit(ops[i]!);
+        this.health?.committed(null);
         settle(dones[i]!, ctxs[i], null);
       } catch (unitErr) {
+        this.health?.committed(unitErr);
         settle(dones[i]!, ctxs[i], unitErr);
       }
     }

@@ -5,3 +5,4 @@ export * from "./group-commit.js";
 export * from "./replay-ring.js";
 export * from "./durable-cache.js";
 export * from "./epoch.js";
+export * from "./store-health.js";

@@ -23,7 +23,7 @@ export type NewResponse = Pick<
   "session_id" | "turn_id" | "after_seq" | "model" | "background" | "stored" | "previous_response_id" | "instructions" | "metadata" | "echo"
 > & { status: "queued" | "in_progress" };
 
-export type ResponseRecordPatch = Partial<Pick<ResponseRecord, "status" | "cancel_requested" | "result" | "completed_at">>;
+export type ResponseRecordPatch = Partial<Pick<ResponseRecord, "status" | "cancel_requested" | "result" | "completed_at" | "turn_id" | "after_seq">>;
 
 /** An `Idempotency-Key` as a request sees it: whose request it fingerprints, and its answer once recorded. */
 export interface IdempotencyRecord {

@@ -79,6 +79,8 @@ export class RuntimeAssembly implements RuntimeOpener {
     // A turn parked on requests (or continuing after them) is not over: recovery picks it up.
     const unfinished = await storage(() => d.store.requests.unfinishedRequests(sessionId));
     const parked = unfinished.filter((r) => parksTurn(r.kind));
+    // Prompts a previous process queued and never started: they run here, in order.
+    const queued = await storage(() => d.store.queuedTurns.queuedTurns(sessionId));
     // A write refused by the fence means another process owns the session now: drop ours quietly.
     const log = await storage(() =>
       d.logs.open(sessionId, () => {
@@ -114,6 +116,8 @@ export class RuntimeAssembly implements RuntimeOpener {
     );
     d.registry.opened(runtime);
     await d.requests.recover(runtime, unfinished);
+    runtime.restoreQueued(queued);
+    if (queued.length > 0) d.logger.info({ session_id: sessionId, queued: queued.length }, "queued prompts a previous process accepted are queued again");
     if (lease.from) d.logger.info({ session_id: sessionId, from: lease.from.owner }, "took over the session's lease");
     void d.lifecycle.enforceCap().catch((err: unknown) => d.logger.error({ err }, "LRU cap enforcement failed"));
     return runtime;

@@ -145,7 +145,8 @@ export interface ResponseRow {
   completed_at: number | null;
 }
 
-export type ResponsePatch = Partial<Pick<ResponseRow, "status" | "cancel_requested" | "result" | "completed_at">>;
+/** `turn_id`/`after_seq` move when a continuation cut by a crash is retried: the response follows the turn made again. */
+export type ResponsePatch = Partial<Pick<ResponseRow, "status" | "cancel_requested" | "result" | "completed_at" | "turn_id" | "after_seq">>;
 
 /**
  * An HTTP `Idempotency-Key`, scoped to a principal. `fingerprint` hashes method, path and body;

@@ -28,6 +28,7 @@ import type {
 } from "./rows.js";
 import type { RetentionStore } from "./retention-types.js";
 import type { RunStore } from "./run-types.js";
+import type { QueuedTurnStore } from "./queued-turn-types.js";
 import type { WriteOp } from "./write-ops.js";
 
 export interface DelegationQuery {
@@ -211,6 +212,8 @@ export interface Store {
   readonly retention?: RetentionStore;
   /** The /v1/runs API's runs and session keys; absent = runs are unavailable. */
   readonly runs?: RunStore;
+  /** Prompts queued behind a running turn, until they start (migration 18). */
+  readonly queuedTurns: QueuedTurnStore;
 
   /** True when the store answers a trivial query. */
   ping(): Promise<boolean>;

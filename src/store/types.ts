@@ -7,5 +7,6 @@ export * from "./errors.js";
 export type * from "./rows.js";
 export type * from "./retention-types.js";
 export type { RunPatch, RunRow, RunStore } from "./run-types.js";
+export type { QueuedTurnRow, QueuedTurnStore } from "./queued-turn-types.js";
 export type * from "./store.js";
 export type * from "./write-ops.js";

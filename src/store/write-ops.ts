@@ -24,6 +24,7 @@ import type {
   SessionPatch,
   SessionRow,
 } from "./rows.js";
+import type { QueuedTurnRow } from "./queued-turn-types.js";
 
 export type WriteOp =
   | { op: "session.insert"; row: SessionRow }
@@ -100,7 +101,16 @@ export type WriteOp =
    * and an unfinished state replaces an unfinished one only for the process holding its claim (or
    * once that claim lapsed): a process that lost a task cannot write it back.
    */
-  | { op: "a2a_task.put"; row: A2ATaskRow };
+  | { op: "a2a_task.put"; row: A2ATaskRow }
+  /**
+   * Stores a prompt queued behind a running turn; a put of a stored turn id moves it (a
+   * compression hands queued prompts to the continuation).
+   */
+  | { op: "queued_turn.put"; row: QueuedTurnRow }
+  /** The queued prompt started (written with its `turn.start`) or was dropped. */
+  | { op: "queued_turn.delete"; turn_id: string }
+  /** Every queued prompt of a session goes (the session was closed for good). */
+  | { op: "queued_turn.clear"; session_id: string };
 
 /** The HTTP API's writes (`responses`, `http_idempotency`). */
 export type HttpOp = Extract<WriteOp, { op: "response.insert" | "response.update" | "response.delete" | "http_idempotency.complete" | "http_idempotency.release" }>;
@@ -116,6 +126,9 @@ export type ProcessOp = Extract<WriteOp, { op: "process.insert" | "process.updat
 
 /** Writes of A2A tasks (`a2a_tasks`). */
 export type A2ATaskOp = Extract<WriteOp, { op: "a2a_task.put" }>;
+
+/** Writes of queued prompts (`queued_turns`). */
+export type QueuedTurnOp = Extract<WriteOp, { op: "queued_turn.put" | "queued_turn.delete" | "queued_turn.clear" }>;
 
 /** Writes of the agent outbox (`agent_envelopes`). */
 export type EnvelopeOp = Extract<WriteOp, { op: "envelope.insert" | "envelope.update" | "envelope.deliver" }>;

@@ -1,8 +1,12 @@
-/** The runs tables (migration 11) on both stores: a run's row round-trips, a key's first binding wins. */
+/**
+ * The runs tables (migration 11) on both stores: a run's row round-trips, a key's first binding
+ * wins. And the queued prompts (migration 18): stored in order, moved by a put of the same turn id,
+ * removed one by one or a whole session at once.
+ */
 import { afterAll, describe, expect, it } from "vitest";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
-import type { RunRow, Store } from "../../src/store/types.js";
+import type { QueuedTurnRow, RunRow, Store } from "../../src/store/types.js";
 import { dropTestSchemas, pgAvailable, pgTestUrl } from "../support/pg.js";
 import { tempDbPath } from "../support/temp-db.js";
 
@@ -51,6 +55,29 @@ function runsContract(name: string, open: () => Promise<Store>, openSecond: (fir
       } finally {
         await b.close();
         await a.close();
+      }
+    });
+
+    it("keeps queued prompts in order until they start, are dropped or their session is closed", async () => {
+      const store = await open();
+      const q = (turn_id: string, session_id: string, position: number): QueuedTurnRow => ({
+        turn_id, session_id, position, trace_id: `tr_${turn_id}`, text: `say ${turn_id}`, request_id: position === 2 ? "req" : null,
+        extra: position === 2 ? '{"noInput":true}' : null, created_at: 2 ** 41 + position,
+      });
+      try {
+        await store.commit([{ op: "queued_turn.put", row: q("t3", "ses_q", 3) }, { op: "queued_turn.put", row: q("t1", "ses_q", 1) }, { op: "queued_turn.put", row: q("t2", "ses_q", 2) }]);
+        expect(await store.queuedTurns.queuedTurns("ses_q")).toEqual([q("t1", "ses_q", 1), q("t2", "ses_q", 2), q("t3", "ses_q", 3)]);
+        expect(await store.queuedTurns.queuedSessions(10)).toEqual(["ses_q"]);
+        // A put of a stored turn id moves it (a compression hands it to the continuation).
+        await store.commit([{ op: "queued_turn.put", row: q("t3", "ses_r", 1) }]);
+        expect((await store.queuedTurns.queuedTurns("ses_r")).map((r) => r.turn_id)).toEqual(["t3"]);
+        await store.commit([{ op: "queued_turn.delete", turn_id: "t1" }]);
+        expect((await store.queuedTurns.queuedTurns("ses_q")).map((r) => r.turn_id)).toEqual(["t2"]);
+        await store.commit([{ op: "queued_turn.clear", session_id: "ses_q" }]);
+        expect(await store.queuedTurns.queuedTurns("ses_q")).toEqual([]);
+        expect(await store.queuedTurns.queuedSessions(10)).toEqual(["ses_r"]);
+      } finally {
+        await store.close();
       }
     });
   });

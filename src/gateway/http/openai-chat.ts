@@ -37,6 +37,7 @@ import { checkToolPairs, toChatConversation, type ChatConversation } from "./cha
 import { chatCallParams, type ChatCallParams } from "./chat-params.js";
 import { answerChat, replayChat, SESSION_HEADER, streamChat, type ChatTurn, type StoredChat } from "./chat-answer.js";
 import { withTrace } from "./access-log.js";
+import { cutAfterResults } from "./cut-continuation.js";
 
 export { SESSION_HEADER } from "./chat-answer.js";
 
@@ -76,7 +77,11 @@ async function startChat(c: AppContext, api: HttpApi, caller: Caller, body: Chat
   const tap = new FrameTap();
   const created = Math.floor(api.clock.now() / 1000);
   const turn = await (async (): Promise<ChatTurn> => {
-    if (continued && chat.toolResults.length > 0) return answerToolCalls(api, caller, profile, continued, chat, call, tap);
+    if (continued && chat.toolResults.length > 0) {
+      const answering = await answerToolCalls(api, caller, profile, continued, chat, call, tap, claim);
+      // "resume": a retry of a continuation a crash cut — a new model call on the stored results.
+      if (answering !== "resume") return answering;
+    }
     const started = await enterTurn(c, api, caller, profile, model, chat, call, tap, claim);
     const { turn_id: turnId, message_id: steer } = started.result;
     return {
@@ -176,9 +181,20 @@ function toolErrorOf(err: unknown): unknown {
  * `X-Session-Id` with trailing tool messages: each answers a client tool call the session's parked
  * turn waits for (the request of kind `client_tool` with that call id), and the completion follows
  * the same turn as it continues. A call id that is not pending is a 400 naming the message; so is
- * a pending call of that turn left unanswered (the turn could not go on without it).
+ * a pending call of that turn left unanswered (the turn could not go on without it) — unless the
+ * request is a retry (same `Idempotency-Key`) of one whose answer a crash cut (cut-continuation.ts):
+ * then "resume", and the caller starts a model call on the stored results.
  */
-async function answerToolCalls(api: HttpApi, caller: Caller, profile: Profile, sessionId: string, chat: ChatConversation, call: ChatCallParams, tap: FrameTap): Promise<ChatTurn> {
+async function answerToolCalls(
+  api: HttpApi,
+  caller: Caller,
+  profile: Profile,
+  sessionId: string,
+  chat: ChatConversation,
+  call: ChatCallParams,
+  tap: FrameTap,
+  claim: IdempotencyClaim,
+): Promise<ChatTurn | "resume"> {
   const { sessions } = profile;
   const snap = await sessions.resume(caller, sessionId, tap).catch((err: unknown) => {
     if (err instanceof TetherError && err.code === ErrorCode.NotFound) {
@@ -189,6 +205,20 @@ async function answerToolCalls(api: HttpApi, caller: Caller, profile: Profile, s
   const sid = snap.session_id;
   try {
     const pending = snap.open_requests.filter((r) => r.kind === RequestKind.ClientTool);
+    // The same request (same key) after a crash cut the model's answer to these results: resume.
+    const known = chat.toolResults.every((r) => !pending.some((p) => p.call_id === r.callId));
+    if (known && claim.kind === "fresh") {
+      // Its results were stored but not yet used: opening the session resumed that turn, which
+      // makes the model call again now — this request follows it.
+      const mark = snap.running ? await sessions.turn(caller, sid) : null;
+      if (mark && mark.complete === undefined) {
+        return { sid, turnId: mark.turn_id, id: `chatcmpl-${mark.turn_id}-${snap.latest_seq}`, created: Math.floor(api.clock.now() / 1000), model: snap.model };
+      }
+      if (!snap.running && (await cutAfterResults(sessions, caller, sid, chat.toolResults))) {
+        await sessions.detach(caller, sid, tap).catch(() => undefined);
+        return "resume";
+      }
+    }
     const requests = chat.toolResults.map((r) => {
       const open = pending.find((p) => p.call_id === r.callId);
       if (!open) throw HttpErrors.invalid(`messages.${r.index}.tool_call_id`, `No tool call ${r.callId} is pending in this session`);

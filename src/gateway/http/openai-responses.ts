@@ -35,6 +35,7 @@ import { refuseWhileCallsWait } from "./openai-chat.js";
 import { ResponseBuilder, SEQ_STRIDE, TERMINAL_STATUSES, type ResponseEvent, type ResponseObject } from "./response-events.js";
 import { ResponseTracker } from "./response-tracker.js";
 import { sseResponse } from "./sse.js";
+import { cutAfterResults } from "./cut-continuation.js";
 import { withTrace } from "./access-log.js";
 
 /**
@@ -95,6 +96,8 @@ export class ResponsesApi {
       const ref = claim.body as StoredResponseRef;
       const scope = { caller, profile: await this.api.profiles.profile(ref.profile ?? DEFAULT_PROFILE) };
       const record = await this.requireRecord(scope, ref.response_id, true);
+      const resumed = await this.resumeCut(c, scope, body, items, call, claim, record);
+      if (resumed) return resumed;
       if (body.stream) return this.stream(c, scope, record, -1, false);
       return c.json(await this.current(scope, record));
     }
@@ -206,6 +209,67 @@ export class ResponsesApi {
       tap.close();
       await profile.sessions.detach(caller, sid, tap).catch(() => undefined);
       throw err;
+    }
+  }
+
+  /**
+   * A retry (same `Idempotency-Key`) of a `function_call_output` continuation whose answer a crash
+   * cut (cut-continuation.ts): the outputs are stored and the calls answered, so the model is asked
+   * again on the history as it stands — a turn with no new input — and the same response (its id,
+   * already recorded under the key) follows that turn from here. Null when it is not that case.
+   */
+  private async resumeCut(
+    c: AppContext,
+    scope: Scope,
+    body: ResponsesBody,
+    items: ResponsesItem[],
+    call: ResponsesCallParams,
+    claim: IdempotencyClaim,
+    record: ResponseRecord,
+  ): Promise<Response | null> {
+    const results = toResponsesConversation(items, undefined).toolResults;
+    if (!body.previous_response_id || results.length === 0 || results.length !== items.length || this.trackers.has(record.id)) return null;
+    if (record.result && (JSON.parse(record.result) as ResponseObject).status === "completed") return null;
+    const { caller, profile } = scope;
+    const tap = new FrameTap();
+    const snap = await profile.sessions.resume(caller, record.session_id, tap).catch(() => null);
+    if (!snap) return null;
+    try {
+      const pending = snap.open_requests.some((r) => r.kind === RequestKind.ClientTool && results.some((x) => x.callId === r.call_id));
+      // Its outputs were stored but not yet used: opening the session resumed the turn, which makes
+      // the model call again now — the response follows it from here.
+      const mark = snap.running && !pending ? await profile.sessions.turn(caller, snap.session_id, record.turn_id) : null;
+      const following = mark !== null && mark.complete === undefined;
+      if (!following && (pending || snap.running || !(await cutAfterResults(profile.sessions, caller, snap.session_id, results)))) {
+        await profile.sessions.detach(caller, snap.session_id, tap).catch(() => undefined);
+        return null;
+      }
+      const reset = { after_seq: snap.latest_seq, status: "in_progress", result: null, completed_at: null };
+      const moved = following
+        ? await profile.records.patchResponse(record.id, reset).then(() => ({ ...record, ...reset }))
+        : await profile.sessions.startTurn(
+            {
+              caller,
+              session: { id: snap.session_id },
+              text: "",
+              noInput: true,
+              clientTools: call.clientTools,
+              callOptions: call.callOptions,
+              ...withTrace(c),
+              admit: (who, run) => this.api.limiter.admit(who, run),
+            },
+            async (turn) => {
+              const patch = { ...reset, session_id: turn.sessionId, turn_id: turn.result.turn_id };
+              await profile.records.patchResponse(record.id, patch);
+              return { ...record, ...patch };
+            },
+          );
+      this.api.logger.info({ session_id: snap.session_id, response_id: record.id, turn_id: moved.turn_id }, "a continuation cut by a restart is resumed from its stored tool outputs");
+      return await this.answer(c, scope, body, claim, moved, tap);
+    } catch (err) {
+      tap.close();
+      await profile.sessions.detach(caller, snap.session_id, tap).catch(() => undefined);
+      throw toolNameError(err);
     }
   }
 

@@ -26,6 +26,8 @@ import { renderSystemPrompt } from "./system-prompt.js";
 import { toToolSpec } from "./client-tools.js";
 import { turnLogOf, turnStartOps } from "./turn-bookkeeping.js";
 import { TurnQueue, type QueuedTurn } from "./turn-queue.js";
+import { queuedTurnOf, queuedTurnRow } from "./queued-rows.js";
+import type { QueuedTurnRow } from "../../store/types.js";
 import type { Viewer } from "./viewer.js";
 import type { BranchingHooks, Fork } from "./versions.js";
 
@@ -141,6 +143,8 @@ export class SessionRuntime {
   private readonly dropped = new Map<string, () => void>();
   /** The turn slot takes nothing new (stopping, abandoned, handed over). */
   private closing = false;
+  /** The position the next stored queued prompt gets (after every one restored from the store). */
+  private nextPosition = 1;
   private readonly logger: Logger;
   private currentProvider: Provider;
   private currentModel: string;
@@ -175,6 +179,16 @@ export class SessionRuntime {
     this.fresh = init.fresh === true;
     this.todo = createTodoList(init.row.todo);
     this.logger = env.logger.child({ session_id: init.row.id });
+    // A store outage: a turn whose writes keep failing stops (storage/write_failed) within the budget.
+    this.log.watchWrites(
+      () => env.settings.lifecycle.write_outage_s * 1000,
+      () => {
+        const running = this.turns.running;
+        if (!running || running.job) return;
+        this.logger.warn({ turn_id: running.turnId, write_outage_s: env.settings.lifecycle.write_outage_s }, "stopping a turn whose writes keep failing");
+        running.abort.abort(new TurnStop("gateway", "store writes failing"));
+      },
+    );
     this.lastSignOfLife = env.clock.monotonic();
     init.log.subscribe(() => {
       this.lastSignOfLife = env.clock.monotonic();
@@ -351,7 +365,52 @@ export class SessionRuntime {
     }
     if (this.env.settings.busyPolicy === "interrupt") this.turns.running?.abort.abort(new TurnStop("superseded", "superseded by a new prompt"));
     this.turns.push(turn);
+    try {
+      await this.storeQueued(turn, this.id);
+    } catch (err) {
+      // Not stored: the prompt is refused whole (a retry with its request id submits it again).
+      this.turns.remove(turn.turnId);
+      if (requestId !== undefined) this.requests.delete(requestId);
+      throw err;
+    }
     return { ...result, status: "queued" };
+  }
+
+  /**
+   * Stores a prompt waiting in the queue before its submit is answered: it survives the process.
+   * Marked first, so a turn that starts while the write is in flight removes the row with its
+   * `turn.start` (FIFO commits: the put lands before that delete).
+   */
+  private storeQueued(turn: QueuedTurn, sessionId: string): Promise<void> {
+    turn.stored = true;
+    return this.log.write([{ op: "queued_turn.put", row: queuedTurnRow(sessionId, turn, this.nextPosition++, this.env.clock.now()) }]);
+  }
+
+  /** Drops the stored row of a queued prompt that will not run here (dropped, or cancelled). */
+  private unstoreQueued(turn: QueuedTurn): void {
+    if (!turn.stored) return;
+    this.log.write([{ op: "queued_turn.delete", turn_id: turn.turnId }]).catch((err: unknown) =>
+      this.logger.warn({ err, turn_id: turn.turnId }, "could not drop a queued prompt's stored row"),
+    );
+  }
+
+  /**
+   * The prompts a previous process queued here and never started (read from the store as the
+   * session opened): queued again in order behind whatever the opening resumed, the first starts
+   * if nothing runs. Their request ids count as submitted: a retry is a duplicate.
+   */
+  restoreQueued(rows: readonly QueuedTurnRow[]): void {
+    if (this.closing) return;
+    for (const row of rows) {
+      const turn = queuedTurnOf(row);
+      this.nextPosition = Math.max(this.nextPosition, row.position + 1);
+      if (turn.requestId !== undefined) this.requests.set(turn.requestId, Promise.resolve({ turn_id: turn.turnId, trace_id: turn.traceId }));
+      this.turns.push(turn);
+    }
+    if (!this.turns.busy) {
+      const next = this.turns.shift();
+      if (next) this.start(next);
+    }
   }
 
   /** The fork of a branching submit, planned while nothing runs (and checked again after the reads). */
@@ -456,7 +515,13 @@ export class SessionRuntime {
 
   /** Turns moved here from a rotated parent: queued in order, the first starts if idle. */
   adopt(turns: QueuedTurn[]): void {
-    for (const t of turns) this.turns.push(t);
+    for (const t of turns) {
+      this.turns.push(t);
+      // The stored row moves here with it (an upsert of its turn id).
+      if (t.stored) {
+        this.storeQueued(t, this.id).catch((err: unknown) => this.logger.warn({ err, turn_id: t.turnId }, "could not move a queued prompt's stored row"));
+      }
+    }
     if (!this.turns.busy && !this.closing) {
       const next = this.turns.shift();
       if (next) this.start(next);
@@ -480,13 +545,18 @@ export class SessionRuntime {
       await this.log.settled();
       return "interrupted";
     }
-    return this.turns.remove(turnId) ? "dequeued" : "idle";
+    const queued = this.turns.waitingTurn(turnId);
+    if (!queued || !this.turns.remove(turnId)) return "idle";
+    this.unstoreQueued(queued);
+    return "dequeued";
   }
 
   /** Stops taking turns, interrupts the running one (`reason`: why, written with the reply) and waits for it to settle. */
   async stop(reason: StopReason = "shutdown"): Promise<void> {
     this.closing = true;
     this.dropQueue();
+    // Closed for good, its queued prompts go; any other stop keeps them stored for the next open.
+    if (reason === "closed") this.log.write([{ op: "queued_turn.clear", session_id: this.id }]).catch(() => undefined);
     const running = this.turns.running;
     if (running) {
       running.abort.abort(new TurnStop(reason, "session stopping"));
@@ -579,6 +649,8 @@ export class SessionRuntime {
       return;
     }
     const startOps = turnStartOps(this.id, turn, this.env.clock.now());
+    // Started: its stored queue row goes in the transaction of its turn.start (never both, never neither).
+    if (turn.stored) startOps.push({ op: "queued_turn.delete", turn_id: turn.turnId });
     if (turn.fork) {
       // The new version continues from the history before the message it replaces.
       this.history.splice(0, this.history.length, ...turn.fork.history);

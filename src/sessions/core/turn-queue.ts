@@ -26,6 +26,8 @@ export interface QueuedTurn {
   fork?: Fork;
   /** The id its user message gets: a steered text that never joined the turn it was meant for keeps its id. */
   inputMessageId?: string;
+  /** Kept in `queued_turns` while it waits: its `turn.start` (or its drop) removes the row. */
+  stored?: boolean;
 }
 
 export interface RunningTurn extends QueuedTurn {
@@ -105,6 +107,11 @@ export class TurnQueue {
   /** True when `turnId` waits in the queue (not started yet). */
   has(turnId: string): boolean {
     return this.waiting.some((t) => t.turnId === turnId);
+  }
+
+  /** The waiting turn of that id, if it waits. */
+  waitingTurn(turnId: string): QueuedTurn | undefined {
+    return this.waiting.find((t) => t.turnId === turnId);
   }
 
   /** Drops one waiting turn; false when it is not waiting (running, done, or unknown). */

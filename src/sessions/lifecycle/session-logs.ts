@@ -58,7 +58,8 @@ export class SessionLogs {
           onFenced?.();
           return;
         }
-        d.logger.error({ err, session_id: sessionId }, `event log: ${context}`);
+        // An outage is logged once by the group commit's StoreHealth (down, up), not per write.
+        d.logger.debug({ session_id: sessionId, context, error: err instanceof Error ? err.message : String(err) }, "event log: a write failed");
       },
       // Its own observer: the turn's start and first token are this log's state.
       metrics: d.metrics.sessionFrames(),

@@ -8,7 +8,9 @@
  * (ownership.ts), so the bound is one sweep.
  *
  * What it finds: open approvals whose `expires_at` has passed (`tools.approval_timeout_s`; those
- * due before the next sweep get a timer of their own, so a deadline is kept to the moment).
+ * due before the next sweep get a timer of their own, so a deadline is kept to the moment), and
+ * prompts stored in a session's turn queue (`queued_turns`) that no live process holds — a run or
+ * prompt queued behind a turn that a crash cut runs within one sweep of the restart.
  *
  *   const recovery = new WorkRecovery({ … });
  *   recovery.start();   // sweeps now, then every heartbeat_s
@@ -95,6 +97,9 @@ export class WorkRecovery {
           this.arm(id, at - now);
         }
       }
+      // Prompts queued in a session no live process holds (its owner died): opening runs them.
+      // (Those opened just above are live here now: notHeld leaves them out.)
+      for (const id of await this.notHeld(await store.queuedTurns.queuedSessions(BATCH))) if (await this.recover(id)) opened++;
     } catch (err) {
       logger.error({ err }, "recovery sweep failed");
     }
@@ -128,8 +133,12 @@ export class WorkRecovery {
       const row = await store.getSession(sessionId);
       if (!row) return false;
       if (row.ended_at !== null) {
-        // A session closed for good waits for nothing (its end cancelled what it had open).
-        if (!isRecoverableEnd(row.end_reason)) return false;
+        // A session closed for good waits for nothing (its end cancelled what it had open; a
+        // queued prompt left behind by a crash during that close goes too).
+        if (!isRecoverableEnd(row.end_reason)) {
+          await committer.enqueue([{ op: "queued_turn.clear", session_id: sessionId }]);
+          return false;
+        }
         await committer.enqueue([{ op: "session.update", id: sessionId, patch: { ended_at: null, end_reason: null } }]);
       }
       await binding.binding(sessionId, () => registry.open(sessionId));

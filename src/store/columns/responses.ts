@@ -51,5 +51,7 @@ export function responsePatchToColumns(patch: ResponsePatch, bool: BooleanColumn
   if (patch.cancel_requested !== undefined) cols.cancel_requested = bool(patch.cancel_requested);
   if (patch.result !== undefined) cols.result = patch.result;
   if (patch.completed_at !== undefined) cols.completed_at = patch.completed_at;
+  if (patch.turn_id !== undefined) cols.turn_id = patch.turn_id;
+  if (patch.after_seq !== undefined) cols.after_seq = patch.after_seq;
   return cols;
 }

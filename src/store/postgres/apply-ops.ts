@@ -7,7 +7,7 @@
 import type pg from "pg";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
 import type { IdempotencyRow, LeaseRow, MessageRow, SessionRow } from "../rows.js";
-import { unsupportedOp, type A2ATaskOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
+import { unsupportedOp, type A2ATaskOp, type QueuedTurnOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
 import type { RowBatch } from "./appends.js";
 
 export type Queryable = Pick<pg.PoolClient, "query">;
@@ -25,6 +25,7 @@ export class PgWrites {
     private readonly processes: OpTables<ProcessOp>,
     private readonly envelopes: OpTables<EnvelopeOp>,
     private readonly a2aTasks: OpTables<A2ATaskOp>,
+    private readonly queuedTurns: OpTables<QueuedTurnOp>,
   ) {}
 
   /** Applies `op` now, or gathers it into `batch` (flushed by commit() before it commits). */
@@ -88,6 +89,10 @@ export class PgWrites {
         return this.envelopes.apply(c, op);
       case "a2a_task.put":
         return this.a2aTasks.apply(c, op);
+      case "queued_turn.put":
+      case "queued_turn.delete":
+      case "queued_turn.clear":
+        return this.queuedTurns.apply(c, op);
       default:
         return unsupportedOp(op, "PostgresStore");
     }

@@ -371,4 +371,24 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       ALTER TABLE responses ADD COLUMN echo TEXT;
     `,
   },
+  {
+    version: 18,
+    name: "queued prompts: a prompt queued behind a running turn is stored until it starts",
+    sql: `
+      -- One row per prompt accepted into a session's turn queue and not started yet: removed in the
+      -- transaction that writes its turn.start (or when it is dropped). After a crash the recovery
+      -- sweep opens the sessions that have rows and runs them in position order.
+      CREATE TABLE queued_turns (
+        turn_id TEXT COLLATE "C" PRIMARY KEY,
+        session_id TEXT COLLATE "C" NOT NULL,
+        position BIGINT NOT NULL,
+        trace_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        request_id TEXT,
+        extra TEXT,
+        created_at BIGINT NOT NULL
+      );
+      CREATE INDEX queued_turns_session ON queued_turns (session_id, position);
+    `,
+  },
 ];

@@ -38,6 +38,7 @@ import { PgRequestTables } from "./request-tables.js";
 import { PgProcessTables } from "./process-tables.js";
 import { PgHttpTables } from "./http-tables.js";
 import { PgRunTables } from "./run-tables.js";
+import { PgQueuedTurnTables } from "./queued-turn-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 import { PgRetention } from "./retention.js";
 import { appendsOnly, commitAppends, RowBatch } from "./appends.js";
@@ -87,6 +88,8 @@ export class PostgresStore implements Store {
   readonly envelopes: PgEnvelopeTables;
   /** A2A tasks of this store's bots (`a2a_tasks`). */
   readonly a2aTasks: PgA2ATaskTables;
+  /** Prompts queued behind a running turn (migration 18). */
+  readonly queuedTurns: PgQueuedTurnTables;
   /** The /v1/runs API's runs and session keys. */
   readonly runs: PgRunTables;
   /** Deleting sessions ended long ago (retention). */
@@ -105,9 +108,10 @@ export class PostgresStore implements Store {
     this.envelopes = new PgEnvelopeTables(pool);
     this.a2aTasks = new PgA2ATaskTables(pool);
     this.runs = new PgRunTables(pool);
+    this.queuedTurns = new PgQueuedTurnTables(pool);
     this.retention = new PgRetention(pool, (fn) => this.tx(fn));
     this.http = new PgHttpTables(pool, (fn) => this.tx(fn));
-    this.writes = new PgWrites(this.http, this.delegations, this.requests, this.processes, this.envelopes, this.a2aTasks);
+    this.writes = new PgWrites(this.http, this.delegations, this.requests, this.processes, this.envelopes, this.a2aTasks, this.queuedTurns);
   }
 
   /** Connects, creates the schema if named, and applies pending migrations (serialized across nodes). */

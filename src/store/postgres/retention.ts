@@ -38,7 +38,7 @@ export class PgRetention implements RetentionStore {
       if (budget <= 0) return "more";
       budget -= (await c.query(`DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE session_id = $1 LIMIT $2)`, [id, budget])).rowCount ?? 0;
       if (budget <= 0) return "more";
-      for (const table of ["idempotency", "message_deltas", "responses", "requests", "processes", "runs", "run_session_keys", "leases"]) await c.query(`DELETE FROM ${table} WHERE session_id = $1`, [id]);
+      for (const table of ["idempotency", "message_deltas", "responses", "requests", "processes", "queued_turns", "runs", "run_session_keys", "leases"]) await c.query(`DELETE FROM ${table} WHERE session_id = $1`, [id]);
       await c.query(`DELETE FROM delegations WHERE origin_session_id = $1`, [id]);
       await c.query(`DELETE FROM agent_envelopes WHERE from_session_id = $1`, [id]);
       await c.query(`DELETE FROM sessions WHERE id = $1`, [id]);

@@ -7,7 +7,7 @@ import type Database from "better-sqlite3";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
 import { FenceError } from "../errors.js";
 import { DeltaAppends, DeltaBuckets } from "./appends.js";
-import { unsupportedOp, type A2ATaskOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
+import { unsupportedOp, type A2ATaskOp, type QueuedTurnOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
 
 type Statement = Database.Statement;
 
@@ -57,6 +57,7 @@ export class SqliteWrites {
     private readonly processes: OpTables<ProcessOp>,
     private readonly envelopes: OpTables<EnvelopeOp>,
     private readonly a2aTasks: OpTables<A2ATaskOp>,
+    private readonly queuedTurns: OpTables<QueuedTurnOp>,
   ) {
     this.insertSession = db.prepare(
       `INSERT INTO sessions (id, principal, profile, title, parent_session_id, model, provider, model_config, flags, todo,
@@ -194,6 +195,10 @@ export class SqliteWrites {
         return this.envelopes.apply(op);
       case "a2a_task.put":
         return this.a2aTasks.apply(op);
+      case "queued_turn.put":
+      case "queued_turn.delete":
+      case "queued_turn.clear":
+        return this.queuedTurns.apply(op);
       default:
         return unsupportedOp(op, "SqliteStore");
     }

@@ -370,4 +370,24 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE responses ADD COLUMN echo TEXT;
     `,
   },
+  {
+    version: 18,
+    name: "queued prompts: a prompt queued behind a running turn is stored until it starts",
+    sql: `
+      -- One row per prompt accepted into a session's turn queue and not started yet: removed in the
+      -- transaction that writes its turn.start (or when it is dropped). After a crash the recovery
+      -- sweep opens the sessions that have rows and runs them in position order.
+      CREATE TABLE queued_turns (
+        turn_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        trace_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        request_id TEXT,
+        extra TEXT,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX queued_turns_session ON queued_turns (session_id, position);
+    `,
+  },
 ];

@@ -39,6 +39,7 @@ export class SqliteRetention implements RetentionStore {
         db.prepare(`DELETE FROM responses WHERE session_id = ?`),
         db.prepare(`DELETE FROM requests WHERE session_id = ?`),
         db.prepare(`DELETE FROM processes WHERE session_id = ?`),
+        db.prepare(`DELETE FROM queued_turns WHERE session_id = ?`),
         db.prepare(`DELETE FROM runs WHERE session_id = ?`),
         db.prepare(`DELETE FROM run_session_keys WHERE session_id = ?`),
         db.prepare(`DELETE FROM leases WHERE session_id = ?`),

@@ -37,6 +37,7 @@ import { EnvelopeTables } from "./envelope-tables.js";
 import { A2ATaskTables } from "./a2a-task-tables.js";
 import { HttpTables } from "./http-tables.js";
 import { RunTables } from "./run-tables.js";
+import { QueuedTurnTables } from "./queued-turn-tables.js";
 import { MIGRATIONS } from "./migrations.js";
 import { SqliteRetention } from "./retention.js";
 import { DELTA_LOG_READ } from "./appends.js";
@@ -88,6 +89,8 @@ export class SqliteStore implements Store {
   readonly envelopes: EnvelopeTables;
   /** A2A tasks of this store's bots (`a2a_tasks`). */
   readonly a2aTasks: A2ATaskTables;
+  /** Prompts queued behind a running turn (migration 18). */
+  readonly queuedTurns: QueuedTurnTables;
   /** The /v1/runs API's runs and session keys. */
   readonly runs: RunTables;
   /** Deleting sessions ended long ago (retention). */
@@ -187,7 +190,8 @@ export class SqliteStore implements Store {
     this.envelopes = new EnvelopeTables(db);
     this.a2aTasks = new A2ATaskTables(db);
     this.runs = new RunTables(db);
-    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes, this.a2aTasks);
+    this.queuedTurns = new QueuedTurnTables(db);
+    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes, this.a2aTasks, this.queuedTurns);
     this.writes = writes;
     this.retention = new SqliteRetention(db, () => writes.leasesChanged());
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {
