@@ -3,7 +3,7 @@
  * graph of dist/cli.js and of the `serve` chunk it imports. Heavy packages that a single SQLite
  * node without MCP servers, peers or traces does not need — PostgreSQL, Redis, OpenTelemetry, the
  * MCP SDK (with its own zod, ajv and cross-spawn: ~250 modules), the A2A SDK, the YAML parser,
- * prom-client — must only be reachable through a dynamic import() or a require() on first use,
+ * prom-client, re2js (search_files' engine) — must only be reachable through a dynamic import() or a require() on first use,
  * never statically: each one is tens of milliseconds and megabytes of a start
  * (`npm run bench -- --only=startup`).
  */
@@ -37,7 +37,7 @@ function walk(entry: string): { files: Set<string>; packages: Set<string> } {
 }
 
 describe("the start of tether serve (dist/)", () => {
-  it("loads no PostgreSQL, Redis, OpenTelemetry, MCP SDK, A2A SDK, YAML or prom-client module before it listens", () => {
+  it("loads no PostgreSQL, Redis, OpenTelemetry, MCP SDK, A2A SDK, YAML, prom-client or re2js module before it listens", () => {
     const serveChunk = readdirSync(join(DIST, "chunks")).find((f) => /^serve-.*\.js$/.test(f));
     expect(serveChunk).toBeDefined();
     const cli = walk(join(DIST, "cli.js"));
@@ -46,7 +46,7 @@ describe("the start of tether serve (dist/)", () => {
     // What it does need, so the walk is known to see the graph:
     for (const needed of ["commander", "better-sqlite3", "ws", "pino"]) expect(loaded).toContain(needed);
     const heavy = [...loaded].filter(
-      (p) => ["pg", "ioredis", "yaml", "prom-client", "@modelcontextprotocol/sdk", "@a2a-js/sdk"].includes(p) || p.startsWith("@opentelemetry/"),
+      (p) => ["pg", "ioredis", "yaml", "prom-client", "re2js", "@modelcontextprotocol/sdk", "@a2a-js/sdk"].includes(p) || p.startsWith("@opentelemetry/"),
     );
     expect(heavy).toEqual([]);
   });
