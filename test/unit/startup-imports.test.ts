@@ -51,6 +51,17 @@ describe("the start of tether serve (dist/)", () => {
     expect(heavy).toEqual([]);
   });
 
+  it("loads the HTTP APIs' modules (chat, responses, runs, sessions, AI SDK, A2A) on their first request, not before it listens", () => {
+    const serveChunk = readdirSync(join(DIST, "chunks")).find((f) => /^serve-.*\.js$/.test(f))!;
+    const files = new Set([...walk(join(DIST, "cli.js")).files, ...walk(join(DIST, "chunks", serveChunk)).files]);
+    // esbuild marks where each source module starts in a chunk: "// src/gateway/http/app.ts".
+    const modules = new Set([...files].flatMap((f) => [...readFileSync(f, "utf8").matchAll(/^\/\/ (src\/\S+\.ts)$/gm)].map((m) => m[1]!)));
+    expect(modules).toContain("src/gateway/http/app.ts");
+    const lazy = ["openai-chat", "openai-responses", "runs-api", "sessions-api", "a2a", "chat-messages", "responses-items"].map((n) => `src/gateway/http/${n}.ts`);
+    lazy.push("src/gateway/ui/ai-sdk-chat.ts", "src/gateway/ui/ai-sdk-input.ts");
+    expect(lazy.filter((m) => modules.has(m))).toEqual([]);
+  });
+
   it("is pure ASCII: V8 keeps a module with one non-ASCII character (a comment's dash) as two-byte source, twice the heap", () => {
     const files = [join(DIST, "cli.js"), join(DIST, "index.js"), ...readdirSync(join(DIST, "chunks")).filter((f) => f.endsWith(".js")).map((f) => join(DIST, "chunks", f))];
     const wide = files.filter((f) => /[^\x00-\x7f]/.test(readFileSync(f, "utf8")));
