@@ -11,7 +11,10 @@
  * the module had been mounted directly. The declared list and what the module registers must be
  * the same (checked when it loads, and by test/unit/lazy-routes.test.ts for every module).
  *
- *   mountLazily(app, CHAT_ROUTES, async () => (await import("./openai-chat.js")).mountChat);
+ *   mountLazily(app, CHAT_ROUTES, async () => {
+ *     const { mountChat } = await import("./openai-chat.js");
+ *     return (routes) => mountChat(routes, api);
+ *   });
  */
 import type { Context, Hono } from "hono";
 import type { AppEnv } from "./context.js";
