@@ -12,6 +12,7 @@
  */
 import { Command } from "commander";
 import { VERSION } from "./version.js";
+import { holdYoungGeneration } from "../lib/young-generation.js";
 
 const DEFAULT_WS_URL = "ws://127.0.0.1:8787/ws";
 
@@ -29,6 +30,8 @@ program
   .option("--ws-only", "serve only /ws and /healthz")
   .option("--config <path>", "config file (env TETHER_CONFIG; default ~/.tether/config.yaml, created with comments)")
   .action(async (opts: { host?: string; port?: string; db?: string; store?: string; bus?: string; wsOnly?: boolean; config?: string }) => {
+    // Until it listens: a start's burst of allocations need not leave a grown young generation (lib/young-generation.ts).
+    holdYoungGeneration();
     const { runServe } = await import("./serve.js");
     await runServe(opts);
   });

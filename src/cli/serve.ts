@@ -9,6 +9,7 @@ import { watchConfigFile } from "./config-watch.js";
 import { createLogger, exitAfterLogs } from "../lib/logger.js";
 import { startServer } from "./server.js";
 import { StartupError } from "./startup-errors.js";
+import { releaseYoungGeneration } from "../lib/young-generation.js";
 
 export interface ServeFlags {
   host?: string;
@@ -39,6 +40,8 @@ export async function runServe(flags: ServeFlags): Promise<void> {
     assertSafeBind(config);
     const server = await startServer(config, { logger, configPath: loaded.path });
     process.stdout.write(`tether listening on ${server.url}\n`);
+    // From here on the young generation grows with the load, as V8 decides.
+    releaseYoungGeneration();
     if (loaded.created) logger.info({ path: loaded.path }, "wrote a commented starter config file");
 
     // Live reload: a bad edit keeps the running config and says why; host/port/store need a restart.

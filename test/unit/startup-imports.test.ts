@@ -3,7 +3,7 @@
  * graph of dist/cli.js and of the `serve` chunk it imports. Heavy packages that a single SQLite
  * node without MCP servers, peers or traces does not need — PostgreSQL, Redis, OpenTelemetry, the
  * MCP SDK (with its own zod, ajv and cross-spawn: ~250 modules), the A2A SDK, the YAML parser,
- * prom-client — must only be reachable through a dynamic import() or a require() on first use,
+ * prom-client, re2js (search_files' engine) — must only be reachable through a dynamic import() or a require() on first use,
  * never statically: each one is tens of milliseconds and megabytes of a start
  * (`npm run bench -- --only=startup`).
  */
@@ -37,7 +37,7 @@ function walk(entry: string): { files: Set<string>; packages: Set<string> } {
 }
 
 describe("the start of tether serve (dist/)", () => {
-  it("loads no PostgreSQL, Redis, OpenTelemetry, MCP SDK, A2A SDK, YAML or prom-client module before it listens", () => {
+  it("loads no PostgreSQL, Redis, OpenTelemetry, MCP SDK, A2A SDK, YAML, prom-client or re2js module before it listens", () => {
     const serveChunk = readdirSync(join(DIST, "chunks")).find((f) => /^serve-.*\.js$/.test(f));
     expect(serveChunk).toBeDefined();
     const cli = walk(join(DIST, "cli.js"));
@@ -46,9 +46,20 @@ describe("the start of tether serve (dist/)", () => {
     // What it does need, so the walk is known to see the graph:
     for (const needed of ["commander", "better-sqlite3", "ws", "pino"]) expect(loaded).toContain(needed);
     const heavy = [...loaded].filter(
-      (p) => ["pg", "ioredis", "yaml", "prom-client", "@modelcontextprotocol/sdk", "@a2a-js/sdk"].includes(p) || p.startsWith("@opentelemetry/"),
+      (p) => ["pg", "ioredis", "yaml", "prom-client", "re2js", "@modelcontextprotocol/sdk", "@a2a-js/sdk"].includes(p) || p.startsWith("@opentelemetry/"),
     );
     expect(heavy).toEqual([]);
+  });
+
+  it("loads the HTTP APIs' modules (chat, responses, runs, sessions, AI SDK, A2A) on their first request, not before it listens", () => {
+    const serveChunk = readdirSync(join(DIST, "chunks")).find((f) => /^serve-.*\.js$/.test(f))!;
+    const files = new Set([...walk(join(DIST, "cli.js")).files, ...walk(join(DIST, "chunks", serveChunk)).files]);
+    // esbuild marks where each source module starts in a chunk: "// src/gateway/http/app.ts".
+    const modules = new Set([...files].flatMap((f) => [...readFileSync(f, "utf8").matchAll(/^\/\/ (src\/\S+\.ts)$/gm)].map((m) => m[1]!)));
+    expect(modules).toContain("src/gateway/http/app.ts");
+    const lazy = ["openai-chat", "openai-responses", "runs-api", "sessions-api", "a2a", "chat-messages", "responses-items"].map((n) => `src/gateway/http/${n}.ts`);
+    lazy.push("src/gateway/ui/ai-sdk-chat.ts", "src/gateway/ui/ai-sdk-input.ts");
+    expect(lazy.filter((m) => modules.has(m))).toEqual([]);
   });
 
   it("is pure ASCII: V8 keeps a module with one non-ASCII character (a comment's dash) as two-byte source, twice the heap", () => {

@@ -13,7 +13,8 @@
  * `messaging.max_message_bytes`) take the house error path (errors.ts); JSON-RPC-level ones are the
  * SDK's. The SDK is imported on the first A2A request, never at start.
  */
-import type { Context, Hono } from "hono";
+import type { Context } from "hono";
+import type { Routes } from "./lazy-routes.js";
 import { z } from "zod";
 import type { AgentCard, Task } from "@a2a-js/sdk";
 import type { AgentExecutor, ExecutionEventBus, RequestContext, ServerCallContext, TaskStore } from "@a2a-js/sdk/server";
@@ -42,12 +43,12 @@ const STREAMING = new Set(["message/stream", "tasks/resubscribe"]);
 const RpcRequest = z.looseObject({ method: z.unknown().optional(), id: z.unknown().optional(), params: z.unknown().optional() });
 
 /** The public routes (Agent Cards): mounted before auth. */
-export function mountA2ACards(app: Hono<AppEnv>, deps: A2ADeps): void {
+export function mountA2ACards(app: Routes, deps: A2ADeps): void {
   app.get("/a2a/bots/:name/.well-known/agent-card.json", (c) => c.json(agentCard(origin(c), requireBot(deps, c.req.param("name")), deps.version)));
 }
 
 /** The JSON-RPC endpoints: mounted after auth. */
-export function mountA2A(app: Hono<AppEnv>, deps: A2ADeps): void {
+export function mountA2A(app: Routes, deps: A2ADeps): void {
   const handlers = new Map<string, Promise<Handler>>();
   app.post("/a2a/bots/:name", async (c) => {
     const bot = requireBot(deps, c.req.param("name"));

@@ -21,13 +21,9 @@ import { errorType, HttpErrors, INTERNAL_ERROR, renderError } from "./errors.js"
 import { DEFAULT_FLOW_LIMITS } from "../viewer-flow.js";
 import { DEFAULT_MAX_JSON_DEPTH } from "../../protocol/index.js";
 import { mountModels } from "./models.js";
-import { mountChat } from "./openai-chat.js";
-import { ResponsesApi } from "./openai-responses.js";
-import { RunsApi } from "./runs-api.js";
-import { mountSessions } from "./sessions-api.js";
 import { mountWebClient } from "./web-client.js";
-import { mountA2A, mountA2ACards } from "./a2a.js";
-import { mountAiSdkChat } from "../ui/ai-sdk-chat.js";
+import { mountLazily } from "./lazy-routes.js";
+import { A2A_CARD_ROUTES, A2A_ROUTES, AI_SDK_ROUTES, CHAT_ROUTES, RESPONSES_ROUTES, RUNS_ROUTES, SESSIONS_ROUTES } from "./api-routes.js";
 
 export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   // Quotas per principal (turns, sessions) are the sessions layer's, on every transport alike.
@@ -94,7 +90,11 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
   mountWebClient(app);
   // Agent Cards are public, as A2A discovery expects; the JSON-RPC endpoints are behind auth.
   const a2a = { profiles: deps.profiles, logger: deps.logger, version: deps.version ?? "0.0.0" };
-  mountA2ACards(app, a2a);
+  const a2aModule = () => import("./a2a.js");
+  mountLazily(app, A2A_CARD_ROUTES, async () => {
+    const { mountA2ACards } = await a2aModule();
+    return (routes) => mountA2ACards(routes, a2a);
+  });
 
   app.use("*", authenticate(deps.auth));
   app.use("*", limitBody(deps.config.max_body_bytes));
@@ -111,13 +111,32 @@ export function createHttpApp(deps: HttpApiDeps): Hono<AppEnv> {
     });
   }
   mountModels(app, api);
-  mountChat(app, api);
-  new ResponsesApi(api).mount(app);
-  new RunsApi(api).mount(app);
-  mountSessions(app, api);
-  mountAiSdkChat(app, api);
+  // Each API's module (its code and its body schemas) is loaded by its first request (lazy-routes.ts).
+  mountLazily(app, CHAT_ROUTES, async () => {
+    const { mountChat } = await import("./openai-chat.js");
+    return (routes) => mountChat(routes, api);
+  });
+  mountLazily(app, RESPONSES_ROUTES, async () => {
+    const { ResponsesApi } = await import("./openai-responses.js");
+    return (routes) => new ResponsesApi(api).mount(routes);
+  });
+  mountLazily(app, RUNS_ROUTES, async () => {
+    const { RunsApi } = await import("./runs-api.js");
+    return (routes) => new RunsApi(api).mount(routes);
+  });
+  mountLazily(app, SESSIONS_ROUTES, async () => {
+    const { mountSessions } = await import("./sessions-api.js");
+    return (routes) => mountSessions(routes, api);
+  });
+  mountLazily(app, AI_SDK_ROUTES, async () => {
+    const { mountAiSdkChat } = await import("../ui/ai-sdk-chat.js");
+    return (routes) => mountAiSdkChat(routes, api);
+  });
   mountAgUi(app, api);
-  mountA2A(app, a2a);
+  mountLazily(app, A2A_ROUTES, async () => {
+    const { mountA2A } = await a2aModule();
+    return (routes) => mountA2A(routes, a2a);
+  });
   return app;
 }
 

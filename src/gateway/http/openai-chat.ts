@@ -22,7 +22,7 @@
  * A client that disconnects before the turn ended interrupts it; the partial assistant message is
  * stored with status `interrupted`.
  */
-import type { Hono } from "hono";
+import type { Routes } from "./lazy-routes.js";
 import { z } from "zod";
 import { ErrorCode, RequestKind, TetherError } from "../../protocol/index.js";
 import type { Caller, Profile, SeedMessage, StartedTurn } from "../../sessions/index.js";
@@ -55,7 +55,7 @@ const ChatBody = z
   .passthrough();
 type ChatBody = z.infer<typeof ChatBody>;
 
-export function mountChat(app: Hono<AppEnv>, api: HttpApi): void {
+export function mountChat(app: Routes, api: HttpApi): void {
   app.post("/v1/chat/completions", async (c) => {
     const caller = callerOf(c);
     const body = await readJson(c, ChatBody, { unknownCode: UNKNOWN_PARAMETER });

@@ -17,7 +17,7 @@
  * profile is on the sessions API. An `Idempotency-Key` record remembers the profile, so a replay
  * answers from the profile the response was made in.
  */
-import type { Hono } from "hono";
+import type { Routes } from "./lazy-routes.js";
 import { z } from "zod";
 import { ErrorCode, EventType, RequestKind, TetherError } from "../../protocol/index.js";
 import { DEFAULT_PROFILE, type Caller, type Profile, type ResponseRecord, type SeedMessage } from "../../sessions/index.js";
@@ -74,7 +74,7 @@ export class ResponsesApi {
 
   constructor(private readonly api: HttpApi) {}
 
-  mount(app: Hono<AppEnv>): void {
+  mount(app: Routes): void {
     app.post("/v1/responses", (c) => this.create(c));
     app.get("/v1/responses/:id", (c) => this.retrieve(c));
     app.post("/v1/responses/:id/cancel", (c) => this.cancel(c));

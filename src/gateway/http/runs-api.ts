@@ -13,7 +13,7 @@
  * answers the same run (with its status now) and `Idempotency-Replayed: true`; the key with a
  * different body is 409 `idempotency_key_reused`. `X-Session-Key` is echoed on every answer to a POST.
  */
-import type { Hono } from "hono";
+import type { Routes } from "./lazy-routes.js";
 import { DEFAULT_PROFILE, type Caller, type Profile, type RunRecord } from "../../sessions/index.js";
 import { callerOf, idempotencyRecords, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpError } from "./errors.js";
@@ -51,7 +51,7 @@ export class RunsApi {
     this.control = new RunControl(this.views);
   }
 
-  mount(app: Hono<AppEnv>): void {
+  mount(app: Routes): void {
     app.post("/v1/runs", (c) => this.create(c));
     app.get("/v1/runs/:id", async (c) => {
       const scope = await this.scope(c);

@@ -25,7 +25,7 @@
  * A slow reader gets the WebSocket flow control (same limits): `session.resync` + a catch-up after
  * lagging, the end of the stream past the hard limit (session-events.ts, sse-flow.ts).
  */
-import type { Hono } from "hono";
+import type { Routes } from "./lazy-routes.js";
 import { z } from "zod";
 import { RequestRespondParams, SessionCreateParams } from "../../protocol/method-params.js";
 import { EXPORT_FORMATS, isExportFormat, type SessionManager } from "../../sessions/index.js";
@@ -61,14 +61,14 @@ async function sessionsOf(c: AppContext, bodyProfile?: string): Promise<SessionM
   return (await profileOf(c, bodyProfile)).sessions;
 }
 
-export function mountSessions(app: Hono<AppEnv>, api: HttpApi): void {
+export function mountSessions(app: Routes, api: HttpApi): void {
   mountReads(app);
   mountWrites(app, api);
   app.get("/api/sessions/:id/events", (c) => sessionEvents(c, api));
 }
 
 /** The list, one session, its messages, its export. */
-function mountReads(app: Hono<AppEnv>): void {
+function mountReads(app: Routes): void {
   app.get("/api/sessions", async (c) => {
     const params: Parameters<SessionManager["list"]>[1] = {};
     const profile = c.req.query("profile");
@@ -119,7 +119,7 @@ function mountReads(app: Hono<AppEnv>): void {
 }
 
 /** Create, rename, close, prompt, interrupt. Idempotency records live in the default profile's store. */
-function mountWrites(app: Hono<AppEnv>, api: HttpApi): void {
+function mountWrites(app: Routes, api: HttpApi): void {
   const records = idempotencyRecords(api);
 
   app.post("/api/sessions", async (c) => {

@@ -22,7 +22,7 @@
  * a gateway nobody asks for it does not load it.
  */
 import type { UIMessageChunk } from "ai";
-import type { Hono } from "hono";
+import type { Routes } from "../http/lazy-routes.js";
 import { ErrorCode, RequestKind, TetherError, type OpenRequest, type StopReason } from "../../protocol/index.js";
 import type { Caller, Profile, SeedMessage, StartedTurn, TurnMark } from "../../sessions/index.js";
 import { callerOf, profileOf, type AppContext, type AppEnv, type HttpApi } from "../http/context.js";
@@ -39,7 +39,7 @@ import type { TurnFeedSource } from "./turn-feed.js";
 /** Stops the gateway made itself: a client may have lost the stream's end to them. */
 const GATEWAY_CUTS: ReadonlySet<StopReason> = new Set(["restart", "shutdown"]);
 
-export function mountAiSdkChat(app: Hono<AppEnv>, api: HttpApi): void {
+export function mountAiSdkChat(app: Routes, api: HttpApi): void {
   app.post("/api/chat", (c) => postChat(c, api));
   app.get("/api/chat/:id/stream", (c) => resumeChat(c, api));
 }

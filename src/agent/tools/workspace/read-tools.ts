@@ -4,7 +4,7 @@
  * descriptor from the session's root, never through a symlink (fd-open.ts), so what is read is
  * what was checked. Each answer is bounded: read_file streams a window of lines (`max_bytes`,
  * `max_lines`), list_dir lists at most 1,000 entries, search_files is linear-time and time-sliced
- * (search.ts).
+ * (search.ts, loaded by the first search: RE2's engine, re2js, is ~250 KB that a start need not compile).
  */
 import { constants } from "node:fs";
 import { readdir } from "node:fs/promises";
@@ -15,7 +15,6 @@ import { DEFAULT_MAX_RESULT_BYTES } from "../result-cap.js";
 import { parseArgs } from "./args.js";
 import { childSize, folderPath, openDirInScope, openInScope } from "./fd-open.js";
 import { resolveInScope, scopeOf, shown } from "./paths.js";
-import { compilePattern, Search } from "./search.js";
 import { BinaryFile, PastEnd, readLineWindow } from "./text-read.js";
 import type { WorkspaceOptions } from "./workspace-options.js";
 
@@ -145,6 +144,7 @@ export function searchFilesTool(opts: WorkspaceOptions): Tool {
     },
     async execute(args, ctx) {
       const a = parseArgs("search_files", SearchArgs, args);
+      const { compilePattern, Search } = await import("./search.js");
       const re = compilePattern(a.pattern);
       const scope = await scopeOf(ctx.cwd, opts.roots());
       const { handle, path } = await openInScope(scope, a.path ?? ".", constants.O_RDONLY);
