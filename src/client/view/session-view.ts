@@ -32,6 +32,8 @@ export interface SessionViewOptions {
   describe?: (sessionId: string) => SessionSummary | undefined;
   /** Every frame of the open session (`applied`: it changed the view), after it is applied. */
   onFrame?: (frame: Frame, applied: boolean) => void;
+  /** Each open that succeeded (an app's own, or one the view made after a gap, a suspension or a 4001 on submit). */
+  onOpened?: (snapshot: Snapshot) => void;
   /** The subscription was dropped (the session is gone). */
   onDropped?: (sessionId: string, err: Error) => void;
   /** Request ids for prompts. @default crypto.randomUUID() */
@@ -203,6 +205,7 @@ export class SessionView {
       this.current = model;
       this.wanted = snap.session_id;
       if (this.opts.processes !== false) void this.loadProcesses(model);
+      this.opts.onOpened?.(snap);
       return snap;
     } catch (err) {
       if (seq !== this.openSeq) return undefined;
