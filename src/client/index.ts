@@ -7,6 +7,10 @@
  *   const snap = await client.createSession();
  *   client.subscribe(snap.session_id, (frame) => …, { onSnapshot: (s) => … });
  *   client.onStatus((s) => …);
+ *
+ *   const view = new SessionView(client); // or a whole session, kept for a UI
+ *   view.subscribe(() => render(view.getSnapshot()));
+ *   await view.open(snap.session_id);
  */
 export { TetherClient, type CallArgs, type CallOptions } from "./tether-client.js";
 export type { TetherClientOptions } from "./options.js";
@@ -17,10 +21,13 @@ export { OpenRequests } from "./open-requests.js";
 export { TetherRuns, RunsError, type TetherRunsOptions } from "./runs.js";
 export type { ToolCallHandler, ToolCallInfo } from "./tool-calls.js";
 export { ProcessPoller, type PollingClient, type PollState, type PollTimer, type ProcessListener, type ProcessPollerOptions } from "./process-poller.js";
+export * from "./view/index.js";
 export { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from "./backoff.js";
 export type { WebSocketConstructor, WebSocketLike } from "./websocket-like.js";
 // The wire vocabulary, so an app needs one import.
 export { Method, EventType, ErrorCode } from "../protocol/index.js";
 export type { RunObject, RunCreated, RunCreateParams, RunStatus, RunStreamEvent, SteerResult } from "../protocol/index.js";
 export { RunEventType } from "../protocol/index.js";
+export { isEventFrame, isFrameOf } from "../protocol/index.js";
+export type { EventFrame, EventPayloads, FrameOf, PayloadOf } from "../protocol/index.js";
 export type { Frame, MethodMap, Snapshot, MessageSnapshot, SinceResult, SessionSummary, TodoItem, OpenRequest, ProcessInfo, ProcessOutputPage, ClientToolSpec } from "../protocol/index.js";

@@ -1,28 +1,23 @@
 /**
  * The page's state and every action, on top of the SDK (`src/client`): one TetherClient per tab,
- * one subscription (the open session), the sessions list, the model list. Views read the
- * controller and call its methods; `subscribe` tells them when to re-render.
+ * one SessionView (the open session: its transcript, subscription, pending prompts and their
+ * retry are the SDK's), the sessions list, the model list. Views read the controller and call
+ * its methods; `subscribe` tells them when to re-render.
  */
 import {
   ErrorCode,
+  isFrameOf,
   Method,
   RpcError,
+  SessionView,
   TetherClient,
   type ClientStatus,
   type Frame,
   type SessionSummary,
-  type Snapshot,
 } from "../../src/client/index.js";
 import { isRecoverableEnd } from "../../src/protocol/end-reasons.js";
 import { BROWSER_TOOLS, installBrowserTools } from "./browser-tools.js";
-import {
-  applyFrame,
-  applyMessageSnapshot,
-  applyTodo,
-  fromSnapshot,
-  settlePending,
-  type SessionModel,
-} from "./model.js";
+import type { SessionModel } from "./model.js";
 
 export const TOKEN_KEY = "tether.apiKey";
 /** What an older page kept per session in this browser (versions, stop causes): the gateway keeps both now; dropped. */
@@ -54,11 +49,6 @@ export interface ConfirmRequest {
 
 type Listener = () => void;
 
-function newRequestId(): string {
-  const c = globalThis.crypto;
-  return typeof c?.randomUUID === "function" ? c.randomUUID() : `req-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-}
-
 function errorText(err: unknown): string {
   if (err instanceof RpcError) return `${err.message} (${err.code})`;
   return err instanceof Error ? err.message : String(err);
@@ -78,10 +68,7 @@ export class AppController {
   models: ModelOption[] = [];
   /** Models that ask for confirmation before a switch (`requires_confirmation` on /v1/models, or a confirm_required seen). */
   guarded = new Set<string>();
-  current: SessionModel | undefined;
   currentId: string | undefined;
-  loading = false;
-  sessionError: string | undefined;
   confirm: ConfirmRequest | undefined;
   toasts: Toast[] = [];
   /** What the composer should show next (an edited queued prompt): `seq` tells a new one. */
@@ -98,16 +85,29 @@ export class AppController {
   private probing = false;
   private stallTimer: ReturnType<typeof setInterval> | undefined;
   private client: TetherClient | undefined;
+  /** The open session, kept by the SDK. */
+  private view: SessionView | undefined;
+  /** The open session's transcript model. */
+  get current(): SessionModel | undefined {
+    return this.view?.model;
+  }
+  get loading(): boolean {
+    return this.view?.getSnapshot().loading ?? false;
+  }
+  /** Why the open session could not be shown (none for one that ended: it shows read-only). */
+  get sessionError(): string | undefined {
+    const err = this.view?.getSnapshot().error;
+    if (!err) return undefined;
+    return err instanceof RpcError && err.code === ErrorCode.NotFound ? "This session does not exist (or belongs to someone else)." : errorText(err);
+  }
   /** The tab's SDK client, for panels that make their own calls (processes.tsx). */
   get sdk(): TetherClient | undefined {
     return this.client;
   }
-  private unsubscribe: (() => void) | undefined;
   private listeners = new Set<Listener>();
   private scheduled = false;
   private toastSeq = 0;
   private listTimer: ReturnType<typeof setInterval> | undefined;
-  private openSeq = 0;
 
   constructor(private readonly storage: Storage, private readonly location: Location) {
     this.token = storage.getItem(TOKEN_KEY);
@@ -240,6 +240,8 @@ export class AppController {
     this.token = null;
     void this.client?.close();
     this.client = undefined;
+    this.view?.dispose();
+    this.view = undefined;
     this.needsKey = true;
     this.changed();
   }
@@ -257,6 +259,8 @@ export class AppController {
       onHandlerError: (err) => console.error("tether web: handler failed", err),
     });
     this.client = client;
+    this.view?.dispose();
+    this.view = this.sessionView(client);
     installBrowserTools(client);
     client.onStatus((s) => {
       this.status = s;
@@ -329,127 +333,50 @@ export class AppController {
     return this.client;
   }
 
-  /** Subscribes first, then resumes: frames sent between the snapshot and the answer are kept. */
+  /** The SDK's view of the open session, wired to the page: renders, the list, the address, the stall probe. */
+  private sessionView(client: TetherClient): SessionView {
+    const view = new SessionView(client, {
+      describe: (id) => this.sessions.find((s) => s.session_id === id),
+      onFrame: (frame, applied) => {
+        this.lastFrameAt = Date.now();
+        if (applied) this.onModelFrame(frame);
+      },
+      onDropped: () => void this.refreshSessions(),
+      onOpened: (snap) => {
+        this.forgetPageState(snap.session_id);
+        this.currentId = snap.session_id;
+        if (snap.resolved_from) this.navigate(snap.session_id);
+        void this.refreshSessions();
+      },
+    });
+    view.subscribe(() => this.changed());
+    return view;
+  }
+
+  private requireView(): SessionView {
+    if (!this.view) throw new Error("not connected");
+    return this.view;
+  }
+
+  /** Opens (or switches to) a session: the SDK subscribes first, then resumes; a user-closed one shows read-only. */
   async openSession(sessionId: string): Promise<void> {
     const client = this.requireClient();
-    const seq = ++this.openSeq;
+    const view = this.requireView();
     const previous = this.currentId;
-    this.unsubscribe?.();
-    this.unsubscribe = undefined;
     if (previous && previous !== sessionId) void client.call(Method.SessionDetach, { session_id: previous }).catch(() => undefined);
     this.currentId = sessionId;
-    if (this.current?.sessionId !== sessionId) this.current = undefined;
-    this.loading = true;
-    this.sessionError = undefined;
     this.changed();
-
-    let model: SessionModel | undefined;
-    let early: Frame[] = [];
-    const off = client.subscribe(
-      sessionId,
-      (frame) => {
-        this.lastFrameAt = Date.now();
-        if (!model) early.push(frame);
-        else if (applyFrame(model, frame)) this.onModelFrame(model, frame);
-      },
-      {
-        onSnapshot: (snap) => {
-          if (model) {
-            applyMessageSnapshot(model, snap);
-            this.changed();
-          }
-        },
-        onDropped: (err) => this.onSessionLost(sessionId, err),
-        onSuspended: () => {
-          if (this.currentId === sessionId) void this.openSession(sessionId);
-        },
-        onGap: () => {
-          if (this.currentId === sessionId) void this.openSession(sessionId);
-        },
-      },
-    );
-    this.unsubscribe = off;
     try {
-      const snap = await client.resumeSession(sessionId);
-      if (seq !== this.openSeq) return;
-      model = fromSnapshot(snap, this.current);
-      this.forgetPageState(snap.session_id);
-      for (const f of early) if ((f.seq ?? 0) > snap.latest_seq) applyFrame(model, f);
-      early = [];
-      this.current = model;
-      this.currentId = snap.session_id;
-      if (snap.resolved_from) this.navigate(snap.session_id);
-    } catch (err) {
-      if (seq !== this.openSeq) return;
-      off();
-      this.unsubscribe = undefined;
-      await this.showEnded(sessionId, err);
-    } finally {
-      if (seq === this.openSeq) {
-        this.loading = false;
-        this.changed();
-      }
+      await view.open(sessionId);
+    } catch {
+      // the view says how (read-only when ended, else its error)
+      void this.refreshSessions();
     }
-    void this.refreshSessions();
   }
 
-  /** A session that cannot be resumed (closed by a user): its transcript, read-only, with Reopen. */
-  private async showEnded(sessionId: string, err: unknown): Promise<void> {
-    const client = this.requireClient();
-    if (err instanceof RpcError && err.code === ErrorCode.Closed) {
-      const summary = this.sessions.find((s) => s.session_id === sessionId);
-      let messages: Snapshot["messages"] = [];
-      try {
-        messages = (await client.call(Method.SessionMessages, { session_id: sessionId, limit: 1000 })).messages;
-      } catch {
-        // the transcript may be unreadable for a closed session; the Reopen button still works
-      }
-      let delegations: Snapshot["delegations"] = [];
-      try {
-        delegations = (await client.call(Method.DelegationList, { session_id: sessionId })).delegations;
-      } catch {
-        // no delegation cards then; delivered results still show as result cards
-      }
-      const endReason = (err.data as { end_reason?: string } | undefined)?.end_reason ?? summary?.end_reason ?? "user_close";
-      const snap: Snapshot = {
-        session_id: sessionId,
-        title: summary?.title ?? "",
-        profile: summary?.profile ?? "default",
-        model: summary?.model ?? "",
-        provider: "",
-        open_requests: [],
-        state: "ended",
-        running: false,
-        latest_seq: 0,
-        epoch: "",
-        messages,
-        todo: { revision: 0, items: [] },
-        delegations,
-      };
-      this.current = fromSnapshot(snap, undefined);
-      this.current.endReason = endReason;
-      return;
-    }
-    this.current = undefined;
-    this.sessionError =
-      err instanceof RpcError && err.code === ErrorCode.NotFound ? "This session does not exist (or belongs to someone else)." : errorText(err);
-  }
-
-  private onSessionLost(sessionId: string, err: Error): void {
-    if (this.currentId !== sessionId) return;
-    if (err instanceof RpcError && err.code === ErrorCode.Closed && this.current) {
-      this.current.state = "ended";
-      this.current.running = false;
-      this.current.version++;
-    }
-    void this.refreshSessions();
-    this.changed();
-  }
-
-  private onModelFrame(model: SessionModel, frame: Frame): void {
-    if (model !== this.current) return;
-    if (frame.type === "message.complete") {
-      const c = frame.payload as { role?: string; status?: string; content?: string };
+  private onModelFrame(frame: Frame): void {
+    if (isFrameOf(frame, "message.complete")) {
+      const c = frame.payload;
       // A count, not the text: the reply is right there in the transcript to read (and no text is shown twice).
       if (c.role === "assistant" && c.status === "complete" && c.content) {
         const words = c.content.trim().split(/\s+/).length;
@@ -501,9 +428,10 @@ export class AppController {
     if (!model || !this.client) return false;
     try {
       await this.client.call(Method.SessionUpdate, { session_id: model.sessionId, system_prompt: text.trim() });
-      if (text.trim()) model.systemPrompt = text.trim();
-      else delete model.systemPrompt;
-      model.version++;
+      this.view?.update((m) => {
+        if (text.trim()) m.systemPrompt = text.trim();
+        else delete m.systemPrompt;
+      });
       this.toast(text.trim() ? "System prompt saved: used from the next reply" : "System prompt cleared: the profile's applies", "ok");
       this.changed();
       return true;
@@ -521,37 +449,14 @@ export class AppController {
       this.toast("This session has ended: reopen it first", "warn");
       return false;
     }
-    const requestId = newRequestId();
     // An untitled session is named after its first prompt (renamable from the sidebar).
     if (!model.title && !model.blocks.some((b) => b.kind === "user") && model.pending.length === 0) {
       const title = text.replace(/\s+/g, " ").trim().slice(0, 60);
-      model.title = title;
+      this.view?.update((m) => (m.title = title));
       void client.call(Method.SessionUpdate, { session_id: model.sessionId, title }).then(() => this.refreshSessions(), () => undefined);
     }
-    model.pending = [...model.pending, { requestId, text, status: "sending", ...(opts.replaces ? { replaces: opts.replaces } : {}) }];
-    model.version++;
-    this.changed();
-    // The same request_id on every retry: a prompt sent twice never runs twice.
-    for (let attempt = 0; attempt < 20; attempt++) {
-      try {
-        const branch = opts.replaces ? { from_message_id: opts.replaces, ...(opts.sameText ? {} : { text }) } : { text };
-        const res = await client.call(Method.PromptSubmit, { session_id: model.sessionId, request_id: requestId, ...branch }, { timeoutMs: 15_000 });
-        settlePending(model, requestId, res);
-        this.changed();
-        return true;
-      } catch (err) {
-        const transient = !(err instanceof RpcError) || err.retryable || err.code === ErrorCode.NotLive;
-        if (!transient || attempt === 19) {
-          model.pending = model.pending.map((q) => (q.requestId === requestId ? { ...q, status: "failed", error: errorText(err) } : q));
-          model.version++;
-          this.changed();
-          return false;
-        }
-        if (err instanceof RpcError && err.code === ErrorCode.NotLive) await this.openSession(model.sessionId).catch(() => undefined);
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    }
-    return false;
+    // Shown at once as pending; the same request_id on every retry: a prompt sent twice never runs twice.
+    return this.requireView().submit(text, opts);
   }
 
   /** Cancels a queued prompt (`prompt.cancel`): it never runs. Returns its text. */
@@ -581,11 +486,7 @@ export class AppController {
   }
 
   dismissPending(requestId: string): void {
-    const model = this.current;
-    if (!model) return;
-    model.pending = model.pending.filter((q) => q.requestId !== requestId);
-    model.version++;
-    this.changed();
+    this.view?.dismissPending(requestId);
   }
 
   /** Answers an open request of the current session (an approval's choice, or input content). */
@@ -620,10 +521,7 @@ export class AppController {
   async rename(sessionId: string, title: string): Promise<void> {
     try {
       await this.requireClient().call(Method.SessionUpdate, { session_id: sessionId, title });
-      if (this.current?.sessionId === sessionId) {
-        this.current.title = title;
-        this.current.version++;
-      }
+      if (this.current?.sessionId === sessionId) this.view?.update((m) => (m.title = title));
       await this.refreshSessions();
     } catch (err) {
       this.toast(`Rename failed: ${errorText(err)}`, "error");
@@ -679,9 +577,7 @@ export class AppController {
       await this.requireClient().call(Method.SessionDelete, { session_id: sessionId });
       this.forgetPageState(sessionId);
       if (this.currentId === sessionId) {
-        this.unsubscribe?.();
-        this.unsubscribe = undefined;
-        this.current = undefined;
+        this.view?.reset();
         this.currentId = undefined;
         this.location.hash = "";
       }
@@ -708,7 +604,7 @@ export class AppController {
     const reason = summary?.end_reason ?? this.current?.endReason;
     try {
       if (!isRecoverableEnd(reason)) await client.call(Method.SessionReopen, { session_id: sessionId });
-      if (this.currentId === sessionId) this.current = undefined;
+      if (this.currentId === sessionId) this.view?.reset();
       this.navigate(sessionId);
       if (this.currentId === sessionId) await this.openSession(sessionId);
       this.toast("Session reopened", "ok");
@@ -729,16 +625,15 @@ export class AppController {
         this.confirm = { model: modelId, message: res.confirm_message ?? `Switching to ${modelId} needs confirmation.` };
       } else if (res.status === "pending" && modelId === model.model) {
         // Back to the model in use: the stashed switch is now a no-op (no model.switched comes).
-        delete model.pendingModel;
-        model.version++;
+        this.view?.update((m) => delete m.pendingModel);
       } else if (res.status === "pending") {
-        model.pendingModel = modelId;
-        model.version++;
+        this.view?.update((m) => (m.pendingModel = modelId));
         this.toast(`${modelId} will be used from the next turn`, "info");
       } else {
-        delete model.pendingModel;
-        model.model = modelId;
-        model.version++;
+        this.view?.update((m) => {
+          delete m.pendingModel;
+          m.model = modelId;
+        });
       }
     } catch (err) {
       this.toast(`Model switch failed: ${errorText(err)}`, "error");
@@ -752,10 +647,8 @@ export class AppController {
   }
 
   async refreshTodo(): Promise<void> {
-    const model = this.current;
-    if (!model || !this.client || model.state === "ended") return;
     try {
-      if (applyTodo(model, await this.client.call(Method.TodoGet, { session_id: model.sessionId }))) this.changed();
+      await this.view?.refreshTodo();
     } catch {
       // shown from frames anyway
     }
