@@ -112,7 +112,7 @@ export class RuntimeAssembly implements RuntimeOpener {
       this.env,
       this.hooks,
     );
-    d.registry.opened(runtime);
+    if (!d.registry.opened(runtime)) throw new Error(`session ${sessionId} was not opening here: its runtime is not registered`);
     await d.requests.recover(runtime, unfinished);
     if (lease.from) d.logger.info({ session_id: sessionId, from: lease.from.owner }, "took over the session's lease");
     void d.lifecycle.enforceCap().catch((err: unknown) => d.logger.error({ err }, "LRU cap enforcement failed"));
@@ -151,7 +151,7 @@ export class RuntimeAssembly implements RuntimeOpener {
       this.env,
       this.hooks,
     );
-    d.registry.opened(runtime);
+    if (!d.registry.opened(runtime)) throw new Error(`session ${row.id} was not opening here: its runtime is not registered`);
     void d.lifecycle.enforceCap().catch((err: unknown) => d.logger.error({ err }, "LRU cap enforcement failed"));
     return runtime;
   }
