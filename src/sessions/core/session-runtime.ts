@@ -223,6 +223,11 @@ export class SessionRuntime {
     this.row.flags = flags;
   }
 
+  /** The row takes a change its caller has just committed (a rotation ending this session). */
+  rowStored(patch: Pick<Partial<SessionRow>, "ended_at" | "end_reason" | "flags">): void {
+    Object.assign(this.row, patch);
+  }
+
   /**
    * The flags change inside a write the caller emits (a message's transaction): the row takes them
    * now, and the returned op stores them with that write.
