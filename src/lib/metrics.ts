@@ -27,6 +27,8 @@ export interface Metrics {
   sessionFrames(): FrameMetrics;
   /** A live session ended in this process. */
   sessionEnded(reason: string): void;
+  /** The live registry refused a session state transition its table does not allow (a bug in the caller). */
+  transitionRefused(from: string, to: string): void;
   connectionOpened(transport: Transport): void;
   connectionClosed(transport: Transport): void;
   /** A client came back: a WebSocket `session.resume` with `after_seq`, an SSE stream with `Last-Event-ID`. */
@@ -42,6 +44,7 @@ const noopFrames: FrameMetrics = { frameDelivered: () => undefined };
 export const noopMetrics: Metrics = {
   sessionFrames: () => noopFrames,
   sessionEnded: () => undefined,
+  transitionRefused: () => undefined,
   connectionOpened: () => undefined,
   connectionClosed: () => undefined,
   reconnected: () => undefined,

@@ -68,7 +68,7 @@ export function assembleSessions(deps: SessionManagerDeps): SessionParts {
   const metrics = deps.metrics ?? noopMetrics;
   // core
   const settings = settingsOf(deps);
-  const registry = new LiveRegistry();
+  const registry = new LiveRegistry({ logger, refused: (from, to) => metrics.transitionRefused(from, to) });
   const globals = new GlobalFrames({ epoch: deps.epoch, clock, logger });
   // lifecycle
   const { timers, ...lifecycle } = lifecycleRoom(deps, settings, registry, globals);

@@ -114,7 +114,7 @@ export class RuntimeAssembly implements RuntimeOpener {
       this.env,
       this.hooks,
     );
-    d.registry.opened(runtime);
+    if (!d.registry.opened(runtime)) throw new Error(`session ${sessionId} was not opening here: its runtime is not registered`);
     await d.requests.recover(runtime, unfinished);
     runtime.restoreQueued(queued);
     if (queued.length > 0) d.logger.info({ session_id: sessionId, queued: queued.length }, "queued prompts a previous process accepted are queued again");
@@ -155,7 +155,7 @@ export class RuntimeAssembly implements RuntimeOpener {
       this.env,
       this.hooks,
     );
-    d.registry.opened(runtime);
+    if (!d.registry.opened(runtime)) throw new Error(`session ${row.id} was not opening here: its runtime is not registered`);
     void d.lifecycle.enforceCap().catch((err: unknown) => d.logger.error({ err }, "LRU cap enforcement failed"));
     return runtime;
   }

@@ -332,7 +332,7 @@ export class SessionManager implements ForwardedCalls {
     }
     assertOwner(caller, runtime.row);
     if (cfg.clientTools !== undefined) await setClientTools(runtime, this.deps.tools, cfg.clientTools);
-    runtime.callOptions = cfg.callOptions;
+    runtime.setCallOptions(cfg.callOptions);
   }
 
   async interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }> {

@@ -13,13 +13,15 @@ import { newClient, waitFor } from "./client-support.js";
 interface Peer {
   url: string;
   connections: number;
+  /** `ping` requests received, over all connections. */
+  pings: number;
   close(): Promise<void>;
 }
 
 async function startPeer(mode: "silent" | "method-not-found" | "no-ready"): Promise<Peer> {
   const http: Server = createServer();
   const wss = new WebSocketServer({ server: http, path: "/ws" });
-  const peer = { url: "", connections: 0, close: async () => undefined };
+  const peer = { url: "", connections: 0, pings: 0, close: async () => undefined };
   wss.on("connection", (ws) => {
     peer.connections++;
     if (mode !== "no-ready") {
@@ -27,8 +29,9 @@ async function startPeer(mode: "silent" | "method-not-found" | "no-ready"): Prom
       ws.send(encodeEventNotification({ type: EventType.GatewayReady, session_id: "", epoch: "e-peer", ts: Date.now(), payload }));
     }
     ws.on("message", (data) => {
+      const { id, method } = JSON.parse(data.toString());
+      if (method === "ping") peer.pings++;
       if (mode !== "method-not-found") return; // half-open: requests vanish
-      const { id } = JSON.parse(data.toString());
       ws.send(JSON.stringify({ jsonrpc: "2.0", id, error: { code: ErrorCode.MethodNotFound, message: "Method not found" } }));
     });
   });
@@ -69,7 +72,8 @@ describe("liveness", () => {
     const statuses: ClientStatus[] = [];
     client.onStatus((s) => statuses.push(s));
     await client.connect();
-    await new Promise((r) => setTimeout(r, 300)); // ~15 pings, each answered with -32601
+    // Wait on the pings themselves (not a time): with none sent, nothing here would be tested.
+    await waitFor(() => peer.pings >= 5, 5000, "five pings answered with -32601");
     expect(peer.connections).toBe(1);
     expect(statuses.map((s) => s.state)).toEqual(["connecting", "connected"]);
   });

@@ -136,6 +136,7 @@ describe("message_agent between local bots", () => {
       inbox = sessions.find((x: any) => x.title === "alpha → beta")?.session_id;
       if (!inbox) await new Promise((r) => setTimeout(r, 20));
     }
+    expect(inbox, "beta's inbox session for alpha").toBeDefined();
     await sock.call("session.resume", { profile: "beta", session_id: inbox });
     await sock.waitForEvent(inbox!, (f) => f.type === "message.delta");
     await sock.call("session.interrupt", { profile: "beta", session_id: inbox });

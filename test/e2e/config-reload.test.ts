@@ -25,11 +25,17 @@ async function until(pred: () => Promise<boolean>, timeoutMs = 8000): Promise<vo
   }
 }
 
+/** The "parked: reap armed" debug line of the session's last park, parsed. */
+function parkLine(g: SpawnedGateway, sid: string): { reap_in_ms: number } | undefined {
+  const lines = g.stderr().split("\n").filter((l) => l.includes("parked: reap armed") && l.includes(sid));
+  return lines.length ? JSON.parse(lines.at(-1)!) : undefined;
+}
+
 describe("config reload", () => {
   it("reloads lifecycle settings on SIGHUP; removing the key restores the default grace", async () => {
     const cfg = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "config.yaml");
     writeFileSync(cfg, "lifecycle:\n  orphan_grace_s: 2\n");
-    const g = await spawnGateway(["--port", "0", "--db", tempDbPath(), "--config", cfg], { TETHER_LOG_LEVEL: "info" });
+    const g = await spawnGateway(["--port", "0", "--db", tempDbPath(), "--config", cfg], { TETHER_LOG_LEVEL: "debug" });
     running.push(g);
     const watcher = await RpcSocket.open(g.wsUrl);
 
@@ -45,7 +51,9 @@ describe("config reload", () => {
     const b = await RpcSocket.open(g.wsUrl);
     const s2 = (await b.call("session.create", {})).session_id;
     b.close();
-    await new Promise((r) => setTimeout(r, 3000)); // past the old 2 s grace, well inside the default 20 s
+    // The park armed its reap with the default 20 s grace, not the removed 2 s one.
+    await until(async () => parkLine(g, s2) !== undefined);
+    expect(parkLine(g, s2)!.reap_in_ms).toBe(20_000);
     expect(await stateOf(watcher, s2)).toBe("detached");
     watcher.close();
   });

@@ -7,7 +7,8 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { Frame } from "../../src/protocol/index.js";
 import { spawnGateway, type SpawnedGateway } from "../support/spawn-gateway.js";
 import { RpcSocket } from "../support/rpc-socket.js";
-import { dropTestSchemas, pgAvailable, pgTestUrl } from "../support/pg.js";
+import { dropTestSchemas, pgAvailable, pgQuery, pgTestUrl } from "../support/pg.js";
+import { eventually } from "../support/sse-client.js";
 import { dropTestKeys, redisAvailable, redisTestUrl } from "../support/redis.js";
 
 const running: SpawnedGateway[] = [];
@@ -102,7 +103,11 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
     const first = await sa.call("prompt.submit", { session_id: sid, text: "count to 100000" });
     await sa.waitFor(() => sa.sessionEvents(sid).filter((f) => f.type === "message.delta").length >= 20);
     a.child.kill("SIGSTOP");
-    await new Promise((r) => setTimeout(r, 1500)); // past A's 1 s lease and 3 missed beats
+    // Until A's lease ran out (A, stopped, renews nothing), as the store sees it.
+    await eventually(async () => {
+      const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
+      return lease !== undefined && Number(lease.expires_at) < Date.now();
+    });
     const sb = await RpcSocket.open(b.wsUrl);
     const snap = await sb.call("session.resume", { session_id: sid });
     expect(snap.messages.at(-1)).toMatchObject({ role: "assistant", status: "interrupted" });
@@ -110,7 +115,8 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
     const next = await sb.call("prompt.submit", { session_id: sid, text: "count to 50" });
     a.child.kill("SIGCONT");
     await sb.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === next.turn_id, 20_000);
-    await new Promise((r) => setTimeout(r, 1000)); // A runs on, and every write it tries is fenced
+    // A runs on until its first write is fenced (what it logs), not for a fixed time.
+    await eventually(async () => /stale owner: lease of session \S+ is no longer held/.test(a.stderr()));
     const events = (await sb.call("session.events.since", { session_id: sid, after_seq: 0 })).events as Frame<any>[];
     const seqs = events.map((f) => f.seq!);
     expect(new Set(seqs).size).toBe(seqs.length);

@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { spawnGateway, type SpawnedGateway } from "../support/spawn-gateway.js";
 import { RpcSocket } from "../support/rpc-socket.js";
-import { openSse } from "../support/sse-client.js";
-import { dropTestSchemas, pgAvailable, pgTestUrl } from "../support/pg.js";
+import { eventually, openSse } from "../support/sse-client.js";
+import { dropTestSchemas, pgAvailable, pgQuery, pgTestUrl } from "../support/pg.js";
 import { dropTestKeys, redisAvailable, redisTestUrl } from "../support/redis.js";
 import { countText } from "./fault-support.js";
 
@@ -91,7 +91,8 @@ describe.skipIf(!pgAvailable || !redisAvailable)("runs on two nodes", () => {
     const sid = (await sa.call("session.create", {})).session_id;
     sa.close(); // parked on A (its lease says detached)
     const sb = await open(b.wsUrl);
-    await new Promise((r) => setTimeout(r, 300)); // A has marked the lease detached
+    // B may take the session over once A marked its lease detached (B's resume only takes a detached lease).
+    await eventually(async () => (await pgQuery<{ detached: boolean }>(store, "SELECT detached FROM leases WHERE session_id = $1", [sid]))[0]?.detached);
     await sb.call("session.resume", { session_id: sid }); // B takes it over
 
     const res = await post(a.url, "/v1/runs", { input: "count to 30", session_id: sid });

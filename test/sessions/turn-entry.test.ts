@@ -25,11 +25,12 @@ async function harness() {
   return h;
 }
 
-async function turnDone(h: Harness, sessionId: string) {
-  for (let i = 0; i < 200; i++) {
-    const rt = h.manager.parts.registry.get(sessionId);
-    if (!rt || !rt.running) return;
-    await settle(5);
+/** Waits until the session runs no turn; a turn that never ends fails the test (no quiet return). */
+async function turnDone(h: Harness, sessionId: string, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (h.manager.parts.registry.get(sessionId)?.running) {
+    if (Date.now() > deadline) throw new Error(`the turn in ${sessionId} was still running after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 5));
   }
 }
 
@@ -49,6 +50,9 @@ describe("startTurn", () => {
     });
     expect(turn.result.status).toBe("started");
     await turnDone(h, turn.sessionId);
+    const done = viewer.frames.find((f) => f.type === "turn.complete");
+    expect(done?.turn_id).toBe(turn.result.turn_id);
+    expect(done?.payload.status).toBe("complete");
     const seeded = viewer.frames.filter((f) => f.type === "message.complete" && f.turn_id === undefined);
     expect(seeded.map((f) => f.payload.content)).toEqual(["earlier question", "earlier answer"]);
     expect(seeded.at(-1)!.seq).toBe(turn.opened!.latestSeq);

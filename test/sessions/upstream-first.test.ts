@@ -69,6 +69,9 @@ describe("the upstream request", () => {
     ai.script(reply.text(["hello ", "there"]));
     const viewer = new TestViewer("tap");
     const approvals = vi.spyOn(store.requests, "sessionApprovals");
+    const submits = vi.spyOn(h.committer, "submit");
+    /** The answer's text the turn has handed to the committer (written once the store takes it). */
+    const queuedText = () => submits.mock.calls.flatMap(([ops]) => ops.flatMap((op) => (op.op === "delta.append" ? [op.text] : []))).join("");
     store.hold();
     const started = h.manager.startTurn({ caller: ME, session: { create: { provider: "up", model: "m", hidden: true } }, text: "hi", viewer });
     let answered = false;
@@ -80,7 +83,8 @@ describe("the upstream request", () => {
     expect(approvals).not.toHaveBeenCalled();
     // Held: the row (and everything after it) is not stored, so nothing was shown and nothing answered.
     expect(store.held).toBeGreaterThan(0);
-    await settle(20);
+    // The turn has made text of its answer (queued for the store): nothing of it may show yet.
+    expect(await until(() => queuedText().startsWith("hello"))).toBe(true);
     expect(viewer.frames.filter((f) => f.type !== EventType.SessionInfo)).toEqual([]);
     expect(viewer.frames).toEqual([]);
     expect(answered).toBe(false);

@@ -52,3 +52,17 @@ export async function dropTestSchemas(): Promise<void> {
     await client.end();
   }
 }
+
+/** Runs one query in the schema of a store URL made by `pgTestUrl` (to wait on what a node wrote). */
+export async function pgQuery<T = Record<string, unknown>>(storeUrl: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  const schema = new URL(storeUrl).searchParams.get("schema");
+  if (!schema || !/^\w+$/.test(schema)) throw new Error(`no schema in ${storeUrl}`);
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    await client.query(`SET search_path TO ${schema}`);
+    return (await client.query(sql, params)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}

@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { LiveRegistry, type RuntimeOpener } from "../../src/sessions/core/live-registry.js";
-import { canTransition, isServingState, TRANSITIONS } from "../../src/sessions/core/session-state.js";
+import type { StateOrAbsent } from "../../src/sessions/core/session-state.js";
 import type { SessionRuntime } from "../../src/sessions/core/session-runtime.js";
 
-const runtimeFor = (id: string) => ({ id }) as unknown as SessionRuntime;
+const runtimeFor = (id: string) => ({ id, viewers: new Map() }) as unknown as SessionRuntime;
 
 /** An opener whose builds the test finishes by hand. */
 class ManualOpener implements RuntimeOpener {
@@ -32,20 +32,85 @@ class ManualOpener implements RuntimeOpener {
 }
 
 function setup() {
-  const registry = new LiveRegistry();
+  const refused: Array<[StateOrAbsent, StateOrAbsent]> = [];
+  const warnings: Array<Record<string, unknown>> = [];
+  const logger = { warn: (obj: Record<string, unknown>) => void warnings.push(obj) };
+  const registry = new LiveRegistry({ logger: logger as never, refused: (from, to) => void refused.push([from, to]) });
   const opener = new ManualOpener(registry);
   registry.useOpener(opener);
-  return { registry, opener };
+  return { registry, opener, refused, warnings };
+}
+
+async function liveRuntime(registry: LiveRegistry, opener: ManualOpener, id = "s1"): Promise<SessionRuntime> {
+  const opened = registry.open(id);
+  const rt = opener.builds.at(-1)!.finish();
+  await opened;
+  return rt;
 }
 
 describe("session states", () => {
-  it("declares where a turn awaiting an open request goes: from and back to live or parked, reapable like them", () => {
-    expect(TRANSITIONS.live).toContain("awaiting");
-    expect(TRANSITIONS.parked).toContain("awaiting");
-    expect(TRANSITIONS.awaiting).toEqual(expect.arrayContaining(["live", "parked", "ending", "handed-over"]));
-    expect(isServingState("awaiting")).toBe(true);
-    expect(canTransition("ending", "live")).toBe(false);
-    expect(canTransition("absent", "live")).toBe(false);
+  it("a turn awaiting an open request: live | parked → awaiting → live (viewed) | parked, serving throughout", async () => {
+    const { registry, opener, refused } = setup();
+    const rt = await liveRuntime(registry, opener);
+    expect(registry.awaiting(rt)).toBe(true);
+    expect(registry.stateOf(rt)).toBe("awaiting");
+    expect(registry.isServing(rt)).toBe(true);
+    expect(registry.park(rt)).toBe(false); // its last viewer leaving does not park it: it stays awaiting
+    expect(registry.stateOf(rt)).toBe("awaiting");
+    expect(registry.answered(rt)).toBe(true); // nobody views it
+    expect(registry.stateOf(rt)).toBe("parked");
+    expect(registry.awaiting(rt)).toBe(true);
+    rt.viewers.set("v", {} as never);
+    expect(registry.answered(rt)).toBe(true);
+    expect(registry.stateOf(rt)).toBe("live");
+    expect(refused).toEqual([]);
+  });
+
+  it("refuses what the table does not allow — logged, counted, nothing changed", async () => {
+    const { registry, opener, refused, warnings } = setup();
+    // A runtime registered with no open of its id in flight.
+    expect(registry.opened(runtimeFor("s9"))).toBe(false);
+    expect(registry.has("s9")).toBe(false);
+    expect(registry.stateOfId("s9")).toBe("absent");
+    // A serving runtime is not dropped: it must end or be handed over first.
+    const rt = await liveRuntime(registry, opener);
+    expect(registry.drop(rt)).toBe(false);
+    expect(registry.get("s1")).toBe(rt);
+    expect(registry.stateOf(rt)).toBe("live");
+    // An ending runtime neither awaits nor parks, nor is it handed over.
+    registry.beginEnd(rt);
+    expect(registry.awaiting(rt)).toBe(false);
+    expect(registry.park(rt)).toBe(false);
+    expect(registry.handOver(rt)).toBe(false);
+    expect(registry.stateOf(rt)).toBe("ending");
+    expect(refused).toEqual([
+      ["absent", "live"],
+      ["live", "absent"],
+      ["ending", "awaiting"],
+      ["ending", "parked"],
+      ["ending", "handed-over"],
+    ]);
+    expect(warnings.map((w) => [w.session_id, w.cause])).toEqual([
+      ["s9", "opened"],
+      ["s1", "drop"],
+      ["s1", "awaiting"],
+      ["s1", "park"],
+      ["s1", "hand-over"],
+    ]);
+    expect(registry.drop(rt)).toBe(true);
+    expect(registry.stateOfId("s1")).toBe("absent");
+    expect(refused).toHaveLength(5);
+  });
+
+  it("a discarded runtime (its row never stored) is ending, not handed over, then dropped", async () => {
+    const { registry, opener, refused } = setup();
+    const rt = await liveRuntime(registry, opener);
+    expect(registry.discard(rt)).toBe(true);
+    expect(registry.stateOf(rt)).toBe("ending");
+    expect(registry.isServing(rt)).toBe(false);
+    expect(registry.drop(rt)).toBe(true);
+    expect(registry.has("s1")).toBe(false);
+    expect(refused).toEqual([]);
   });
 });
 

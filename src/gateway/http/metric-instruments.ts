@@ -124,6 +124,9 @@ function eventCounters(prom: typeof PromClient, registry: PromClient.Registry, t
     foldLabelled(c, "type", t.frames);
   });
   counter("tether_sessions_ended_total", "Live sessions ended in this process, by end_reason (reaps included)", ["reason"], (c) => foldLabelled(c, "reason", t.ended));
+  counter("tether_session_transitions_refused_total", "Session state transitions the live registry refused (a bug in their caller), by from and to state", ["from", "to"], (c) =>
+    foldPairs(c, "from", "to", t.refused),
+  );
   counter("tether_turns_total", "Turns ended in this process, by profile and outcome (complete, interrupted, error)", ["profile", "outcome"], (c) =>
     foldPairs(c, "profile", "outcome", t.turns),
   );

@@ -24,6 +24,8 @@ export interface Tallies {
   /** Every other frame, by type. */
   frames: Map<string, number>;
   ended: Map<string, number>;
+  /** `from \0 to` → session state transitions the live registry refused. */
+  refused: Map<string, number>;
   opened: Map<string, number>;
   closed: Map<string, number>;
   reconnects: Map<string, number>;
@@ -46,6 +48,7 @@ export function newTallies(): Tallies {
     deltas: 0,
     frames: new Map(),
     ended: new Map(),
+    refused: new Map(),
     opened: new Map(),
     closed: new Map(),
     reconnects: new Map(),

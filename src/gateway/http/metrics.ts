@@ -74,6 +74,10 @@ export class PromMetrics implements Metrics, TurnSink {
     bump(this.tallies.ended, reason);
   }
 
+  transitionRefused(from: string, to: string): void {
+    bump(this.tallies.refused, `${from}\0${to}`);
+  }
+
   connectionOpened(transport: Transport): void {
     bump(this.tallies.opened, transport);
     if (transport !== "ws") bump(this.tallies.open, transport);
@@ -107,6 +111,7 @@ export class PromMetrics implements Metrics, TurnSink {
   private delegates(): Omit<Metrics, "sessionFrames" | "forProfile"> {
     return {
       sessionEnded: (r) => this.sessionEnded(r),
+      transitionRefused: (f, t) => this.transitionRefused(f, t),
       connectionOpened: (t) => this.connectionOpened(t),
       connectionClosed: (t) => this.connectionClosed(t),
       reconnected: (t) => this.reconnected(t),

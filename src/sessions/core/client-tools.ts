@@ -48,6 +48,5 @@ export async function setClientTools(rt: SessionRuntime, tools: ToolSet, specs: 
   const flags = { ...rt.row.flags };
   if (next.length > 0) flags.client_tools = next;
   else delete flags.client_tools;
-  await storage(() => rt.log.write([{ op: "session.update", id: rt.id, patch: { flags } }]));
-  rt.row.flags = flags;
+  await storage(() => rt.setFlags(flags, { tell: false }));
 }

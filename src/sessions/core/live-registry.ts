@@ -1,8 +1,10 @@
 /**
  * The sessions of this process and each one's state (session-state.ts). This is the only place a
- * session's state changes: every transition is a named method here, checked against TRANSITIONS
- * (a transition the table does not allow changes nothing and answers false). Everything else
- * asks: `stateOf`, `isServing`, `get`.
+ * session's state changes: every transition is a named method here, and each goes through one
+ * step (`transition`) checked against TRANSITIONS. A transition the table does not allow changes
+ * nothing, answers false, and is logged and counted (`tether_session_transitions_refused_total`):
+ * it is a bug in its caller, and a silent false would hide it. Everything else asks: `stateOf`,
+ * `isServing`, `get`.
  *
  * It is also the one door to a runtime: `open(id)` joins an open in flight, waits for an end or a
  * write in flight, and otherwise asks the opener — the assembler at the top of sessions/, installed
@@ -13,6 +15,25 @@
 import { canTransition, isServingState, type SessionState, type StateOrAbsent } from "./session-state.js";
 import type { SessionRuntime } from "./session-runtime.js";
 import type { SessionRow } from "../../store/types.js";
+import type { Logger } from "../../lib/logger.js";
+
+/** What a refused transition is reported to (the process's logger and metrics); optional for unit tests. */
+export interface TransitionWatch {
+  logger?: Pick<Logger, "warn">;
+  refused?: (from: StateOrAbsent, to: StateOrAbsent) => void;
+}
+
+/** Why a transition was asked for: named in the log line of a refused one. */
+export type TransitionCause =
+  | "opened"
+  | "park"
+  | "unpark"
+  | "awaiting"
+  | "answered"
+  | "end"
+  | "hand-over"
+  | "discard"
+  | "drop";
 
 /** Builds a session's runtime here (lease, row, log, recovery, hooks) and registers it with `opened`. */
 export interface RuntimeOpener {
@@ -39,6 +60,8 @@ export class LiveRegistry {
   /** Resumes in flight per session: while one is, the session counts as attached (no park, no reap). */
   private readonly binds = new Map<string, number>();
   private opener: RuntimeOpener | undefined;
+
+  constructor(private readonly watch: TransitionWatch = {}) {}
 
   /** Installs the builder of runtimes (once, when the sessions layer is assembled). */
   useOpener(opener: RuntimeOpener): void {
@@ -132,22 +155,28 @@ export class LiveRegistry {
     return opened;
   }
 
-  /** opening → live: the opener built the runtime. */
-  opened(runtime: SessionRuntime): void {
+  /**
+   * opening → live: the opener built the runtime. Refused (false, logged, counted, the runtime not
+   * registered) unless an open of the id is in flight here.
+   */
+  opened(runtime: SessionRuntime): boolean {
+    const e = this.entries.get(runtime.id);
+    if (!this.transition(runtime.id, e, "live", "opened")) return false;
     this.entries.set(runtime.id, { state: "live", runtime });
     this.runtimes.set(runtime.id, runtime);
+    return true;
   }
 
   // ---- Viewing ----
 
   /** live → parked: nobody views it any more. */
   park(runtime: SessionRuntime): boolean {
-    return this.move(runtime, "live", "parked");
+    return this.move(runtime, "live", "parked", "park");
   }
 
   /** parked → live: a viewer attached. */
   unpark(runtime: SessionRuntime): boolean {
-    return this.move(runtime, "parked", "live");
+    return this.move(runtime, "parked", "live", "unpark");
   }
 
   /** A resume of the session starts: from now until `unbind`, it counts as attached. */
@@ -171,12 +200,12 @@ export class LiveRegistry {
 
   /** live | parked → awaiting: its turn parked on open requests (it holds no provider stream). */
   awaiting(runtime: SessionRuntime): boolean {
-    return this.move(runtime, "live", "awaiting") || this.move(runtime, "parked", "awaiting");
+    return this.moveFrom(runtime, ["live", "parked"], "awaiting", "awaiting");
   }
 
   /** awaiting → live (someone views it) | parked: the requests were answered, the turn goes on. */
   answered(runtime: SessionRuntime): boolean {
-    return this.move(runtime, "awaiting", runtime.viewers.size > 0 ? "live" : "parked");
+    return this.move(runtime, "awaiting", runtime.viewers.size > 0 ? "live" : "parked", "answered");
   }
 
   // ---- Ending ----
@@ -189,8 +218,7 @@ export class LiveRegistry {
    */
   beginEnd(runtime: SessionRuntime, run?: () => Promise<void>): Promise<void> | undefined {
     const e = this.entries.get(runtime.id);
-    const current = e?.runtime === runtime && canTransition(e.state, "ending");
-    if (current) e!.state = "ending";
+    const current = e?.runtime === runtime && this.transition(runtime.id, e, "ending", "end");
     if (!run) return undefined;
     const ending = run().finally(() => this.settle(runtime.id, ending));
     if (current) e!.settled = ending;
@@ -200,20 +228,34 @@ export class LiveRegistry {
   /** serving → handed-over: to its continuation (`to`), or to another process (no `to`). */
   handOver(runtime: SessionRuntime, to?: string): boolean {
     const e = this.entries.get(runtime.id);
-    if (!e || e.runtime !== runtime || !canTransition(e.state, "handed-over")) return false;
-    e.state = "handed-over";
+    if (!e || e.runtime !== runtime || !this.transition(runtime.id, e, "handed-over", "hand-over")) return false;
     if (to !== undefined) e.to = to;
     return true;
   }
 
-  /** Removes `runtime` — unless a newer runtime (or open) of the session already replaced it. */
-  drop(runtime: SessionRuntime): void {
-    if (this.runtimes.get(runtime.id) === runtime) this.runtimes.delete(runtime.id);
+  /**
+   * serving → ending, for a runtime that goes without an end of its own (a new session whose row
+   * never reached the store: nothing to write, nothing handed to anyone); `drop` then removes it.
+   */
+  discard(runtime: SessionRuntime): boolean {
     const e = this.entries.get(runtime.id);
-    if (!e || e.runtime !== runtime) return;
-    if (e.state === "opening") e.runtime = undefined;
-    else if (e.state === "ending" && e.settled) e.runtime = undefined; // the end's tail still runs
-    else this.entries.delete(runtime.id);
+    return !!e && e.runtime === runtime && this.transition(runtime.id, e, "ending", "discard");
+  }
+
+  /**
+   * ending | handed-over → (absent): removes `runtime` — unless a newer runtime (or open) of the
+   * session already replaced it. A serving runtime is not dropped (refused: end or hand it over first).
+   */
+  drop(runtime: SessionRuntime): boolean {
+    const e = this.entries.get(runtime.id);
+    const mine = e?.runtime === runtime;
+    // Not a state change of this entry: an open in flight keeps its state; only the old runtime goes.
+    if (mine && e!.state === "opening") e!.runtime = undefined;
+    else if (mine && !this.transition(runtime.id, e, "absent", "drop")) return false;
+    else if (mine && e!.state === "ending" && e!.settled) e!.runtime = undefined; // the end's tail still runs
+    else if (mine) this.entries.delete(runtime.id);
+    if (this.runtimes.get(runtime.id) === runtime) this.runtimes.delete(runtime.id);
+    return true;
   }
 
   // ---- Writing without a runtime ----
@@ -239,10 +281,34 @@ export class LiveRegistry {
     if (!e.runtime && e.state !== "opening") this.entries.delete(sessionId);
   }
 
-  private move(runtime: SessionRuntime, from: SessionState, to: SessionState): boolean {
+  /**
+   * `from` → `to` for this very runtime. Quietly false when it is not the current runtime, is in
+   * `to` already, or is in a state the table lets go to `to` by another step (awaiting is not parked
+   * by its last viewer leaving); any other state is refused (logged, counted).
+   */
+  private move(runtime: SessionRuntime, from: SessionState, to: SessionState, cause: TransitionCause): boolean {
+    return this.moveFrom(runtime, [from], to, cause);
+  }
+
+  private moveFrom(runtime: SessionRuntime, from: readonly SessionState[], to: SessionState, cause: TransitionCause): boolean {
     const e = this.entries.get(runtime.id);
-    if (!e || e.runtime !== runtime || e.state !== from || !canTransition(from, to)) return false;
-    e.state = to;
+    if (!e || e.runtime !== runtime || e.state === to) return false;
+    if (!from.includes(e.state) && canTransition(e.state, to)) return false;
+    return this.transition(runtime.id, e, to, cause);
+  }
+
+  /**
+   * The one step that changes a session's state: checked against TRANSITIONS. `to` absent changes
+   * nothing here (the caller removes the entry); a refused transition is logged and counted.
+   */
+  private transition(sessionId: string, e: Entry | undefined, to: StateOrAbsent, cause: TransitionCause): boolean {
+    const from: StateOrAbsent = e?.state ?? "absent";
+    if (!canTransition(from, to)) {
+      this.watch.logger?.warn({ session_id: sessionId, from, to, cause }, "session state transition refused");
+      this.watch.refused?.(from, to);
+      return false;
+    }
+    if (e && to !== "absent") e.state = to;
     return true;
   }
 }

@@ -13,7 +13,7 @@ import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
 import type { EventLog } from "../../events/index.js";
-import type { SessionRow, WriteOp } from "../../store/types.js";
+import type { SessionFlags, SessionRow, WriteOp } from "../../store/types.js";
 import type { CallOptions, ChatMessage, Provider } from "../../agent/provider.js";
 import type { UsageMark } from "../../agent/compression/index.js";
 import { continueTurn, runTurn, type TurnContext, type TurnOutcome } from "../../agent/turn-runner.js";
@@ -23,6 +23,7 @@ import { SteerInbox } from "../../agent/turn-steering.js";
 import { createTodoList, type TodoList, type ToolContext, type ToolSet } from "../../agent/tools/index.js";
 import type { LiveSettings } from "./live-settings.js";
 import { renderSystemPrompt } from "./system-prompt.js";
+import { sessionInfo } from "./session-info.js";
 import { toToolSpec } from "./client-tools.js";
 import { turnLogOf, turnStartOps } from "./turn-bookkeeping.js";
 import { TurnQueue, type QueuedTurn } from "./turn-queue.js";
@@ -153,9 +154,10 @@ export class SessionRuntime {
   private lastSignOfLife: number;
   /**
    * What the transport that drives the session asks of its model calls (an OpenAI request's
-   * tool choice and sampling parameters): set with each such request, read at every model call.
+   * tool choice and sampling parameters): set with each such request (`setCallOptions`), read at
+   * every model call.
    */
-  callOptions: CallOptions | undefined;
+  private currentCallOptions: CallOptions | undefined;
   /** The system prompt this runtime sends (context counting includes it); `session.update` may change it. */
   private currentSystemPrompt: string | undefined;
   /** Created by this process: the store holds nothing of it this runtime does not know (no earlier approvals). */
@@ -206,6 +208,47 @@ export class SessionRuntime {
 
   get systemPrompt(): string | undefined {
     return this.currentSystemPrompt;
+  }
+
+  get callOptions(): CallOptions | undefined {
+    return this.currentCallOptions;
+  }
+
+  /** The call options of the model calls that follow (per request: not stored, nothing to show a viewer). */
+  setCallOptions(options: CallOptions | undefined): void {
+    this.currentCallOptions = options;
+  }
+
+  /**
+   * The session's flags change, stored. `tell`: with a `session.info` frame in the same
+   * transaction, so viewers learn of it (a room's members); otherwise written alone (client tools,
+   * which no frame shows). With the frame the row takes them as it is emitted (the next change
+   * builds on them); written alone, once stored.
+   */
+  async setFlags(flags: SessionFlags, opts: { tell: boolean }): Promise<void> {
+    const ops: WriteOp[] = [{ op: "session.update", id: this.id, patch: { flags } }];
+    if (opts.tell) {
+      this.log.emit(EventType.SessionInfo, sessionInfo(this.row), { ops });
+      this.row.flags = flags;
+      await this.log.flushed();
+      return;
+    }
+    await this.log.write(ops);
+    this.row.flags = flags;
+  }
+
+  /** The row takes a change its caller has just committed (a rotation ending this session). */
+  rowStored(patch: Pick<Partial<SessionRow>, "ended_at" | "end_reason" | "flags">): void {
+    Object.assign(this.row, patch);
+  }
+
+  /**
+   * The flags change inside a write the caller emits (a message's transaction): the row takes them
+   * now, and the returned op stores them with that write.
+   */
+  flagsChange(flags: SessionFlags): WriteOp {
+    this.row.flags = flags;
+    return { op: "session.update", id: this.id, patch: { flags } };
   }
 
   /** The row's system prompt changed (`session.update`): the next turn sends it, rendered, or the profile's. */
@@ -710,7 +753,7 @@ export class SessionRuntime {
       todo: this.todo,
       tools: this.env.tools,
       clientTools: () => (this.row.flags.client_tools ?? []).map(toToolSpec),
-      callOptions: () => this.callOptions,
+      callOptions: () => this.currentCallOptions,
       ...(turn.noInput ? { noInput: true } : {}),
       provider: this.currentProvider,
       model: this.currentModel,

@@ -7,8 +7,8 @@
  *   (absent) ─open─▶ opening ─opened─▶ live ◀─attach── parked
  *                       │                 └──park───▶ ▲  │
  *                       └─failed─▶ (absent)           │  │
- *   live | parked ──await──▶ awaiting ──answered──▶ live | parked        (reserved, see below)
- *   live | parked | awaiting ──end──▶ ending ──ended──▶ (absent)
+ *   live | parked ──await──▶ awaiting ──answered──▶ live | parked
+ *   live | parked | awaiting ──end | discard──▶ ending ──drop──▶ (absent)
  *   live | parked | awaiting ──handOver──▶ handed-over ──drop──▶ (absent)
  *   (absent) ──borrow──▶ writing ──returned──▶ (absent)
  *
@@ -24,11 +24,11 @@ export type SessionState =
   /** Its runtime is here and nobody views it: its reap is armed and, while idle, its lease says "detached". */
   | "parked"
   /**
-   * Reserved for open requests (a tool approval, a client-tool call): its turn is parked on a
-   * durable request. It holds no provider stream, so it is never stale, and it does not keep the
-   * reaper away: an unviewed awaiting session is reaped like an idle one, and whichever process
-   * opens it next continues the turn from the stored transcript when the request is answered.
-   * Nothing enters it yet; the transitions are declared so the request machinery plugs in here.
+   * Its turn is parked on open requests (a tool approval, a client-tool call): RequestService
+   * moves it here, and back once they are answered. It holds no provider stream, so it is never
+   * stale, and it does not keep the reaper away: an unviewed awaiting session is reaped like an
+   * idle one, and whichever process opens it next continues the turn from the stored transcript
+   * when the request is answered.
    */
   | "awaiting"
   /** An end is in flight: its turn stops, `session.closed` is written, the lease goes. An open of the id waits for it. */

@@ -85,7 +85,10 @@ export class Lifecycle {
   parked(rt: SessionRuntime): void {
     this.deps.registry.park(rt);
     if (this.stopped || this.cfg.orphan_grace_s <= 0) return;
-    this.timers.schedule(rt.id, this.cfg.orphan_grace_s * 1000, () => void this.onGrace(rt));
+    const reapInMs = this.cfg.orphan_grace_s * 1000;
+    this.timers.schedule(rt.id, reapInMs, () => void this.onGrace(rt));
+    // Says which grace a park took (a reload changes it for the next park): tests wait on this line.
+    this.deps.logger.debug({ session_id: rt.id, reap_in_ms: reapInMs }, "parked: reap armed");
   }
 
   /** A viewer attached (resume, re-attach): it is live again, and nothing may reap it now. */

@@ -121,7 +121,7 @@ export class SessionEnding {
 
   /** A session whose row never reached the store: its runtime goes, writing nothing (nothing could commit). */
   discard(runtime: SessionRuntime): void {
-    if (!this.deps.registry.handOver(runtime)) return;
+    if (!this.deps.registry.discard(runtime)) return;
     this.deps.timers.cancel(runtime.id);
     runtime.abandon();
     this.deps.registry.drop(runtime);

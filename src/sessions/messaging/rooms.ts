@@ -152,8 +152,7 @@ export class Rooms {
         ops: ({ seq }) => {
           const room = roomOf(rt);
           const next: RoomFlags = { members: room.members, seen: { ...room.seen, [member.profile]: Math.max(seq, context.upTo) } };
-          rt.row.flags = { ...rt.row.flags, room: next };
-          return [{ op: "session.update", id: rt.id, patch: { flags: rt.row.flags } }];
+          return [rt.flagsChange({ ...rt.row.flags, room: next })];
         },
       }),
     );

@@ -260,9 +260,7 @@ export class SessionWork {
 
   /** Changes the session's flags (a room's members), with a `session.info` in the same transaction. */
   async setFlags(rt: SessionRuntime, flags: SessionFlags): Promise<void> {
-    rt.log.emit(EventType.SessionInfo, sessionInfo(rt.row), { ops: [{ op: "session.update", id: rt.id, patch: { flags } }] });
-    rt.row.flags = flags;
-    await storage(() => rt.log.flushed());
+    await storage(() => rt.setFlags(flags, { tell: true }));
   }
 
   /**

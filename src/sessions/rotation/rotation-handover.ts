@@ -45,7 +45,7 @@ export class Rotation {
     const now = this.deps.clock.now();
     const childId = this.deps.ids.next("ses");
     const flags = await this.commit(parent, childId, plan, summary, reason, now);
-    Object.assign(parent.row, { ended_at: now, end_reason: EndReason.Compression, flags });
+    parent.rowStored({ ended_at: now, end_reason: EndReason.Compression, flags });
     registry.handOver(parent, childId);
     const queued = parent.handOver();
     this.deps.timers.cancel(parent.id);
