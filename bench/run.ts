@@ -40,7 +40,8 @@ const quick = args.includes("--quick");
 if (args.includes("--scale")) {
   // Scale-out (PostgreSQL + Redis, real processes): its own run and report, see bench/scale.ts.
   const { runScale } = await import("./scale.js");
-  process.exit(await runScale({ quick }));
+  const before = args.find((a) => a.startsWith("--scale-before="))?.slice("--scale-before=".length);
+  process.exit(await runScale({ quick, ...(before ? { beforeBin: before } : {}) }));
 }
 const onlyArg = args.find((a) => a.startsWith("--only="));
 const only = onlyArg ? new Set(onlyArg.slice("--only=".length).split(",")) : null;
