@@ -99,7 +99,16 @@ async function stream(label: string, nodes: SpawnedGateway[], sessions: number, 
   let frames = 0;
   let done = 0;
   let finish!: () => void;
-  const all = new Promise<void>((r) => (finish = r));
+  let fail!: (err: Error) => void;
+  const all = new Promise<void>((resolve, reject) => ((finish = resolve), (fail = reject)));
+  // A run that cannot finish says so instead of waiting forever: a viewer's socket the node closed
+  // (a client too slow on a loaded machine is cut), or no frame at all for a minute.
+  for (const row of clients.flat()) row.ws.once("close", (code) => fail(new Error(`${label}: a viewer's socket closed (${code}) mid-run, ${done}/${sessions} turns seen`)));
+  let seen = -1;
+  const watchdog = setInterval(() => {
+    if (frames === seen) fail(new Error(`${label}: no frame for 60 s, ${done}/${sessions} turns seen`));
+    seen = frames;
+  }, 60_000);
   for (const row of clients.flat()) {
     row.onEvent = (f) => {
       frames++;
@@ -113,10 +122,13 @@ async function stream(label: string, nodes: SpawnedGateway[], sessions: number, 
   const cpu0 = cpuSample(pids);
   const t0 = performance.now();
   await Promise.all(ids.map((s) => s.client.call("prompt.submit", { session_id: s.sid, text: `count to ${countTo}` })));
-  await all;
+  await all.finally(() => clearInterval(watchdog));
   const seconds = (performance.now() - t0) / 1000;
   const cpu = cpuSplit(cpu0, cpuSample(pids));
-  for (const c of clients.flat()) await c.close();
+  for (const c of clients.flat()) {
+    c.ws.removeAllListeners("close");
+    await c.close();
+  }
   return { label, runs: [], nodes: nodes.length, sessions, frames, seconds, framesPerSec: frames / seconds, cpu, ids: ids.map(({ node, sid }) => ({ node, sid })) };
 }
 
