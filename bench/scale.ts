@@ -52,7 +52,7 @@ interface CatchupResult {
   frames: number;
 }
 
-const ENV: Record<string, string> = { TETHER_DEMO_DELAY_MS: "0", TETHER_LOG_LEVEL: "error", TETHER_ORPHAN_GRACE_S: "0" };
+const ENV: Record<string, string> = { TETHER_DEMO_DELAY_MS: "0", TETHER_LOG_LEVEL: "warn", TETHER_ORPHAN_GRACE_S: "0" };
 // E.g. TETHER_BENCH_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every node (not the clients).
 if (process.env.TETHER_BENCH_NODE_OPTIONS) ENV.NODE_OPTIONS = process.env.TETHER_BENCH_NODE_OPTIONS;
 
@@ -122,7 +122,10 @@ async function stream(label: string, nodes: SpawnedGateway[], sessions: number, 
   const cpu0 = cpuSample(pids);
   const t0 = performance.now();
   await Promise.all(ids.map((s) => s.client.call("prompt.submit", { session_id: s.sid, text: `count to ${countTo}` })));
-  await all.finally(() => clearInterval(watchdog));
+  await all.finally(() => clearInterval(watchdog)).catch((err: Error) => {
+    for (const n of nodes) console.error(`node ${n.child.pid} stderr (tail):\n${n.stderr().slice(-3000)}`);
+    throw err;
+  });
   const seconds = (performance.now() - t0) / 1000;
   const cpu = cpuSplit(cpu0, cpuSample(pids));
   for (const c of clients.flat()) {
