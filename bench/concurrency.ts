@@ -1,23 +1,35 @@
 /**
- * `concurrency`: N live sessions streaming at once, one viewer each, the demo provider paced at
- * 50 tokens/s (20 ms a chunk), every session running `count to D` — a real `tether serve`
- * process and the load client (this process: N WebSocket connections) on the same machine.
- * Per N: delta latency p50/p99 (receive time − the frame's `ts`, one clock), wall time of the
- * whole round vs the paced time (D × 20 ms), and the gateway's CPU time (from /proc) per delivered
- * delta. Reports the largest N tried that holds p99 ≤ 50 ms.
+ * `concurrency`: N live sessions streaming at once, one viewer each, at 50 tokens/s — as they
+ * arrive in production, not in lockstep:
+ *
+ * - the model is an OpenAI-compatible upstream in its own process (bench/concurrency-procs.ts):
+ *   each stream's chunks come 20 ms × (0.5…1.5) apart on a timer of its own (jitter; no shared
+ *   tick), each chunk's text its send time;
+ * - the sessions' turns start at random moments over the first second (staggered);
+ * - the load client runs in processes of its own (one per 500 sessions), not in this one.
+ *
+ * A real `tether serve` process (this build, or `bin` for an A/B) per N. Per N: latency p50/p99
+ * from a chunk's send by the upstream to its delta's arrival at the client (one machine clock), the
+ * round's wall time vs the paced time (D × 20 ms + the stagger), the gateway's CPU time (from
+ * /proc) per delivered delta, and the machine's load average. Reports the largest N tried that
+ * holds p99 ≤ 50 ms.
  */
 import { NO_QUOTAS } from "./no-quotas.js";
 import { spawn, type ChildProcess } from "node:child_process";
 import { listeningUrl } from "./listening.js";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import WebSocket from "ws";
 import { percentile, progress } from "./stats.js";
 
 const BIN = fileURLToPath(new URL("../bin/tether.js", import.meta.url));
+const RUN_TS = fileURLToPath(new URL("../bin/run-ts.js", import.meta.url));
+const PROCS = fileURLToPath(new URL("./concurrency-procs.ts", import.meta.url));
 const PACE_MS = 20;
+const STAGGER_MS = 1000;
+const SESSIONS_PER_CLIENT = 500;
 
 export interface ConcurrencyRow {
   sessions: number;
@@ -29,6 +41,8 @@ export interface ConcurrencyRow {
   cpuUsPerDelta: number;
   /** The kernel's part of it (system time: socket writes, store I/O). */
   sysUsPerDelta: number;
+  /** The machine's 1-minute load average at the end of the round. */
+  load: number;
 }
 
 export interface ConcurrencyResult {
@@ -50,112 +64,88 @@ export interface GatewayOptions {
   nodeArgs?: string[];
 }
 
-async function spawnGateway(dir: string, o: GatewayOptions): Promise<{ child: ChildProcess; wsUrl: string }> {
+async function spawnGateway(dir: string, o: GatewayOptions, upstreamUrl: string): Promise<{ child: ChildProcess; wsUrl: string }> {
   const child = spawn(process.execPath, [...(o.nodeArgs ?? []), o.bin ?? BIN, "serve", "--port", "0", "--db", join(dir, "tether.db")], {
-    env: { ...process.env, TETHER_LOG_LEVEL: "error", TETHER_CONFIG: join(dir, "config.yaml"), TETHER_DEMO_DELAY_MS: String(PACE_MS), ...NO_QUOTAS },
+    env: { ...process.env, TETHER_LOG_LEVEL: "error", TETHER_CONFIG: join(dir, "config.yaml"), TETHER_PROVIDER_URL: upstreamUrl, TETHER_PROVIDER_KEY: "bench", TETHER_MODEL: "m", ...NO_QUOTAS },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const url = await listeningUrl(child);
   return { child, wsUrl: `${url.replace(/^http/, "ws")}/ws` };
 }
 
-/** One viewer: a socket, its session, and what it measured. */
-class Viewer {
-  sessionId = "";
-  latencies: number[] = [];
-  private nextId = 1;
-  private readonly answers = new Map<number, (r: any) => void>();
-  onTurnDone: (() => void) | null = null;
-
-  private constructor(private readonly ws: WebSocket) {
-    ws.on("message", (data: Buffer) => {
-      const now = Date.now();
-      const msg = JSON.parse(data.toString()) as { id?: number; result?: any; error?: any; method?: string; params?: { type: string; ts: number } };
-      if (msg.method === "event") {
-        const f = msg.params!;
-        if (f.type === "message.delta") this.latencies.push(now - f.ts);
-        else if (f.type === "turn.complete") this.onTurnDone?.();
-        return;
-      }
-      const done = this.answers.get(msg.id!);
-      this.answers.delete(msg.id!);
-      done?.(msg.error ? Promise.reject(new Error(msg.error.message)) : msg.result);
-    });
-  }
-
-  static open(url: string): Promise<Viewer> {
-    const ws = new WebSocket(url);
-    return new Promise((resolve, reject) => {
-      ws.once("open", () => resolve(new Viewer(ws)));
-      ws.once("error", reject);
-    });
-  }
-
-  call(method: string, params: unknown): Promise<any> {
-    const id = this.nextId++;
-    return new Promise((resolve) => {
-      this.answers.set(id, resolve);
-      this.ws.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
-    });
-  }
-
-  close(): void {
-    this.ws.terminate();
-  }
+/** A helper process (concurrency-procs.ts) and its stdout lines. */
+function helper(args: string[]): { child: ChildProcess; line: () => Promise<string> } {
+  const child = spawn(process.execPath, [RUN_TS, PROCS, ...args], { stdio: ["pipe", "pipe", "inherit"] });
+  const lines: string[] = [];
+  const waiting: Array<(l: string) => void> = [];
+  createInterface({ input: child.stdout! }).on("line", (l) => (waiting.length > 0 ? waiting.shift()!(l) : lines.push(l)));
+  let exited: ((l: string) => void) | null = null;
+  child.once("exit", (code) => exited?.(`exit ${code}`));
+  return {
+    child,
+    line: () =>
+      lines.length > 0
+        ? Promise.resolve(lines.shift()!)
+        : new Promise((resolve, reject) => {
+            waiting.push(resolve);
+            exited = (why) => reject(new Error(`concurrency helper ${args[0]} ended (${why})`));
+          }),
+  };
 }
 
 async function round(wsUrl: string, pid: number, n: number, deltas: number): Promise<ConcurrencyRow> {
-  const viewers: Viewer[] = [];
-  for (let i = 0; i < n; i += 50) {
-    const batch = await Promise.all(Array.from({ length: Math.min(50, n - i) }, () => Viewer.open(wsUrl)));
-    await Promise.all(batch.map(async (v) => (v.sessionId = (await v.call("session.create", {})).session_id)));
-    viewers.push(...batch);
-  }
+  const k = Math.ceil(n / SESSIONS_PER_CLIENT);
+  const clients = Array.from({ length: k }, (_, i) => helper(["client", wsUrl, String(Math.floor(n / k) + (i < n % k ? 1 : 0)), String(STAGGER_MS)]));
   try {
-    const done = Promise.all(viewers.map((v) => new Promise<void>((resolve) => (v.onTurnDone = resolve))));
+    for (const c of clients) if ((await c.line()) !== "ready") throw new Error("client not ready");
     const cpu0 = cpuMs(pid);
-    const t0 = performance.now();
-    await Promise.all(viewers.map((v) => v.call("prompt.submit", { session_id: v.sessionId, text: `count to ${deltas}` })));
-    await done;
-    const wallMs = performance.now() - t0;
+    for (const c of clients) c.child.stdin!.write("go\n");
+    const outs = (await Promise.all(clients.map((c) => c.line()))).map((l) => JSON.parse(l) as { start: number; end: number; latencies: number[] });
     const cpu1 = cpuMs(pid);
     const sys = cpu1.sys - cpu0.sys;
     const cpu = cpu1.user - cpu0.user + sys;
-    const all = viewers.flatMap((v) => v.latencies);
+    const all = outs.flatMap((o) => o.latencies);
     return {
       sessions: n,
       deltas: all.length,
       p50Ms: percentile(all, 50),
       p99Ms: percentile(all, 99),
-      wallMs,
-      pacedMs: deltas * PACE_MS,
+      wallMs: Math.max(...outs.map((o) => o.end)) - Math.min(...outs.map((o) => o.start)),
+      pacedMs: deltas * PACE_MS + STAGGER_MS,
       cpuUsPerDelta: (cpu * 1000) / all.length,
       sysUsPerDelta: (sys * 1000) / all.length,
+      load: loadavg()[0]!,
     };
   } finally {
-    for (const v of viewers) v.close();
+    for (const c of clients) c.child.kill("SIGKILL");
   }
 }
 
 export async function benchConcurrency(opts: { sessions: number[]; deltas: number } & GatewayOptions): Promise<ConcurrencyResult> {
   const rows: ConcurrencyRow[] = [];
-  for (const n of opts.sessions) {
-    // A fresh gateway per N: one size's sessions and garbage never weigh on the next.
-    const dir = mkdtempSync(join(tmpdir(), "tether-bench-conc-"));
-    const g = await spawnGateway(dir, opts);
-    try {
-      const r = await round(g.wsUrl, g.child.pid!, n, opts.deltas);
-      rows.push(r);
-      progress(
-        "concurrency",
-        `${n} sessions: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, wall ${(r.wallMs / 1000).toFixed(1)} s vs paced ${(r.pacedMs / 1000).toFixed(1)} s, ${r.cpuUsPerDelta.toFixed(1)} µs CPU/delta (${r.sysUsPerDelta.toFixed(1)} system)`,
-      );
-    } finally {
-      // A profiled gateway stops gracefully so that node writes its profile; otherwise no waiting.
-      g.child.kill(opts.nodeArgs?.length ? "SIGTERM" : "SIGKILL");
-      await new Promise((r) => (g.child.exitCode === null && g.child.signalCode === null ? g.child.once("exit", r) : r(undefined)));
-      rmSync(dir, { recursive: true, force: true });
+  const up = helper(["upstream", String(PACE_MS), String(opts.deltas)]);
+  try {
+    const upstreamUrl = (await up.line()).replace(/^listening /, "");
+    for (const n of opts.sessions) {
+      // A fresh gateway per N: one size's sessions and garbage never weigh on the next.
+      const dir = mkdtempSync(join(tmpdir(), "tether-bench-conc-"));
+      const g = await spawnGateway(dir, opts, upstreamUrl);
+      try {
+        const r = await round(g.wsUrl, g.child.pid!, n, opts.deltas);
+        rows.push(r);
+        progress(
+          "concurrency",
+          `${n} sessions: p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, wall ${(r.wallMs / 1000).toFixed(1)} s vs paced ${(r.pacedMs / 1000).toFixed(1)} s, ${r.cpuUsPerDelta.toFixed(1)} µs CPU/delta (${r.sysUsPerDelta.toFixed(1)} system), load ${r.load.toFixed(2)}`,
+        );
+      } finally {
+        // A profiled gateway stops gracefully so that node writes its profile; otherwise no waiting.
+        g.child.kill(opts.nodeArgs?.length ? "SIGTERM" : "SIGKILL");
+        await new Promise((r) => (g.child.exitCode === null && g.child.signalCode === null ? g.child.once("exit", r) : r(undefined)));
+        rmSync(dir, { recursive: true, force: true });
+      }
     }
+  } finally {
+    up.child.kill("SIGKILL");
   }
   const holding = rows.filter((r) => r.p99Ms <= 50).map((r) => r.sessions);
   return { deltasPerTurn: opts.deltas, rows, largestHolding: Math.max(0, ...holding) };

@@ -6,14 +6,18 @@
  * connection per path. The WebSocket session is made (untimed) for each round: on one session
  * for every round, each call would carry the whole conversation so far (300 turns, ~0.4 MB of
  * JSON by the end) against the direct call's one message, and the figure would be the history's. Time to first token (TTFT) and to last token (TTLT), p50/p99, and the
- * difference to the direct call measured in the same rounds.
+ * difference to the direct call measured in the same rounds. `--overhead-before=DIR` adds another
+ * checkout's gateway (e.g. main's, in a temp dir with its node_modules) to the same rounds.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { EventType, Method } from "../src/protocol/index.js";
 import { RpcClient } from "./rpc-client.js";
 import { percentile, progress } from "./stats.js";
-import { startTether } from "./tether-server.js";
+import { loadavg } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { startTether, type BenchTether } from "./tether-server.js";
 
 export interface LatencyPair {
   ttft: { p50: number; p99: number };
@@ -26,6 +30,10 @@ export interface OverheadResult {
   direct: LatencyPair;
   chat: LatencyPair;
   ws: LatencyPair;
+  /** `--overhead-before=DIR`: another checkout's gateway (its bench/tether-server.ts), in the same rounds. */
+  before?: { dir: string; chat: LatencyPair; ws: LatencyPair };
+  /** The load average when the rounds ended (the machine is shared). */
+  load: number[];
 }
 
 /** The upstream: every chat completion streams `chunks` one-word deltas at once, then [DONE]. */
@@ -98,26 +106,49 @@ function pair(samples: Array<{ ttft: number; ttlt: number }>): LatencyPair {
   return { ttft: { p50: percentile(ttft, 50), p99: percentile(ttft, 99) }, ttlt: { p50: percentile(ttlt, 50), p99: percentile(ttlt, 99) } };
 }
 
-export async function benchOverhead(opts: { rounds: number; chunks: number; warmup: number }): Promise<OverheadResult> {
-  const upstream = await startUpstream(opts.chunks);
-  const tether = await startTether({ provider: { url: upstream.url, model: "test-model" } });
-  const direct = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const viaGateway = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const gatewayUrl = `${tether.server.url}/v1`;
+type Sample = { ttft: number; ttlt: number };
+type PathKey = "direct" | "chat" | "ws" | "chatBefore" | "wsBefore";
+
+/** The chat and WebSocket steps of one gateway: a chat completion, and a turn on a new session. */
+async function gatewaySteps(tether: BenchTether, chatKey: PathKey, wsKey: PathKey) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const url = `${tether.server.url}/v1`;
   const ws = await RpcClient.open(tether.wsUrl);
+  return {
+    steps: [
+      async () => ({ k: chatKey, s: await streamChat(agent, url, "test-model") }),
+      async () => {
+        const { session_id } = await ws.call<{ session_id: string }>(Method.SessionCreate, {});
+        const s = await submitTurn(ws, session_id);
+        await ws.call(Method.SessionClose, { session_id });
+        return { k: wsKey, s };
+      },
+    ],
+    async close() {
+      await ws.close();
+      agent.destroy();
+      await tether.close();
+    },
+  };
+}
+
+export async function benchOverhead(opts: { rounds: number; chunks: number; warmup: number; beforeDir?: string }): Promise<OverheadResult> {
+  const upstream = await startUpstream(opts.chunks);
+  const provider = { provider: { url: upstream.url, model: "test-model" } };
+  const direct = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const gateways = [await gatewaySteps(await startTether(provider), "chat", "ws")];
+  if (opts.beforeDir) {
+    // The other checkout's own startTether and src/ (a module graph of its own in this process).
+    const mod = (await import(pathToFileURL(join(resolve(opts.beforeDir), "bench", "tether-server.ts")).href)) as { startTether: typeof startTether };
+    gateways.push(await gatewaySteps(await mod.startTether(provider), "chatBefore", "wsBefore"));
+  }
   try {
-    const out = { direct: [] as Array<{ ttft: number; ttlt: number }>, chat: [] as Array<{ ttft: number; ttlt: number }>, ws: [] as Array<{ ttft: number; ttlt: number }> };
+    const out: Record<PathKey, Sample[]> = { direct: [], chat: [], ws: [], chatBefore: [], wsBefore: [] };
     for (let i = 0; i < opts.warmup + opts.rounds; i++) {
       // Alternating, and the order rotated each round, so drift and GC fall on every path alike.
-      const steps = [
+      const steps: Array<() => Promise<{ k: PathKey; s: Sample }>> = [
         async () => ({ k: "direct" as const, s: await streamChat(direct, upstream.url, "m") }),
-        async () => ({ k: "chat" as const, s: await streamChat(viaGateway, gatewayUrl, "test-model") }),
-        async () => {
-          const { session_id } = await ws.call<{ session_id: string }>(Method.SessionCreate, {});
-          const s = await submitTurn(ws, session_id);
-          await ws.call(Method.SessionClose, { session_id });
-          return { k: "ws" as const, s };
-        },
+        ...gateways.flatMap((g) => g.steps),
       ];
       for (let j = 0; j < steps.length; j++) {
         const { k, s } = await steps[(i + j) % steps.length]!();
@@ -125,12 +156,12 @@ export async function benchOverhead(opts: { rounds: number; chunks: number; warm
       }
       if ((i + 1) % 50 === 0) progress("overhead", `round ${i + 1}/${opts.warmup + opts.rounds}`);
     }
-    return { rounds: opts.rounds, chunks: opts.chunks, direct: pair(out.direct), chat: pair(out.chat), ws: pair(out.ws) };
+    const result: OverheadResult = { rounds: opts.rounds, chunks: opts.chunks, direct: pair(out.direct), chat: pair(out.chat), ws: pair(out.ws), load: loadavg() };
+    if (opts.beforeDir) result.before = { dir: opts.beforeDir, chat: pair(out.chatBefore), ws: pair(out.wsBefore) };
+    return result;
   } finally {
-    await ws.close();
     direct.destroy();
-    viaGateway.destroy();
-    await tether.close();
+    for (const g of gateways) await g.close();
     await upstream.close();
   }
 }

@@ -10,7 +10,8 @@
  *
  * Needs PostgreSQL and Redis (TETHER_BENCH_PG_URL, TETHER_BENCH_REDIS_URL; defaults as the tests).
  * `--runs=N`, `--sessions=N`, `--count=N` change the sizes (defaults 5, 200, 300; `--quick`: 1, 40,
- * 100). Beside each throughput: the machine's busy share and the CPU µs a frame of the nodes,
+ * 100). `--scale-before=PATH/bin/tether.js` adds another build's node on PostgreSQL + Redis (e.g.
+ * main's, built in a temp dir). All configurations run side by side, one run of each per round. Beside each throughput: the machine's busy share and the CPU µs a frame of the nodes,
  * PostgreSQL, Redis and the clients (bench/cpu-split.ts), the median run's; and the ratio of CPU
  * per frame in all to SQLite's (what the throughput ratio becomes when the machine is the limit).
  * Everything runs on this machine: clients, nodes, PostgreSQL and Redis share its cores, which is
@@ -19,7 +20,7 @@
 import { NO_QUOTAS } from "./no-quotas.js";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -52,25 +53,41 @@ interface CatchupResult {
   frames: number;
 }
 
-const ENV: Record<string, string> = { TETHER_DEMO_DELAY_MS: "0", TETHER_LOG_LEVEL: "error", TETHER_ORPHAN_GRACE_S: "0", ...NO_QUOTAS };
+const ENV: Record<string, string> = { TETHER_DEMO_DELAY_MS: "0", TETHER_LOG_LEVEL: "warn", TETHER_ORPHAN_GRACE_S: "0", ...NO_QUOTAS };
 // E.g. TETHER_BENCH_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every node (not the clients).
 if (process.env.TETHER_BENCH_NODE_OPTIONS) ENV.NODE_OPTIONS = process.env.TETHER_BENCH_NODE_OPTIONS;
 
-async function cluster(n: number, args: string[]): Promise<SpawnedGateway[]> {
-  return Promise.all(Array.from({ length: n }, () => spawnGateway(["--port", "0", ...args], ENV)));
+async function cluster(n: number, args: string[], bin?: string): Promise<SpawnedGateway[]> {
+  return Promise.all(Array.from({ length: n }, () => spawnGateway(["--port", "0", ...args], ENV, bin)));
+}
+
+/** One configuration measured: its nodes and the runs so far. */
+interface Config {
+  label: string;
+  nodes: SpawnedGateway[];
+  all: Array<StreamResult & { ids: Array<{ node: number; sid: string }> }>;
+}
+
+/**
+ * `runs` rounds over every configuration, one run of each per round (so a shared machine's load
+ * changes hit all of them alike, and ratios come from one run); the median run of each is its result.
+ */
+async function interleavedRuns(runs: number, configs: Config[], sessions: number, countTo: number) {
+  for (let i = 0; i < runs; i++) {
+    for (const c of configs) {
+      progress("scale", `round ${i + 1}/${runs}: ${c.label}`);
+      c.all.push(await stream(c.label, c.nodes, sessions, countTo));
+    }
+  }
+  return configs.map((c) => {
+    const rates = c.all.map((r) => r.framesPerSec);
+    const mid = median(rates);
+    const best = c.all.reduce((a, b) => (Math.abs(b.framesPerSec - mid) < Math.abs(a.framesPerSec - mid) ? b : a));
+    return { ...best, runs: rates, framesPerSec: mid };
+  });
 }
 
 /** S sessions, spread over the nodes, stream at once; returns aggregate client-side frames/s. */
-/** `runs` rounds of stream() on the same nodes; the median run is the result. */
-async function streamRuns(runs: number, label: string, nodes: SpawnedGateway[], sessions: number, countTo: number) {
-  const all = [];
-  for (let i = 0; i < runs; i++) all.push(await stream(label, nodes, sessions, countTo));
-  const rates = all.map((r) => r.framesPerSec);
-  const mid = median(rates);
-  const best = all.reduce((a, b) => (Math.abs(b.framesPerSec - mid) < Math.abs(a.framesPerSec - mid) ? b : a));
-  return { ...best, runs: rates, framesPerSec: mid };
-}
-
 async function stream(label: string, nodes: SpawnedGateway[], sessions: number, countTo: number, socketsPerNode = 4): Promise<StreamResult & { ids: Array<{ node: number; sid: string }> }> {
   const clients: RpcClient[][] = await Promise.all(nodes.map((n) => Promise.all(Array.from({ length: socketsPerNode }, () => RpcClient.open(n.wsUrl)))));
   const ids: Array<{ node: number; sid: string; client: RpcClient }> = [];
@@ -83,7 +100,16 @@ async function stream(label: string, nodes: SpawnedGateway[], sessions: number, 
   let frames = 0;
   let done = 0;
   let finish!: () => void;
-  const all = new Promise<void>((r) => (finish = r));
+  let fail!: (err: Error) => void;
+  const all = new Promise<void>((resolve, reject) => ((finish = resolve), (fail = reject)));
+  // A run that cannot finish says so instead of waiting forever: a viewer's socket the node closed
+  // (a client too slow on a loaded machine is cut), or no frame at all for a minute.
+  for (const row of clients.flat()) row.ws.once("close", (code) => fail(new Error(`${label}: a viewer's socket closed (${code}) mid-run, ${done}/${sessions} turns seen`)));
+  let seen = -1;
+  const watchdog = setInterval(() => {
+    if (frames === seen) fail(new Error(`${label}: no frame for 60 s, ${done}/${sessions} turns seen`));
+    seen = frames;
+  }, 60_000);
   for (const row of clients.flat()) {
     row.onEvent = (f) => {
       frames++;
@@ -97,10 +123,16 @@ async function stream(label: string, nodes: SpawnedGateway[], sessions: number, 
   const cpu0 = cpuSample(pids);
   const t0 = performance.now();
   await Promise.all(ids.map((s) => s.client.call("prompt.submit", { session_id: s.sid, text: `count to ${countTo}` })));
-  await all;
+  await all.finally(() => clearInterval(watchdog)).catch((err: Error) => {
+    for (const n of nodes) console.error(`node ${n.child.pid} stderr (tail):\n${n.stderr().slice(-3000)}`);
+    throw err;
+  });
   const seconds = (performance.now() - t0) / 1000;
   const cpu = cpuSplit(cpu0, cpuSample(pids));
-  for (const c of clients.flat()) await c.close();
+  for (const c of clients.flat()) {
+    c.ws.removeAllListeners("close");
+    await c.close();
+  }
   return { label, runs: [], nodes: nodes.length, sessions, frames, seconds, framesPerSec: frames / seconds, cpu, ids: ids.map(({ node, sid }) => ({ node, sid })) };
 }
 
@@ -130,39 +162,43 @@ function numArg(name: string, fallback: number): number {
   return Number.isInteger(n) && n > 0 ? n : fallback;
 }
 
-export async function runScale(opts: { quick: boolean }): Promise<number> {
+export async function runScale(opts: { quick: boolean; beforeBin?: string }): Promise<number> {
   const sessions = numArg("sessions", opts.quick ? 40 : 200);
   const RUNS = numArg("runs", opts.quick ? 1 : 5);
   const countTo = numArg("count", opts.quick ? 100 : 300);
-  const schema = `tether_bench_${randomBytes(4).toString("hex")}`;
-  const prefix = `tether_bench_${randomBytes(4).toString("hex")}:`;
-  const storeUrl = `${PG_URL}${PG_URL.includes("?") ? "&" : "?"}schema=${schema}`;
-  const busUrl = `${REDIS_URL}${REDIS_URL.includes("?") ? "&" : "?"}prefix=${encodeURIComponent(prefix)}`;
+  const tag = randomBytes(4).toString("hex");
+  // Each configuration has its own schema and key prefix: all run side by side, and nodes of two
+  // configurations must not see each other (on one bus, an older build changes what a node writes).
+  const schemas: string[] = [];
+  const prefixes: string[] = [];
+  const storeUrl = (name: string) => {
+    const schema = `tether_bench_${tag}_${name}`;
+    schemas.push(schema);
+    return `${PG_URL}${PG_URL.includes("?") ? "&" : "?"}schema=${schema}`;
+  };
+  const busUrl = (name: string) => {
+    const prefix = `tether_bench_${tag}_${name}:`;
+    prefixes.push(prefix);
+    return `${REDIS_URL}${REDIS_URL.includes("?") ? "&" : "?"}prefix=${encodeURIComponent(prefix)}`;
+  };
   const dir = mkdtempSync(join(tmpdir(), "tether-bench-scale-"));
-  const streams: StreamResult[] = [];
+  let streams: StreamResult[] = [];
   const catchups: CatchupResult[] = [];
+  const configs: Config[] = [];
   try {
-    progress("scale", `1 node, SQLite: ${sessions} sessions × count to ${countTo}`);
-    let nodes = await cluster(1, ["--db", join(dir, "tether.db")]);
-    const sqlite = await streamRuns(RUNS, "1 node, SQLite (embedded)", nodes, sessions, countTo);
-    streams.push(sqlite);
-    catchups.push(await catchup("since(0) on the owner, SQLite", nodes[0]!.wsUrl, sqlite.ids[0]!.sid, 50));
-    await stopAll(nodes);
-
-    progress("scale", `1 node, PostgreSQL, no bus`);
-    nodes = await cluster(1, ["--store", storeUrl]);
-    streams.push(await streamRuns(RUNS, "1 node, PostgreSQL (no bus)", nodes, sessions, countTo));
-    await stopAll(nodes);
-
-    progress("scale", `1 node, PostgreSQL + Redis`);
-    nodes = await cluster(1, ["--store", storeUrl, "--bus", busUrl]);
-    streams.push(await streamRuns(RUNS, "1 node, PostgreSQL + Redis", nodes, sessions, countTo));
-    await stopAll(nodes);
-
-    progress("scale", `2 nodes, PostgreSQL + Redis`);
-    nodes = await cluster(2, ["--store", storeUrl, "--bus", busUrl]);
-    const two = await streamRuns(RUNS, "2 nodes, PostgreSQL + Redis", nodes, sessions, countTo);
-    streams.push(two);
+    progress("scale", `${sessions} sessions × count to ${countTo}, ${RUNS} rounds${opts.beforeBin ? `, before: ${opts.beforeBin}` : ""}`);
+    const add = async (label: string, nodes: Promise<SpawnedGateway[]>) => configs.push({ label, nodes: await nodes, all: [] });
+    await add("1 node, SQLite (embedded)", cluster(1, ["--db", join(dir, "tether.db")]));
+    await add("1 node, PostgreSQL (no bus)", cluster(1, ["--store", storeUrl("pg")]));
+    await add("1 node, PostgreSQL + Redis", cluster(1, ["--store", storeUrl("pgr"), "--bus", busUrl("pgr")]));
+    if (opts.beforeBin) await add("before: 1 node, PG + Redis", cluster(1, ["--store", storeUrl("before"), "--bus", busUrl("before")], opts.beforeBin));
+    await add("2 nodes, PostgreSQL + Redis", cluster(2, ["--store", storeUrl("two"), "--bus", busUrl("two")]));
+    streams = await interleavedRuns(RUNS, configs, sessions, countTo);
+    const sqliteNode = configs[0]!.nodes[0]!;
+    catchups.push(await catchup("since(0) on the owner, SQLite", sqliteNode.wsUrl, configs[0]!.all[0]!.ids[0]!.sid, 50));
+    const twoAt = configs.length - 1;
+    const nodes = configs[twoAt]!.nodes;
+    const two = configs[twoAt]!.all[0]!;
     // A finished session owned by node 0, read on node 0 (owner) and on node 1 (store + bus).
     const owned = two.ids.find((s) => s.node === 0)!.sid;
     // Keep it live on its owner (a viewer), so node 1 serves it remotely.
@@ -171,22 +207,26 @@ export async function runScale(opts: { quick: boolean }): Promise<number> {
     catchups.push(await catchup("since(0) on the owner, PostgreSQL", nodes[0]!.wsUrl, owned, 50));
     catchups.push(await catchup("since(0) on another node (store + Redis stream)", nodes[1]!.wsUrl, owned, 50));
     await holder.close();
-    await stopAll(nodes);
   } finally {
+    for (const c of configs) await stopAll(c.nodes);
     rmSync(dir, { recursive: true, force: true });
     const client = new pg.Client({ connectionString: PG_URL });
     await client.connect().then(
-      () => client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).finally(() => client.end()),
+      async () => {
+        for (const schema of schemas) await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      },
       () => undefined,
-    );
+    ).finally(() => client.end().catch(() => undefined));
     const r = new Redis(REDIS_URL);
-    const keys = await r.keys(`${prefix}*`).catch(() => [] as string[]);
-    if (keys.length > 0) await r.del(...keys);
+    for (const prefix of prefixes) {
+      const keys = await r.keys(`${prefix}*`).catch(() => [] as string[]);
+      if (keys.length > 0) await r.del(...keys);
+    }
     r.disconnect();
   }
 
   const base = streams[0]!.framesPerSec;
-  console.log(`\nTether scale-out — node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? "CPU"}`);
+  console.log(`\nTether scale-out — node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? "CPU"}; load average ${loadavg().map((l) => l.toFixed(2)).join(", ")}`);
   console.log(`streaming: ${sessions} sessions × count to ${countTo}, one viewer each (aggregate frames/s at the clients; ${fmtInt(streams[0]!.frames)} frames a run)`);
   for (const s of streams) {
     const spread = `${fmtInt(Math.min(...s.runs))}–${fmtInt(Math.max(...s.runs))}`;
@@ -198,7 +238,8 @@ export async function runScale(opts: { quick: boolean }): Promise<number> {
     }
   }
   const one = streams[2]!.framesPerSec;
-  console.log(`  2 nodes vs 1 node (PostgreSQL + Redis): ×${fmtRatio(streams[3]!.framesPerSec / one)}`);
+  console.log(`  2 nodes vs 1 node (PostgreSQL + Redis): ×${fmtRatio(streams.at(-1)!.framesPerSec / one)}`);
+  if (opts.beforeBin) console.log(`  1 node PostgreSQL + Redis, this build vs before: ×${fmtRatio(one / streams[3]!.framesPerSec)} frames/s`);
   // On a machine others share, frames/s follows their load; CPU per frame does not. The ratio of
   // CPU per frame (everything: nodes, servers, clients) is what throughput becomes once the
   // machine is the limit.

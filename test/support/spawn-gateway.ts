@@ -24,8 +24,9 @@ export interface SpawnedGateway {
   kill(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function spawnGateway(args: string[], env: Record<string, string> = {}): Promise<SpawnedGateway> {
-  const child = spawn(process.execPath, [BIN, "serve", ...args], {
+/** `bin`: another build's `bin/tether.js` (a mixed-version test, a before/after bench), else this one's. */
+export async function spawnGateway(args: string[], env: Record<string, string> = {}, bin = BIN): Promise<SpawnedGateway> {
+  const child = spawn(process.execPath, [bin, "serve", ...args], {
     // A config file of its own: a developer's ~/.tether/config.yaml never leaks into a test.
     env: { ...process.env, TETHER_LOG_LEVEL: "warn", TETHER_CONFIG: tempConfigPath(), ...env },
     stdio: ["ignore", "pipe", "pipe"],

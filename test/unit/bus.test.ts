@@ -8,6 +8,14 @@ import { dropTestKeys, REDIS_URL, redisAvailable, redisTestUrl, testPrefix } fro
 
 afterAll(dropTestKeys);
 
+async function until(pred: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error("timed out waiting");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 busContract("local", async (ringFrames) => {
   const hub = new LocalBusHub();
   return [new LocalBus({ ringFrames, nodeId: "A" }, hub), new LocalBus({ ringFrames, nodeId: "B" }, hub)];
@@ -17,6 +25,54 @@ describe.skipIf(!redisAvailable)("Redis bus", () => {
   busContract("redis", async (ringFrames) => {
     const url = redisTestUrl(testPrefix());
     return Promise.all([RedisBus.open({ url, ringFrames, nodeId: "A" }), RedisBus.open({ url, ringFrames, nodeId: "B" })]);
+  });
+  // The writer nodes before batching had (format 1), which a node still uses beside an old node.
+  busContract("redis, one entry per frame (frames=single)", async (ringFrames) => {
+    const url = redisTestUrl(testPrefix());
+    return Promise.all([RedisBus.open({ url, ringFrames, nodeId: "A", frames: "single" }), RedisBus.open({ url, ringFrames, nodeId: "B", frames: "single" })]);
+  });
+
+  it("writes one entry per session per tick while every node reads batches, one per frame while a node that does not listens", async () => {
+    const prefix = testPrefix();
+    const url = redisTestUrl(prefix);
+    const raw = new Redis(REDIS_URL);
+    // A node before batching: subscribed to its call channel, not to the caps channel.
+    const old = new Redis(REDIS_URL);
+    const [a, b] = await Promise.all([RedisBus.open({ url, ringFrames: 100, nodeId: "A" }), RedisBus.open({ url, ringFrames: 100, nodeId: "B" })]);
+    try {
+      expect(a.framesFormat).toBe(2);
+      const fields = async (sid: string) => ((await raw.xrange(`${prefix}s:${sid}`, "-", "+")) as Array<[string, string[]]>).map(([id, f]) => [id, f[0]]);
+      for (let seq = 1; seq <= 3; seq++) a.publish("fmt", seq, `{"seq":${seq}}`);
+      await a.flush();
+      expect(await fields("fmt")).toEqual([["3-0", "f"]]);
+      await old.subscribe(`${prefix}node:OLD`);
+      await until(() => a.framesFormat === 1);
+      for (let seq = 4; seq <= 5; seq++) a.publish("fmt", seq, `{"seq":${seq}}`);
+      await a.flush();
+      expect(await fields("fmt")).toEqual([["3-0", "f"], ["4-0", "w"], ["5-0", "w"]]);
+      await old.unsubscribe();
+      await until(() => a.framesFormat === 2);
+      for (let seq = 6; seq <= 8; seq++) a.publish("fmt", seq, `{"seq":${seq}}`);
+      await a.flush();
+      expect((await fields("fmt")).at(-1)).toEqual(["8-0", "f"]);
+      // Both formats in one stream read as one run of frames, from any cursor, each once.
+      expect((await b.readAfter("fmt", 0)).map((e) => [e.seq, e.wire])).toEqual(Array.from({ length: 8 }, (_, i) => [i + 1, `{"seq":${i + 1}}`]));
+      expect((await b.readAfter("fmt", 1)).map((e) => e.seq)).toEqual([2, 3, 4, 5, 6, 7, 8]);
+      expect((await b.readAfter("fmt", 6)).map((e) => e.seq)).toEqual([7, 8]);
+      const got: number[] = [];
+      const off = b.subscribe("fmt", 2, (seq) => got.push(seq));
+      await until(() => got.length === 6);
+      expect(got).toEqual([3, 4, 5, 6, 7, 8]);
+      off();
+    } finally {
+      raw.disconnect();
+      old.disconnect();
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it("refuses an unknown frames= value on the bus URL by name", async () => {
+    await expect(RedisBus.open({ url: `${redisTestUrl(testPrefix())}&frames=double`, ringFrames: 100, nodeId: "A" })).rejects.toThrow(/frames=double is not one of auto, single, batched/);
   });
 
   it("measures its lag: the age of the newest frame it read from another node (tether_bus_lag_seconds)", async () => {

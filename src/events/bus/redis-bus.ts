@@ -13,20 +13,25 @@
  *   and an id. PUBLISH answers how many nodes listen, so a call to a dead node fails at once.
  * - Streams of sessions nobody publishes to expire after `streamTtlMs` (default 1 day; refreshed
  *   by a publish at most every 24th of it).
- * - Publishes of one tick go to Redis as one script call (`XADD` per frame, in order, inside Redis):
- *   ~3× the frames/s of one command per frame. (Multi-key scripts: a single Redis or Sentinel, not
- *   Redis Cluster.)
+ * - Publishes of one tick go to Redis as one script call, in order, inside Redis: one `XADD` per
+ *   session (its tick's frames in one entry, format 2) while every node on the bus reads that
+ *   format, else one per frame (format 1, what nodes before batching read). See redis-entries.ts
+ *   and redis-format.ts. (Multi-key scripts: a single Redis or Sentinel, not Redis Cluster.)
  */
 import { Redis } from "ioredis";
 import { randomUUID } from "node:crypto";
 import { NodeUnreachable, type Bus, type BusEntry, type BusFrameListener, type BusGlobalListener, type BusOptions, type BusRequest, type BusRequestHandler, type WireError } from "./types.js";
 import { fromWireError, toWireError } from "./rpc-errors.js";
+import { appendFrame, forEachFrame, framesAfter, lastWire, type RawEntry } from "./redis-entries.js";
+import { capsChannel, CHECK_EVERY_MS, everyNodeReadsBatches, parseFramesMode, type FramesMode } from "./redis-format.js";
 
 export interface RedisBusOptions extends BusOptions {
   /** `redis://host:port/db`; a `prefix` query parameter overrides the key prefix. */
   url: string;
   /** Key prefix (default `tether:`), so deployments and test runs can share a server. */
   prefix?: string;
+  /** Which entry format to write (default: the URL's `frames` parameter, else `auto`); see redis-format.ts. */
+  frames?: FramesMode;
   streamTtlMs?: number;
   onError?: (err: unknown, context: string) => void;
 }
@@ -38,6 +43,8 @@ interface Sub {
 
 const READ_COUNT = 1000;
 const PUBLISH_BATCH = 500;
+/** Frames in one format-2 entry at most: a session with more in one tick gets several entries. */
+const ENTRY_FRAMES = 128;
 
 /**
  * KEYS: one stream per frame, then the streams whose expiry to push back. ARGV: maxlen, ttl, the
@@ -50,6 +57,20 @@ local maxlen, ttl, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local refused = 0
 for i = 1, n do
   local ok = redis.pcall('XADD', KEYS[i], 'MAXLEN', '~', maxlen, ARGV[i * 2 + 2], 'w', ARGV[i * 2 + 3])
+  if type(ok) == 'table' and ok.err then refused = refused + 1 end
+end
+for i = n + 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
+return refused`;
+/**
+ * The same for format 2. ARGV: ttl, the number of entries, then (minid, id, body) per entry. The
+ * ring is trimmed by seq (`MINID ~ last seq - ringFrames + 1`): an entry holds a tick's frames, so
+ * a count of entries is not a count of frames.
+ */
+const PUBLISH_BATCHES_SCRIPT = `
+local ttl, n = ARGV[1], tonumber(ARGV[2])
+local refused = 0
+for i = 1, n do
+  local ok = redis.pcall('XADD', KEYS[i], 'MINID', '~', ARGV[i * 3], ARGV[i * 3 + 1], 'f', ARGV[i * 3 + 2])
   if type(ok) == 'table' and ok.err then refused = refused + 1 end
 end
 for i = n + 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
@@ -80,6 +101,10 @@ export class RedisBus implements Bus {
   private readonly expiryRefreshed = new Map<string, number>();
   private expiryPruned = Date.now();
   private batchScheduled = false;
+  private readonly framesMode: FramesMode;
+  /** Whether this node writes format 2 now (redis-format.ts). */
+  private batched = false;
+  private formatTimer: NodeJS.Timeout | null = null;
   private readonly services = new Map<string, BusRequestHandler>();
   private readonly calls = new Map<string, { resolve: (v: unknown) => void; reject: (e: unknown) => void; timer: NodeJS.Timeout }>();
   private readerId: number | null = null;
@@ -95,6 +120,8 @@ export class RedisBus implements Bus {
     this.ringFrames = options.ringFrames;
     this.ttlMs = options.streamTtlMs ?? 86_400_000;
     this.prefix = prefix;
+    this.framesMode = options.frames ?? "auto";
+    this.batched = this.framesMode === "batched";
     // While Redis is down every publish fails: report each kind of failure at most every 5 s.
     const report = options.onError ?? (() => undefined);
     const lastReported = new Map<string, number>();
@@ -118,20 +145,42 @@ export class RedisBus implements Bus {
   static async open(options: RedisBusOptions): Promise<RedisBus> {
     const u = new URL(options.url);
     const prefix = options.prefix ?? u.searchParams.get("prefix") ?? "tether:";
+    const frames = options.frames ?? parseFramesMode(u.searchParams.get("frames"));
     u.searchParams.delete("prefix");
-    const bus = new RedisBus(options, u.toString(), prefix);
+    u.searchParams.delete("frames");
+    const bus = new RedisBus({ ...options, frames }, u.toString(), prefix);
     try {
       await Promise.all([bus.cmd.connect(), bus.reader.connect(), bus.sub.connect()]);
       bus.readerId = Number(await bus.reader.call("CLIENT", "ID"));
-      await bus.sub.subscribe(bus.globalChannel, bus.nodeChannel(bus.nodeId));
+      // The caps channel says "this node reads format 2", whatever it writes (redis-format.ts).
+      await bus.sub.subscribe(bus.globalChannel, bus.nodeChannel(bus.nodeId), capsChannel(prefix, bus.nodeId));
       bus.sub.on("message", (channel: string, message: string) =>
         channel === bus.globalChannel ? bus.onGlobalMessage(message) : bus.onNodeMessage(message),
       );
+      if (bus.framesMode === "auto") {
+        await bus.checkFormat();
+        bus.formatTimer = setInterval(() => void bus.checkFormat(), CHECK_EVERY_MS);
+        bus.formatTimer.unref();
+      }
     } catch (err) {
       await bus.close().catch(() => undefined);
       throw err;
     }
     return bus;
+  }
+
+  /** The entry format this node writes now: 1 (a frame an entry) or 2 (a session's tick an entry). */
+  get framesFormat(): 1 | 2 {
+    return this.batched ? 2 : 1;
+  }
+
+  /** Writes format 2 while every node on the bus reads it; on a failed check, keeps what it had. */
+  private async checkFormat(): Promise<void> {
+    try {
+      this.batched = await everyNodeReadsBatches(this.cmd, this.prefix);
+    } catch (err) {
+      if (!this.closed) this.onError(err, "bus format check");
+    }
   }
 
   private get globalChannel(): string {
@@ -172,6 +221,7 @@ export class RedisBus implements Bus {
     this.batchKeys = [];
     this.batchIds = [];
     this.batchWires = [];
+    if (this.batched) return this.sendEntries(keys, ids, wires);
     // Every chunk is written now, in order, on one connection: Redis runs them in that order, and
     // a later tick's batch can only come after (no await between chunks).
     const sent: Promise<unknown>[] = [];
@@ -187,6 +237,47 @@ export class RedisBus implements Bus {
       args.push(maxlen, ttl, String(end - i));
       for (let k = i; k < end; k++) args.push(ids[k]!, wires[k]!);
       // Through the client's own command encoding: the wire protocol is ioredis's to speak.
+      sent.push(this.cmd.call("EVAL", ...args).catch((err: unknown) => this.onError(err, "bus publish")));
+    }
+    await Promise.all(sent);
+  }
+
+  /**
+   * Format 2: the tick's frames grouped into one entry per session (in seq order; a session with
+   * more than ENTRY_FRAMES gets several, in order), each chunk of entries one EVAL.
+   */
+  private async sendEntries(keys: string[], ids: string[], wires: string[]): Promise<void> {
+    const entries: Array<{ key: string; last: number; n: number; body: string }> = [];
+    const open = new Map<string, { key: string; last: number; n: number; body: string }>();
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k]!;
+      const id = ids[k]!;
+      const seq = Number(id.slice(0, id.length - 2));
+      let e = open.get(key);
+      if (!e || e.n >= ENTRY_FRAMES) {
+        e = { key, last: seq, n: 0, body: "" };
+        open.set(key, e);
+        entries.push(e);
+      }
+      e.body = appendFrame(e.body, seq, wires[k]!);
+      e.last = seq;
+      e.n++;
+    }
+    const sent: Promise<unknown>[] = [];
+    const ttl = String(this.ttlMs);
+    const now = Date.now();
+    const entryKeys = entries.map((e) => e.key);
+    for (let i = 0; i < entries.length; i += PUBLISH_BATCH) {
+      const end = Math.min(entries.length, i + PUBLISH_BATCH);
+      const expiring = this.expiryDue(entryKeys, i, end, now);
+      const args: string[] = [PUBLISH_BATCHES_SCRIPT, String(end - i + expiring.length)];
+      for (let k = i; k < end; k++) args.push(entryKeys[k]!);
+      for (const key of expiring) args.push(key);
+      args.push(ttl, String(end - i));
+      for (let k = i; k < end; k++) {
+        const e = entries[k]!;
+        args.push(String(Math.max(0, e.last - this.ringFrames + 1)), `${e.last}-0`, e.body);
+      }
       sent.push(this.cmd.call("EVAL", ...args).catch((err: unknown) => this.onError(err, "bus publish")));
     }
     await Promise.all(sent);
@@ -237,8 +328,10 @@ export class RedisBus implements Bus {
   }
 
   async readAfter(sessionId: string, afterSeq: number): Promise<BusEntry[]> {
-    const raw = (await this.cmd.call("XRANGE", this.key(sessionId), `(${afterSeq}-0`, "+")) as Array<[string, string[]]>;
-    return raw.map(toEntry);
+    const raw = (await this.cmd.call("XRANGE", this.key(sessionId), `(${afterSeq}-0`, "+")) as RawEntry[];
+    const frames = framesAfter(raw, afterSeq);
+    // Format-2 entries are trimmed by seq and approximately: keep the ring's worth, the newest.
+    return frames.length > this.ringFrames ? frames.slice(frames.length - this.ringFrames) : frames;
   }
 
   publishGlobal(wire: string): void {
@@ -379,18 +472,19 @@ export class RedisBus implements Bus {
         const sessionId = sessions[keys.indexOf(key)]!;
         const set = this.subs.get(sessionId);
         if (!set) continue;
-        for (const raw of entries) {
-          const e = toEntry(raw);
-          for (const s of [...set]) {
-            if (e.seq <= s.after) continue;
-            s.after = e.seq;
-            try {
-              s.fn(e.seq, e.wire);
-            } catch (err) {
-              this.onError(err, "bus frame listener");
-            }
-          }
-        }
+        for (const raw of entries) forEachFrame(raw, (seq, wire) => this.deliver(set, seq, wire));
+      }
+    }
+  }
+
+  private deliver(set: Set<Sub>, seq: number, wire: string): void {
+    for (const s of [...set]) {
+      if (seq <= s.after) continue;
+      s.after = seq;
+      try {
+        s.fn(seq, wire);
+      } catch (err) {
+        this.onError(err, "bus frame listener");
       }
     }
   }
@@ -404,7 +498,7 @@ export class RedisBus implements Bus {
     let newest = -1;
     for (const [, entries] of res) {
       const last = entries[entries.length - 1];
-      if (last) newest = Math.max(newest, frameTs(toEntry(last).wire));
+      if (last) newest = Math.max(newest, frameTs(lastWire(last)));
     }
     if (newest > 0) this.lastLagMs = Math.max(0, Date.now() - newest);
   }
@@ -412,6 +506,7 @@ export class RedisBus implements Bus {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.formatTimer) clearInterval(this.formatTimer);
     this.subs.clear();
     this.globals.clear();
     this.services.clear();
@@ -445,12 +540,4 @@ function streamsOf(raw: unknown): Array<[string, Array<[string, string[]]>]> | n
   const out: Array<[string, Array<[string, string[]]>]> = [];
   for (let i = 0; i + 1 < raw.length; i += 2) out.push([String(raw[i]), raw[i + 1] as Array<[string, string[]]>]);
   return out;
-}
-
-function toEntry(raw: [string, string[]]): BusEntry {
-  const [id, fields] = raw;
-  const seq = Number(id.slice(0, id.indexOf("-")));
-  let wire = "";
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === "w") wire = fields[i + 1]!;
-  return { seq, wire };
 }

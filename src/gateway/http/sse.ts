@@ -67,8 +67,10 @@ async function run(outgoing: ServerResponse, opts: SseOptions, body: (sse: SseWr
   };
   outgoing.once("close", gone);
   opts.metrics?.connectionOpened("sse");
+  const batch = burstBatcher(outgoing);
   const write = (text: string): Promise<void> => {
     if (abort.signal.aborted || outgoing.destroyed || outgoing.writableEnded) return Promise.resolve();
+    batch(text.length);
     if (outgoing.write(text)) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const on = () => {
@@ -127,6 +129,41 @@ async function run(outgoing: ServerResponse, opts: SseOptions, body: (sse: SseWr
     if (!outgoing.writableEnded) outgoing.end();
   }
 }
+
+/**
+ * A burst of events leaves in one write: the first event of a run of the event loop goes out at
+ * once (the first token is never held), and when more follow before the run ends the response is
+ * corked, so the rest leave together at its end (one writev of every chunk) instead of one write
+ * and one syscall each. A 200-delta burst is delivered in one loop callback after its one group
+ * commit, and the route's loop takes each frame through a few promise hops; the run ends at the
+ * next `process.nextTick` after the microtasks drain, i.e. once the loop waits for frames again.
+ * Past 64 KiB corked, it flushes and corks again (a burst never piles up behind the cork).
+ */
+function burstBatcher(outgoing: ServerResponse): (bytes: number) => void {
+  let run: "idle" | "wrote" | "corked" = "idle";
+  let corked = 0;
+  const endOfRun = () => {
+    if (run === "corked" && !outgoing.destroyed) outgoing.uncork();
+    run = "idle";
+  };
+  return (bytes) => {
+    if (run === "idle") {
+      run = "wrote";
+      process.nextTick(endOfRun);
+    } else if (run === "wrote") {
+      run = "corked";
+      corked = 0;
+      outgoing.cork();
+    } else if (corked > CORK_FLUSH_BYTES) {
+      outgoing.uncork();
+      outgoing.cork();
+      corked = 0;
+    }
+    corked += bytes;
+  };
+}
+
+const CORK_FLUSH_BYTES = 64 * 1024;
 
 /** One event as hono's writeSSE wrote it: `event:`, one `data:` line per line, `id:`. */
 function sseEvent(data: string, fields: { event?: string; id?: string }): string {
