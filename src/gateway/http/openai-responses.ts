@@ -256,7 +256,6 @@ export class ResponsesApi {
               clientTools: call.clientTools,
               callOptions: call.callOptions,
               ...withTrace(c),
-              admit: (who, run) => this.api.limiter.admit(who, run),
             },
             async (turn) => {
               const patch = { ...reset, session_id: turn.sessionId, turn_id: turn.result.turn_id };
