@@ -14,11 +14,10 @@ import { assertOwner, closedErrorOf, requireRow, storage } from "./session-acces
 import type { SessionRuntime } from "./session-runtime.js";
 import type { Caller } from "./types.js";
 import { systemPromptFixed } from "./system-prompt.js";
+import { sessionInfo } from "./session-info-frame.js";
 
-/** The `session.info` payload. */
-export function sessionInfo(row: SessionRow): Record<string, unknown> {
-  return { title: row.title, profile: row.profile, model: row.model, provider: row.provider };
-}
+/** The `session.info` payload (a leaf of its own: the runtime emits it too). */
+export { sessionInfo };
 
 export interface RenameDeps {
   store: Store;

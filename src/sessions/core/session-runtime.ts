@@ -23,7 +23,7 @@ import { SteerInbox } from "../../agent/turn-steering.js";
 import { createTodoList, type TodoList, type ToolContext, type ToolSet } from "../../agent/tools/index.js";
 import type { LiveSettings } from "./live-settings.js";
 import { renderSystemPrompt } from "./system-prompt.js";
-import { sessionInfo } from "./session-info.js";
+import { sessionInfo } from "./session-info-frame.js";
 import { toToolSpec } from "./client-tools.js";
 import { turnLogOf, turnStartOps } from "./turn-bookkeeping.js";
 import { TurnQueue, type QueuedTurn } from "./turn-queue.js";
