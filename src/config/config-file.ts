@@ -78,6 +78,13 @@ export const STARTER_CONFIG = `# Tether configuration (YAML). Every key is optio
 #   max_frame_bytes: 1048576
 #   ring_frames: 512
 #   max_iterations: 8
+#   max_json_depth: 64       # a body or frame nested deeper is refused (400 json_too_deep / 4014)
+
+# quotas:                    # per principal, on every transport (0 = none); each refusal a 429 naming it
+#   max_turns: 8             # running + queued turns (default: http.max_turns_per_principal)
+#   max_queued_prompt_bytes: 16777216
+#   max_live_sessions: 500
+#   sessions_per_minute: 600
 
 # compression:               # rotate a long session into a continuation (live-reloaded)
 #   threshold: 0.5           # of the model's context_length

@@ -54,7 +54,7 @@ export async function dispatch<S>(
   handlers: HandlerTable<S>,
   scopeOf: ScopeOf<S>,
   logger: Logger,
-  /** `limits.maxJsonDepth`: a frame nested deeper is 4014 before it is parsed. */
+  /** `limits.max_json_depth`: a frame nested deeper is 4014 before it is parsed. */
   maxJsonDepth?: number,
 ): Promise<WireText | null> {
   let id: RpcId = null;

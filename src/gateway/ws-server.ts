@@ -40,7 +40,7 @@ export interface WsEndpointOptions {
   logger: Logger;
   identity: GatewayIdentity;
   maxFrameBytes: number;
-  /** Deepest nesting of a frame (`limits.maxJsonDepth`); deeper answers 4014. @default 64 */
+  /** Deepest nesting of a frame (`limits.max_json_depth`); deeper answers 4014. @default 64 */
   maxJsonDepth?: number;
   now: () => number;
   /** Send-buffer limits per connection. @default 8 MiB soft, 64 MiB hard */

@@ -19,7 +19,7 @@ export const ErrorCode = {
   RequestNotFound: 4011,
   RequestResolved: 4012,
   PayloadTooLarge: 4013,
-  /** A JSON body or frame nested deeper than `limits.maxJsonDepth` (refused before it is parsed). */
+  /** A JSON body or frame nested deeper than `limits.max_json_depth` (refused before it is parsed). */
   JsonTooDeep: 4014,
   /** A client tool's name is a tool the gateway already offers (built-in or MCP). */
   ToolNameTaken: 4020,

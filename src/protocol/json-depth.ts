@@ -8,7 +8,7 @@
  *   if (jsonDepthExceeds(text, 64)) throw new TetherError(ErrorCode.JsonTooDeep, …);
  */
 
-/** Default of `limits.maxJsonDepth`: far above any request Tether reads (its deepest schemas nest ~10). */
+/** Default of `limits.max_json_depth`: far above any request Tether reads (its deepest schemas nest ~10). */
 export const DEFAULT_MAX_JSON_DEPTH = 64;
 
 const QUOTE = 0x22;
@@ -43,5 +43,5 @@ export function jsonDepthExceeds(text: string, max: number): boolean {
 
 /** The message a refusal carries: it names the limit and the config key that sets it. */
 export function jsonTooDeepMessage(max: number): string {
-  return `JSON nested deeper than ${max} levels of arrays and objects (limits.maxJsonDepth)`;
+  return `JSON nested deeper than ${max} levels of arrays and objects (limits.max_json_depth)`;
 }

@@ -2,7 +2,7 @@
  * Deeply nested JSON (#27, Low): 100,000 nested `[` in a WebSocket frame's params or an HTTP body
  * used to answer -32603 / 500 with a RangeError (schema validation recursed off the stack). Now it
  * is refused by name before it is parsed — 4014 `json_too_deep` on the WebSocket, 400
- * `json_too_deep` over HTTP, naming `limits.maxJsonDepth` — and the connection and the gateway
+ * `json_too_deep` over HTTP, naming `limits.max_json_depth` — and the connection and the gateway
  * stay up.
  */
 import { afterEach, describe, expect, it } from "vitest";
@@ -35,7 +35,7 @@ describe("the depth scanner", () => {
     expect(jsonDepthExceeds("[[],[],[[]]]", 3)).toBe(false);
   });
 
-  it("limits.maxJsonDepth: 64 by default, TETHER_MAX_JSON_DEPTH sets it", () => {
+  it("limits.max_json_depth: 64 by default, TETHER_MAX_JSON_DEPTH sets it", () => {
     expect(resolveConfig({}, {}).limits.maxJsonDepth).toBe(64);
     expect(configFromEnv({ TETHER_MAX_JSON_DEPTH: "16" }).limits).toMatchObject({ maxJsonDepth: 16 });
   });
@@ -56,7 +56,7 @@ describe("deep JSON on the wire", () => {
     await sock.waitFor(() => sock.answers.length > 0);
     const answer = sock.answers[0]!;
     expect(answer.error).toMatchObject({ code: 4014, data: { max_depth: 64 } });
-    expect(answer.error!.message).toContain("limits.maxJsonDepth");
+    expect(answer.error!.message).toContain("limits.max_json_depth");
     expect(answer.error!.message).not.toMatch(/RangeError|call stack/);
     sock.sendRaw(nested(100_000));
     await sock.waitFor(() => sock.answers.length > 1);

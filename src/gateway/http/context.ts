@@ -37,7 +37,7 @@ export interface HttpApiDeps {
   clock: Clock;
   ids: IdGenerator;
   config: HttpConfig;
-  /** `limits.maxJsonDepth`: a body nested deeper answers 400 `json_too_deep`. @default 64 */
+  /** `limits.max_json_depth`: a body nested deeper answers 400 `json_too_deep`. @default 64 */
   maxJsonDepth?: number;
   models: ModelInfo[];
   metrics: PromMetrics | null;

@@ -1,5 +1,5 @@
 /**
- * Request bodies: refuse one nested past `limits.maxJsonDepth` (400 `json_too_deep`), parse JSON, then validate with a zod schema. Malformed JSON answers 400
+ * Request bodies: refuse one nested past `limits.max_json_depth` (400 `json_too_deep`), parse JSON, then validate with a zod schema. Malformed JSON answers 400
  * `invalid_json`; a schema failure answers 400 `invalid_params` with `param` naming the first bad
  * field and the message naming all of them (`messages.0.role, model`) — or, for the OpenAI
  * endpoints, an unknown key first: `unknown_parameter` naming its path, as OpenAI answers.
