@@ -387,6 +387,7 @@ const LIFECYCLE_ENV: ReadonlyArray<[string, keyof LifecycleConfig]> = [
   ["TETHER_HEARTBEAT_S", "heartbeat_s"],
   ["TETHER_SHUTDOWN_FLUSH_S", "shutdown_flush_s"],
   ["TETHER_DRAIN_S", "drain_s"],
+  ["TETHER_WRITE_OUTAGE_S", "write_outage_s"],
 ];
 
 const QUOTA_ENV: ReadonlyArray<[string, keyof QuotasConfig]> = [

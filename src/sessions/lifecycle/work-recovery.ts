@@ -131,7 +131,11 @@ export class WorkRecovery {
     const { store, committer, registry, binding, logger } = this.deps;
     try {
       const row = await store.getSession(sessionId);
-      if (!row) return false;
+      if (!row) {
+        // Deleted meanwhile: nothing of it can run (its queued prompts go with it).
+        await committer.enqueue([{ op: "queued_turn.clear", session_id: sessionId }]);
+        return false;
+      }
       if (row.ended_at !== null) {
         // A session closed for good waits for nothing (its end cancelled what it had open; a
         // queued prompt left behind by a crash during that close goes too).
