@@ -184,6 +184,8 @@ export interface SessionSummary {
   parent_session_id?: string;
   /** Present (true) on a session its user archived (`session.update { archived }`). */
   archived?: true;
+  /** Present (true) while a turn runs (or waits for an approval or input) on the node that answered. */
+  running?: true;
   started_at: number;
   last_activity_at: number;
   message_count: number;

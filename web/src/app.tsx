@@ -13,6 +13,7 @@ import { ContextMeter, JumpToLatest, SuggestionChips } from "./chat-extras.js";
 import { ExchangeList } from "./transcript.js";
 import { ProcessPanel } from "./processes.js";
 import { isBrowserTool } from "./browser-tools.js";
+import { Icon } from "./icons.js";
 
 function useController(ctl: AppController): void {
   const [, setTick] = useState(0);
@@ -62,16 +63,19 @@ export function App({ ctl }: { ctl: AppController }) {
   };
   return (
     <div class={`shell ${navOpen ? "nav-open" : ""}`} data-link={ctl.linkDown ? "down" : "up"}>
+      <a class="skip-link" href="#composer-input" onClick={skipToComposer}>
+        Skip to the message box
+      </a>
       <header class="topbar">
         <button type="button" class="icon-btn only-phone" aria-label="Sessions" aria-expanded={navOpen} onClick={() => setNavOpen(!navOpen)}>
-          ☰
+          <Icon name="menu" />
         </button>
         <div class="brand">
           <span class="logo" aria-hidden="true" />
           <span>Tether</span>
         </div>
         <h1 class="topbar-title" title={m?.title || undefined}>
-          {m ? m.title || "Untitled session" : ""}
+          {m ? m.title || "Untitled session" : ctl.currentId ? "" : "New session"}
         </h1>
         {m && <ModelMenu ctl={ctl} model={m} open={modelMenu} setOpen={setModelMenu} />}
         <ConnectionIndicator ctl={ctl} />
@@ -79,7 +83,7 @@ export function App({ ctl }: { ctl: AppController }) {
           ?
         </button>
         <button type="button" class="icon-btn" aria-label="Settings" title="Settings" onClick={() => setDialog("settings")}>
-          ⚙
+          <Icon name="settings" />
         </button>
       </header>
       <div class="body">
@@ -92,7 +96,7 @@ export function App({ ctl }: { ctl: AppController }) {
             <div class="empty">
               <h2>Cannot open this session</h2>
               <p>{ctl.sessionError}</p>
-              <button type="button" class="btn btn-primary" onClick={() => void ctl.newSession()}>
+              <button type="button" class="btn btn-primary" onClick={() => ctl.newSession()}>
                 New session
               </button>
             </div>
@@ -101,9 +105,9 @@ export function App({ ctl }: { ctl: AppController }) {
               <div class="spinner" aria-label="Loading" />
             </div>
           ) : (
-            <Welcome ctl={ctl} />
+            <DraftView ctl={ctl} />
           )}
-          {!m && <Toasts ctl={ctl} />}
+          {!m && ctl.loading && <Toasts ctl={ctl} />}
         </main>
         {m && m.todo.items.length > 0 && <TodoPanel model={m} />}
       </div>
@@ -123,6 +127,12 @@ interface ShortcutState {
   setNavOpen(open: boolean): void;
   dialog: string | undefined;
   setDialog(d: "settings" | "help" | undefined): void;
+}
+
+/** The skip link: focus the composer (a hash link would change the route). */
+function skipToComposer(e: MouseEvent): void {
+  e.preventDefault();
+  document.getElementById("composer-input")?.focus();
 }
 
 function typing(target: EventTarget | null): boolean {
@@ -147,7 +157,8 @@ function shortcut(e: KeyboardEvent, s: ShortcutState): void {
     setTimeout(() => document.getElementById("session-search")?.focus(), 0);
   } else if (ctrl && e.shiftKey && e.key.toLowerCase() === "o") {
     e.preventDefault();
-    void s.ctl.newSession();
+    s.ctl.newSession();
+    setTimeout(() => document.getElementById("composer-input")?.focus(), 0);
   } else if (e.key === "?" && !typing(e.target) && !ctrl) {
     e.preventDefault();
     s.setDialog("help");
@@ -260,19 +271,32 @@ function shortLabel(state: string): string {
   return "Retrying";
 }
 
-function Welcome({ ctl }: { ctl: AppController }) {
+/**
+ * A new session before its first prompt: the composer, focused, with one line on what Tether is.
+ * Nothing exists on the gateway yet; the first send creates the session (controller.startSession).
+ */
+function DraftView({ ctl }: { ctl: AppController }) {
+  const provider = ctl.models[0]?.provider;
   return (
-    <div class="empty welcome">
-      <div class="logo logo-xl" aria-hidden="true" />
-      <h1>Sessions that survive the network</h1>
-      <p>
-        Every reply streams live, and a dropped connection or a gateway restart never loses or repeats a word: the transcript catches up
-        exactly where it stopped.
-      </p>
-      <button type="button" class="btn btn-primary" onClick={() => void ctl.newSession()}>
-        Start a session
-      </button>
-    </div>
+    <>
+      <div class="transcript draft">
+        <div class="transcript-inner">
+          <div class="welcome-line" data-testid="welcome">
+            <span class="logo" aria-hidden="true" />
+            <p>Tether keeps every reply: a dropped connection or a restart never loses or repeats a word.</p>
+          </div>
+          {ctl.starting !== undefined ? (
+            <div class="msg msg-user" data-kind="pending" data-status="sending">
+              <div class="bubble">{ctl.starting}</div>
+            </div>
+          ) : (
+            <SuggestionChips ctl={ctl} provider={provider} />
+          )}
+        </div>
+      </div>
+      <Toasts ctl={ctl} />
+      <Composer ctl={ctl} />
+    </>
   );
 }
 
@@ -309,7 +333,7 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
         }}
       >
         <div class="transcript-inner">
-          {model.blocks.length === 0 && model.pending.length === 0 && <SuggestionChips ctl={ctl} model={model} />}
+          {model.blocks.length === 0 && model.pending.length === 0 && <SuggestionChips ctl={ctl} provider={model.provider} />}
           <ExchangeList ctl={ctl} model={model} actions={actions} />
           {/* This page's own browser tools answer by themselves; any other client tool gets a card. */}
           {model.requests.filter((r) => !(r.kind === "client_tool" && isBrowserTool(r.tool))).map((r) => (
@@ -337,17 +361,18 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
 }
 
 /** What the composer says it will do with a message typed now: the truth about the link and the turn. */
-function composerPlaceholder(ctl: AppController, model: SessionModel): string {
+function composerPlaceholder(ctl: AppController, model: SessionModel | undefined): string {
   if (ctl.offline) return "Offline — what you send now goes out when the network is back";
   if (ctl.linkDown) return "Reconnecting — what you send now goes out when the gateway is back";
-  if (model.running) return "Type to queue a follow-up…";
+  if (model?.running) return "Type to queue a follow-up…";
   return "Message Tether…";
 }
 
-function Composer({ ctl, model }: { ctl: AppController; model: SessionModel }) {
+/** The message box: with `model` it sends into that session; without, it is a draft's (the first send creates the session). */
+function Composer({ ctl, model }: { ctl: AppController; model?: SessionModel }) {
   const [text, setText] = useState("");
   const area = useRef<HTMLTextAreaElement>(null);
-  useEffect(() => area.current?.focus(), [model.sessionId]);
+  useEffect(() => area.current?.focus(), [model?.sessionId]);
   // An edited queued prompt comes back here.
   useEffect(() => {
     if (ctl.composerDraft.seq === 0) return;
@@ -364,7 +389,7 @@ function Composer({ ctl, model }: { ctl: AppController; model: SessionModel }) {
     const t = text.trim();
     if (!t) return;
     setText("");
-    void ctl.submit(t);
+    void (model ? ctl.submit(t) : ctl.startSession(t));
   };
   return (
     <form
@@ -392,25 +417,25 @@ function Composer({ ctl, model }: { ctl: AppController; model: SessionModel }) {
         }}
       />
       <div class="composer-actions">
-        {model.running && (
+        {model?.running && (
           <button
             type="button"
             class="btn btn-stop"
             onClick={() => void ctl.interrupt()}
             disabled={ctl.linkDown}
-            aria-label="Interrupt (Esc)"
-            title={ctl.linkDown ? "Cannot stop the reply while the gateway is unreachable" : "Interrupt (Esc)"}
+            aria-keyshortcuts="Escape"
+            title={ctl.linkDown ? "Cannot stop the reply while the gateway is unreachable" : "Stop the reply (Esc)"}
           >
             <span class="stop-square" aria-hidden="true" /> Stop
           </button>
         )}
-        <button type="submit" class="btn btn-primary" disabled={!text.trim()} aria-label="Send (Enter)" title="Send (Enter)">
+        <button type="submit" class="btn btn-primary" disabled={!text.trim() || ctl.starting !== undefined} title="Send (Enter)">
           Send
         </button>
       </div>
       <div class="composer-hint">
         <span aria-hidden="true">Enter to send · Shift+Enter for a new line · Esc to interrupt · ? for shortcuts</span>
-        <ContextMeter ctl={ctl} model={model} />
+        {model && <ContextMeter ctl={ctl} model={model} />}
       </div>
     </form>
   );
@@ -501,7 +526,7 @@ function TodoPanel({ model }: { model: SessionModel }) {
         {model.todo.items.map((item, n) => (
           <li key={n} class={`todo-item todo-${item.status}`}>
             <span class="todo-box" aria-hidden="true">
-              {item.status === "completed" ? "✓" : item.status === "in_progress" ? "◐" : ""}
+              {item.status === "completed" ? <Icon name="check" size={12} /> : item.status === "in_progress" ? <Icon name="progress" size={12} /> : null}
             </span>
             <span class="todo-text">{item.content}</span>
             <span class="sr-only">({item.status.replace("_", " ")})</span>

@@ -46,7 +46,7 @@ export function Markdown({ text, className, copy }: { text: string; className?: 
 function Json({ value }: { value: unknown }) {
   const html = useMemo(() => highlightJson(value), [value]);
   return (
-    <pre class="code json">
+    <pre class="code json" tabIndex={0}>
       <code class="hljs" dangerouslySetInnerHTML={{ __html: html }} />
     </pre>
   );
@@ -362,7 +362,7 @@ function ToolCard({ block }: { block: Extract<Block, { kind: "tool" }> }) {
         {block.done && (
           <>
             <div class="tool-label">{block.error ? "Error" : "Result"}</div>
-            {block.error ? <pre class="code tool-error">{block.error}</pre> : <Json value={block.result ?? null} />}
+            {block.error ? <pre class="code tool-error" tabIndex={0}>{block.error}</pre> : <Json value={block.result ?? null} />}
           </>
         )}
       </div>

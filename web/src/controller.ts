@@ -88,6 +88,8 @@ export class AppController {
   composerDraft = { text: "", seq: 0 };
   /** What the page's live region says: a reply that finished (never each word as it streams). */
   announcement = "";
+  /** The draft's first prompt while its session is being created (`startSession`). */
+  starting: string | undefined;
   /** The system prompt new sessions start with ("" = the profile's). */
   newSessionPrompt = "";
   /** The browser said `offline` (cleared by `online` or a new connection). */
@@ -288,8 +290,8 @@ export class AppController {
     await this.refreshSessions();
     this.listTimer ??= setInterval(() => void this.refreshSessions(), 10_000);
     const wanted = this.sessionFromHash();
+    // Without a session in the URL the page opens on a new session's composer (a draft).
     if (wanted) await this.openSession(wanted);
-    else if (this.sessions[0] && this.sessions[0].state !== "ended") this.navigate(this.sessions[0].session_id);
     this.changed();
   }
 
@@ -462,14 +464,45 @@ export class AppController {
     this.changed();
   }
 
-  async newSession(): Promise<void> {
-    const client = this.requireClient();
+  /**
+   * A new session is a draft until its first prompt (`startSession`): the page shows an empty
+   * composer and nothing is created on the gateway, so no empty "Untitled session" rows pile up.
+   */
+  newSession(): void {
+    const client = this.client;
+    const previous = this.currentId;
+    this.openSeq++;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    if (client && previous) void client.call(Method.SessionDetach, { session_id: previous }).catch(() => undefined);
+    this.current = undefined;
+    this.currentId = undefined;
+    this.loading = false;
+    this.sessionError = undefined;
+    if (this.location.hash) this.location.hash = "";
+    this.changed();
+  }
+
+  /** The draft's first prompt: creates the session, opens it, then sends `text` (the draft shows it meanwhile). */
+  async startSession(text: string): Promise<boolean> {
+    const client = this.client;
+    if (!client || this.starting !== undefined || !text.trim()) return false;
+    this.starting = text;
+    this.changed();
     try {
       const snap = await client.createSession({ client_tools: BROWSER_TOOLS, ...(this.newSessionPrompt ? { system_prompt: this.newSessionPrompt } : {}) });
-      await this.refreshSessions();
-      this.navigate(snap.session_id);
+      // currentId first: the hash change that follows finds the session already open.
+      this.currentId = snap.session_id;
+      this.location.hash = `#/s/${encodeURIComponent(snap.session_id)}`;
+      await this.openSession(snap.session_id);
+      return await this.submit(text);
     } catch (err) {
       this.toast(`Could not create a session: ${errorText(err)}`, "error");
+      this.composerDraft = { text, seq: this.composerDraft.seq + 1 };
+      return false;
+    } finally {
+      this.starting = undefined;
+      this.changed();
     }
   }
 

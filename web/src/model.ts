@@ -169,8 +169,10 @@ export interface SessionModel {
   /** The session's own system prompt (absent: the profile's applies) and whether it may change. */
   systemPrompt?: string;
   systemPromptFixed?: boolean;
-  /** Token usage of each finished assistant message (from `message.complete.usage`). */
+  /** Token usage of each finished assistant message (`message.complete.usage`, or the stored Message's `usage`). */
   usage: Record<string, Usage>;
+  /** The session's context as the gateway counted it for the Snapshot (`context_tokens`). */
+  contextTokens?: number;
   /** Bumped on every change, so views can tell. */
   version: number;
 }
@@ -256,8 +258,10 @@ export function fromSnapshot(snap: Snapshot, previous?: SessionModel): SessionMo
     ...(snap.system_prompt ? { systemPrompt: snap.system_prompt } : {}),
     ...(snap.system_prompt_fixed ? { systemPromptFixed: true } : {}),
     usage: same ? { ...previous!.usage } : {},
+    ...(snap.context_tokens !== undefined ? { contextTokens: snap.context_tokens } : {}),
     version: (previous?.version ?? 0) + 1,
   };
+  for (const msg of snap.messages) if (msg.usage) m.usage[msg.message_id] = msg.usage;
   if (previous?.sessionId === snap.session_id) {
     if (previous.pendingModel) m.pendingModel = previous.pendingModel;
     // The todo list only moves forward, even across a re-open.

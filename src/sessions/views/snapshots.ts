@@ -171,6 +171,8 @@ export function summaryOf(
   if (row.end_reason) s.end_reason = row.end_reason;
   if (row.parent_session_id) s.parent_session_id = row.parent_session_id;
   if (row.flags.archived) s.archived = true;
+  // The turn slot stays busy while a turn waits for its approvals: one flag for "something is going on".
+  if (live?.running && row.ended_at === null) s.running = true;
   return s;
 }
 
