@@ -84,6 +84,8 @@ export async function openApp(page: Page, url: string): Promise<void> {
  * created on the gateway until the first send (`startSession`, or `send` then `sessionIdOf`).
  */
 export async function newSession(page: Page): Promise<void> {
+  // On a phone the sessions list is a drawer: open it first.
+  if (!(await page.getByTestId("new-session").isVisible())) await page.getByRole("button", { name: "Sessions" }).click();
   await page.getByTestId("new-session").click();
   await page.waitForFunction(() => !location.hash.startsWith("#/s/") && document.activeElement?.id === "composer-input");
 }

@@ -106,13 +106,16 @@ describe.skipIf(!chromiumAvailable)("web client: first contact, usage from the s
   it("sidebar rows: the title whole on hover, a dot only while a reply runs, a ⋯ menu, one Tab stop, no lifecycle words", async () => {
     const page = await browser.page();
     await openApp(page, srv.url);
-    const long = "Please count for me all the way up to three hundred, one number at a time, slowly";
-    const id = await startSession(page, `count to 300 ${long}`);
+    const long = "Please count for me all the way up to three thousand, one number at a time, slowly";
+    const id = await startSession(page, long);
     const row = page.locator(`.session[data-session-id="${id}"]`);
+    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
+    await expect.poll(() => row.getAttribute("data-activity")).toBe(null);
     // A dot while the reply runs, none once it is done.
+    await send(page, "count to 3000");
     await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
     await expect.poll(() => row.getAttribute("data-activity")).toBe("on");
-    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
+    await page.locator('[data-kind="assistant"][data-status="complete"]').nth(1).waitFor({ timeout: 60_000 });
     await expect.poll(() => row.getAttribute("data-activity")).toBe(null);
     expect(await row.getByTestId("activity").count()).toBe(0);
 

@@ -14,6 +14,8 @@ import { ExchangeList } from "./transcript.js";
 import { ProcessPanel } from "./processes.js";
 import { isBrowserTool } from "./browser-tools.js";
 import { Icon } from "./icons.js";
+import { ToolArgs } from "./tool-args.js";
+import { trapTab } from "./focus-trap.js";
 
 function useController(ctl: AppController): void {
   const [, setTick] = useState(0);
@@ -448,7 +450,7 @@ function RequestCard({ request, ctl }: { request: OpenRequest; ctl: AppControlle
   const [text, setText] = useState("");
   // Answered once: the buttons stay disabled after the first click (the card goes with request.resolved).
   const [sent, setSent] = useState(false);
-  const answer = (a: { choice?: string; content?: Record<string, unknown>; error?: string }) => {
+  const answer = (a: { choice?: string; content?: Record<string, unknown>; error?: string; note?: string }) => {
     if (sent) return;
     setSent(true);
     void ctl.respond(request.request_id, a).then((ok) => {
@@ -480,7 +482,9 @@ function RequestCard({ request, ctl }: { request: OpenRequest; ctl: AppControlle
         <div class="request-head">
           Waiting for <code>{request.tool}</code> — a tool the client that declared it runs
         </div>
-        <pre class="request-args">{JSON.stringify(request.args ?? {}, null, 2)}</pre>
+        <div class="request-args">
+          <ToolArgs args={request.args ?? {}} />
+        </div>
         <div class="request-actions">
           <button type="button" class="btn btn-sm" disabled={sent} onClick={() => answer({ error: "not run: the web client cannot run this tool" })}>
             Answer with an error
@@ -489,25 +493,38 @@ function RequestCard({ request, ctl }: { request: OpenRequest; ctl: AppControlle
       </div>
     );
   }
+  const choices = request.choices ?? ["once", "session", "always", "deny"];
   return (
     <div class="request-card" role="group" aria-label="Approval request" data-request={request.request_id}>
       <div class="request-head">
         Approve <code>{request.tool}</code>?
       </div>
-      <pre class="request-args">{JSON.stringify(request.args ?? {}, null, 2)}</pre>
+      <div class="request-args">
+        <ToolArgs args={request.args ?? {}} />
+      </div>
       <div class="request-actions">
-        {(request.choices ?? ["once", "session", "always", "deny"]).map((choice) => (
+        {choices.map((choice) => (
           <button
             key={choice}
             type="button"
             class={`btn btn-sm ${choice === "once" ? "btn-primary" : ""} ${choice === "deny" ? "request-deny" : ""}`}
             disabled={sent}
-            onClick={() => answer({ choice })}
+            onClick={() => answer({ choice, ...(choice === "deny" && text.trim() ? { note: text.trim() } : {}) })}
           >
             {APPROVAL_LABELS[choice] ?? choice}
           </button>
         ))}
       </div>
+      {choices.includes("deny") && (
+        <input
+          class="request-input request-reason"
+          value={text}
+          maxLength={2000}
+          onInput={(e) => setText((e.currentTarget as HTMLInputElement).value)}
+          aria-label="Reason if you deny (optional)"
+          placeholder="Reason if you deny (optional): the model reads it"
+        />
+      )}
     </div>
   );
 }
@@ -543,7 +560,7 @@ function ConfirmDialog({ ctl }: { ctl: AppController }) {
   useEffect(() => ok.current?.focus(), []);
   return (
     <div class="modal-scrim">
-      <div class="modal" role="alertdialog" aria-modal="true" aria-labelledby="confirm-title" aria-describedby="confirm-text">
+      <div class="modal" role="alertdialog" aria-modal="true" onKeyDown={trapTab} aria-labelledby="confirm-title" aria-describedby="confirm-text">
         <h2 id="confirm-title">Switch to {c.model}?</h2>
         <p id="confirm-text">{c.message}</p>
         <div class="modal-actions">

@@ -1,4 +1,6 @@
 /** The transcript's blocks: messages, tool cards, error cards, delegations, notices. */
+import { ToolArgs, ToolResult } from "./tool-args.js";
+import { Icon } from "./icons.js";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Usage } from "../../src/protocol/index.js";
 import { interruptedLabel } from "./labels.js";
@@ -346,7 +348,7 @@ function ToolCard({ block }: { block: Extract<Block, { kind: "tool" }> }) {
     <details class="card tool" data-kind="tool" data-state={state}>
       <summary class="card-head">
         <span class="card-icon" aria-hidden="true">
-          ⚙
+          <Icon name="tool" size={14} />
         </span>
         <span class="card-title">
           <code>{block.name}</code>
@@ -358,11 +360,11 @@ function ToolCard({ block }: { block: Extract<Block, { kind: "tool" }> }) {
       </summary>
       <div class="tool-body">
         <div class="tool-label">Arguments</div>
-        <Json value={block.args ?? {}} />
+        <ToolArgs args={block.args ?? {}} />
         {block.done && (
           <>
             <div class="tool-label">{block.error ? "Error" : "Result"}</div>
-            {block.error ? <pre class="code tool-error" tabIndex={0}>{block.error}</pre> : <Json value={block.result ?? null} />}
+            {block.error ? <pre class="code tool-error" tabIndex={0}>{block.error}</pre> : <ToolResult value={block.result ?? null} />}
           </>
         )}
       </div>

@@ -622,7 +622,7 @@ export class AppController {
   }
 
   /** Answers an open request of the current session (an approval's choice, or input content). */
-  async respond(requestId: string, answer: { choice?: string; content?: Record<string, unknown>; error?: string }): Promise<boolean> {
+  async respond(requestId: string, answer: { choice?: string; content?: Record<string, unknown>; error?: string; note?: string }): Promise<boolean> {
     const model = this.current;
     if (!model || !this.client) return false;
     try {
