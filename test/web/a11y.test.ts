@@ -79,7 +79,7 @@ describe.skipIf(!chromiumAvailable)("web client accessibility (#33)", () => {
     await page.getByTestId("welcome").waitFor();
     await clean(page, "first screen");
     // The skip link is the first Tab stop of the page and lands in the message box.
-    const firstStop = await page.evaluate(() => [...document.querySelectorAll<HTMLElement>("a[href], button, input, textarea, [tabindex]")].find((e) => e.tabIndex >= 0)?.textContent);
+    const firstStop = await page.evaluate(() => Array.from(document.querySelectorAll<HTMLElement>("a[href], button, input, textarea, [tabindex]")).find((e) => e.tabIndex >= 0)?.textContent);
     expect(firstStop).toBe("Skip to the message box");
     await page.getByRole("link", { name: "Skip to the message box" }).focus();
     await page.keyboard.press("Enter");

@@ -129,7 +129,7 @@ describe.skipIf(!chromiumAvailable)("web client: first contact, usage from the s
     for (const word of ["Open", "In the background", "Paused", "Closed"]) expect(await page.locator(".sidebar").innerText()).not.toContain(word);
 
     // One Tab stop per row.
-    const stops = await row.evaluate((el) => [...el.querySelectorAll<HTMLElement>("button, a, input, [tabindex]")].filter((e) => e.tabIndex >= 0).length);
+    const stops = await row.evaluate((el) => Array.from(el.querySelectorAll<HTMLElement>("button, a, input, [tabindex]")).filter((e) => e.tabIndex >= 0).length);
     expect(stops).toBe(1);
 
     // Keyboard: → opens the row's menu on its first item; Esc closes it, back on the row.

@@ -236,7 +236,7 @@ describe.skipIf(!chromiumAvailable)("web client in Chromium", () => {
     await b.getByLabel("Message").waitFor();
     await send(a, "count to 25");
     await b.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
-    for (const p of [a, b]) await p.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
+    for (const p of [a, b]) await p.locator('[data-kind="assistant"][data-status="complete"]').nth(1).waitFor();
     expect(await assistantTexts(a)).toEqual([countText(1), countText(25)]);
     expect(await assistantTexts(b)).toEqual([countText(1), countText(25)]);
     await a.close();

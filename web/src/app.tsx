@@ -79,7 +79,11 @@ export function App({ ctl }: { ctl: AppController }) {
         <h1 class="topbar-title" title={m?.title || undefined}>
           {m ? m.title || "Untitled session" : ctl.currentId ? "" : "New session"}
         </h1>
-        {m && <ModelMenu ctl={ctl} model={m} open={modelMenu} setOpen={setModelMenu} />}
+        {m ? (
+          <ModelMenu ctl={ctl} model={m} open={modelMenu} setOpen={setModelMenu} />
+        ) : (
+          !ctl.currentId && ctl.models.length > 0 && <ModelMenu ctl={ctl} model={draftModel(ctl)} open={modelMenu} setOpen={setModelMenu} />
+        )}
         <ConnectionIndicator ctl={ctl} />
         <button type="button" class="icon-btn" aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)" onClick={() => setDialog("help")}>
           ?
@@ -121,6 +125,12 @@ export function App({ ctl }: { ctl: AppController }) {
       </div>
     </div>
   );
+}
+
+/** What a draft's model menu shows: the model picked for it, else the gateway's first listed. */
+function draftModel(ctl: AppController): { model: string; provider: string } {
+  const id = ctl.draftModel ?? ctl.models[0]!.id;
+  return { model: id, provider: ctl.models.find((o) => o.id === id)?.provider ?? "" };
 }
 
 interface ShortcutState {
@@ -281,7 +291,7 @@ function DraftView({ ctl }: { ctl: AppController }) {
   const provider = ctl.models[0]?.provider;
   return (
     <>
-      <div class="transcript draft">
+      <div class="transcript draft" role="log" aria-label="Transcript">
         <div class="transcript-inner">
           <div class="welcome-line" data-testid="welcome">
             <span class="logo" aria-hidden="true" />

@@ -88,6 +88,8 @@ export class AppController {
   composerDraft = { text: "", seq: 0 };
   /** What the page's live region says: a reply that finished (never each word as it streams). */
   announcement = "";
+  /** The model a draft's session is created on (picked in the draft's model menu; absent: the profile's). */
+  draftModel: string | undefined;
   /** The draft's first prompt while its session is being created (`startSession`). */
   starting: string | undefined;
   /** The system prompt new sessions start with ("" = the profile's). */
@@ -490,7 +492,11 @@ export class AppController {
     this.starting = text;
     this.changed();
     try {
-      const snap = await client.createSession({ client_tools: BROWSER_TOOLS, ...(this.newSessionPrompt ? { system_prompt: this.newSessionPrompt } : {}) });
+      const snap = await client.createSession({
+        client_tools: BROWSER_TOOLS,
+        ...(this.newSessionPrompt ? { system_prompt: this.newSessionPrompt } : {}),
+        ...(this.draftModel ? { model: this.draftModel } : {}),
+      });
       // currentId first: the hash change that follows finds the session already open.
       this.currentId = snap.session_id;
       this.location.hash = `#/s/${encodeURIComponent(snap.session_id)}`;
@@ -753,6 +759,7 @@ export class AppController {
   /** `config.set {key: "model"}`; a guarded model first asks (the confirm_required round trip). */
   async switchModel(modelId: string, confirm = false): Promise<void> {
     const model = this.current;
+    if (!model && !this.currentId) return this.pickDraftModel(modelId, confirm);
     if (!model || !this.client) return;
     this.confirm = undefined;
     try {
@@ -776,6 +783,14 @@ export class AppController {
     } catch (err) {
       this.toast(`Model switch failed: ${errorText(err)}`, "error");
     }
+    this.changed();
+  }
+
+  /** A draft's model: the session is created on it (a guarded one asks here first, as a switch would). */
+  private pickDraftModel(modelId: string, confirm: boolean): void {
+    this.confirm = undefined;
+    if (this.guarded.has(modelId) && !confirm) this.confirm = { model: modelId, message: `${modelId} needs confirmation. Use it for this session?` };
+    else this.draftModel = modelId;
     this.changed();
   }
 
