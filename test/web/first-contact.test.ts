@@ -152,6 +152,27 @@ describe.skipIf(!chromiumAvailable)("web client: first contact, usage from the s
     await page.close();
   });
 
+  it("a long pasted prompt shows cut with Show more, whole after it", async () => {
+    const page = await browser.page();
+    await openApp(page, srv.url);
+    const pasted = Array.from({ length: 40 }, (_, i) => `line ${i + 1} of a long paste`).join("\n");
+    await startSession(page, pasted);
+    const bubble = page.locator('[data-kind="user"] .user-text');
+    await bubble.waitFor();
+    const cut = (await bubble.boundingBox())!.height;
+    const more = page.getByRole("button", { name: "Show more" });
+    expect(await more.getAttribute("aria-expanded")).toBe("false");
+    await more.click();
+    await page.getByRole("button", { name: "Show less" }).waitFor();
+    const whole = (await bubble.boundingBox())!.height;
+    expect(whole).toBeGreaterThan(cut * 3);
+    // A short prompt has no such button.
+    await send(page, "count to 2");
+    await expect.poll(() => page.locator('[data-kind="user"]').count()).toBe(2);
+    expect(await page.getByRole("button", { name: /^Show (more|less)$/ }).count()).toBe(1);
+    await page.close();
+  });
+
   it("on a 390×844 phone the rows never overlap and the ⋯ never covers a title", async () => {
     const page = await browser.page({ width: 390, height: 844 });
     await openApp(page, srv.url);

@@ -148,7 +148,9 @@ describe.skipIf(!chromiumAvailable)("web client in Chromium", () => {
   it("asks before switching to a guarded model (confirm_required round trip)", async () => {
     const page = await browser.page();
     await openApp(page, srv.url);
-    await newSession(page);
+    // A session's model switch (a draft's model is picked before it exists: nothing to switch).
+    await startSession(page, "count to 2");
+    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
     // /v1/models marks the guarded model (what the lock is drawn from).
     const listed = (await (await fetch(`${srv.url}/v1/models`)).json()) as { data: Array<{ id: string; requires_confirmation?: boolean }> };
     expect(listed.data.filter((m) => m.requires_confirmation).map((m) => m.id)).toEqual(["big"]);

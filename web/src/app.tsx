@@ -324,7 +324,10 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
     const el = scroller.current;
     stick.current = true;
     setAway(false);
-    if (el) el.scrollTop = el.scrollHeight;
+    if (el) {
+      el.dataset["stick"] = "1";
+      el.scrollTop = el.scrollHeight;
+    }
     document.getElementById("composer-input")?.focus();
   };
   const ended = model.state === "ended";
@@ -341,12 +344,13 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
         onScroll={(e) => {
           const el = e.currentTarget as HTMLDivElement;
           stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+          el.dataset["stick"] = stick.current ? "1" : "0";
           if (away === stick.current) setAway(!stick.current);
         }}
       >
         <div class="transcript-inner">
           {model.blocks.length === 0 && model.pending.length === 0 && <SuggestionChips ctl={ctl} provider={model.provider} />}
-          <ExchangeList ctl={ctl} model={model} actions={actions} />
+          <ExchangeList ctl={ctl} model={model} actions={actions} scroller={scroller} />
           {/* This page's own browser tools answer by themselves; any other client tool gets a card. */}
           {model.requests.filter((r) => !(r.kind === "client_tool" && isBrowserTool(r.tool))).map((r) => (
             <RequestCard key={r.request_id} request={r} ctl={ctl} />

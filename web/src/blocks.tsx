@@ -104,6 +104,7 @@ function CopyButton({ text, copy, label = "Copy" }: { text: string; copy(text: s
 function UserBlock({ block, actions, ex }: { block: Extract<Block, { kind: "user" }>; actions: BlockActions; ex: ExchangeActions }) {
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState(block.text);
+  const [expanded, setExpanded] = useState(false);
   if (editing && ex.edit) {
     return (
       <div class="row row-user" data-kind="user-edit" data-key={block.key}>
@@ -129,14 +130,23 @@ function UserBlock({ block, actions, ex }: { block: Extract<Block, { kind: "user
     );
   }
   // The actions follow the message as a sibling, outside its [data-kind] element (the message only).
+  const long = isLongPrompt(block.text);
+  const textId = `prompt-${block.key}`;
   return (
     <>
       <div class="row row-user" data-kind="user" data-key={block.key}>
         <div class="bubble bubble-user">
-          <div class="user-text">{block.text}</div>
+          <div class={`user-text ${long && !expanded ? "clamped" : ""}`} id={textId}>
+            {block.text}
+          </div>
         </div>
       </div>
       <div class="msg-actions msg-actions-user">
+        {long && (
+          <button type="button" class="msg-action" aria-expanded={expanded} aria-controls={textId} onClick={() => setExpanded(!expanded)}>
+            {expanded ? "Show less" : "Show more"}
+          </button>
+        )}
         <CopyButton text={block.text} copy={actions.copy} label="Copy prompt" />
         {ex.edit && (
           <button
@@ -154,6 +164,11 @@ function UserBlock({ block, actions, ex }: { block: Extract<Block, { kind: "user
       </div>
     </>
   );
+}
+
+/** A pasted wall of text: shown cut to a few lines with "Show more" (the whole text is still in the page). */
+export function isLongPrompt(text: string): boolean {
+  return text.length > 600 || text.split("\n").length > 10;
 }
 
 function usageText(u: Usage): string {
