@@ -15,7 +15,7 @@ import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import WebSocket from "ws";
-import { chromium } from "playwright-core";
+import { chromium, type Browser } from "playwright-core";
 import { Method, TetherClient } from "../src/client/index.js";
 import { startTether } from "./tether-server.js";
 
@@ -59,7 +59,58 @@ async function seed(wsUrl: string, turns: number): Promise<{ id: string; lastKey
   return { id: snap.session_id, lastKey };
 }
 
-export async function runWebBench(opts: { quick?: boolean } = {}): Promise<WebBenchResult> {
+/** One pass: open the session, stream into it, type while it streams. `flat`: every exchange in the DOM (the baseline). */
+async function measure(browser: Browser, base: string, id: string, lastKey: string, turns: number, flat: boolean): Promise<WebBenchResult> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 820 } });
+  // Warm the HTTP cache once, as a returning user has it; the baseline's switch in localStorage.
+  await page.goto(base);
+  await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
+  await page.evaluate((on) => (on ? localStorage.setItem("tether.bench.flat", "1") : localStorage.removeItem("tether.bench.flat")), flat);
+  await page.goto("about:blank");
+  await page.goto(`${base}/#/s/${encodeURIComponent(id)}`);
+  const openMs = await page.waitForFunction((key) => (document.querySelector(`[data-key="${key}"]`) ? performance.now() : 0), lastKey, { polling: "raf", timeout: 120_000 }).then((h) => h.jsonValue());
+  const domElements = await page.evaluate(() => document.getElementsByTagName("*").length);
+
+  // Frames and key latency while a long reply streams in.
+  // A string, not a function: tsx names inner functions with a helper the page does not have.
+  await page.evaluate(`(() => {
+    window.frames_ = [];
+    window.keys_ = [];
+    const tick = (t) => { window.frames_.push(t); requestAnimationFrame(tick); };
+    requestAnimationFrame(tick);
+    document.addEventListener("keydown", (e) => {
+      const at = e.timeStamp;
+      requestAnimationFrame(() => setTimeout(() => window.keys_.push(performance.now() - at), 0));
+    });
+  })()`);
+  const box = page.getByLabel("Message");
+  await box.fill("count to 1500");
+  await box.press("Enter");
+  await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor({ timeout: 60_000 });
+  await page.evaluate(() => ((window as unknown as { frames_: number[] }).frames_ = []));
+  await box.focus();
+  await page.keyboard.type("the quick brown fox jumps", { delay: 60 });
+  await page.locator('[data-kind="assistant"][data-status="complete"]').last().waitFor({ timeout: 120_000 });
+  const { frames, keys } = await page.evaluate(() => {
+    const w = window as unknown as { frames_: number[]; keys_: number[] };
+    return { frames: w.frames_, keys: w.keys_ };
+  });
+  const gaps = frames.slice(1).map((t, i) => t - frames[i]!);
+  const seconds = (frames.at(-1)! - frames[0]!) / 1000;
+  const result: WebBenchResult = {
+    messages: turns * 2,
+    openMs: Math.round(openMs),
+    domElements,
+    fps: Math.round((frames.length - 1) / seconds),
+    frameMedianMs: Math.round(pct(gaps, 50) * 10) / 10,
+    keyP50Ms: Math.round(pct(keys, 50)),
+    keyP95Ms: Math.round(pct(keys, 95)),
+  };
+  await page.close();
+  return result;
+}
+
+export async function runWebBench(opts: { quick?: boolean } = {}): Promise<{ flat: WebBenchResult; virtual: WebBenchResult }> {
   const turns = opts.quick ? 200 : 1000;
   const { buildWeb } = await import("../web/build.mjs");
   await buildWeb({ quiet: true });
@@ -68,64 +119,25 @@ export async function runWebBench(opts: { quick?: boolean } = {}): Promise<WebBe
   try {
     process.stderr.write(`web bench: seeding ${turns} turns…\n`);
     const { id, lastKey } = await seed(tether.wsUrl, turns);
-    const page = await browser.newPage({ viewport: { width: 1280, height: 820 } });
-    const url = `${tether.server.url}/#/s/${encodeURIComponent(id)}`;
-    // Warm the HTTP cache and the build's compression once, as a returning user has them.
-    await page.goto(tether.server.url);
-    await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
-    await page.goto("about:blank");
-    await page.goto(url);
-    const openMs = await page.waitForFunction((key) => (document.querySelector(`[data-key="${key}"]`) ? performance.now() : 0), lastKey, { polling: "raf", timeout: 120_000 }).then((h) => h.jsonValue());
-    const domElements = await page.evaluate(() => document.getElementsByTagName("*").length);
-
-    // Frames and key latency while a long reply streams in.
-    // A string, not a function: tsx names inner functions with a helper the page does not have.
-    await page.evaluate(`(() => {
-      window.frames_ = [];
-      window.keys_ = [];
-      const tick = (t) => { window.frames_.push(t); requestAnimationFrame(tick); };
-      requestAnimationFrame(tick);
-      document.addEventListener("keydown", (e) => {
-        const at = e.timeStamp;
-        requestAnimationFrame(() => setTimeout(() => window.keys_.push(performance.now() - at), 0));
-      });
-    })()`);
-    const box = page.getByLabel("Message");
-    await box.fill("count to 1500");
-    await box.press("Enter");
-    await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor({ timeout: 60_000 });
-    await page.evaluate(() => ((window as unknown as { frames_: number[] }).frames_ = []));
-    await box.focus();
-    await page.keyboard.type("the quick brown fox jumps", { delay: 60 });
-    await page.locator('[data-kind="assistant"][data-status="complete"]').last().waitFor({ timeout: 120_000 });
-    const { frames, keys } = await page.evaluate(() => {
-      const w = window as unknown as { frames_: number[]; keys_: number[] };
-      return { frames: w.frames_, keys: w.keys_ };
-    });
-    const gaps = frames.slice(1).map((t, i) => t - frames[i]!);
-    const seconds = (frames.at(-1)! - frames[0]!) / 1000;
-    const result: WebBenchResult = {
-      messages: turns * 2,
-      openMs: Math.round(openMs),
-      domElements,
-      fps: Math.round((frames.length - 1) / seconds),
-      frameMedianMs: Math.round(pct(gaps, 50) * 10) / 10,
-      keyP50Ms: Math.round(pct(keys, 50)),
-      keyP95Ms: Math.round(pct(keys, 95)),
-    };
-    return result;
+    const flat = await measure(browser, tether.server.url, id, lastKey, turns, true);
+    const virtual = await measure(browser, tether.server.url, id, lastKey, turns, false);
+    return { flat, virtual };
   } finally {
     await browser.close();
     await tether.close();
   }
 }
 
-export function printWebBench(r: WebBenchResult): void {
+export function printWebBench(r: { flat: WebBenchResult; virtual: WebBenchResult }): void {
   const ok = (pass: boolean) => (pass ? "met" : "MISSED");
-  console.log(`web client, ${r.messages.toLocaleString()}-message session (Chromium, this machine):`);
-  console.log(`  open           ${r.openMs} ms   (target ≤ 1000: ${ok(r.openMs <= 1000)})   DOM ${r.domElements.toLocaleString()} elements`);
-  console.log(`  streaming      ${r.fps} fps, median frame ${r.frameMedianMs} ms   (target ≥ 50 fps: ${ok(r.fps >= 50)})`);
-  console.log(`  key latency    p50 ${r.keyP50Ms} ms, p95 ${r.keyP95Ms} ms   (target p95 ≤ 50: ${ok(r.keyP95Ms <= 50)})`);
+  const { flat: f, virtual: v } = r;
+  const ratio = (a: number, b: number) => (b > 0 ? `× ${(a / b).toFixed(2)}` : "");
+  console.log(`web client, ${v.messages.toLocaleString()}-message session (Chromium, this machine; baseline: the same page rendering every message):`);
+  console.log(`                 baseline (flat)     virtualised          after/before   target`);
+  console.log(`  open           ${String(f.openMs).padStart(6)} ms        ${String(v.openMs).padStart(6)} ms        ${ratio(v.openMs, f.openMs).padEnd(13)}  ≤ 1000 ms: ${ok(v.openMs <= 1000)}`);
+  console.log(`  DOM elements   ${String(f.domElements).padStart(9)}        ${String(v.domElements).padStart(9)}        ${ratio(v.domElements, f.domElements)}`);
+  console.log(`  streaming      ${String(f.fps).padStart(6)} fps       ${String(v.fps).padStart(6)} fps       ${ratio(v.fps, f.fps).padEnd(13)}  ≥ 50 fps: ${ok(v.fps >= 50)}  (median frame ${f.frameMedianMs} → ${v.frameMedianMs} ms)`);
+  console.log(`  key p95        ${String(f.keyP95Ms).padStart(6)} ms        ${String(v.keyP95Ms).padStart(6)} ms        ${ratio(v.keyP95Ms, f.keyP95Ms).padEnd(13)}  ≤ 50 ms: ${ok(v.keyP95Ms <= 50)}  (p50 ${f.keyP50Ms} → ${v.keyP50Ms} ms)`);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

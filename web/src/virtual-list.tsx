@@ -8,8 +8,17 @@ import { elementScroll, observeElementOffset, observeElementRect, Virtualizer, t
 import type { ComponentChildren } from "preact";
 import { useLayoutEffect, useReducer, useRef, useState } from "preact/hooks";
 
-/** Fewer exchanges than this render flat (every one in the DOM): find-in-page then sees them all. */
-export const VIRTUAL_FROM = 80;
+/**
+ * Fewer exchanges than this render flat (every one in the DOM): find-in-page then sees them all.
+ * `tether.bench.flat` in localStorage renders every session flat: the web bench's baseline.
+ */
+export const VIRTUAL_FROM = (() => {
+  try {
+    return window.localStorage.getItem("tether.bench.flat") ? Number.POSITIVE_INFINITY : 80;
+  } catch {
+    return 80;
+  }
+})();
 
 type Opts = VirtualizerOptions<HTMLElement, HTMLElement>;
 
