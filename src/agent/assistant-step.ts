@@ -8,6 +8,7 @@ import {
   type MessageCompletePayload,
   type MessageDeltaPayload,
   type MessageStartPayload,
+  type StopReason,
   type ToolCall,
   type TurnErrorInfo,
   type Usage,
@@ -128,16 +129,26 @@ export async function streamAssistantMessage(
         content: step.content,
         status: step.status,
         tool_calls: step.toolCalls.length > 0 ? step.toolCalls : null,
-        // Kept with the row, so a Message read back from the store carries it as `error`, with
-        // the turn's ids as `turn_id`/`trace_id` (what the live `turn.error` frame carried).
-        ...(step.error ? { display_metadata: { error: step.error, turn_id: ctx.turnId, trace_id: ctx.traceId } } : {}),
-        // Why it stopped, kept the same way (read back as the Message's `stop_reason`).
-        ...(stopReason ? { display_metadata: { stop_reason: stopReason } } : {}),
+        ...completeMetadata(step, ctx, stopReason),
       },
     },
     ...extra,
   ]);
   return step;
+}
+
+/**
+ * What the row keeps beside its text, read back as the Message's fields (messages.ts): the
+ * classified error with the turn's ids as `error`/`turn_id`/`trace_id` (what the live `turn.error`
+ * frame carried), why it stopped as `stop_reason`, and the provider's `usage` of the reply (so a
+ * reload or another browser shows it, not only the viewer of the live `message.complete`).
+ */
+function completeMetadata(step: AssistantStep, ctx: TurnContext, stopReason: StopReason | undefined): { display_metadata?: Record<string, unknown> } {
+  const meta: Record<string, unknown> = {};
+  if (step.error) Object.assign(meta, { error: step.error, turn_id: ctx.turnId, trace_id: ctx.traceId });
+  if (stopReason) meta["stop_reason"] = stopReason;
+  if (step.usage) meta["usage"] = step.usage;
+  return Object.keys(meta).length > 0 ? { display_metadata: meta } : {};
 }
 
 function emitDelta(frames: TurnFrames, kind: "text" | "reasoning", messageId: string, text: string, step: AssistantStep): void {

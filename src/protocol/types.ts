@@ -76,6 +76,8 @@ export interface Message {
    * the message has one version only.
    */
   versions?: string[];
+  /** An assistant reply's token usage as the provider reported it (the live `message.complete.usage`), when it did. */
+  usage?: Usage;
   created_at: number;
 }
 
@@ -115,6 +117,12 @@ export interface Snapshot {
   system_prompt?: string;
   /** True when the session's system prompt follows its profile's config and `session.update` cannot set one (4074). */
   system_prompt_fixed?: boolean;
+  /**
+   * The session's context in tokens as the gateway counts it for compression: the provider's
+   * count of its last call plus an estimate (chars / 4) of what came after; an estimate alone
+   * before any usage. Clients show it against the model's `compress_at_tokens` (GET /v1/models).
+   */
+  context_tokens?: number;
 }
 
 /** One task of a delegation, as `delegation.list` and Snapshots show it. */
@@ -176,6 +184,8 @@ export interface SessionSummary {
   parent_session_id?: string;
   /** Present (true) on a session its user archived (`session.update { archived }`). */
   archived?: true;
+  /** Present (true) while a turn runs (or waits for an approval or input) on the node that answered. */
+  running?: true;
   started_at: number;
   last_activity_at: number;
   message_count: number;

@@ -40,7 +40,7 @@ describe("tether chat approvals", () => {
     const text = await chat(`/resume ${id}\nd not now\n`);
     expect(text).toContain(`resumed ${id}`);
     expect(text).toContain("[approval] notes__write_note");
-    expect(text).toMatch(/notes__write_note returned: \{"error":"denied by default: not now"\}/);
+    expect(text).toMatch(/notes__write_note returned: \{"error":"denied by the user: not now"\}/);
     expect(readLog(log).filter((e) => e.key === "chat2")).toHaveLength(0);
   });
 });

@@ -108,7 +108,7 @@ describe("an approval request", () => {
     await turnDone(a, session_id, turn_id);
     const complete = a.sessionEvents(session_id).find((f) => f.type === "tool.complete")!;
     expect(complete.payload.error_info).toMatchObject({ layer: "tool", code: "denied" });
-    expect(complete.payload.error).toMatch(/denied by alice: not today/);
+    expect(complete.payload.error).toMatch(/denied by the user: not today/);
     expect(writes("denied")).toBe(0);
     a.close();
   });

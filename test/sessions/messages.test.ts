@@ -42,6 +42,15 @@ describe("toWireMessage", () => {
     expect(m).not.toHaveProperty("turn_id");
   });
 
+  it("lifts an assistant reply's usage (kept with the row at message.complete) out of the metadata", () => {
+    const usage = { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 };
+    const m = toWireMessage(row({ display_metadata: { usage } }));
+    expect(m.usage).toEqual(usage);
+    expect(m).not.toHaveProperty("display_metadata");
+    // Not a usage (a field missing): left in the metadata, never half-read.
+    expect(toWireMessage(row({ display_metadata: { usage: { prompt_tokens: 1 } } })).display_metadata).toEqual({ usage: { prompt_tokens: 1 } });
+  });
+
   it("leaves a message without metadata (or ids) as it was", () => {
     const m = toWireMessage(row({ role: "user", content: "hi" }));
     expect(m).toEqual({ message_id: "msg_1", role: "user", content: "hi", status: "complete", created_at: 1_000 });

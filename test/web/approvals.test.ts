@@ -37,7 +37,8 @@ describe.skipIf(!chromiumAvailable)("web client: approvals", () => {
     const card = page.locator(".request-card");
     await card.waitFor({ timeout: 20_000 });
     expect(await card.locator(".request-head").innerText()).toBe("Approve notes__write_note?");
-    expect(JSON.parse(await card.locator(".request-args").innerText())).toEqual({ key: "web", value: "from the browser" });
+    // The arguments as a key/value table (not raw JSON).
+    expect(await card.getByTestId("args-table").locator("tr").allInnerTexts()).toEqual(["key\tweb", "value\tfrom the browser"]);
     expect(await card.getByRole("button").allInnerTexts()).toEqual(["Approve once", "For this session", "Always", "Deny"]);
     // The call's tool card says what it waits for.
     await page.locator('[data-kind="tool"][data-state="awaiting"]').getByText("waiting for approval").waitFor();

@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
 
 export const CHROMIUM_PATH = process.env.TETHER_CHROMIUM ?? "/usr/bin/chromium";
 export const chromiumAvailable = existsSync(CHROMIUM_PATH);
@@ -79,13 +79,34 @@ export async function openApp(page: Page, url: string): Promise<void> {
   await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
 }
 
-/** Clicks "+ New session" and returns the new session's id (from the URL hash). */
-export async function newSession(page: Page): Promise<string> {
-  const before = page.url();
-  await page.getByRole("button", { name: "+ New session" }).click();
-  await page.waitForFunction((prev) => location.href !== prev && location.hash.startsWith("#/s/"), before);
-  await page.getByLabel("Message").waitFor();
+/**
+ * Clicks "New session": the page shows a new session's composer (a draft, focused); nothing is
+ * created on the gateway until the first send (`startSession`, or `send` then `sessionIdOf`).
+ */
+export async function newSession(page: Page): Promise<void> {
+  // On a phone the sessions list is a drawer: open it first.
+  if (!(await page.getByTestId("new-session").isVisible())) await page.getByRole("button", { name: "Sessions" }).click();
+  await page.getByTestId("new-session").click();
+  await page.waitForFunction(() => !location.hash.startsWith("#/s/") && document.activeElement?.id === "composer-input");
+}
+
+/** The id of the session the page shows (from the URL hash), once it has one. */
+export async function sessionIdOf(page: Page): Promise<string> {
+  await page.waitForFunction(() => location.hash.startsWith("#/s/"));
   return decodeURIComponent(new URL(page.url()).hash.slice("#/s/".length));
+}
+
+/** A new session started by its first prompt: returns its id (created by that send). */
+export async function startSession(page: Page, text: string): Promise<string> {
+  await newSession(page);
+  await send(page, text);
+  return sessionIdOf(page);
+}
+
+/** Opens a sidebar row's ⋯ menu and picks `action` (Rename, Archive, Download, Close session…, Reopen, Delete…). */
+export async function rowAction(row: Locator, action: string): Promise<void> {
+  await row.getByRole("button", { name: /^More actions for / }).click();
+  await row.getByRole("menuitem", { name: action, exact: true }).click();
 }
 
 /** Types `text` into the composer and sends it (Enter). */

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../support/start-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, screenshot, send, type Browser } from "./browser.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, screenshot, send, startSession, type Browser } from "./browser.js";
 
 const activeId = (page: Page) => page.evaluate(() => document.activeElement?.id || document.activeElement?.getAttribute("aria-label") || "");
 
@@ -142,7 +142,7 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
     const card = page.getByRole("group", { name: "Client tool call" });
     await card.waitFor({ timeout: 20_000 });
     expect(await card.locator(".request-head").innerText()).toBe("Waiting for pick_color — a tool the client that declared it runs");
-    expect(JSON.parse(await card.locator(".request-args").innerText())).toEqual({ hint: "sky" });
+    expect(await card.getByTestId("args-table").locator("tr").allInnerTexts()).toEqual(["hint\tsky"]);
     const answer = card.getByRole("button", { name: "Answer with an error" });
     await answer.click();
     await card.waitFor({ state: "detached", timeout: 20_000 });
@@ -160,7 +160,9 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
       }),
     );
     await openApp(page, srv.url);
-    await newSession(page);
+    // A session to have settings of its own (a draft has none yet).
+    await startSession(page, "count to 2");
+    await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
 
     const settings = page.getByRole("button", { name: "Settings" });
     await settings.click();
@@ -192,11 +194,12 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
     await dialog.getByRole("button", { name: "Done" }).click();
     await expect.poll(() => dialog.count()).toBe(0);
 
-    // Shortcuts: Ctrl+Shift+O makes a new session (with the system prompt), Ctrl+K searches,
-    // Shift+Esc goes back to the composer, ? lists them; Esc closes the list, focus goes back.
-    const before = page.url();
+    // Shortcuts: Ctrl+Shift+O opens a new session (created by its first send, with the system
+    // prompt), Ctrl+K searches, Shift+Esc goes back to the composer, ? lists them; Esc closes the
+    // list, focus goes back.
     await page.keyboard.press("Control+Shift+O");
-    await page.waitForFunction((prev) => location.href !== prev, before);
+    await page.waitForFunction(() => !location.hash.startsWith("#/s/"));
+    await send(page, "count to 2");
     await expect.poll(() => created.some((t) => t.includes('"system_prompt":"Answer like a pirate."'))).toBe(true);
     await page.keyboard.press("Control+k");
     await expect.poll(() => activeId(page)).toBe("session-search");

@@ -103,7 +103,7 @@ describe.skipIf(!chromiumAvailable)("web client per-message actions in Chromium"
     // Continue on a reply the user stopped.
     await send(page, "count to 500");
     await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
-    await page.getByRole("button", { name: "Interrupt (Esc)" }).click();
+    await page.getByRole("button", { name: "Stop" }).click();
     const badge = page.getByTestId("interrupted-badge");
     await badge.waitFor();
     expect(await badge.innerText()).toBe("You stopped this");

@@ -18,7 +18,7 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { RpcSocket } from "../support/rpc-socket.js";
-import { CHROMIUM_ARGS, CHROMIUM_PATH, chromiumAvailable, ensureWebBuilt, newSession, openApp } from "./browser.js";
+import { CHROMIUM_ARGS, CHROMIUM_PATH, chromiumAvailable, ensureWebBuilt, openApp, startSession } from "./browser.js";
 
 /** What the attacker's page does: the WebSocket (creating a session once open), a read, a write. */
 const ATTACK = (gateway: string) => `<!doctype html><meta charset="utf-8"><title>cute cats</title><script>
@@ -122,7 +122,7 @@ describe.skipIf(!chromiumAvailable)("the web page as an attacker, in Chromium", 
   it("the gateway's own page still connects and creates sessions", async () => {
     const page = await context.newPage();
     await openApp(page, srv.url);
-    const id = await newSession(page);
+    const id = await startSession(page, "count to 2");
     expect(await sessionIds()).toContain(id);
     await page.close();
   });

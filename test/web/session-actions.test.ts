@@ -10,7 +10,7 @@ import type { Locator, Page } from "playwright-core";
 import type { Message } from "../../src/protocol/index.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, pickModel, screenshot, send, shownModel, type Browser } from "./browser.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, pickModel, rowAction, screenshot, send, sessionIdOf, shownModel, startSession, type Browser } from "./browser.js";
 
 /** Reloads and waits until the transcript is rebuilt from the Snapshot. */
 async function reload(page: Page): Promise<void> {
@@ -27,10 +27,10 @@ function sidebarItem(page: Page, sessionId: string): Locator {
  * Runs `count to 3` as the session's first turn and returns its sidebar entry, once the session
  * is named after that first prompt (an untitled session is).
  */
-async function firstTurn(page: Page, sessionId: string): Promise<Locator> {
+async function firstTurn(page: Page): Promise<Locator> {
   await send(page, "count to 3");
   await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
-  const item = sidebarItem(page, sessionId);
+  const item = sidebarItem(page, await sessionIdOf(page));
   await expect.poll(() => item.locator(".session-title").innerText()).toBe("count to 3");
   return item;
 }
@@ -86,8 +86,7 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     const page = await browser.page();
     await openApp(page, srv.url);
     await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(srv.url).origin });
-    const id = await newSession(page);
-    await send(page, "fail: provider/rate_limited");
+    const id = await startSession(page, "fail: provider/rate_limited");
     const cards = page.locator('[data-kind="error"]');
     await cards.first().waitFor();
     await send(page, "fail: auth/unauthorized");
@@ -162,8 +161,7 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     try {
       const page = await browser.page();
       await openApp(page, capped.url);
-      const id = await newSession(page);
-      await send(page, "todo: plan");
+      const id = await startSession(page, "todo: plan");
       const cards = page.locator('[data-kind="error"]');
       await expect.poll(() => cards.getAttribute("data-code")).toBe("max_iterations");
       // The turn is over (its tool ran): still one card, from the live turn.error.
@@ -226,8 +224,9 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
   it("renames a session from the sidebar: the title changes everywhere, also in another tab and after a reload", async () => {
     const page = await browser.page();
     await openApp(page, srv.url);
-    const id = await newSession(page);
-    const item = await firstTurn(page, id);
+    await newSession(page);
+    const item = await firstTurn(page);
+    const id = await sessionIdOf(page);
     const other = await browser.page();
     await openApp(other, `${srv.url}/#/s/${encodeURIComponent(id)}`);
     await other.getByLabel("Message").waitFor();
@@ -235,14 +234,14 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     // A background tab gets no animation frames (clicks wait for them): work in the first one.
     await page.bringToFront();
 
-    await item.getByRole("button", { name: "Rename count to 3" }).click();
+    await rowAction(item, "Rename");
     const input = item.getByLabel("Session title");
     expect(await input.inputValue()).toBe("count to 3");
     // Escape cancels: nothing is renamed.
     await input.fill("never saved");
     await input.press("Escape");
     expect(await item.locator(".session-title").innerText()).toBe("count to 3");
-    await item.getByRole("button", { name: "Rename count to 3" }).click();
+    await rowAction(item, "Rename");
     await item.getByLabel("Session title").fill("  Release planning  ");
     await item.getByRole("button", { name: "Save" }).click();
 
@@ -262,17 +261,17 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
   it("searches sessions by title and content, archives and deletes them (confirmed); renaming never moves a row", async () => {
     const page = await browser.page();
     await openApp(page, srv.url);
-    const first = await newSession(page);
-    await firstTurn(page, first);
-    const second = await newSession(page);
-    await send(page, "the zebra crossing");
+    await newSession(page);
+    await firstTurn(page);
+    const first = await sessionIdOf(page);
+    const second = await startSession(page, "the zebra crossing");
     await page.locator('[data-kind="assistant"][data-status="complete"]').waitFor();
     const rows = () => page.locator(".session").evaluateAll((els) => els.map((e) => e.getAttribute("data-session-id")));
     // Grouped by day, in a stable order: renaming the older one (new activity) does not move it.
     expect(await page.locator(".session-group-head").first().innerText()).toMatch(/^today$/i);
     const before = await rows();
     expect(before.indexOf(second)).toBeLessThan(before.indexOf(first));
-    await sidebarItem(page, first).getByRole("button", { name: "Rename count to 3" }).click();
+    await rowAction(sidebarItem(page, first), "Rename");
     await sidebarItem(page, first).getByLabel("Session title").fill("renamed later");
     await sidebarItem(page, first).getByRole("button", { name: "Save" }).click();
     await expect.poll(() => sidebarItem(page, first).locator(".session-title").innerText()).toBe("renamed later");
@@ -290,11 +289,11 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     await expect.poll(async () => (await rows()).length).toBeGreaterThanOrEqual(2);
     await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
     await screenshot(page, "17-sessions-desktop");
-    await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
+    await page.keyboard.press("Escape");
 
     // Download: the transcript as a Markdown file (the export route, with the page's key).
     await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
-    const [file] = await Promise.all([page.waitForEvent("download"), sidebarItem(page, first).getByRole("button", { name: "Download" }).click()]);
+    const [file] = await Promise.all([page.waitForEvent("download"), sidebarItem(page, first).getByRole("menuitem", { name: "Download" }).click()]);
     expect(file.suggestedFilename()).toBe("renamed-later.md");
     const { readFile } = await import("node:fs/promises");
     const md = await readFile((await file.path())!, "utf8");
@@ -302,25 +301,21 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     expect(md).toContain("count to 3");
 
     // Archive: out of the list, in the Archived one, and back.
-    await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
-    await sidebarItem(page, first).getByRole("button", { name: "Archive" }).click();
+    await rowAction(sidebarItem(page, first), "Archive");
     await expect.poll(async () => (await rows()).includes(first)).toBe(false);
     await page.getByRole("button", { name: "Archived" }).click();
     await expect.poll(rows).toEqual([first]);
-    await sidebarItem(page, first).getByRole("button", { name: "More actions for renamed later" }).click();
-    await sidebarItem(page, first).getByRole("button", { name: "Unarchive" }).click();
+    await rowAction(sidebarItem(page, first), "Unarchive");
     await expect.poll(rows).toEqual([]);
     await page.getByRole("button", { name: "Archived" }).click();
     await expect.poll(async () => (await rows()).includes(first)).toBe(true);
 
     // Delete asks first; Keep keeps it; Delete it removes the session and its transcript.
     const item = sidebarItem(page, second);
-    await item.getByRole("button", { name: /^More actions for / }).click();
-    await item.getByRole("button", { name: "Delete…" }).click();
+    await rowAction(item, "Delete…");
     await item.getByRole("button", { name: "Keep" }).click();
     expect(await item.count()).toBe(1);
-    await item.getByRole("button", { name: /^More actions for / }).click();
-    await item.getByRole("button", { name: "Delete…" }).click();
+    await rowAction(item, "Delete…");
     await item.getByText("Delete this session and its transcript for good?").waitFor();
     await item.getByRole("button", { name: "Delete it" }).click();
     await expect.poll(() => item.count()).toBe(0);
@@ -333,14 +328,14 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
   it("closes a session (read-only, also after a reload) and reopens it to continue", async () => {
     const page = await browser.page();
     await openApp(page, srv.url);
-    const id = await newSession(page);
-    const item = await firstTurn(page, id);
+    await newSession(page);
+    const item = await firstTurn(page);
 
-    await item.getByRole("button", { name: "Close count to 3" }).click();
-    // Asks first: Keep changes nothing.
+    // Close is in the row's own menu; it asks first: Keep changes nothing.
+    await rowAction(item, "Close session…");
     await item.getByRole("button", { name: "Keep" }).click();
     expect(await item.getAttribute("data-state")).not.toBe("ended");
-    await item.getByRole("button", { name: "Close count to 3" }).click();
+    await rowAction(item, "Close session…");
     await item.getByRole("button", { name: "Close it" }).click();
 
     const ended = page.locator(".ended-bar");
@@ -351,7 +346,8 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     expect(await page.locator(".notice").count()).toBe(0);
     expect(await page.locator(".toast").count()).toBe(0);
     await expect.poll(() => item.getAttribute("data-state")).toBe("ended");
-    expect(await item.locator(".state").innerText()).toBe("Closed");
+    // No lifecycle words in the list: the row is its title.
+    expect(await item.innerText()).toBe("count to 3");
     expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 3"]);
 
     // After a reload: the transcript read-only (from session.messages), with Reopen.
@@ -363,32 +359,27 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     expect(await page.getByLabel("Message").count()).toBe(0);
     await expect.poll(() => item.getAttribute("data-state")).toBe("ended");
 
-    // Reopen sits beside the row's text and its rename icon, over neither.
-    const boxes = await Promise.all(
-      [item.locator(".session-title"), item.locator(".session-meta"), item.getByRole("button", { name: "Rename count to 3" }), item.getByRole("button", { name: "Reopen count to 3" })].map(
-        async (l) => (await l.boundingBox())!,
-      ),
-    );
-    const overlap = (a: { x: number; y: number; width: number; height: number }, b: typeof a) =>
-      a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
-    for (const other of boxes.slice(0, 3)) expect(overlap(boxes[3]!, other)).toBe(false);
-    expect(overlap(boxes[2]!, boxes[0]!)).toBe(false);
+    // The ⋯ sits beside the row's title, never over it.
+    const [title, more] = await Promise.all([item.locator(".session-title"), item.getByRole("button", { name: /^More actions for / })].map(async (l) => (await l.boundingBox())!));
+    expect(title!.x + title!.width).toBeLessThanOrEqual(more!.x);
     await ended.getByRole("button", { name: "Reopen" }).click();
     await page.getByLabel("Message").waitFor();
     await page.locator(".toast", { hasText: "Session reopened" }).waitFor();
     expect(await ended.count()).toBe(0);
     await expect.poll(() => item.getAttribute("data-state")).toBe("live");
-    expect(await item.getByRole("button", { name: "Reopen count to 3" }).count()).toBe(0);
+    await item.getByRole("button", { name: /^More actions for / }).click();
+    expect(await item.getByRole("menuitem", { name: "Reopen" }).count()).toBe(0);
+    await page.keyboard.press("Escape");
     // It continues where it stopped.
     await send(page, "count to 2");
     await expect.poll(() => page.locator('[data-kind="assistant"] .md').allInnerTexts()).toEqual(["1 2 3", "1 2"]);
     expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 3", "count to 2"]);
 
     // Closed again, it reopens from the sidebar too.
-    await item.getByRole("button", { name: "Close count to 3" }).click();
+    await rowAction(item, "Close session…");
     await item.getByRole("button", { name: "Close it" }).click();
     await ended.waitFor();
-    await item.getByRole("button", { name: "Reopen count to 3" }).click();
+    await rowAction(item, "Reopen");
     await page.getByLabel("Message").waitFor();
     await expect.poll(() => item.getAttribute("data-state")).toBe("live");
     await page.close();
@@ -407,7 +398,8 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     const item = sidebarItem(page, id);
     await item.waitFor();
     expect(await item.getAttribute("data-state")).toBe("idle");
-    expect(await item.locator(".state").innerText()).toBe("Paused · resumes when opened");
+    // The gateway's lifecycle is not the user's business: the row is its title, nothing else.
+    expect(await item.innerText()).toBe("reaped one");
     await item.locator(".session-title").click();
     await page.waitForFunction((sid) => decodeURIComponent(location.hash) === `#/s/${sid}`, id);
     await send(page, "count to 2");

@@ -14,6 +14,9 @@ import { ContextMeter, JumpToLatest, SuggestionChips } from "./chat-extras.js";
 import { ExchangeList } from "./transcript.js";
 import { ProcessPanel } from "./processes.js";
 import { isBrowserTool } from "./browser-tools.js";
+import { Icon } from "./icons.js";
+import { ToolArgs } from "./tool-args.js";
+import { trapTab } from "./focus-trap.js";
 
 function useController(ctl: AppController): void {
   const [, setTick] = useState(0);
@@ -63,24 +66,31 @@ export function App({ ctl }: { ctl: AppController }) {
   };
   return (
     <div class={`shell ${navOpen ? "nav-open" : ""}`} data-link={ctl.linkDown ? "down" : "up"}>
+      <a class="skip-link" href="#composer-input" onClick={skipToComposer}>
+        Skip to the message box
+      </a>
       <header class="topbar">
         <button type="button" class="icon-btn only-phone" aria-label="Sessions" aria-expanded={navOpen} onClick={() => setNavOpen(!navOpen)}>
-          ☰
+          <Icon name="menu" />
         </button>
         <div class="brand">
           <span class="logo" aria-hidden="true" />
           <span>Tether</span>
         </div>
         <h1 class="topbar-title" title={m?.title || undefined}>
-          {m ? m.title || "Untitled session" : ""}
+          {m ? m.title || "Untitled session" : ctl.currentId ? "" : "New session"}
         </h1>
-        {m && <ModelMenu ctl={ctl} model={m} open={modelMenu} setOpen={setModelMenu} />}
+        {m ? (
+          <ModelMenu ctl={ctl} model={m} open={modelMenu} setOpen={setModelMenu} />
+        ) : (
+          !ctl.currentId && ctl.models.length > 0 && <ModelMenu ctl={ctl} model={draftModel(ctl)} open={modelMenu} setOpen={setModelMenu} />
+        )}
         <ConnectionIndicator ctl={ctl} />
         <button type="button" class="icon-btn" aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)" onClick={() => setDialog("help")}>
           ?
         </button>
         <button type="button" class="icon-btn" aria-label="Settings" title="Settings" onClick={() => setDialog("settings")}>
-          ⚙
+          <Icon name="settings" />
         </button>
       </header>
       <div class="body">
@@ -93,7 +103,7 @@ export function App({ ctl }: { ctl: AppController }) {
             <div class="empty">
               <h2>Cannot open this session</h2>
               <p>{ctl.sessionError}</p>
-              <button type="button" class="btn btn-primary" onClick={() => void ctl.newSession()}>
+              <button type="button" class="btn btn-primary" onClick={() => ctl.newSession()}>
                 New session
               </button>
             </div>
@@ -102,9 +112,9 @@ export function App({ ctl }: { ctl: AppController }) {
               <div class="spinner" aria-label="Loading" />
             </div>
           ) : (
-            <Welcome ctl={ctl} />
+            <DraftView ctl={ctl} />
           )}
-          {!m && <Toasts ctl={ctl} />}
+          {!m && ctl.loading && <Toasts ctl={ctl} />}
         </main>
         {m && m.todo.items.length > 0 && <TodoPanel model={m} />}
       </div>
@@ -118,12 +128,24 @@ export function App({ ctl }: { ctl: AppController }) {
   );
 }
 
+/** What a draft's model menu shows: the model picked for it, else the gateway's first listed. */
+function draftModel(ctl: AppController): { model: string; provider: string } {
+  const id = ctl.draftModel ?? ctl.models[0]!.id;
+  return { model: id, provider: ctl.models.find((o) => o.id === id)?.provider ?? "" };
+}
+
 interface ShortcutState {
   ctl: AppController;
   navOpen: boolean;
   setNavOpen(open: boolean): void;
   dialog: string | undefined;
   setDialog(d: "settings" | "help" | undefined): void;
+}
+
+/** The skip link: focus the composer (a hash link would change the route). */
+function skipToComposer(e: MouseEvent): void {
+  e.preventDefault();
+  document.getElementById("composer-input")?.focus();
 }
 
 function typing(target: EventTarget | null): boolean {
@@ -148,7 +170,8 @@ function shortcut(e: KeyboardEvent, s: ShortcutState): void {
     setTimeout(() => document.getElementById("session-search")?.focus(), 0);
   } else if (ctrl && e.shiftKey && e.key.toLowerCase() === "o") {
     e.preventDefault();
-    void s.ctl.newSession();
+    s.ctl.newSession();
+    setTimeout(() => document.getElementById("composer-input")?.focus(), 0);
   } else if (e.key === "?" && !typing(e.target) && !ctrl) {
     e.preventDefault();
     s.setDialog("help");
@@ -261,19 +284,32 @@ function shortLabel(state: string): string {
   return "Retrying";
 }
 
-function Welcome({ ctl }: { ctl: AppController }) {
+/**
+ * A new session before its first prompt: the composer, focused, with one line on what Tether is.
+ * Nothing exists on the gateway yet; the first send creates the session (controller.startSession).
+ */
+function DraftView({ ctl }: { ctl: AppController }) {
+  const provider = ctl.models[0]?.provider;
   return (
-    <div class="empty welcome">
-      <div class="logo logo-xl" aria-hidden="true" />
-      <h1>Sessions that survive the network</h1>
-      <p>
-        Every reply streams live, and a dropped connection or a gateway restart never loses or repeats a word: the transcript catches up
-        exactly where it stopped.
-      </p>
-      <button type="button" class="btn btn-primary" onClick={() => void ctl.newSession()}>
-        Start a session
-      </button>
-    </div>
+    <>
+      <div class="transcript draft" role="log" aria-label="Transcript">
+        <div class="transcript-inner">
+          <div class="welcome-line" data-testid="welcome">
+            <span class="logo" aria-hidden="true" />
+            <p>Tether keeps every reply: a dropped connection or a restart never loses or repeats a word.</p>
+          </div>
+          {ctl.starting !== undefined ? (
+            <div class="msg msg-user" data-kind="pending" data-status="sending">
+              <div class="bubble">{ctl.starting}</div>
+            </div>
+          ) : (
+            <SuggestionChips ctl={ctl} provider={provider} />
+          )}
+        </div>
+      </div>
+      <Toasts ctl={ctl} />
+      <Composer ctl={ctl} />
+    </>
   );
 }
 
@@ -289,7 +325,10 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
     const el = scroller.current;
     stick.current = true;
     setAway(false);
-    if (el) el.scrollTop = el.scrollHeight;
+    if (el) {
+      el.dataset["stick"] = "1";
+      el.scrollTop = el.scrollHeight;
+    }
     document.getElementById("composer-input")?.focus();
   };
   const ended = model.state === "ended";
@@ -306,12 +345,13 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
         onScroll={(e) => {
           const el = e.currentTarget as HTMLDivElement;
           stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+          el.dataset["stick"] = stick.current ? "1" : "0";
           if (away === stick.current) setAway(!stick.current);
         }}
       >
         <div class="transcript-inner">
-          {model.blocks.length === 0 && model.pending.length === 0 && <SuggestionChips ctl={ctl} model={model} />}
-          <ExchangeList ctl={ctl} model={model} actions={actions} />
+          {model.blocks.length === 0 && model.pending.length === 0 && <SuggestionChips ctl={ctl} provider={model.provider} />}
+          <ExchangeList ctl={ctl} model={model} actions={actions} scroller={scroller} />
           {/* This page's own browser tools answer by themselves; any other client tool gets a card. */}
           {model.requests.filter((r) => !(r.kind === "client_tool" && isBrowserTool(r.tool))).map((r) => (
             <RequestCard key={r.request_id} request={r} ctl={ctl} />
@@ -338,17 +378,18 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
 }
 
 /** What the composer says it will do with a message typed now: the truth about the link and the turn. */
-function composerPlaceholder(ctl: AppController, model: SessionModel): string {
+function composerPlaceholder(ctl: AppController, model: SessionModel | undefined): string {
   if (ctl.offline) return "Offline — what you send now goes out when the network is back";
   if (ctl.linkDown) return "Reconnecting — what you send now goes out when the gateway is back";
-  if (model.running) return "Type to queue a follow-up…";
+  if (model?.running) return "Type to queue a follow-up…";
   return "Message Tether…";
 }
 
-function Composer({ ctl, model }: { ctl: AppController; model: SessionModel }) {
+/** The message box: with `model` it sends into that session; without, it is a draft's (the first send creates the session). */
+function Composer({ ctl, model }: { ctl: AppController; model?: SessionModel }) {
   const [text, setText] = useState("");
   const area = useRef<HTMLTextAreaElement>(null);
-  useEffect(() => area.current?.focus(), [model.sessionId]);
+  useEffect(() => area.current?.focus(), [model?.sessionId]);
   // An edited queued prompt comes back here.
   useEffect(() => {
     if (ctl.composerDraft.seq === 0) return;
@@ -365,7 +406,7 @@ function Composer({ ctl, model }: { ctl: AppController; model: SessionModel }) {
     const t = text.trim();
     if (!t) return;
     setText("");
-    void ctl.submit(t);
+    void (model ? ctl.submit(t) : ctl.startSession(t));
   };
   return (
     <form
@@ -393,25 +434,25 @@ function Composer({ ctl, model }: { ctl: AppController; model: SessionModel }) {
         }}
       />
       <div class="composer-actions">
-        {model.running && (
+        {model?.running && (
           <button
             type="button"
             class="btn btn-stop"
             onClick={() => void ctl.interrupt()}
             disabled={ctl.linkDown}
-            aria-label="Interrupt (Esc)"
-            title={ctl.linkDown ? "Cannot stop the reply while the gateway is unreachable" : "Interrupt (Esc)"}
+            aria-keyshortcuts="Escape"
+            title={ctl.linkDown ? "Cannot stop the reply while the gateway is unreachable" : "Stop the reply (Esc)"}
           >
             <span class="stop-square" aria-hidden="true" /> Stop
           </button>
         )}
-        <button type="submit" class="btn btn-primary" disabled={!text.trim()} aria-label="Send (Enter)" title="Send (Enter)">
+        <button type="submit" class="btn btn-primary" disabled={!text.trim() || ctl.starting !== undefined} title="Send (Enter)">
           Send
         </button>
       </div>
       <div class="composer-hint">
         <span aria-hidden="true">Enter to send · Shift+Enter for a new line · Esc to interrupt · ? for shortcuts</span>
-        <ContextMeter ctl={ctl} model={model} />
+        {model && <ContextMeter ctl={ctl} model={model} />}
       </div>
     </form>
   );
@@ -424,7 +465,7 @@ function RequestCard({ request, ctl }: { request: OpenRequest; ctl: AppControlle
   const [text, setText] = useState("");
   // Answered once: the buttons stay disabled after the first click (the card goes with request.resolved).
   const [sent, setSent] = useState(false);
-  const answer = (a: { choice?: string; content?: Record<string, unknown>; error?: string }) => {
+  const answer = (a: { choice?: string; content?: Record<string, unknown>; error?: string; note?: string }) => {
     if (sent) return;
     setSent(true);
     void ctl.respond(request.request_id, a).then((ok) => {
@@ -456,7 +497,9 @@ function RequestCard({ request, ctl }: { request: OpenRequest; ctl: AppControlle
         <div class="request-head">
           Waiting for <code>{request.tool}</code> — a tool the client that declared it runs
         </div>
-        <pre class="request-args">{JSON.stringify(request.args ?? {}, null, 2)}</pre>
+        <div class="request-args">
+          <ToolArgs args={request.args ?? {}} />
+        </div>
         <div class="request-actions">
           <button type="button" class="btn btn-sm" disabled={sent} onClick={() => answer({ error: "not run: the web client cannot run this tool" })}>
             Answer with an error
@@ -468,6 +511,7 @@ function RequestCard({ request, ctl }: { request: OpenRequest; ctl: AppControlle
   // What runs, whole (#27): the exact command and the folder it runs in, never cut or scrolled away.
   const command = typeof request.detail?.command === "string" ? request.detail.command : undefined;
   const cwd = typeof request.detail?.cwd === "string" ? request.detail.cwd : undefined;
+  const choices = request.choices ?? ["once", "session", "always", "deny"];
   return (
     <div class="request-card" role="group" aria-label="Approval request" data-request={request.request_id}>
       <div class="request-head">
@@ -483,20 +527,32 @@ function RequestCard({ request, ctl }: { request: OpenRequest; ctl: AppControlle
           in <code aria-label="Folder">{cwd === "" ? "(no folder: this session has none)" : visibleText(cwd)}</code>
         </div>
       )}
-      <pre class="request-args">{visibleText(JSON.stringify(request.args ?? {}, null, 2))}</pre>
+      <div class="request-args">
+        <ToolArgs args={request.args ?? {}} />
+      </div>
       <div class="request-actions">
-        {(request.choices ?? ["once", "session", "always", "deny"]).map((choice) => (
+        {choices.map((choice) => (
           <button
             key={choice}
             type="button"
             class={`btn btn-sm ${choice === "once" ? "btn-primary" : ""} ${choice === "deny" ? "request-deny" : ""}`}
             disabled={sent}
-            onClick={() => answer({ choice })}
+            onClick={() => answer({ choice, ...(choice === "deny" && text.trim() ? { note: text.trim() } : {}) })}
           >
             {APPROVAL_LABELS[choice] ?? choice}
           </button>
         ))}
       </div>
+      {choices.includes("deny") && (
+        <input
+          class="request-input request-reason"
+          value={text}
+          maxLength={2000}
+          onInput={(e) => setText((e.currentTarget as HTMLInputElement).value)}
+          aria-label="Reason if you deny (optional)"
+          placeholder="Reason if you deny (optional): the model reads it"
+        />
+      )}
     </div>
   );
 }
@@ -515,7 +571,7 @@ function TodoPanel({ model }: { model: SessionModel }) {
         {model.todo.items.map((item, n) => (
           <li key={n} class={`todo-item todo-${item.status}`}>
             <span class="todo-box" aria-hidden="true">
-              {item.status === "completed" ? "✓" : item.status === "in_progress" ? "◐" : ""}
+              {item.status === "completed" ? <Icon name="check" size={12} /> : item.status === "in_progress" ? <Icon name="progress" size={12} /> : null}
             </span>
             <span class="todo-text">{item.content}</span>
             <span class="sr-only">({item.status.replace("_", " ")})</span>
@@ -532,7 +588,7 @@ function ConfirmDialog({ ctl }: { ctl: AppController }) {
   useEffect(() => ok.current?.focus(), []);
   return (
     <div class="modal-scrim">
-      <div class="modal" role="alertdialog" aria-modal="true" aria-labelledby="confirm-title" aria-describedby="confirm-text">
+      <div class="modal" role="alertdialog" aria-modal="true" onKeyDown={trapTab} aria-labelledby="confirm-title" aria-describedby="confirm-text">
         <h2 id="confirm-title">Switch to {c.model}?</h2>
         <p id="confirm-text">{c.message}</p>
         <div class="modal-actions">

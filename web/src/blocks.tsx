@@ -1,4 +1,6 @@
 /** The transcript's blocks: messages, tool cards, error cards, delegations, notices. */
+import { ToolArgs, ToolResult } from "./tool-args.js";
+import { Icon } from "./icons.js";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Usage } from "../../src/protocol/index.js";
 import { interruptedLabel } from "./labels.js";
@@ -46,7 +48,7 @@ export function Markdown({ text, className, copy }: { text: string; className?: 
 function Json({ value }: { value: unknown }) {
   const html = useMemo(() => highlightJson(value), [value]);
   return (
-    <pre class="code json">
+    <pre class="code json" tabIndex={0}>
       <code class="hljs" dangerouslySetInnerHTML={{ __html: html }} />
     </pre>
   );
@@ -102,6 +104,7 @@ function CopyButton({ text, copy, label = "Copy" }: { text: string; copy(text: s
 function UserBlock({ block, actions, ex }: { block: Extract<Block, { kind: "user" }>; actions: BlockActions; ex: ExchangeActions }) {
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState(block.text);
+  const [expanded, setExpanded] = useState(false);
   if (editing && ex.edit) {
     return (
       <div class="row row-user" data-kind="user-edit" data-key={block.key}>
@@ -127,14 +130,23 @@ function UserBlock({ block, actions, ex }: { block: Extract<Block, { kind: "user
     );
   }
   // The actions follow the message as a sibling, outside its [data-kind] element (the message only).
+  const long = isLongPrompt(block.text);
+  const textId = `prompt-${block.key}`;
   return (
     <>
       <div class="row row-user" data-kind="user" data-key={block.key}>
         <div class="bubble bubble-user">
-          <div class="user-text">{block.text}</div>
+          <div class={`user-text ${long && !expanded ? "clamped" : ""}`} id={textId}>
+            {block.text}
+          </div>
         </div>
       </div>
       <div class="msg-actions msg-actions-user">
+        {long && (
+          <button type="button" class="msg-action" aria-expanded={expanded} aria-controls={textId} onClick={() => setExpanded(!expanded)}>
+            {expanded ? "Show less" : "Show more"}
+          </button>
+        )}
         <CopyButton text={block.text} copy={actions.copy} label="Copy prompt" />
         {ex.edit && (
           <button
@@ -152,6 +164,11 @@ function UserBlock({ block, actions, ex }: { block: Extract<Block, { kind: "user
       </div>
     </>
   );
+}
+
+/** A pasted wall of text: shown cut to a few lines with "Show more" (the whole text is still in the page). */
+export function isLongPrompt(text: string): boolean {
+  return text.length > 600 || text.split("\n").length > 10;
 }
 
 function usageText(u: Usage): string {
@@ -346,7 +363,7 @@ function ToolCard({ block }: { block: Extract<Block, { kind: "tool" }> }) {
     <details class="card tool" data-kind="tool" data-state={state}>
       <summary class="card-head">
         <span class="card-icon" aria-hidden="true">
-          ⚙
+          <Icon name="tool" size={14} />
         </span>
         <span class="card-title">
           <code>{block.name}</code>
@@ -358,11 +375,11 @@ function ToolCard({ block }: { block: Extract<Block, { kind: "tool" }> }) {
       </summary>
       <div class="tool-body">
         <div class="tool-label">Arguments</div>
-        <Json value={block.args ?? {}} />
+        <ToolArgs args={block.args ?? {}} />
         {block.done && (
           <>
             <div class="tool-label">{block.error ? "Error" : "Result"}</div>
-            {block.error ? <pre class="code tool-error">{block.error}</pre> : <Json value={block.result ?? null} />}
+            {block.error ? <pre class="code tool-error" tabIndex={0}>{block.error}</pre> : <ToolResult value={block.result ?? null} />}
           </>
         )}
       </div>

@@ -18,14 +18,16 @@ const CHIPS: Array<[string, string]> = [
   ["Summarize the last thing I pasted", ""],
 ];
 
-export function SuggestionChips({ ctl, model }: { ctl: AppController; model: SessionModel }) {
-  const chips = model.provider === "demo" ? DEMO_CHIPS : CHIPS;
+/** Prompts to start with, in an empty session or a draft (a click sends it: a draft's creates the session). */
+export function SuggestionChips({ ctl, provider }: { ctl: AppController; provider: string | undefined }) {
+  const chips = provider === "demo" ? DEMO_CHIPS : CHIPS;
+  const send = (text: string) => void (ctl.current ? ctl.submit(text) : ctl.startSession(text));
   return (
     <div class="hint">
-      <p>{model.provider === "demo" ? "Send a message to start. The demo model understands:" : "Send a message to start, or try:"}</p>
+      <p>{provider === "demo" ? "Send a message to start. The demo model understands:" : "Send a message to start, or try:"}</p>
       <div class="chips" role="group" aria-label="Suggestions">
         {chips.map(([text, what]) => (
-          <button key={text} type="button" class="chip" title={what || undefined} onClick={() => void ctl.submit(text)}>
+          <button key={text} type="button" class="chip" title={what || undefined} onClick={() => send(text)}>
             <code>{text}</code>
             {what && <span class="chip-what"> — {what}</span>}
           </button>
@@ -49,7 +51,8 @@ export function contextTokens(model: SessionModel): number | undefined {
     const u = model.usage[model.blocks[i]!.key];
     if (u) return u.prompt_tokens + u.completion_tokens;
   }
-  return undefined;
+  // No reply with usage in view (an older transcript, a provider without usage): the gateway's count.
+  return model.contextTokens || undefined;
 }
 
 export function ContextMeter({ ctl, model }: { ctl: AppController; model: SessionModel }) {

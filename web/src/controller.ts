@@ -75,6 +75,10 @@ export class AppController {
   composerDraft = { text: "", seq: 0 };
   /** What the page's live region says: a reply that finished (never each word as it streams). */
   announcement = "";
+  /** The model a draft's session is created on (picked in the draft's model menu; absent: the profile's). */
+  draftModel: string | undefined;
+  /** The draft's first prompt while its session is being created (`startSession`). */
+  starting: string | undefined;
   /** The system prompt new sessions start with ("" = the profile's). */
   newSessionPrompt = "";
   /** The browser said `offline` (cleared by `online` or a new connection). */
@@ -292,8 +296,8 @@ export class AppController {
     await this.refreshSessions();
     this.listTimer ??= setInterval(() => void this.refreshSessions(), 10_000);
     const wanted = this.sessionFromHash();
+    // Without a session in the URL the page opens on a new session's composer (a draft).
     if (wanted) await this.openSession(wanted);
-    else if (this.sessions[0] && this.sessions[0].state !== "ended") this.navigate(this.sessions[0].session_id);
     this.changed();
   }
 
@@ -389,14 +393,44 @@ export class AppController {
     this.changed();
   }
 
-  async newSession(): Promise<void> {
-    const client = this.requireClient();
+  /**
+   * A new session is a draft until its first prompt (`startSession`): the page shows an empty
+   * composer and nothing is created on the gateway, so no empty "Untitled session" rows pile up.
+   */
+  newSession(): void {
+    const client = this.client;
+    const previous = this.currentId;
+    if (client && previous) void client.call(Method.SessionDetach, { session_id: previous }).catch(() => undefined);
+    this.view?.reset();
+    this.currentId = undefined;
+    if (this.location.hash) this.location.hash = "";
+    this.changed();
+  }
+
+  /** The draft's first prompt: creates the session, opens it, then sends `text` (the draft shows it meanwhile). */
+  async startSession(text: string): Promise<boolean> {
+    const client = this.client;
+    if (!client || this.starting !== undefined || !text.trim()) return false;
+    this.starting = text;
+    this.changed();
     try {
-      const snap = await client.createSession({ client_tools: BROWSER_TOOLS, ...(this.newSessionPrompt ? { system_prompt: this.newSessionPrompt } : {}) });
-      await this.refreshSessions();
-      this.navigate(snap.session_id);
+      const snap = await client.createSession({
+        client_tools: BROWSER_TOOLS,
+        ...(this.newSessionPrompt ? { system_prompt: this.newSessionPrompt } : {}),
+        ...(this.draftModel ? { model: this.draftModel } : {}),
+      });
+      // currentId first: the hash change that follows finds the session already open.
+      this.currentId = snap.session_id;
+      this.location.hash = `#/s/${encodeURIComponent(snap.session_id)}`;
+      await this.openSession(snap.session_id);
+      return await this.submit(text);
     } catch (err) {
       this.toast(`Could not create a session: ${errorText(err)}`, "error");
+      this.composerDraft = { text, seq: this.composerDraft.seq + 1 };
+      return false;
+    } finally {
+      this.starting = undefined;
+      this.changed();
     }
   }
 
@@ -490,7 +524,7 @@ export class AppController {
   }
 
   /** Answers an open request of the current session (an approval's choice, or input content). */
-  async respond(requestId: string, answer: { choice?: string; content?: Record<string, unknown>; error?: string }): Promise<boolean> {
+  async respond(requestId: string, answer: { choice?: string; content?: Record<string, unknown>; error?: string; note?: string }): Promise<boolean> {
     const model = this.current;
     if (!model || !this.client) return false;
     try {
@@ -616,6 +650,7 @@ export class AppController {
   /** `config.set {key: "model"}`; a guarded model first asks (the confirm_required round trip). */
   async switchModel(modelId: string, confirm = false): Promise<void> {
     const model = this.current;
+    if (!model && !this.currentId) return this.pickDraftModel(modelId, confirm);
     if (!model || !this.client) return;
     this.confirm = undefined;
     try {
@@ -638,6 +673,14 @@ export class AppController {
     } catch (err) {
       this.toast(`Model switch failed: ${errorText(err)}`, "error");
     }
+    this.changed();
+  }
+
+  /** A draft's model: the session is created on it (a guarded one asks here first, as a switch would). */
+  private pickDraftModel(modelId: string, confirm: boolean): void {
+    this.confirm = undefined;
+    if (this.guarded.has(modelId) && !confirm) this.confirm = { model: modelId, message: `${modelId} needs confirmation. Use it for this session?` };
+    else this.draftModel = modelId;
     this.changed();
   }
 

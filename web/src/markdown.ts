@@ -64,6 +64,8 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
     node.setAttribute("target", "_blank");
     node.setAttribute("rel", "noopener noreferrer nofollow");
   }
+  // A code block scrolls sideways: it takes focus so a keyboard can scroll it (axe scrollable-region-focusable).
+  if (node.tagName === "PRE") node.setAttribute("tabindex", "0");
 });
 
 const PURIFY = {

@@ -17,7 +17,7 @@ function byProvider(options: ModelOption[]): Array<{ provider: string; models: M
   return out;
 }
 
-export function ModelMenu({ ctl, model, open, setOpen }: { ctl: AppController; model: SessionModel; open: boolean; setOpen(open: boolean): void }) {
+export function ModelMenu({ ctl, model, open, setOpen }: { ctl: AppController; model: Pick<SessionModel, "model" | "provider" | "pendingModel"> & { state?: SessionModel["state"] }; open: boolean; setOpen(open: boolean): void }) {
   const button = useRef<HTMLButtonElement>(null);
   const list = useRef<HTMLDivElement>(null);
   const options = ctl.models.some((o) => o.id === model.model) ? ctl.models : [{ id: model.model, provider: model.provider || "current" }, ...ctl.models];

@@ -4,6 +4,8 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { AppController } from "./controller.js";
+import { trapTab } from "./focus-trap.js";
+import { ApprovalSettings } from "./approvals-settings.js";
 
 export type Theme = "system" | "light" | "dark";
 const THEME_KEY = "tether.theme";
@@ -41,7 +43,7 @@ export function SettingsDialog({ ctl, onClose }: { ctl: AppController; onClose()
   };
   return (
     <div class="modal-scrim" onClick={(e) => e.target === e.currentTarget && onClose()}>
-      <div class="modal settings" role="dialog" aria-modal="true" aria-labelledby="settings-title">
+      <div class="modal settings" role="dialog" aria-modal="true" onKeyDown={trapTab} aria-labelledby="settings-title">
         <h2 id="settings-title">Settings</h2>
         <fieldset class="settings-group">
           <legend>Theme</legend>
@@ -83,6 +85,7 @@ export function SettingsDialog({ ctl, onClose }: { ctl: AppController; onClose()
           </div>
         </fieldset>
         {ctl.current && <SessionSettings ctl={ctl} />}
+        <ApprovalSettings ctl={ctl} />
         <fieldset class="settings-group">
           <legend>New sessions</legend>
           <label for="settings-prompt">System prompt (empty: the profile's)</label>
@@ -160,7 +163,7 @@ export function HelpDialog({ onClose }: { onClose(): void }) {
   useDialogFocus(ok);
   return (
     <div class="modal-scrim" onClick={(e) => e.target === e.currentTarget && onClose()}>
-      <div class="modal" role="dialog" aria-modal="true" aria-labelledby="help-title">
+      <div class="modal" role="dialog" aria-modal="true" onKeyDown={trapTab} aria-labelledby="help-title">
         <h2 id="help-title">Keyboard shortcuts</h2>
         <dl class="shortcuts">
           {SHORTCUTS.map(([keys, what]) => (

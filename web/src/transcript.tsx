@@ -9,6 +9,7 @@ import { BlockView, PendingView, type BlockActions, type ExchangeActions } from 
 import type { AppController } from "./controller.js";
 import type { SessionModel } from "./model.js";
 import { exchanges, versionOf, type Exchange, type VersionPlace } from "./versions.js";
+import { VIRTUAL_FROM, VirtualList } from "./virtual-list.js";
 
 /** The words a Continue sends: the model picks up its interrupted reply. */
 export const CONTINUE_TEXT = "Continue exactly where your previous reply stopped.";
@@ -45,14 +46,26 @@ function VersionSwitch({ place, busy, onChoose }: { place: VersionPlace; busy: b
   );
 }
 
-export function ExchangeList({ ctl, model, actions }: { ctl: AppController; model: SessionModel; actions: BlockActions }) {
+/**
+ * `scroller`: the transcript's scrolling element; a session of VIRTUAL_FROM exchanges or more is
+ * virtualised in it (virtual-list.tsx), a shorter one renders flat.
+ */
+export function ExchangeList({
+  ctl,
+  model,
+  actions,
+  scroller,
+}: {
+  ctl: AppController;
+  model: SessionModel;
+  actions: BlockActions;
+  scroller?: { current: HTMLElement | null };
+}) {
   const shown = exchanges(model.blocks);
   const last = shown[shown.length - 1];
   // Switching needs the session idle (the gateway refuses it while a turn runs).
   const busy = model.running || model.state === "ended" || ctl.linkDown;
-  return (
-    <>
-      {shown.map((ex) => {
+  const renderExchange = (ex: Exchange) => {
         const place = versionOf(ex);
         const all = exchangeActions(ctl, model, ex, ex === last);
         // A version a newer one replaced: its Regenerate is used up (Edit still starts another version).
@@ -78,7 +91,14 @@ export function ExchangeList({ ctl, model, actions }: { ctl: AppController; mode
             )}
           </Fragment>
         );
-      })}
+  };
+  return (
+    <>
+      {shown.length >= VIRTUAL_FROM && scroller ? (
+        <VirtualList scroller={scroller} count={shown.length} keyOf={(i) => shown[i]!.key || "start"} render={(i) => renderExchange(shown[i]!)} />
+      ) : (
+        shown.map(renderExchange)
+      )}
       {model.pending
         .filter((q) => !q.replaces || q.status === "failed")
         .map((q) => (

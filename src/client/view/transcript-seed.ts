@@ -26,8 +26,11 @@ export function fromSnapshot(snap: Snapshot, previous?: SessionModel): SessionMo
     ...(snap.system_prompt_fixed ? { systemPromptFixed: true } : {}),
     usage: same ? { ...same.usage } : {},
     ...(same?.processes ? { processes: { ...same.processes } } : {}),
+    ...(snap.context_tokens !== undefined ? { contextTokens: snap.context_tokens } : {}),
     version: (previous?.version ?? 0) + 1,
   };
+  // Usage stored with each reply: any browser shows it after any reload.
+  for (const msg of snap.messages) if (msg.usage) m.usage[msg.message_id] = msg.usage;
   if (same) {
     if (same.pendingModel) m.pendingModel = same.pendingModel;
     // The todo list only moves forward, even across a re-open.

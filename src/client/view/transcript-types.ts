@@ -141,8 +141,10 @@ export interface SessionModel {
   /** The session's own system prompt (absent: the profile's applies) and whether it may change. */
   systemPrompt?: string;
   systemPromptFixed?: boolean;
-  /** Token usage of each finished assistant message (from `message.complete.usage`). */
+  /** Token usage of each finished assistant message (`message.complete.usage`, or the stored Message's `usage`). */
   usage: Record<string, Usage>;
+  /** The session's context as the gateway counted it for the Snapshot (`context_tokens`). */
+  contextTokens?: number;
   /**
    * Background processes (`process.started` / `process.exited`, `process.output` appended to the
    * tail), by id; seeded by SessionView from `process.list` when it opens the session.

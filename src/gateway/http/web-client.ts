@@ -8,9 +8,13 @@
  *   content-hashed files under `/assets/` are `immutable` for a year.
  * - Every answer has `X-Content-Type-Options: nosniff`; the page gets a Content-Security-Policy
  *   that allows only its own scripts (model output is sanitized, and this is the second line).
+ * - Text files (HTML, JS, CSS, JSON, SVG) go out brotli- or gzip-compressed when the browser
+ *   accepts it (`Vary: Accept-Encoding`), compressed once per file version and kept in memory.
  * - Without a build, `/` answers 503 with a page saying how to build it.
  */
 import { readFile, stat } from "node:fs/promises";
+import { promisify } from "node:util";
+import { brotliCompress, constants as zlib, gzip } from "node:zlib";
 import { extname, join, resolve, sep } from "node:path";
 import type { Context, Hono } from "hono";
 import { packageRoot } from "../../lib/package-root.js";
@@ -70,6 +74,44 @@ export function resolveWebPath(root: string, urlPath: string): string | null {
   return full;
 }
 
+const COMPRESSIBLE = new Set([".html", ".js", ".mjs", ".css", ".json", ".map", ".svg", ".txt"]);
+const brotli = promisify(brotliCompress);
+const gzipAsync = promisify(gzip);
+
+/** One file's bytes as sent for each encoding, for one version of it (its mtime and size). */
+interface Encoded {
+  version: string;
+  br?: Buffer;
+  gzip?: Buffer;
+}
+
+/** The encoding to send: brotli before gzip, when the browser lists it (a `;q=0` refuses it). */
+export function pickEncoding(accept: string | undefined): "br" | "gzip" | undefined {
+  const offered = new Map<string, number>();
+  for (const part of (accept ?? "").toLowerCase().split(",")) {
+    const [name, ...params] = part.trim().split(";");
+    const q = params.map((p) => /^\s*q=([\d.]+)/.exec(p)?.[1]).find((v) => v !== undefined);
+    if (name) offered.set(name.trim(), q === undefined ? 1 : Number(q));
+  }
+  if ((offered.get("br") ?? 0) > 0) return "br";
+  if ((offered.get("gzip") ?? 0) > 0) return "gzip";
+  return undefined;
+}
+
+async function encode(cache: Map<string, Encoded>, file: string, version: string, body: Buffer, enc: "br" | "gzip"): Promise<Buffer> {
+  let entry = cache.get(file);
+  if (entry?.version !== version) {
+    entry = { version };
+    cache.set(file, entry);
+  }
+  const have = entry[enc];
+  if (have) return have;
+  // Quality 9, not 11: a fresh build's first request waits for it (11 is several times slower for ~3% less).
+  const out = enc === "br" ? await brotli(body, { params: { [zlib.BROTLI_PARAM_QUALITY]: 9, [zlib.BROTLI_PARAM_SIZE_HINT]: body.length } }) : await gzipAsync(body, { level: 9 });
+  entry[enc] = out;
+  return out;
+}
+
 export interface WebClientOptions {
   /** The build folder. @default web/dist of this checkout */
   root?: string;
@@ -77,7 +119,8 @@ export interface WebClientOptions {
 
 export function mountWebClient(app: Hono<AppEnv>, opts: WebClientOptions = {}): void {
   const root = opts.root ?? DEFAULT_WEB_ROOT;
-  const serve = async (urlPath: string, head: boolean): Promise<Response | null> => {
+  const encoded = new Map<string, Encoded>();
+  const serve = async (urlPath: string, head: boolean, acceptEncoding: string | undefined): Promise<Response | null> => {
     const file = resolveWebPath(root, urlPath);
     if (!file) return null;
     const info = await stat(file).catch(() => null);
@@ -103,11 +146,19 @@ export function mountWebClient(app: Hono<AppEnv>, opts: WebClientOptions = {}): 
       headers["referrer-policy"] = "no-referrer";
       headers["x-frame-options"] = "DENY";
     }
-    if (head) return new Response(null, { status: 200, headers });
-    return new Response(await readFile(file), { status: 200, headers });
+    const enc = COMPRESSIBLE.has(ext) && info.size > 1024 ? pickEncoding(acceptEncoding) : undefined;
+    if (COMPRESSIBLE.has(ext)) headers["vary"] = "accept-encoding";
+    if (!enc) {
+      if (head) return new Response(null, { status: 200, headers });
+      return new Response(await readFile(file), { status: 200, headers });
+    }
+    const body = await encode(encoded, file, `${info.mtimeMs}:${info.size}`, await readFile(file), enc);
+    headers["content-encoding"] = enc;
+    headers["content-length"] = String(body.length);
+    return new Response(head ? null : new Uint8Array(body), { status: 200, headers });
   };
 
-  const handle = async (c: Context<AppEnv>) => (await serve(c.req.path, c.req.method === "HEAD")) ?? c.notFound();
+  const handle = async (c: Context<AppEnv>) => (await serve(c.req.path, c.req.method === "HEAD", c.req.header("accept-encoding"))) ?? c.notFound();
   app.get("/", handle);
   app.get("/index.html", handle);
   app.get("/assets/*", handle);

@@ -1,5 +1,5 @@
 /** Conversions between stored message rows, wire messages and the model's chat history. */
-import { isStopReason, type Message, type TurnErrorInfo } from "../../protocol/index.js";
+import { isStopReason, type Message, type TurnErrorInfo, type Usage } from "../../protocol/index.js";
 import type { ChatMessage } from "../../agent/provider.js";
 import type { MessageRow } from "../../store/types.js";
 
@@ -35,11 +35,22 @@ export function toWireMessage(row: MessageRow): Message {
       if (row.status === "interrupted") m.stop_reason = stop;
       delete rest["stop_reason"];
     }
+    const usage = rest["usage"];
+    if (isUsage(usage)) {
+      if (row.role === "assistant") m.usage = { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens };
+      delete rest["usage"];
+    }
     if (Object.keys(rest).length > 0) m.display_metadata = rest;
   }
   if (row.tool_calls) m.tool_calls = row.tool_calls;
   if (row.tool_call_id) m.tool_call_id = row.tool_call_id;
   return m;
+}
+
+function isUsage(v: unknown): v is Usage {
+  if (!v || typeof v !== "object") return false;
+  const u = v as Record<string, unknown>;
+  return typeof u["prompt_tokens"] === "number" && typeof u["completion_tokens"] === "number" && typeof u["total_tokens"] === "number";
 }
 
 function isTurnErrorInfo(v: unknown): v is TurnErrorInfo {

@@ -25,7 +25,8 @@ export function decisionOf(row: RequestRow): PendingDecision {
   if (row.reason === "timeout") return { call, action: "refuse", code: "denied", message: "denied: nobody answered the approval in time", completeOps };
   if (row.choice === "deny") {
     const note = row.note ? `: ${row.note}` : "";
-    return { call, action: "refuse", code: "denied", message: `denied by ${row.resolved_by ?? "the user"}${note}`, completeOps };
+    // "the user", not the principal's name: a principal named `default` read as "denied by default".
+    return { call, action: "refuse", code: "denied", message: `denied by the user${note}`, completeOps };
   }
   if (row.status === "running" && !row.rerunnable) {
     return {

@@ -19,6 +19,7 @@ import { versionGroups, withVersions } from "../core/versions.js";
 import { systemPromptFixed } from "../core/system-prompt.js";
 import { storage } from "../core/session-access.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
+import { countContext } from "../../agent/compression/context.js";
 
 export interface SnapshotDeps {
   store: Store;
@@ -83,7 +84,14 @@ function snapshotHead(runtime: SessionRuntime, epoch: string, latestSeq: number)
     todo: runtime.todo.get(),
     ...(row.flags.system_prompt ? { system_prompt: row.flags.system_prompt } : {}),
     ...(systemPromptFixed(row) ? { system_prompt_fixed: true } : {}),
+    context_tokens: contextTokens(runtime),
   };
+}
+
+/** The session's context as compression counts it (compression.ts `tokens`): shown by a client's context meter. */
+function contextTokens(runtime: SessionRuntime): number {
+  const last = runtime.usageMark;
+  return countContext({ history: runtime.history, ...(runtime.systemPrompt ? { systemPrompt: runtime.systemPrompt } : {}), ...(last ? { last } : {}) });
 }
 
 /**
@@ -163,6 +171,8 @@ export function summaryOf(
   if (row.end_reason) s.end_reason = row.end_reason;
   if (row.parent_session_id) s.parent_session_id = row.parent_session_id;
   if (row.flags.archived) s.archived = true;
+  // The turn slot stays busy while a turn waits for its approvals: one flag for "something is going on".
+  if (live?.running && row.ended_at === null) s.running = true;
   return s;
 }
 
