@@ -498,13 +498,17 @@ async function runConcurrency(): Promise<void> {
   const { benchConcurrency } = await import("./concurrency.js");
   // `--concurrency-before=PATH/bin/tether.js`: another build at each size too, right after this one's.
   const before = args.find((a) => a.startsWith("--concurrency-before="))?.slice("--concurrency-before=".length);
-  const r: ConcurrencyResult = { deltasPerTurn: SIZES.concurrency.deltas, rows: [], largestHolding: 0 };
-  const b: ConcurrencyResult = { deltasPerTurn: SIZES.concurrency.deltas, rows: [], largestHolding: 0 };
-  for (const n of SIZES.concurrency.sessions) {
-    const one = await benchConcurrency({ ...SIZES.concurrency, sessions: [n] });
+  // `--concurrency-deltas=N`: shorter turns (a loaded machine), `--concurrency-sessions=250,500`: other sizes.
+  const deltasArg = Number(args.find((a) => a.startsWith("--concurrency-deltas="))?.slice("--concurrency-deltas=".length));
+  const sizesArg = args.find((a) => a.startsWith("--concurrency-sessions="))?.slice("--concurrency-sessions=".length);
+  const sizes = { deltas: Number.isInteger(deltasArg) && deltasArg > 0 ? deltasArg : SIZES.concurrency.deltas, sessions: sizesArg ? sizesArg.split(",").map(Number) : SIZES.concurrency.sessions };
+  const r: ConcurrencyResult = { deltasPerTurn: sizes.deltas, rows: [], largestHolding: 0 };
+  const b: ConcurrencyResult = { deltasPerTurn: sizes.deltas, rows: [], largestHolding: 0 };
+  for (const n of sizes.sessions) {
+    const one = await benchConcurrency({ ...sizes, sessions: [n] });
     r.rows.push(...one.rows);
     r.largestHolding = Math.max(r.largestHolding, one.largestHolding);
-    if (before) b.rows.push(...(await benchConcurrency({ ...SIZES.concurrency, sessions: [n], bin: before })).rows);
+    if (before) b.rows.push(...(await benchConcurrency({ ...sizes, sessions: [n], bin: before })).rows);
   }
   results.concurrency = before ? { ...r, before: b } : r;
   const report = (x: ConcurrencyRow, label: string) => {

@@ -102,6 +102,7 @@ async function stream(label: string, nodes: SpawnedGateway[], sessions: number, 
   let finish!: () => void;
   let fail!: (err: Error) => void;
   const all = new Promise<void>((resolve, reject) => ((finish = resolve), (fail = reject)));
+  all.catch(() => undefined); // awaited below; a failure while the turns are submitted must not go unhandled
   // A run that cannot finish says so instead of waiting forever: a viewer's socket the node closed
   // (a client too slow on a loaded machine is cut), or no frame at all for a minute.
   for (const row of clients.flat()) row.ws.once("close", (code) => fail(new Error(`${label}: a viewer's socket closed (${code}) mid-run, ${done}/${sessions} turns seen`)));
