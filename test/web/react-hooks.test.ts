@@ -72,16 +72,16 @@ describe.skipIf(!chromiumAvailable)("useChat (@ai-sdk/react) in Chromium", () =>
     await page.locator('[data-testid="chat"][data-status="ready"] .msg[data-role="assistant"]').waitFor({ timeout: 30_000 });
     expect(await assistantText(page)).toEqual([count(5)]);
 
-    // A longer reply: reload while it streams.
-    await page.evaluate(() => window.tetherTest!.send("count to 150"));
+    // A longer reply (~25 s at 15 ms a chunk, so it still runs once the reloaded page is up on a loaded machine): reload while it streams.
+    await page.evaluate(() => window.tetherTest!.send("count to 1500"));
     await page.waitForFunction(() => (document.querySelector('.msg[data-role="assistant"]:last-child')?.textContent ?? "").startsWith("1 2 3 4 5 6"), undefined, { timeout: 30_000 });
     const before = (await assistantText(page)).at(-1)!;
-    expect(before.length).toBeLessThan(count(150).length);
+    expect(before.length).toBeLessThan(count(1500).length);
     await page.reload();
     // The resumed message: it streams on from the first chunk to the end.
-    await page.waitForFunction((full) => document.querySelector('.msg[data-role="assistant"]')?.textContent === full, count(150), { timeout: 60_000 });
+    await page.waitForFunction((full) => document.querySelector('.msg[data-role="assistant"]')?.textContent === full, count(1500), { timeout: 120_000 });
     await page.locator('[data-testid="chat"][data-status="ready"]').waitFor({ state: "attached", timeout: 30_000 });
-    expect(await assistantText(page)).toEqual([count(150)]);
+    expect(await assistantText(page)).toEqual([count(1500)]);
     expect(await page.locator('[data-testid="chat"]').getAttribute("data-error")).toBe("");
 
     // What the store holds is the same text, once.
@@ -93,10 +93,10 @@ describe.skipIf(!chromiumAvailable)("useChat (@ai-sdk/react) in Chromium", () =>
       const { messages } = await reader.call("session.messages", { session_id: s.session_id });
       texts.push(...messages.filter((m) => m.role === "assistant").map((m) => m.content));
     }
-    expect(texts.filter((t) => t === count(150))).toHaveLength(1);
+    expect(texts.filter((t) => t === count(1500))).toHaveLength(1);
     await reader.close();
     await page.close();
-  }, 180_000);
+  }, 240_000);
 });
 
 describe.skipIf(!chromiumAvailable)("useSession (tether-gateway-react) in Chromium", () => {
