@@ -5,6 +5,7 @@
  *
  *   packages/client    tether-gateway-client    the SDK (src/client, with the protocol constants it uses)
  *   packages/protocol  tether-gateway-protocol  the wire names and types (src/protocol)
+ *   packages/react     tether-gateway-react     useSession, the React hook (src/react; react is a peer dependency)
  *
  * Each gets an ES module and a CommonJS build (esbuild, `platform: "neutral"`: no Node built-in can
  * creep in, so both run in browsers and Node) and declarations for each, zod-free:
@@ -33,6 +34,8 @@ const repo = dirname(dirname(fileURLToPath(import.meta.url)));
 export const PACKAGES = [
   { dir: "packages/client", entry: "src/client/index.ts", typesEntry: "client/index.d.ts", typeDirs: ["client", "protocol"] },
   { dir: "packages/protocol", entry: "src/protocol/index.ts", typesEntry: "protocol/index.d.ts", typeDirs: ["protocol"] },
+  // useSession: the SDK bundled in (SessionView), React left to the app (a peer dependency).
+  { dir: "packages/react", entry: "src/react/index.ts", typesEntry: "react/index.d.ts", typeDirs: ["react", "client", "protocol"], external: ["react"] },
 ];
 
 /** `z.input<typeof X>` in protocol/methods.ts → the type written out, from the checker. */
@@ -108,7 +111,7 @@ function walk(dir) {
   });
 }
 
-const SOURCES = ["src/client", "src/protocol", "scripts/build-packages.mjs", "tsconfig.json", ...PACKAGES.map((p) => `${p.dir}/package.json`)].map((p) => join(repo, p));
+const SOURCES = ["src/client", "src/protocol", "src/react", "scripts/build-packages.mjs", "tsconfig.json", ...PACKAGES.map((p) => `${p.dir}/package.json`)].map((p) => join(repo, p));
 const stampOf = (pkg) => join(repo, pkg.dir, "dist", ".stamp");
 
 function newestMtime(path) {
@@ -144,6 +147,7 @@ export async function buildPackages({ force = false } = {}) {
           sourcemap: true,
           legalComments: "none",
           logLevel: "warning",
+          external: pkg.external ?? [],
         });
         for (const d of pkg.typeDirs) cpSync(join(types, d), join(dist, format, "types", d), { recursive: true });
       }

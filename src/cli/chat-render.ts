@@ -9,16 +9,11 @@
  */
 import {
   EventType,
+  isEventFrame,
   type Frame,
   type Message,
-  type MessageCompletePayload,
-  type MessageDeltaPayload,
   type MessageSnapshot,
   type TodoItem,
-  type ToolCompletePayload,
-  type ToolStartPayload,
-  type TurnCompletePayload,
-  type TurnErrorPayload,
 } from "../protocol/index.js";
 import type { ClientStatus } from "../client/index.js";
 import type { Style } from "./terminal-style.js";
@@ -53,15 +48,18 @@ export class ChatRenderer {
     this.line(this.style.dim(text));
   }
 
-  frame(frame: Frame): void {
+  frame(received: Frame): void {
+    // Typed frames: each case reads its own payload (a type this version does not know is not printed).
+    if (!isEventFrame(received)) return;
+    const frame = received;
     switch (frame.type) {
       case EventType.MessageDelta: {
-        const p = frame.payload as MessageDeltaPayload;
+        const p = frame.payload;
         this.stream(p.message_id, (this.printed.get(p.message_id) ?? "") + p.text);
         break;
       }
       case EventType.MessageComplete: {
-        const p = frame.payload as MessageCompletePayload;
+        const p = frame.payload;
         if (p.role !== "assistant") break;
         this.stream(p.message_id, p.content);
         if (p.status === "interrupted" && this.printed.has(p.message_id)) this.mark(p.message_id, "(interrupted)");
@@ -71,35 +69,35 @@ export class ChatRenderer {
         break;
       }
       case EventType.ToolStart: {
-        const p = frame.payload as ToolStartPayload;
+        const p = frame.payload;
         this.info(`[tool] ${terminalText(p.name)} ${truncate(terminalText(JSON.stringify(p.args) ?? ""), MAX_ARGS)}`);
         break;
       }
       case EventType.ToolComplete: {
-        const p = frame.payload as ToolCompletePayload;
+        const p = frame.payload;
         this.info(`[tool] ${terminalText(p.name)} ${p.error ? `failed: ${terminalText(p.error)}` : "done"} (${p.duration_ms} ms)`);
         break;
       }
       case EventType.TodoUpdated:
-        this.todo(frame.payload as { revision: number; items: TodoItem[] });
+        this.todo(frame.payload);
         break;
       case EventType.TurnError: {
-        const { error } = frame.payload as TurnErrorPayload;
+        const { error } = frame.payload;
         this.line(`[${error.layer}/${terminalText(error.code)}] ${terminalText(error.message)}${error.retryable ? " (retryable)" : ""}`);
         break;
       }
       case EventType.TurnComplete: {
-        const p = frame.payload as TurnCompletePayload;
+        const p = frame.payload;
         if (p.status === "interrupted") this.info("(turn interrupted)");
         break;
       }
       case EventType.SessionRotated: {
-        const p = frame.payload as { to?: string; reason?: string };
+        const p = frame.payload;
         this.info(`session continues as ${terminalText(p.to ?? "?")}${p.reason ? ` (${terminalText(p.reason)})` : ""}`);
         break;
       }
       case EventType.SessionClosed:
-        this.info(`session closed (${(frame.payload as { end_reason?: string }).end_reason ?? "closed"})`);
+        this.info(`session closed (${frame.payload.end_reason ?? "closed"})`);
         break;
       default:
         break;

@@ -3,7 +3,7 @@
  * renderer, submitting a line and waiting for its turn, interrupting it.
  */
 import { randomUUID } from "node:crypto";
-import { EventType, Method, type Frame, type Snapshot, type TurnErrorPayload } from "../protocol/index.js";
+import { EventType, isFrameOf, Method, type Frame, type Snapshot } from "../protocol/index.js";
 import { OpenRequests, type TetherClient } from "../client/index.js";
 import { answerOf, describeRequest } from "./chat-requests.js";
 import type { ChatRenderer } from "./chat-render.js";
@@ -114,8 +114,8 @@ export class ChatSession {
       this.requestOpened?.();
     }
     if (frame.type === EventType.TurnStart && frame.turn_id) this.runningTurn = frame.turn_id;
-    if (frame.type === EventType.TurnComplete || frame.type === EventType.TurnError) {
-      const turnId = frame.turn_id ?? (frame.payload as TurnErrorPayload).turn_id;
+    if (isFrameOf(frame, EventType.TurnComplete, EventType.TurnError)) {
+      const turnId = frame.turn_id ?? frame.payload.turn_id;
       if (turnId === this.runningTurn) this.runningTurn = undefined;
       if (turnId) this.turns.settle(turnId);
     }

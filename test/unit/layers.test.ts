@@ -1,6 +1,6 @@
 /**
  * The layer rules of docs/architecture.md, checked rather than hoped for: imports point down,
- * protocol/ is a leaf, client/ sees only protocol/, the gateway never touches the store — and
+ * protocol/ is a leaf, client/ sees only protocol/, react/ only client/ and protocol/, the gateway never touches the store — and
  * inside sessions/, each sub-room imports only the sub-rooms ranked below it.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -14,6 +14,8 @@ const ALLOWED: Record<string, string[]> = {
   protocol: [],
   lib: [],
   client: ["protocol"],
+  // The React binding (packages/react): the SDK and its vocabulary, nothing of the gateway.
+  react: ["protocol", "client"],
   config: ["protocol", "lib"],
   store: ["protocol", "lib"],
   events: ["protocol", "lib", "store"],

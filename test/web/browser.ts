@@ -37,13 +37,13 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** Chromium with a fresh `--user-data-dir` (a persistent context on a new temp folder). */
-export async function launchBrowser(): Promise<Browser> {
+/** Chromium with a fresh `--user-data-dir` (a persistent context on a new temp folder); `args`: more flags. */
+export async function launchBrowser(opts: { args?: string[] } = {}): Promise<Browser> {
   const userDataDir = mkdtempSync(join(tmpdir(), "tether-chromium-"));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM_PATH,
     headless: true,
-    args: CHROMIUM_ARGS,
+    args: [...CHROMIUM_ARGS, ...(opts.args ?? [])],
     viewport: { width: 1280, height: 820 },
   });
   const errors: string[] = [];
