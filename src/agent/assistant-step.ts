@@ -56,6 +56,7 @@ export async function streamAssistantMessage(
     const stream = ctx.provider.stream({
       model: ctx.model,
       messages: requestMessages(ctx),
+      ...(ctx.blobs ? { blobs: ctx.blobs } : {}),
       ...(specs.length > 0 ? { tools: specs } : {}),
       ...call,
       signal: ctx.signal,

@@ -45,6 +45,18 @@ export const ErrorCode = {
   /** `session.create { cwd }` outside every workspace root of the profile (the roots are named). */
   CwdOutsideWorkspace: 4080,
   AtCapacity: 4090,
+  /** An attachment over the profile's `attachments.max_bytes` (the limit is named). */
+  AttachmentTooLarge: 4100,
+  /** More attachments in one message than `attachments.max_per_message`. */
+  TooManyAttachments: 4101,
+  /** A media type outside the profile's `attachments.types`. */
+  AttachmentTypeRefused: 4102,
+  /** The session's model cannot take that kind of part (the part and the model are named). */
+  ModelCannotTakePart: 4103,
+  /** An attachment that cannot be read: bad base64, a URL that is not https or data:, an unknown sha256. */
+  InvalidAttachment: 4104,
+  /** `GET /api/blobs/{sha256}`: no blob of that hash in the caller's sessions (another's answers the same). */
+  BlobNotFound: 4105,
   StorageUnavailable: 5070,
 } as const;
 
@@ -87,6 +99,12 @@ export const ERROR_TABLE: Record<ErrorCodeValue, ErrorInfo> = {
   4029: { name: "rate_limited", httpStatus: 429, retryable: true, message: "Rate limited" },
   4080: { name: "cwd_outside_workspace", httpStatus: 403, retryable: false, message: "The cwd lies outside this profile's workspace roots" },
   4090: { name: "at_capacity", httpStatus: 503, retryable: true, message: "Gateway at capacity" },
+  4100: { name: "attachment_too_large", httpStatus: 413, retryable: false, message: "The attachment is larger than attachments.max_bytes" },
+  4101: { name: "too_many_attachments", httpStatus: 400, retryable: false, message: "More attachments than attachments.max_per_message" },
+  4102: { name: "attachment_type_refused", httpStatus: 415, retryable: false, message: "The attachment's media type is not in attachments.types" },
+  4103: { name: "model_cannot_take_part", httpStatus: 400, retryable: false, message: "The session's model cannot take this part" },
+  4104: { name: "invalid_attachment", httpStatus: 400, retryable: false, message: "The attachment cannot be read" },
+  4105: { name: "blob_not_found", httpStatus: 404, retryable: false, message: "Blob not found" },
   5070: { name: "storage_unavailable", httpStatus: 503, retryable: true, message: "Storage unavailable" },
 };
 

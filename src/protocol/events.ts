@@ -4,6 +4,7 @@
  * `id: <seq>` + `event: <type>` + `data: <Frame>`.
  */
 import type { TurnErrorInfo } from "./errors.js";
+import type { ContentPart } from "./parts.js";
 import type { DelegationKind, DelegationResultMetadata, DisplayKind, Message, TodoItem, Usage } from "./types.js";
 
 export const EventType = {
@@ -107,6 +108,8 @@ export interface MessageCompletePayload {
   message_id: string;
   role: "assistant" | "user" | "tool" | "system";
   content: string;
+  /** A message with more than text (a user's attachments, a tool's image): every part, as Message.parts. */
+  parts?: ContentPart[];
   status: "complete" | "interrupted" | "error";
   usage?: Usage;
   error?: TurnErrorInfo;

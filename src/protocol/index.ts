@@ -16,3 +16,4 @@ export * from "./requests.js";
 export * from "./processes.js";
 export * from "./runs.js";
 export * from "./trace-context.js";
+export * from "./parts.js";

@@ -8,6 +8,7 @@ import type {
   DelegationPatch,
   DelegationRow,
   A2ATaskRow,
+  BlobRow,
   EnvelopePatch,
   EnvelopeRow,
   EventRow,
@@ -100,7 +101,9 @@ export type WriteOp =
    * and an unfinished state replaces an unfinished one only for the process holding its claim (or
    * once that claim lapsed): a process that lost a task cannot write it back.
    */
-  | { op: "a2a_task.put"; row: A2ATaskRow };
+  | { op: "a2a_task.put"; row: A2ATaskRow }
+  /** Stores an attachment's bytes once (nothing when its sha256 is there already). */
+  | { op: "blob.put"; row: BlobRow };
 
 /** The HTTP API's writes (`responses`, `http_idempotency`). */
 export type HttpOp = Extract<WriteOp, { op: "response.insert" | "response.update" | "response.delete" | "http_idempotency.complete" | "http_idempotency.release" }>;

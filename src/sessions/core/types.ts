@@ -17,6 +17,7 @@ import type {
   ModelsConfig,
   ProfileConfig,
   RetryConfig,
+  AttachmentsConfig,
   ReviewConfig,
 } from "../../config/index.js";
 import type { ProviderCatalog } from "../../agent/provider-catalog.js";
@@ -60,6 +61,8 @@ export interface SessionManagerDeps {
   review?: ReviewConfig;
   /** Retries of retryable model-call failures (config `retry`); none when absent. */
   retry?: RetryConfig;
+  /** Config `attachments` (a profile's own, in `profile.attachments`, wins); defaults when absent. */
+  attachments?: AttachmentsConfig;
 }
 
 /**

@@ -7,6 +7,7 @@ import type Database from "better-sqlite3";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
 import { FenceError } from "../errors.js";
 import { DeltaAppends, DeltaBuckets } from "./appends.js";
+import type { BlobTables } from "./blob-tables.js";
 import { unsupportedOp, type A2ATaskOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
 
 type Statement = Database.Statement;
@@ -57,6 +58,7 @@ export class SqliteWrites {
     private readonly processes: OpTables<ProcessOp>,
     private readonly envelopes: OpTables<EnvelopeOp>,
     private readonly a2aTasks: OpTables<A2ATaskOp>,
+    private readonly blobs: BlobTables,
   ) {
     this.insertSession = db.prepare(
       `INSERT INTO sessions (id, principal, profile, title, parent_session_id, model, provider, model_config, flags, todo,
@@ -67,9 +69,9 @@ export class SqliteWrites {
     this.reserveSeq = db.prepare(`UPDATE sessions SET seq_reserved = MAX(seq_reserved, ?) WHERE id = ?`);
     this.insertMessage = db.prepare(
       `INSERT INTO messages (id, session_id, role, content, tool_calls, tool_call_id, display_kind,
-         display_metadata, status, created_at, created_seq, branch_of, hidden_by)
+         display_metadata, status, created_at, created_seq, branch_of, hidden_by, parts)
        VALUES (@id, @session_id, @role, @content, @tool_calls, @tool_call_id, @display_kind,
-         @display_metadata, @status, @created_at, @created_seq, @branch_of, @hidden_by)`,
+         @display_metadata, @status, @created_at, @created_seq, @branch_of, @hidden_by, @parts)`,
     );
     this.hideMessages = db.prepare(
       `UPDATE messages SET hidden_by = ? WHERE session_id = ? AND hidden_by IS NULL AND created_seq >= ?`,
@@ -142,6 +144,7 @@ export class SqliteWrites {
         return;
       case "message.insert":
         this.insertMessage.run(messageToColumns(op.row));
+        if (op.row.parts) this.blobs.refer(op.row);
         return;
       case "message.update":
         return this.update("messages", op.id, messagePatchToColumns(op.patch));
@@ -194,6 +197,8 @@ export class SqliteWrites {
         return this.envelopes.apply(op);
       case "a2a_task.put":
         return this.a2aTasks.apply(op);
+      case "blob.put":
+        return this.blobs.put(op.row);
       default:
         return unsupportedOp(op, "SqliteStore");
     }
