@@ -6,6 +6,7 @@ import type { Clock } from "../lib/clock.js";
 import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
 import type { BlobReader, CallOptions, ChatMessage, Provider, ToolSpec } from "./provider.js";
+import type { Modality } from "./model-modalities.js";
 import type { TurnRequests } from "./turn-requests.js";
 import type { SteerInbox } from "./turn-steering.js";
 import type { ToolContext, TodoList, ToolSet } from "./tools/index.js";
@@ -21,6 +22,8 @@ export interface TurnContext {
   inputParts?: ContentPart[];
   /** Reads attachments' bytes for the model call. */
   blobs?: BlobReader;
+  /** Config `models.modalities` (model-modalities.ts): whether a tool result's images go to the model. */
+  modalities?: Readonly<Record<string, readonly Modality[]>>;
   /** The id the user message gets (a steered text that became a turn of its own keeps its id); absent = a new one. */
   inputMessageId?: string;
   log: SessionEventLog;

@@ -181,6 +181,8 @@ export interface ToolCompletePayload {
   /** The failure classified: `layer: "tool"` and a code (`timeout`, `tool_error`, `unavailable`, …). */
   error_info?: TurnErrorInfo;
   duration_ms: number;
+  /** A result with images (MCP ImageContent) for a model that takes them: the tool message's parts, by sha256. */
+  parts?: ContentPart[];
 }
 
 export interface TodoUpdatedPayload {

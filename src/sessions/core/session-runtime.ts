@@ -642,6 +642,7 @@ export class SessionRuntime {
       input: turn.text,
       ...(turn.parts ? { inputParts: turn.parts } : {}),
       ...(this.env.blobs ? { blobs: this.env.blobs } : {}),
+      modalities: settings.models.modalities ?? {},
       ...(turn.inputMessageId !== undefined ? { inputMessageId: turn.inputMessageId } : {}),
       log: turnLogOf(this.log, this.id, clock),
       history: this.history,
