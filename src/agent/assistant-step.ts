@@ -22,6 +22,7 @@ import { stopReasonOf } from "./stop-reason.js";
 import { newMessageRow, type TurnFrames } from "./turn-frames.js";
 import { endModelSpan, startModelSpan } from "./turn-tracing.js";
 import { NOOP_SPAN, type SpanHandle } from "../lib/tracing.js";
+import { hasAttachments } from "./openai-parts.js";
 
 export interface AssistantStep {
   messageId: string;
@@ -54,9 +55,14 @@ export async function streamAssistantMessage(
   const step: AssistantStep = { messageId, content: "", status: "complete", toolCalls: [] };
   const span = startModelSpan(turnSpan, ctx);
   try {
+    const messages = requestMessages(ctx);
+    // A tool result's images are blobs written with its tool.complete: committed before the
+    // provider reads their bytes (a text-only history does not wait).
+    if (ctx.blobs && hasAttachments(messages)) await ctx.log.flushed();
     const stream = ctx.provider.stream({
       model: ctx.model,
-      messages: requestMessages(ctx),
+      messages,
+      ...(ctx.blobs ? { blobs: ctx.blobs } : {}),
       ...(specs.length > 0 ? { tools: specs } : {}),
       ...call,
       signal: ctx.signal,

@@ -20,6 +20,7 @@ import { ERROR_LAYERS, type ErrorLayer, type ToolCall } from "../protocol/index.
 import type { Clock } from "../lib/clock.js";
 import { RETRYABLE_CODES } from "./error-classifier.js";
 import { describeResults, parseCallCue } from "./demo-call-cue.js";
+import { describeAttachments } from "./demo-attachments.js";
 import { DemoPacer } from "./demo-pacer.js";
 import { DemoStream, type DemoPlan } from "./demo-stream.js";
 import { ProviderError, type ChatMessage, type Provider, type ProviderChunk, type StreamRequest } from "./provider.js";
@@ -59,7 +60,14 @@ function plan(req: StreamRequest): Plan {
     ? planCalls(cue[1]!, req, userIndex)
     : /^recall$/i.test(prompt)
       ? recall(req.messages, userIndex)
-      : (forcedCall(req, toolResultSeen, userIndex) ?? planReply(prompt, toolResultSeen, userIndex));
+      : (forcedCall(req, toolResultSeen, userIndex) ?? withAttachments(planReply(prompt, toolResultSeen, userIndex), req.messages[userIndex]));
+}
+
+/** A plain reply to a prompt with attachments starts by saying what it received (demo-attachments.ts). */
+function withAttachments(p: Plan, prompt: ChatMessage | undefined): Plan {
+  const said = describeAttachments(prompt?.parts);
+  if (!said || p.kind !== "text") return p;
+  return { ...p, chunks: [...words(`${said}.`), ...(p.chunks.length > 0 ? [" ", ...p.chunks] : [])] };
 }
 
 type Plan = DemoPlan;

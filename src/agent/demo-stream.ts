@@ -13,6 +13,7 @@
 import type { ToolCall } from "../protocol/index.js";
 import type { DemoPacer, PacedStream } from "./demo-pacer.js";
 import { ProviderError, type ProviderChunk, type StreamRequest } from "./provider.js";
+import { attachmentsTokens } from "./attachment-tokens.js";
 
 export type DemoPlan =
   | { kind: "text"; chunks: string[] }
@@ -83,7 +84,7 @@ export class DemoStream implements AsyncIterableIterator<ProviderChunk, undefine
     if (this.stage === Stage.Usage) {
       this.stage = Stage.Finish;
       const output = plan.kind === "tool" ? plan.calls.map((c) => c.arguments).join("") : plan.chunks.join("");
-      const prompt_tokens = this.estimateTokens(this.req.messages.map((m) => m.content ?? "").join(""));
+      const prompt_tokens = this.estimateTokens(this.req.messages.map((m) => m.content ?? "").join("")) + this.req.messages.reduce((n, m) => n + attachmentsTokens(m.parts), 0);
       const completion_tokens = this.estimateTokens(output);
       const usage = { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
       return Promise.resolve({ done: false, value: { type: "usage", usage } });

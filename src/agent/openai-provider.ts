@@ -10,6 +10,7 @@
  */
 import type { Readable } from "node:stream";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { hasAttachments, openAIMessages } from "./openai-parts.js";
 import { systemClock, type Clock, type TimerHandle } from "../lib/clock.js";
 import {
   classifyConnectError,
@@ -67,7 +68,9 @@ export class OpenAIProvider implements Provider {
     try {
       watchdog.arm();
       // Written to the socket in this tick: the model starts while the turn's first writes commit.
-      res = await postUpstream(this.url, this.headers(), JSON.stringify(this.body(req)), http.signal);
+      // A request with attachments reads their bytes first (the store's blobs); one without stays synchronous.
+      const messages = hasAttachments(req.messages) ? await openAIMessages(req.messages, req.blobs, toWireMessage) : req.messages.map(toWireMessage);
+      res = await postUpstream(this.url, this.headers(), JSON.stringify(this.body(req, messages)), http.signal);
       if (res.status < 200 || res.status > 299) {
         const body = await readLimited(res.body, MAX_ERROR_BODY).catch(() => "");
         finished = true;
@@ -134,12 +137,12 @@ export class OpenAIProvider implements Provider {
     return h;
   }
 
-  private body(req: StreamRequest): Record<string, unknown> {
+  private body(req: StreamRequest, messages: Array<Record<string, unknown>>): Record<string, unknown> {
     const body: Record<string, unknown> = {
       // The transport's parameters first: what Tether itself sets below always wins.
       ...req.params,
       model: req.model || this.defaultModel,
-      messages: req.messages.map(toWireMessage),
+      messages,
       stream: true,
       stream_options: { include_usage: true },
     };

@@ -12,11 +12,19 @@
  *   the runner reports an interruption, not a failure.
  * - Any other failure is a `ProviderError`.
  */
-import type { ToolCall, TurnErrorInfo, Usage } from "../protocol/index.js";
+import type { ContentPart, ToolCall, TurnErrorInfo, Usage } from "../protocol/index.js";
+
+/** An attachment's bytes by sha256; null when the store has none of that hash. */
+export type BlobReader = (sha256: string) => Promise<Uint8Array | null>;
 
 export interface ChatMessage {
   role: "system" | "user" | "assistant" | "tool";
   content: string | null;
+  /**
+   * Every part in order when the message has more than text (attachments by reference: the
+   * provider reads their bytes through `StreamRequest.blobs` when it sends them).
+   */
+  parts?: ContentPart[];
   tool_calls?: ToolCall[];
   tool_call_id?: string;
 }
@@ -53,6 +61,8 @@ export interface StreamRequest extends CallOptions {
   messages: ChatMessage[];
   tools?: ToolSpec[];
   signal: AbortSignal;
+  /** Reads the bytes of the attachments `messages` reference; absent: only URL parts can be sent. */
+  blobs?: BlobReader;
 }
 
 export type ProviderChunk =

@@ -5,11 +5,15 @@
  * `error` (text) and `error_info` (`{ layer: "tool", code, retryable, message }`) — which the model
  * sees and can correct: a bad call is the model's mistake to fix, not a failed turn.
  */
-import { EventType, type ToolCall, type ToolCompletePayload, type ToolStartPayload } from "../protocol/index.js";
+import { createHash } from "node:crypto";
+import { EventType, type ImagePart, type ToolCall, type ToolCompletePayload, type ToolStartPayload } from "../protocol/index.js";
+import { imageSize } from "../lib/image-size.js";
+import { modalitiesOf } from "./model-modalities.js";
 import type { Logger } from "../lib/logger.js";
 import type { WriteOp } from "../store/types.js";
 import type { ChatMessage } from "./provider.js";
 import { executeTool, refusedRun, ToolErrorCode, type ToolOffer, type ToolRun } from "./tools/index.js";
+import type { ToolImage } from "./tools/registry.js";
 import type { TurnContext } from "./turn-context.js";
 import { newMessageRow, type TurnFrames } from "./turn-frames.js";
 import { endToolSpan, startToolSpan } from "./turn-tracing.js";
@@ -105,17 +109,32 @@ export function completeToolCall(
     payload.error_info = run.error;
   }
   const messageId = ctx.ids.next("msg");
+  const row = newMessageRow(ctx.sessionId, messageId, "tool", run.content, "complete", ctx.clock.now(), { tool_call_id: call.id });
+  // A result's images, for a model that takes them: blobs written in the same transaction as the row.
+  const images = run.images && modalitiesOf(ctx.model, ctx.modalities).includes("image") ? toolImageParts(run.images, ctx.clock.now()) : undefined;
+  if (images) {
+    row.parts = [{ type: "text", text: run.content }, ...images.parts];
+    payload.parts = row.parts;
+  }
   frames.emit(EventType.ToolComplete, payload, [
-    {
-      op: "message.insert",
-      row: newMessageRow(ctx.sessionId, messageId, "tool", run.content, "complete", ctx.clock.now(), {
-        tool_call_id: call.id,
-      }),
-    },
+    ...(images?.ops ?? []),
+    { op: "message.insert", row },
     ...extraOps,
     ...(run.effects?.ops ?? []),
   ]);
   const committed = run.effects?.committed;
   if (committed) void ctx.log.flushed().then(committed, () => undefined);
-  return { role: "tool", content: run.content, tool_call_id: call.id };
+  return { role: "tool", content: run.content, tool_call_id: call.id, ...(row.parts ? { parts: row.parts } : {}) };
+}
+
+/** Image parts (by sha256) and the `blob.put` ops of a tool result's images. */
+function toolImageParts(images: readonly ToolImage[], now: number): { parts: ImagePart[]; ops: WriteOp[] } {
+  const parts: ImagePart[] = [];
+  const ops: WriteOp[] = [];
+  for (const img of images) {
+    const sha256 = createHash("sha256").update(img.data).digest("hex");
+    ops.push({ op: "blob.put", row: { sha256, media_type: img.media_type, size: img.data.byteLength, data: img.data, created_at: now } });
+    parts.push({ type: "image", media_type: img.media_type, sha256, size: img.data.byteLength, ...(imageSize(img.data) ?? {}) });
+  }
+  return { parts, ops };
 }

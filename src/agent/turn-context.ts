@@ -1,11 +1,12 @@
 /** What one turn needs, and what it reports back. Built by the session runtime per turn. */
-import type { BranchCreatedPayload, TraceParent, TurnErrorInfo, TurnStatus, Usage } from "../protocol/index.js";
+import type { BranchCreatedPayload, ContentPart, TraceParent, TurnErrorInfo, TurnStatus, Usage } from "../protocol/index.js";
 import type { SessionEventLog } from "../events/types.js";
 import type { WriteOp } from "../store/types.js";
 import type { Clock } from "../lib/clock.js";
 import type { IdGenerator } from "../lib/ids.js";
 import type { Logger } from "../lib/logger.js";
-import type { CallOptions, ChatMessage, Provider, ToolSpec } from "./provider.js";
+import type { BlobReader, CallOptions, ChatMessage, Provider, ToolSpec } from "./provider.js";
+import type { Modality } from "./model-modalities.js";
 import type { TurnRequests } from "./turn-requests.js";
 import type { SteerInbox } from "./turn-steering.js";
 import type { ToolContext, TodoList, ToolSet } from "./tools/index.js";
@@ -17,6 +18,12 @@ export interface TurnContext {
   /** The caller's span (W3C `traceparent` on the request that started the turn): the turn span's parent. */
   traceParent?: TraceParent;
   input: string;
+  /** The prompt's content parts (attachments by reference), when it has more than text. */
+  inputParts?: ContentPart[];
+  /** Reads attachments' bytes for the model call. */
+  blobs?: BlobReader;
+  /** Config `models.modalities` (model-modalities.ts): whether a tool result's images go to the model. */
+  modalities?: Readonly<Record<string, readonly Modality[]>>;
   /** The id the user message gets (a steered text that became a turn of its own keeps its id); absent = a new one. */
   inputMessageId?: string;
   log: SessionEventLog;

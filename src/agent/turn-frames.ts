@@ -60,12 +60,13 @@ export function emitUserMessage(
   id: string,
   text: string,
   createdAt: number,
-  extra: Pick<MessageRow, "branch_of"> = {},
+  extra: Pick<MessageRow, "branch_of" | "parts"> = {},
 ): void {
   const row = newMessageRow(sessionId, id, "user", text, "complete", createdAt);
   if (extra.branch_of) row.branch_of = extra.branch_of;
+  if (extra.parts) row.parts = extra.parts;
   frames.emit<MessageStartPayload>(EventType.MessageStart, { message_id: id, role: "user" }, [{ op: "message.insert", row }]);
-  frames.emit<MessageCompletePayload>(EventType.MessageComplete, { message_id: id, role: "user", content: text, status: "complete" });
+  frames.emit<MessageCompletePayload>(EventType.MessageComplete, { message_id: id, role: "user", content: text, ...(extra.parts ? { parts: extra.parts } : {}), status: "complete" });
 }
 
 /**

@@ -186,8 +186,11 @@ async function settle(
 function commitUserMessage(ctx: TurnContext, frames: TurnFrames): void {
   const id = ctx.inputMessageId ?? ctx.ids.next("msg");
   if (ctx.branch) frames.emit<BranchCreatedPayload>(EventType.BranchCreated, ctx.branch.payload(id), ctx.branch.ops);
-  emitUserMessage(frames, ctx.sessionId, id, ctx.input, ctx.clock.now(), ctx.branch ? { branch_of: ctx.branch.branchOf } : {});
-  ctx.history.push({ role: "user", content: ctx.input });
+  emitUserMessage(frames, ctx.sessionId, id, ctx.input, ctx.clock.now(), {
+    ...(ctx.branch ? { branch_of: ctx.branch.branchOf } : {}),
+    ...(ctx.inputParts ? { parts: ctx.inputParts } : {}),
+  });
+  ctx.history.push({ role: "user", content: ctx.input, ...(ctx.inputParts ? { parts: ctx.inputParts } : {}) });
 }
 
 async function agentLoop(ctx: TurnContext, frames: TurnFrames, logger: Logger, totals: Totals, span: SpanHandle): Promise<LoopResult> {

@@ -378,6 +378,7 @@ function makeProfile(parts: ProcessParts, store: Store, name: string): Profile {
     review: config.review,
     retry: config.retry,
     models: config.models,
+    attachments: config.attachments,
     profile: { name, ...(config.profiles[name] ?? {}) },
     // Read from the config at start exactly as a reload does (assembly.ts applyLiveConfig).
     approvalTimeoutS: toolsConfigFor(config, name).tools.approval_timeout_s,

@@ -18,6 +18,7 @@ import {
   Method,
   type Frame,
   type MethodMap,
+  type PartInput,
   type SessionResyncPayload,
   type Snapshot,
 } from "../protocol/index.js";
@@ -226,6 +227,20 @@ export class TetherClient {
    */
   editPrompt(sessionId: string, messageId: string, text: string, requestId?: string): Promise<MethodMap[typeof Method.PromptSubmit]["result"]> {
     return this.call(Method.PromptSubmit, { session_id: sessionId, from_message_id: messageId, text, ...(requestId ? { request_id: requestId } : {}) });
+  }
+
+  /**
+   * A prompt with content parts (docs/protocol.md, Parts and blobs): `text` and/or `parts` —
+   * `{ type: "image", data: base64 }`, `{ type: "file", media_type, filename, data }`, an https
+   * image `url`, or the `sha256` of a blob your sessions hold. The stored message carries references.
+   */
+  submit(sessionId: string, input: { text?: string; parts?: PartInput[]; requestId?: string }): Promise<MethodMap[typeof Method.PromptSubmit]["result"]> {
+    return this.call(Method.PromptSubmit, {
+      session_id: sessionId,
+      ...(input.text !== undefined ? { text: input.text } : {}),
+      ...(input.parts ? { parts: input.parts } : {}),
+      ...(input.requestId ? { request_id: input.requestId } : {}),
+    });
   }
 
   /** Regenerate (branching): the same prompt `messageId` again, as a new version of it. */

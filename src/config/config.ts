@@ -258,6 +258,22 @@ export const ProviderSchema = z.object({
   context_length: z.number().int().positive().optional(),
 });
 
+/**
+ * Attachments a message may carry (images, files, audio): each refusal is a 4xx naming the limit.
+ * `types` are media types; `image/*` takes every image type.
+ */
+export const AttachmentsSchema = z.object({
+  /** Bytes of one attachment (decoded). The transport's own body limit applies first (http.max_body_bytes, limits.maxFrameBytes). */
+  max_bytes: z.number().int().positive().default(8 * MiB),
+  /** Attachments in one message; 0 = none at all. */
+  max_per_message: z.number().int().min(0).default(8),
+  types: z
+    .array(z.string().regex(/^[a-z0-9.+-]+\/([a-z0-9.+-]+|\*)$/, "a media type (type/subtype, or type/*)"))
+    .default(["image/*", "application/pdf", "text/plain", "text/markdown", "text/csv", "application/json", "audio/wav", "audio/mpeg"]),
+});
+
+export type AttachmentsConfig = z.infer<typeof AttachmentsSchema>;
+
 /** A profile: its own store, and an overlay on the defaults for its sessions. */
 export const ProfileSchema = z.object({
   /** SQLite file of this profile's store; default `<config dir>/profiles/NAME/tether.db`. */
@@ -271,6 +287,8 @@ export const ProfileSchema = z.object({
   tools: ProfileToolsSchema.optional(),
   /** This profile is a bot: `bot.chat`, a room member, a `message_agent` recipient by `name`. */
   bot: BotSchema.optional(),
+  /** Replaces the top-level `attachments` for this profile. */
+  attachments: AttachmentsSchema.optional(),
 });
 
 export type ProfileConfig = z.infer<typeof ProfileSchema>;
@@ -279,6 +297,11 @@ export const ModelsSchema = z.object({
   /** Models a session may switch to only after confirming (cost, data policy). */
   require_confirmation: z.array(z.string().min(1)).default([]),
   confirm_message: z.string().default("This model needs confirmation (cost or data policy). Switch anyway?"),
+  /**
+   * What each model takes besides text, by model name (`*` at the end: a prefix): e.g.
+   * `{ "llava*": ["text", "image"] }`. Models not named here get their family's default (model-modalities.ts).
+   */
+  modalities: z.record(z.string().min(1), z.array(z.enum(["text", "image", "file", "audio"]))).default({}),
 });
 
 export type ModelsConfig = z.infer<typeof ModelsSchema>;
@@ -357,6 +380,8 @@ export const ConfigSchema = z.object({
   mcp_servers: McpServersSchema.default({}),
   /** The tool runtime: call timeout, MCP connect timeout, policy overrides. */
   tools: ToolsSchema.prefault({}),
+  /** Attachments a message may carry (a profile may set its own). */
+  attachments: AttachmentsSchema.prefault({}),
   /** Profiles besides `default`, each with its own store. */
   profiles: z.record(NAME, ProfileSchema).default({}),
   /** Where profile stores live by default (`<dir>/profiles/NAME/tether.db`); set from the config file's folder. */

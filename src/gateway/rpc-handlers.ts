@@ -2,7 +2,7 @@
  * The JSON-RPC methods of one WebSocket connection, as calls into the sessions layer. The
  * dispatcher resolves the profile a call names and hands each handler that profile's sessions.
  */
-import { Method, parseTraceparent, PROTOCOL_VERSION, type SinceResult } from "../protocol/index.js";
+import { Method, parseTraceparent, PROTOCOL_VERSION, type PartInput, type SinceResult } from "../protocol/index.js";
 import type { Caller, ProfileRegistry, SessionManager, Viewer } from "../sessions/index.js";
 import type { CallContext, HandlerTable } from "./rpc-dispatch.js";
 
@@ -60,6 +60,7 @@ export function connectionHandlers(
           session: { id: p.session_id },
           // Absent only for a regenerate (from_message_id): the branch point's own text again.
           text: p.text ?? "",
+          ...(p.parts ? { parts: p.parts as PartInput[] } : {}),
           requestId: p.request_id,
           ...(p.from_message_id !== undefined ? { fromMessageId: p.from_message_id } : {}),
           // Checked by the params schema: a caller's trace the turn continues.

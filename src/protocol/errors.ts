@@ -55,6 +55,18 @@ export const ErrorCode = {
   TooManyLiveSessions: 4103,
   /** The principal created `quotas.sessions_per_minute` sessions within the last minute. */
   SessionRateExceeded: 4104,
+  /** An attachment over the profile's `attachments.max_bytes` (the limit is named). */
+  AttachmentTooLarge: 4110,
+  /** More attachments in one message than `attachments.max_per_message`. */
+  TooManyAttachments: 4111,
+  /** A media type outside the profile's `attachments.types`. */
+  AttachmentTypeRefused: 4112,
+  /** The session's model cannot take that kind of part (the part and the model are named). */
+  ModelCannotTakePart: 4113,
+  /** An attachment that cannot be read: bad base64, a URL that is not https or data:, an unknown sha256. */
+  InvalidAttachment: 4114,
+  /** `GET /api/blobs/{sha256}`: no blob of that hash in the caller's sessions (another's answers the same). */
+  BlobNotFound: 4115,
   StorageUnavailable: 5070,
 } as const;
 
@@ -102,6 +114,12 @@ export const ERROR_TABLE: Record<ErrorCodeValue, ErrorInfo> = {
   4102: { name: "queued_prompts_too_large", httpStatus: 429, retryable: true, message: "This principal's queued prompts are too large" },
   4103: { name: "too_many_live_sessions", httpStatus: 429, retryable: true, message: "Too many live sessions for this principal" },
   4104: { name: "session_rate_exceeded", httpStatus: 429, retryable: true, message: "Too many new sessions for this principal this minute" },
+  4110: { name: "attachment_too_large", httpStatus: 413, retryable: false, message: "The attachment is larger than attachments.max_bytes" },
+  4111: { name: "too_many_attachments", httpStatus: 400, retryable: false, message: "More attachments than attachments.max_per_message" },
+  4112: { name: "attachment_type_refused", httpStatus: 415, retryable: false, message: "The attachment's media type is not in attachments.types" },
+  4113: { name: "model_cannot_take_part", httpStatus: 400, retryable: false, message: "The session's model cannot take this part" },
+  4114: { name: "invalid_attachment", httpStatus: 400, retryable: false, message: "The attachment cannot be read" },
+  4115: { name: "blob_not_found", httpStatus: 404, retryable: false, message: "Blob not found" },
   5070: { name: "storage_unavailable", httpStatus: 503, retryable: true, message: "Storage unavailable" },
 };
 

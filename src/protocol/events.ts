@@ -4,6 +4,7 @@
  * `id: <seq>` + `event: <type>` + `data: <Frame>`.
  */
 import type { TurnErrorInfo } from "./errors.js";
+import type { ContentPart } from "./parts.js";
 import type { DelegationKind, DelegationResultMetadata, DisplayKind, Message, TodoItem, Usage } from "./types.js";
 
 export const EventType = {
@@ -107,6 +108,8 @@ export interface MessageCompletePayload {
   message_id: string;
   role: "assistant" | "user" | "tool" | "system";
   content: string;
+  /** A message with more than text (a user's attachments, a tool's image): every part, as Message.parts. */
+  parts?: ContentPart[];
   status: "complete" | "interrupted" | "error";
   usage?: Usage;
   error?: TurnErrorInfo;
@@ -178,6 +181,8 @@ export interface ToolCompletePayload {
   /** The failure classified: `layer: "tool"` and a code (`timeout`, `tool_error`, `unavailable`, …). */
   error_info?: TurnErrorInfo;
   duration_ms: number;
+  /** A result with images (MCP ImageContent) for a model that takes them: the tool message's parts, by sha256. */
+  parts?: ContentPart[];
 }
 
 export interface TodoUpdatedPayload {

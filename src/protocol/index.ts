@@ -18,3 +18,4 @@ export * from "./processes.js";
 export * from "./runs.js";
 export * from "./trace-context.js";
 export * from "./frames.js";
+export * from "./parts.js";

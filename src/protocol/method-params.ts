@@ -87,6 +87,24 @@ export const SessionUpdateParams = z.strictObject({
 /** `prompt.cancel`: a queued prompt is dropped (a running one is interrupted). */
 export const PromptCancelParams = z.strictObject({ session_id: sessionId, profile, turn_id: z.string().min(1).max(200) });
 
+const b64 = z.string().max(100_000_000);
+/** One content part as a client sends it (parts.ts, PartInput): exactly one of data, url, sha256. */
+export const PartInputParam = z.union([
+  z.strictObject({ type: z.literal("text"), text: z.string().max(1_000_000) }),
+  z
+    .strictObject({
+      type: z.enum(["image", "file", "audio"]),
+      media_type: z.string().min(1).max(200).optional(),
+      filename: z.string().min(1).max(500).optional(),
+      data: b64.optional(),
+      url: z.string().min(1).max(100_000_000).optional(),
+      sha256: z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits").optional(),
+      detail: z.enum(["auto", "low", "high"]).optional(),
+    })
+    .refine((p) => [p.data, p.url, p.sha256].filter((v) => v !== undefined).length === 1, { message: "exactly one of data, url or sha256" }),
+]);
+export const PartsParam = z.array(PartInputParam).min(1).max(256);
+
 /**
  * `from_message_id`: a new version of that user message (see Branching): `text` is the edited
  * prompt; without `text`, the same prompt again (regenerate). Without `from_message_id`, `text` is required.
@@ -96,13 +114,15 @@ export const PromptSubmitParams = z
     session_id: sessionId,
     profile,
     text: z.string().min(1).max(1_000_000).optional(),
+    /** Content parts (text, image, file, audio): the prompt's text is `text` and the text parts, joined. */
+    parts: PartsParam.optional(),
     request_id: z.string().min(1).max(200).optional(),
     from_message_id: z.string().min(1).max(200).optional(),
     /** W3C Trace Context of the caller: the turn continues its trace (trace-context.ts). */
     traceparent: z.string().max(256).superRefine(traceContextCheck(traceparentProblem)).optional(),
     tracestate: z.string().superRefine(traceContextCheck(tracestateProblem)).optional(),
   })
-  .refine((p) => p.text !== undefined || p.from_message_id !== undefined, { message: "Required (only a regenerate, with from_message_id, may leave it out)", path: ["text"] })
+  .refine((p) => p.text !== undefined || p.parts !== undefined || p.from_message_id !== undefined, { message: "Required (only a regenerate, with from_message_id, may leave it out)", path: ["text"] })
   // A tracestate belongs to a traceparent (W3C): alone it would be dropped, so it is refused.
   .refine((p) => p.tracestate === undefined || p.traceparent !== undefined, { message: "tracestate needs traceparent", path: ["tracestate"] });
 

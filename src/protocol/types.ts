@@ -1,6 +1,7 @@
 /** Result shapes shared by the server, the SDK and the web client. */
 import type { TurnErrorInfo } from "./errors.js";
 import type { MessageStatus, StopReason } from "./events.js";
+import type { ContentPart } from "./parts.js";
 import type { OpenRequest } from "./requests.js";
 
 export interface Usage {
@@ -55,6 +56,12 @@ export interface Message {
   message_id: string;
   role: "user" | "assistant" | "tool" | "system";
   content: string;
+  /**
+   * Every part in order (text included) when the message has more than text: images, files,
+   * audio, each naming its blob by `sha256` (`GET /api/blobs/{sha256}`) or carrying its https `url`.
+   * Absent for a text-only message (`content` is then all of it).
+   */
+  parts?: ContentPart[];
   status: MessageStatus;
   /** A DisplayKind value; a client treats one it does not know as an ordinary message. */
   display_kind?: string;

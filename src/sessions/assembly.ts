@@ -107,6 +107,7 @@ export function applyLiveConfig(settings: LiveSettings, config: TetherConfig, ca
     providers: catalog,
     profile: profile ? { name: profile.name, ...(config.profiles[profile.name] ?? {}) } : undefined,
     approvalTimeoutS: toolsConfigFor(config, profile?.name ?? "default").tools.approval_timeout_s,
+    attachments: config.attachments,
   } satisfies LiveSettings);
 }
 
@@ -123,6 +124,7 @@ function settingsOf(deps: SessionManagerDeps): LiveSettings {
     providers: deps.providers,
     profile: deps.profile,
     approvalTimeoutS: deps.approvalTimeoutS ?? 0,
+    ...(deps.attachments ? { attachments: deps.attachments } : {}),
   };
 }
 

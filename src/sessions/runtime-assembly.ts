@@ -60,7 +60,9 @@ export class RuntimeAssembly implements RuntimeOpener {
 
   constructor(private readonly deps: RuntimeAssemblyDeps) {
     const { clock, ids, logger, tools, settings } = deps;
-    this.env = { clock, ids, logger, tools, settings };
+    const blobs = deps.store.blobs;
+    // The model call reads an attachment's bytes when it is sent, never holding them in the history.
+    this.env = { clock, ids, logger, tools, settings, ...(blobs ? { blobs: (sha256: string) => blobs.blobData(sha256) } : {}) };
     this.hooks = runtimeHooks(deps);
   }
 

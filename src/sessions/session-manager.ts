@@ -11,6 +11,7 @@
  */
 import { EndReason, ErrorCode, isRecoverableEnd, TetherError, traceHeaders } from "../protocol/index.js";
 import type {
+  PartInput,
   BranchSelectResult,
   DelegationSummary,
   EncodedJson,
@@ -30,7 +31,8 @@ import type {
   TodoState,
 } from "../protocol/index.js";
 import type { SinceOptions } from "../events/index.js";
-import type { TetherConfig } from "../config/index.js";
+import { AttachmentsSchema, type TetherConfig } from "../config/index.js";
+import { ingestParts, type IngestedParts } from "./core/attachments.js";
 import type { ProviderCatalog } from "../agent/provider-catalog.js";
 import { continuationAncestors } from "./core/live-tip.js";
 import { assertOwner, requireLive, requireRow, storage } from "./core/session-access.js";
@@ -274,16 +276,43 @@ export class SessionManager implements ForwardedCalls {
             text,
             request_id: requestId,
             ...(opts.fromMessageId !== undefined ? { from_message_id: opts.fromMessageId } : {}),
+            // Parts travel as sent: the owner takes them in against its session's model.
+            ...(opts.parts ? { parts: opts.parts } : {}),
             // The owner's turn continues the caller's trace too: the wire form, parsed there again.
             ...(opts.trace ? traceHeaders(opts.trace) : {}),
           });
       if (routed.forwarded) return tipped(routed.result as SubmitResult);
       const runtime = routed.runtime;
-      const result = await runtime.submit(text, requestId, opts);
+      const ingested = opts.parts ? await this.ingest(caller, runtime.model, text, opts.parts) : undefined;
+      const { parts: _sent, ...rest } = opts;
+      const result = await runtime.submit(ingested?.text ?? text, requestId, { ...rest, ...(ingested ? { contentParts: ingested.parts } : {}) });
       this.parts.lifecycle.activity(runtime);
       if (opts.noInput) return tipped(result);
       await titleFromFirstPrompt({ ...this.deps, registry: this.parts.registry }, caller, runtime, text, result);
       return tipped(result);
+    });
+  }
+
+  /**
+   * `GET /api/blobs/{sha256}`: an attachment's bytes, only when one of the caller's sessions
+   * references it — an unknown hash and another principal's answer the same 4115.
+   */
+  async readBlob(caller: Caller, sha256: string): Promise<{ media_type: string; data: Uint8Array }> {
+    const row = /^[0-9a-f]{64}$/.test(sha256) && this.deps.store.blobs ? await storage(() => this.deps.store.blobs!.readBlob(caller.principal, sha256)) : null;
+    if (!row) throw new TetherError(ErrorCode.BlobNotFound);
+    return { media_type: row.media_type, data: row.data };
+  }
+
+  /** A prompt's parts, checked against the limits and the model and stored (core/attachments.ts). */
+  private ingest(caller: Caller, model: string, text: string, parts: readonly PartInput[]): Promise<IngestedParts> {
+    const settings = this.parts.settings;
+    return ingestParts(parts, text, {
+      store: this.deps.store,
+      principal: caller.principal,
+      model,
+      limits: settings.profile?.attachments ?? settings.attachments ?? AttachmentsSchema.parse({}),
+      modalities: settings.models.modalities ?? {},
+      now: this.deps.clock.now(),
     });
   }
 

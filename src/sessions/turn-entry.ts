@@ -17,7 +17,7 @@
  *
  *   const turn = await manager.startTurn({ caller, session: { id, resume: true }, text, viewer: tap });
  */
-import type { ClientToolSpec, Snapshot, SubmitResult, TraceParent } from "../protocol/index.js";
+import type { ClientToolSpec, PartInput, Snapshot, SubmitResult, TraceParent } from "../protocol/index.js";
 import type { CallOptions } from "../agent/provider.js";
 import type { SeedMessage } from "./core/seed-history.js";
 import type { Caller, CreateParams } from "./core/types.js";
@@ -36,6 +36,8 @@ export interface TurnRequest {
   /** Earlier messages of the conversation, written into the transcript before the turn. */
   history?: readonly SeedMessage[];
   text: string;
+  /** Content parts of the prompt besides `text` (images, files, audio, more text): parts.ts. */
+  parts?: readonly PartInput[];
   /**
    * No new user message: the model answers the history as it stands (a client sent back tool
    * results with the whole conversation). `text` is then ignored.
@@ -86,6 +88,8 @@ export interface SubmitOptions {
   fromMessageId?: string;
   /** The caller's span: the turn's trace id is its trace id, the turn span its child. */
   trace?: TraceParent;
+  /** Content parts of the prompt (taken in by the session's owner: core/attachments.ts). */
+  parts?: readonly PartInput[];
 }
 
 /** What `configure` sets: client tools (absent = unchanged) and call options (absent = none). */
@@ -134,6 +138,7 @@ export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then?: (t
         ...(req.noInput ? { noInput: true } : {}),
         ...(req.fromMessageId !== undefined ? { fromMessageId: req.fromMessageId } : {}),
         ...(req.trace ? { trace: req.trace } : {}),
+        ...(req.parts && req.parts.length > 0 ? { parts: req.parts } : {}),
       };
       const result = await sessions.submit(caller, target, req.text, req.requestId, opts);
       // A new session's row commits while the turn's model call is on its way: answered once it is stored.

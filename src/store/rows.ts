@@ -2,7 +2,7 @@
  * The rows every store keeps, and the shapes of their patches and queries. A row is what a
  * backend reads and writes; the sessions layer builds its own shapes from them.
  */
-import type { ReplyStatus as ProtocolReplyStatus, TodoState, ToolCall } from "../protocol/index.js";
+import type { ContentPart, ReplyStatus as ProtocolReplyStatus, TodoState, ToolCall } from "../protocol/index.js";
 
 export interface SessionFlags {
   hidden?: boolean;
@@ -76,6 +76,11 @@ export interface MessageRow {
   created_at: number;
   /** The session seq current when the message was created: orders a transcript. */
   created_seq: number;
+  /**
+   * Content parts (migration 19) of a message with more than text, every part in order; their
+   * blobs are referenced (`blob_refs`) in the insert's transaction. Null or absent: text only.
+   */
+  parts?: ContentPart[] | null;
   /**
    * Branching (migration 14). On a user message that is a later version of another (an edit or a
    * regenerate): the first version's id, which names the group of versions. Null otherwise.
@@ -432,4 +437,13 @@ export interface A2ATaskRow {
   claim_expires_at: number | null;
   created_at: number;
   updated_at: number;
+}
+
+/** A stored attachment (migration 19): bytes kept once per sha256, whoever sent them. */
+export interface BlobRow {
+  sha256: string;
+  media_type: string;
+  size: number;
+  data: Uint8Array;
+  created_at: number;
 }

@@ -26,6 +26,7 @@ import type {
   SessionRow,
   VersionRow,
 } from "./rows.js";
+import type { BlobStore } from "./blob-types.js";
 import type { RetentionStore } from "./retention-types.js";
 import type { RunStore } from "./run-types.js";
 import type { QueuedTurnStore } from "./queued-turn-types.js";
@@ -210,6 +211,8 @@ export interface Store {
   readonly a2aTasks?: A2ATaskStore;
   /** Deleting sessions ended long ago (`retention.ended_after_days`); absent = not supported. */
   readonly retention?: RetentionStore;
+  /** Attachments' bytes (migration 19); absent = the store keeps no attachments. */
+  readonly blobs?: BlobStore;
   /** The /v1/runs API's runs and session keys; absent = runs are unavailable. */
   readonly runs?: RunStore;
   /** Prompts queued behind a running turn, until they start (migration 18). */

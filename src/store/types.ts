@@ -6,6 +6,7 @@
 export * from "./errors.js";
 export type * from "./rows.js";
 export type * from "./retention-types.js";
+export type * from "./blob-types.js";
 export type { RunPatch, RunRow, RunStore } from "./run-types.js";
 export type { QueuedTurnRow, QueuedTurnStore } from "./queued-turn-types.js";
 export type * from "./store.js";

@@ -8,6 +8,7 @@ import type {
   DelegationPatch,
   DelegationRow,
   A2ATaskRow,
+  BlobRow,
   EnvelopePatch,
   EnvelopeRow,
   EventRow,
@@ -110,7 +111,9 @@ export type WriteOp =
   /** The queued prompt started (written with its `turn.start`) or was dropped. */
   | { op: "queued_turn.delete"; turn_id: string }
   /** Every queued prompt of a session goes (the session was closed for good). */
-  | { op: "queued_turn.clear"; session_id: string };
+  | { op: "queued_turn.clear"; session_id: string }
+  /** Stores an attachment's bytes once (nothing when its sha256 is there already). */
+  | { op: "blob.put"; row: BlobRow };
 
 /** The HTTP API's writes (`responses`, `http_idempotency`). */
 export type HttpOp = Extract<WriteOp, { op: "response.insert" | "response.update" | "response.delete" | "http_idempotency.complete" | "http_idempotency.release" }>;

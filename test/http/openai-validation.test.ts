@@ -73,8 +73,9 @@ describe("/v1/chat/completions", () => {
     await refused(chat({ stream: true, stream_options: { include_usage: true, colour: 1 } }), "stream_options.colour", "unknown_parameter");
   });
 
-  it("what Tether cannot honour is refused by name: image parts, participant names", async () => {
-    await refused(chat({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://example.com/a.png" } }] }] }), "messages.0.content.0.type");
+  it("what Tether cannot honour is refused by name: a file_id (no Files API), participant names; image parts are strict", async () => {
+    await refused(chat({ messages: [{ role: "user", content: [{ type: "file", file: { file_id: "file-1" } }] }] }), "messages.0.content.0.file.file_id");
+    await refused(chat({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://example.com/a.png", colour: 1 } }] }] }), "messages.0.content.0.image_url.colour", "unknown_parameter");
     await refused(chat({ messages: [{ role: "user", content: "hi", name: "ann" }] }), "messages.0.name");
   });
 
@@ -112,8 +113,8 @@ describe("/v1/responses", () => {
     await refused(create({ stream: true, stream_options: { colour: 1 } }), "stream_options.colour", "unknown_parameter");
   });
 
-  it("image parts are refused by name; tool_choice required without tools is a 400", async () => {
-    await refused(create({ input: [{ role: "user", content: [{ type: "input_image", image_url: "https://example.com/a.png" }] }] }), "input.0.content.0.type");
+  it("a file_id is refused by name; tool_choice required without tools is a 400", async () => {
+    await refused(create({ input: [{ role: "user", content: [{ type: "input_image", file_id: "file-1" }] }] }), "input.0.content.0.file_id");
     await refused(create({ tool_choice: "required" }), "tool_choice");
   });
 });

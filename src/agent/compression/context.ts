@@ -8,6 +8,7 @@
  */
 import type { CompressionConfig } from "../../config/index.js";
 import type { ChatMessage } from "../provider.js";
+import { attachmentsTokens } from "../attachment-tokens.js";
 
 /** The provider's count at one point of the history: `tokens` covered `history.slice(0, atLength)`. */
 export interface UsageMark {
@@ -22,8 +23,8 @@ export function estimateTextTokens(text: string): number {
 export function estimateMessageTokens(m: ChatMessage): number {
   let chars = (m.content ?? "").length;
   for (const c of m.tool_calls ?? []) chars += c.name.length + c.arguments.length;
-  // A few tokens of framing per message, as every chat template adds.
-  return Math.ceil(chars / 4) + 4;
+  // A few tokens of framing per message, as every chat template adds; attachments by their own rule.
+  return Math.ceil(chars / 4) + 4 + attachmentsTokens(m.parts);
 }
 
 export function countContext(input: { history: readonly ChatMessage[]; systemPrompt?: string; last?: UsageMark }): number {

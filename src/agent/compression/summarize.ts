@@ -3,6 +3,7 @@
  * provider errs, the stream is cut, the summary is empty) throws: the caller leaves the session
  * unchanged and backs off.
  */
+import { describeAttachments } from "../demo-attachments.js";
 import type { MessageRow } from "../../store/types.js";
 import type { Provider } from "../provider.js";
 import { ProviderError } from "../provider.js";
@@ -29,6 +30,9 @@ export function transcriptOf(rows: readonly MessageRow[]): string {
     if (r.tool_calls && r.tool_calls.length > 0) {
       text += (text ? "\n" : "") + r.tool_calls.map((c) => `[calls ${c.name}(${c.arguments})]`).join("\n");
     }
+    // Attachments are named (the summary says they were there; their bytes stay with the old session).
+    const attached = describeAttachments(r.parts ?? undefined);
+    if (attached) text += (text ? "\n" : "") + `[${attached}]`;
     // A row with nothing to say (an error message: its card is the client's, not the model's) is left out.
     if (!text) continue;
     lines.push(`${r.role}: ${text}`);

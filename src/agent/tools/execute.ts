@@ -11,7 +11,7 @@
 import type { TurnErrorInfo } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
-import { ToolInputError, ToolOutput, type Tool, type ToolContext, type ToolEffects } from "./registry.js";
+import { ToolInputError, ToolOutput, type Tool, type ToolContext, type ToolEffects, type ToolImage } from "./registry.js";
 import { capResult, DEFAULT_MAX_RESULT_BYTES } from "./result-cap.js";
 import { ToolErrorCode, ToolFailure, toolErrorInfo } from "./tool-errors.js";
 
@@ -22,6 +22,8 @@ export interface ToolRun {
   error?: TurnErrorInfo;
   /** Written with the call's `tool.complete` (ToolOutput.effects). */
   effects?: ToolEffects;
+  /** Images of the result (ToolOutput.images). */
+  images?: ToolImage[];
 }
 
 class CallTimeout extends Error {
@@ -60,7 +62,9 @@ export async function executeTool(
   const max = opts.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
   try {
     const out = await Promise.race([tool.execute(args, { ...ctx, signal: call.signal, maxResultBytes: max }), aborted]);
-    if (out instanceof ToolOutput) return { ...capResult(out.result, out.text, max), ...(out.effects ? { effects: out.effects } : {}) };
+    if (out instanceof ToolOutput) {
+      return { ...capResult(out.result, out.text, max), ...(out.effects ? { effects: out.effects } : {}), ...(out.images && out.images.length > 0 ? { images: out.images } : {}) };
+    }
     return capResult(out ?? null, JSON.stringify(out ?? null), max);
   } catch (err) {
     return failed(classify(err, call.signal, ctx.signal), tool, opts.logger);

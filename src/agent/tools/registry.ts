@@ -92,7 +92,15 @@ export class ToolOutput {
      * call's `tool.complete`, one transaction; `committed` runs once that transaction committed.
      */
     readonly effects?: ToolEffects,
+    /** Images the result holds (MCP ImageContent): stored as blobs, parts of the tool message. */
+    readonly images?: ToolImage[],
   ) {}
+}
+
+/** An image of a tool's result, decoded. */
+export interface ToolImage {
+  media_type: string;
+  data: Uint8Array;
 }
 
 export interface ToolEffects {

@@ -10,6 +10,8 @@
 import type { SeedMessage } from "../../sessions/index.js";
 import { HttpErrors } from "./errors.js";
 import { chatTextOf, type ChatMessage } from "./chat-messages.js";
+import { isAttachmentPart, partInputsOf } from "./openai-parts.js";
+import type { PartInput } from "../../protocol/index.js";
 
 type Message = ChatMessage;
 
@@ -29,6 +31,8 @@ export interface ChatConversation {
   prompt: string;
   /** The tool messages that end the list (none when it ends with a user message). */
   toolResults: ToolResult[];
+  /** The last user message's parts, when it has attachments (images, audio, files): openai-parts.ts. */
+  promptParts?: PartInput[];
 }
 
 export function toChatConversation(messages: Message[]): ChatConversation {
@@ -42,18 +46,22 @@ export function toChatConversation(messages: Message[]): ChatConversation {
   while (end > 0 && messages[end - 1]!.role === "tool") end--;
   const toolResults = messages.slice(end).map((m, i) => toolResultOf(m, end + i));
   let prompt = "";
+  let promptParts: PartInput[] | undefined;
   if (toolResults.length === 0) {
     if (last.role !== "user") {
       throw HttpErrors.invalid(`messages.${lastIndex}.role`, "The last message must be a user message, or tool messages answering the assistant's tool_calls");
     }
     prompt = chatTextOf(last.content);
-    if (prompt.trim() === "") throw HttpErrors.invalid(`messages.${lastIndex}.content`, "The last user message has no text");
+    const attached = Array.isArray(last.content) && last.content.some(isAttachmentPart);
+    if (prompt.trim() === "" && !attached) throw HttpErrors.invalid(`messages.${lastIndex}.content`, "The last user message has no text");
+    if (attached) promptParts = partInputsOf(last.content as Parameters<typeof partInputsOf>[0]);
     end = lastIndex;
   }
   const system: string[] = [];
   const seed: SeedMessage[] = [];
   for (const [i, m] of messages.slice(0, end).entries()) {
     if (m.role === "function") continue; // refused above
+    refuseEarlierAttachments(m, i);
     // An assistant message that only refused: its refusal is what the model said.
     const text = chatTextOf(m.content) || (m.role === "assistant" ? (m.refusal ?? "") : "");
     if (m.role === "system" || m.role === "developer") system.push(text);
@@ -63,7 +71,18 @@ export function toChatConversation(messages: Message[]): ChatConversation {
       if (text !== "" || calls.length > 0) seed.push({ role: "assistant", content: text, ...(calls.length > 0 ? { tool_calls: calls } : {}) });
     } else if (text !== "") seed.push({ role: "user", content: text });
   }
-  return { system: system.length > 0 ? system.join("\n\n") : undefined, seed, prompt, toolResults };
+  return { system: system.length > 0 ? system.join("\n\n") : undefined, seed, prompt, toolResults, ...(promptParts ? { promptParts } : {}) };
+}
+
+/**
+ * Attachments ride in the prompt (the last user message) only: an earlier message's image would
+ * need storing as history, which a seed does not do yet — refused by its path, never dropped.
+ * A session continued with X-Session-Id keeps every earlier attachment in its transcript.
+ */
+function refuseEarlierAttachments(m: Message, i: number): void {
+  if (m.role !== "user" || !Array.isArray(m.content)) return;
+  const at = m.content.findIndex(isAttachmentPart);
+  if (at >= 0) throw HttpErrors.invalid(`messages.${i}.content.${at}`, "Attachments are taken in the last user message only: continue the session (X-Session-Id) to keep earlier ones");
 }
 
 function toolResultOf(m: Message, index: number): ToolResult {

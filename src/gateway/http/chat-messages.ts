@@ -2,28 +2,19 @@
  * A Chat Completions `messages` list, validated as OpenAI validates it: one shape per role, every
  * nested object strict — an unknown key is refused by its path (`messages.0.colour`,
  * `messages.1.tool_calls.0.function.argz`), never dropped. Fields OpenAI has that Tether cannot
- * honour are refused by name with why: participant `name`s, content parts other than text (images,
- * audio, files), the deprecated `function_call`, assistant `audio`, custom tool calls.
+ * honour are refused by name with why: participant `name`s, a `file_id` (no Files API), the
+ * deprecated `function_call`, assistant `audio`, custom tool calls. Images, audio and files in a
+ * user message are taken (openai-parts.ts).
  *
  *   const body = await readJson(c, z.object({ messages: ChatMessages }), { unknownCode: "unknown_parameter" });
  */
 import { z } from "zod";
-
-/** Why a part type is refused, in the 400 that names it. */
-const TEXT_ONLY = "Tether's /v1/chat/completions takes text only: send images and files with POST /api/sessions/{id}/prompt (parts)";
-
-/** A schema that accepts the shape of something only to refuse it with `why` at `field`. */
-function refused<T extends z.ZodObject>(schema: T, field: string, why: string) {
-  return schema.check((ctx) => {
-    ctx.issues.push({ code: "custom", message: why, path: [field], input: ctx.value });
-  });
-}
+import { ChatAudioPart, ChatFilePart, ChatImagePart } from "./openai-parts.js";
 
 const TextPart = z.strictObject({ type: z.literal("text"), text: z.string() });
 const RefusalPart = z.strictObject({ type: z.literal("refusal"), refusal: z.string() });
-const otherPart = (type: string) => refused(z.object({ type: z.literal(type) }), "type", `${type} content parts are not supported: ${TEXT_ONLY}`);
-
-const UserPart = z.discriminatedUnion("type", [TextPart, otherPart("image_url"), otherPart("input_audio"), otherPart("file")]);
+// Images, audio and files (openai-parts.ts): taken, stored as blobs, sent on to the model.
+const UserPart = z.discriminatedUnion("type", [TextPart, ChatImagePart, ChatAudioPart, ChatFilePart]);
 const TextContent = z.union([z.string(), z.array(TextPart)]);
 
 /** An assistant message's call of a function, as OpenAI writes it (`type` may be left out, as clients do). */
@@ -64,5 +55,5 @@ export const ChatStreamOptions = z.strictObject({
 export function chatTextOf(content: ChatMessage["content"]): string {
   if (content === null || content === undefined) return "";
   if (typeof content === "string") return content;
-  return content.map((p) => ("text" in p ? p.text : "refusal" in p ? p.refusal : "")).join("");
+  return content.map((p) => ("text" in p && typeof p.text === "string" ? p.text : "refusal" in p ? p.refusal : "")).join("");
 }

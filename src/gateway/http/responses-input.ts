@@ -10,6 +10,8 @@
 import type { SeedMessage } from "../../sessions/index.js";
 import type { ChatConversation, ToolResult } from "./chat-input.js";
 import { HttpErrors } from "./errors.js";
+import { isAttachmentPart, partInputsOf } from "./openai-parts.js";
+import type { PartInput } from "../../protocol/index.js";
 import { isMessage, itemTextOf, type FunctionCallItem, type FunctionCallOutputItem, type ResponsesItem } from "./responses-items.js";
 
 export function toResponsesConversation(items: ResponsesItem[], instructions: string | undefined): ChatConversation {
@@ -20,17 +22,22 @@ export function toResponsesConversation(items: ResponsesItem[], instructions: st
     return { index: end + i, callId: o.call_id, content: itemTextOf(o.output) };
   });
   let prompt = "";
+  let promptParts: PartInput[] | undefined;
   if (toolResults.length === 0) {
     const last = items[items.length - 1]!;
     if (!isMessage(last) || last.role !== "user") throw HttpErrors.invalid(`input.${items.length - 1}.role`, "The last item of input must be a user message, or function_call_output items");
     prompt = itemTextOf(last.content);
-    if (prompt.trim() === "") throw HttpErrors.invalid(`input.${items.length - 1}.content`, "The last user message has no text");
+    const attached = Array.isArray(last.content) && last.content.some(isAttachmentPart);
+    if (prompt.trim() === "" && !attached) throw HttpErrors.invalid(`input.${items.length - 1}.content`, "The last user message has no text");
+    if (attached) promptParts = partInputsOf(last.content as Parameters<typeof partInputsOf>[0]);
     end = items.length - 1;
   }
   const system: string[] = instructions ? [instructions] : [];
   const seed: SeedMessage[] = [];
   for (const [i, item] of items.slice(0, end).entries()) {
     if (isMessage(item)) {
+      const at = Array.isArray(item.content) ? item.content.findIndex(isAttachmentPart) : -1;
+      if (at >= 0) throw HttpErrors.invalid(`input.${i}.content.${at}`, "Attachments are taken in the last user message only: continue with previous_response_id to keep earlier ones");
       const text = itemTextOf(item.content);
       if (item.role === "system" || item.role === "developer") system.push(text);
       else if (text !== "") seed.push({ role: item.role, content: text });
@@ -49,7 +56,7 @@ export function toResponsesConversation(items: ResponsesItem[], instructions: st
       throw HttpErrors.invalid(`input.${i}.type`, why);
     }
   }
-  return { system: system.length > 0 ? system.join("\n\n") : undefined, seed, prompt, toolResults };
+  return { system: system.length > 0 ? system.join("\n\n") : undefined, seed, prompt, toolResults, ...(promptParts ? { promptParts } : {}) };
 }
 
 /**

@@ -12,6 +12,7 @@
  *   const items = inputItemsOf(body.input);   // string input → one user message
  */
 import { z } from "zod";
+import { ResponsesAudioPart, ResponsesFilePart, ResponsesImagePart } from "./openai-parts.js";
 import { paramIssues, UNKNOWN_KEY } from "../../protocol/param-issues.js";
 import { HttpError } from "./errors.js";
 import { objectAt } from "./function-tools.js";
@@ -33,7 +34,8 @@ const OutputText = z.strictObject({
   logprobs: z.array(z.unknown()).optional(),
 });
 const Refusal = z.strictObject({ type: z.literal("refusal"), refusal: z.string() });
-const MessagePart = z.discriminatedUnion("type", [InputText, OutputText, Refusal, refusedPart("input_image"), refusedPart("input_file"), refusedPart("input_audio")]);
+// Images, files and audio (openai-parts.ts): taken in the last user message, stored as blobs.
+const MessagePart = z.discriminatedUnion("type", [InputText, OutputText, Refusal, ResponsesImagePart, ResponsesFilePart, ResponsesAudioPart]);
 
 /** A message: `EasyInputMessage`, an input `Message`, or an output message sent back. */
 export const MessageItem = z.strictObject({
@@ -124,5 +126,5 @@ export function isMessage(item: ResponsesItem): item is MessageItem {
 /** The text of a message's or an output's content (text parts joined; a refusal is what the model said). */
 export function itemTextOf(content: MessageItem["content"] | FunctionCallOutputItem["output"]): string {
   if (typeof content === "string") return content;
-  return content.map((p) => ("text" in p ? p.text : "refusal" in p ? p.refusal : "")).join("");
+  return content.map((p) => ("text" in p && typeof p.text === "string" ? p.text : "refusal" in p ? p.refusal : "")).join("");
 }

@@ -7,7 +7,7 @@
  *   PATCH  /api/sessions/{id}             { title?, archived?, system_prompt? } → SessionSummary
  *   DELETE /api/sessions/{id}             close → { closed, end_reason }; ?purge=true deletes it and its transcript → { deleted }
  *   GET    /api/sessions/{id}/messages    ?after=<message_id>&limit= → { messages, next_cursor }
- *   POST   /api/sessions/{id}/prompt      { text, request_id?, from_message_id? } → 202 { turn_id, trace_id, status }
+ *   POST   /api/sessions/{id}/prompt      { text?, parts?, request_id?, from_message_id? } → 202 { turn_id, trace_id, status }
  *   POST   /api/sessions/{id}/branch      { message_id } → { message_id, versions, status, seq? } (session.branch.select)
  *   POST   /api/sessions/{id}/interrupt   → { status }
  *   POST   /api/sessions/{id}/requests/{request_id}   { choice?, note?, content?, output?, error? } → { request_id, status, choice, by }
@@ -27,7 +27,8 @@
  */
 import type { Routes } from "./lazy-routes.js";
 import { z } from "zod";
-import { RequestRespondParams, SessionCreateParams } from "../../protocol/method-params.js";
+import { PartsParam, RequestRespondParams, SessionCreateParams } from "../../protocol/method-params.js";
+import type { PartInput } from "../../protocol/index.js";
 import { EXPORT_FORMATS, isExportFormat, type SessionManager } from "../../sessions/index.js";
 import { callerOf, idempotencyRecords, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
 import { HttpErrors } from "./errors.js";
@@ -46,10 +47,12 @@ const RespondBody = RequestRespondParams.omit({ session_id: true, request_id: tr
 const PromptBody = z
   .strictObject({
     text: z.string().min(1).max(1_000_000).optional(),
+    /** Content parts (text, image, file, audio), as `prompt.submit` takes them. */
+    parts: PartsParam.optional(),
     request_id: z.string().min(1).max(200).optional(),
     from_message_id: z.string().min(1).max(200).optional(),
   })
-  .refine((b) => b.text !== undefined || b.from_message_id !== undefined, { message: "Required (only a regenerate, with from_message_id, may leave it out)", path: ["text"] });
+  .refine((b) => b.text !== undefined || b.parts !== undefined || b.from_message_id !== undefined, { message: "Required (only a regenerate, with from_message_id, may leave it out)", path: ["text"] });
 const BranchBody = z.strictObject({ message_id: z.string().min(1).max(200) });
 
 function id(c: AppContext): string {
@@ -104,6 +107,23 @@ function mountReads(app: Routes): void {
     const after = c.req.query("after") || c.req.query("after_message_id") || undefined;
     const limit = queryInt(c, "limit", 1000);
     return c.json(await (await sessionsOf(c)).messages(callerOf(c), id(c), after, limit === undefined ? undefined : Math.max(1, limit)));
+  });
+
+  // An attachment's bytes, to a principal whose sessions reference it (unknown or another's: 404).
+  // Served so a page can show an image but never run what a user uploaded: nosniff, a sandboxing
+  // CSP, and anything but a raster image as a download.
+  app.get("/api/blobs/:sha256", async (c) => {
+    const blob = await (await sessionsOf(c)).readBlob(callerOf(c), c.req.param("sha256") ?? "");
+    const inline = /^image\/(png|jpeg|gif|webp|avif)$/.test(blob.media_type);
+    return c.body(new Uint8Array(blob.data), 200, {
+      "content-type": blob.media_type,
+      "content-length": String(blob.data.byteLength),
+      "x-content-type-options": "nosniff",
+      "content-security-policy": "default-src 'none'; sandbox",
+      "content-disposition": inline ? "inline" : "attachment",
+      // Content-addressed: the bytes of a hash never change; private: only its principals may see them.
+      "cache-control": "private, max-age=31536000, immutable",
+    });
   });
 
   app.get("/api/sessions/:id/export", async (c) => {
@@ -165,6 +185,7 @@ function mountWrites(app: Routes, api: HttpApi): void {
         caller,
         session: { id: id(c), resume: true },
         text: body.text ?? "",
+        ...(body.parts ? { parts: body.parts as PartInput[] } : {}),
         ...(requestId !== undefined ? { requestId } : {}),
         ...(body.from_message_id !== undefined ? { fromMessageId: body.from_message_id } : {}),
         ...withTrace(c),

@@ -4,7 +4,7 @@
  * lease expired, this node takes the session over. A session only viewed here is served by the
  * RemoteView (store + bus). On one node (in-process bus) none of this exists.
  */
-import { ErrorCode, isRecoverableEnd, parseTraceparent, TetherError, type ClientToolSpec, type Snapshot, type SubmitResult } from "../../protocol/index.js";
+import { ErrorCode, isRecoverableEnd, parseTraceparent, TetherError, type ClientToolSpec, type PartInput, type Snapshot, type SubmitResult } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
 import type { GroupCommitter } from "../../events/index.js";
@@ -105,6 +105,7 @@ export class NodeRouting {
       traceparent?: string;
       tracestate?: string;
       patch?: SessionPatch;
+      parts?: PartInput[];
     };
     const caller: ForwardedCaller = { principal: p.principal, [FORWARDED]: true };
     switch (req.method) {
@@ -113,6 +114,8 @@ export class NodeRouting {
         return calls.submit(caller, p.session_id, p.text ?? "", p.request_id, {
           ...(p.from_message_id !== undefined ? { fromMessageId: p.from_message_id } : {}),
           ...(trace ? { trace } : {}),
+          // As the client sent them: this node (the owner) takes them in against its session's model.
+          ...(p.parts ? { parts: p.parts } : {}),
         });
       }
       case "session.branch.select":

@@ -4,6 +4,7 @@
  * next decision instead of holding a copy.
  */
 import type {
+  AttachmentsConfig,
   CompressionConfig,
   DelegationConfig,
   LifecycleConfig,
@@ -36,4 +37,6 @@ export interface LiveSettings {
   profile: ({ name: string } & ProfileConfig) | undefined;
   /** `tools.approval_timeout_s` of the profile: a forgotten approval resolves as deny; 0 = never. */
   approvalTimeoutS: number;
+  /** Config `attachments` (the profile's own wins: `profile.attachments`); defaults when absent. */
+  attachments?: AttachmentsConfig;
 }

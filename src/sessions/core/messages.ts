@@ -44,6 +44,7 @@ export function toWireMessage(row: MessageRow): Message {
   }
   if (row.tool_calls) m.tool_calls = row.tool_calls;
   if (row.tool_call_id) m.tool_call_id = row.tool_call_id;
+  if (row.parts && row.parts.length > 0) m.parts = row.parts;
   return m;
 }
 
@@ -71,7 +72,7 @@ export function toChatHistory(rows: MessageRow[], waiting: ReadonlySet<string> =
   for (const r of rows) {
     if (r.role === "system") continue;
     if (r.role === "tool") {
-      out.push({ role: "tool", content: r.content, tool_call_id: r.tool_call_id ?? "" });
+      out.push({ role: "tool", content: r.content, tool_call_id: r.tool_call_id ?? "", ...(r.parts ? { parts: r.parts } : {}) });
       continue;
     }
     if (r.role === "assistant") {
@@ -82,7 +83,7 @@ export function toChatHistory(rows: MessageRow[], waiting: ReadonlySet<string> =
       out.push(msg);
       continue;
     }
-    out.push({ role: "user", content: r.content });
+    out.push({ role: "user", content: r.content, ...(r.parts ? { parts: r.parts } : {}) });
   }
   return out;
 }

@@ -7,7 +7,8 @@
  * are given to the constructor. What changes while it lives — the model, a stashed model switch,
  * the provider's last usage, the last sign of life — changes only through its own methods.
  */
-import { ErrorCode, EventType, TetherError, type BranchSelectResult, type SteerResult, type StopReason, type SubmitResult, type TraceParent } from "../../protocol/index.js";
+import { ErrorCode, EventType, TetherError, type BranchSelectResult, type ContentPart, type SteerResult, type StopReason, type SubmitResult, type TraceParent } from "../../protocol/index.js";
+import type { BlobReader } from "../../agent/provider.js";
 import { TurnStop } from "../../agent/stop-reason.js";
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
@@ -110,6 +111,8 @@ export interface RuntimeEnv {
   tools: ToolSet;
   /** Updated in place on config reload. */
   settings: LiveSettings;
+  /** An attachment's bytes by sha256 (the store's blobs); absent: the store keeps none. */
+  blobs?: BlobReader;
 }
 
 /** A model switch asked for while a turn ran: applied when the next turn starts. */
@@ -350,7 +353,11 @@ export class SessionRuntime {
    * `opts.fromMessageId`: a new version of that user message (branching) — `text` is the edited
    * prompt, or `""` for the same prompt again. Only while no turn runs or waits (4073).
    */
-  async submit(text: string, requestId: string | undefined, opts: { noInput?: boolean; fromMessageId?: string; noSteer?: boolean; trace?: TraceParent } = {}): Promise<SubmitResult> {
+  async submit(
+    text: string,
+    requestId: string | undefined,
+    opts: { noInput?: boolean; fromMessageId?: string; noSteer?: boolean; trace?: TraceParent; contentParts?: ContentPart[] } = {},
+  ): Promise<SubmitResult> {
     if (this.closing) throw new TetherError(ErrorCode.Closed, "Session is closing");
     this.touch();
     let claim: ((r: SubmitRecord | null) => void) | undefined;
@@ -380,7 +387,8 @@ export class SessionRuntime {
         throw err;
       }
     }
-    const steered = this.env.settings.busyPolicy === "steer" && !opts.noInput && !opts.noSteer && !fork ? this.steerRunning(text) : undefined;
+    // A prompt with attachments is a turn of its own: steering joins text only.
+    const steered = this.env.settings.busyPolicy === "steer" && !opts.noInput && !opts.noSteer && !fork && !opts.contentParts ? this.steerRunning(text) : undefined;
     if (steered) {
       claim?.({ turn_id: steered.turn_id, trace_id: steered.trace_id });
       return steered;
@@ -399,6 +407,7 @@ export class SessionRuntime {
       requestId,
       ...(opts.noInput ? { noInput: true } : {}),
       ...(fork ? { fork } : {}),
+      ...(opts.contentParts ? { parts: opts.contentParts } : {}),
     };
     claim?.({ turn_id: turn.turnId, trace_id: turn.traceId });
     const result = { turn_id: turn.turnId, trace_id: turn.traceId };
@@ -746,6 +755,9 @@ export class SessionRuntime {
       traceId: turn.traceId,
       ...(turn.traceParent ? { traceParent: turn.traceParent } : {}),
       input: turn.text,
+      ...(turn.parts ? { inputParts: turn.parts } : {}),
+      ...(this.env.blobs ? { blobs: this.env.blobs } : {}),
+      modalities: settings.models.modalities ?? {},
       ...(turn.inputMessageId !== undefined ? { inputMessageId: turn.inputMessageId } : {}),
       log: turnLogOf(this.log, this.id, clock),
       history: this.history,

@@ -2,7 +2,7 @@
  * Turn admission for one session: at most one turn runs; the rest wait in order. Whether a submit
  * while busy queues, interrupts or is rejected is the session's busy policy.
  */
-import type { TraceParent } from "../../protocol/index.js";
+import type { ContentPart, TraceParent } from "../../protocol/index.js";
 import type { SteerInbox } from "../../agent/turn-steering.js";
 import type { Fork } from "./versions.js";
 
@@ -24,6 +24,8 @@ export interface QueuedTurn {
   noInput?: boolean;
   /** A new version of an earlier prompt (branching): computed at submit, applied when the turn starts. */
   fork?: Fork;
+  /** The prompt's content parts (attachments by reference), when it has more than text. */
+  parts?: ContentPart[];
   /** The id its user message gets: a steered text that never joined the turn it was meant for keeps its id. */
   inputMessageId?: string;
   /** Kept in `queued_turns` while it waits: its `turn.start` (or its drop) removes the row. */

@@ -18,6 +18,7 @@ import type {
   ModelsConfig,
   ProfileConfig,
   RetryConfig,
+  AttachmentsConfig,
   ReviewConfig,
 } from "../../config/index.js";
 import type { ProviderCatalog } from "../../agent/provider-catalog.js";
@@ -63,6 +64,8 @@ export interface SessionManagerDeps {
   retry?: RetryConfig;
   /** Quotas per principal, shared by every profile of the process (config `quotas`); none when absent. */
   quotas?: PrincipalQuotas;
+  /** Config `attachments` (a profile's own, in `profile.attachments`, wins); defaults when absent. */
+  attachments?: AttachmentsConfig;
 }
 
 /**

@@ -43,10 +43,15 @@ export interface RetentionDeps {
   config: () => RetentionConfig;
 }
 
+/** How old an unreferenced blob must be to be freed (see purgeBlobs). */
+const BLOB_GRACE_MS = 60 * 60 * 1000;
+
 export interface SweepResult {
   deleted: number;
   /** Finished A2A tasks deleted (last changed before the cutoff). */
   tasks: number;
+  /** Attachments freed: no message references them any more. */
+  blobs: number;
   /** Kept: a lineage still live, or reopened meanwhile. */
   kept: number;
   steps: number;
@@ -92,7 +97,7 @@ export class RetentionJob {
   }
 
   private async sweepOnce(): Promise<SweepResult> {
-    const result: SweepResult = { deleted: 0, kept: 0, steps: 0, tasks: 0, releasedBytes: 0 };
+    const result: SweepResult = { deleted: 0, kept: 0, steps: 0, tasks: 0, blobs: 0, releasedBytes: 0 };
     const retention = this.deps.store.retention;
     const cfg = this.deps.config();
     if (!retention || cfg.ended_after_days === undefined) return result;
@@ -114,8 +119,9 @@ export class RetentionJob {
       }
     }
     result.tasks = await this.purgeTasks(cutoff, cfg);
+    result.blobs = await this.purgeBlobs(cfg);
     // The rows are gone; now their space, or the file never shrinks.
-    if (result.deleted > 0 || result.tasks > 0) await this.releaseSpace(cfg, result);
+    if (result.deleted > 0 || result.tasks > 0 || result.blobs > 0) await this.releaseSpace(cfg, result);
     if (result.deleted > 0 || result.tasks > 0) {
       this.deps.logger.info(
         { deleted: result.deleted, kept: result.kept, steps: result.steps, tasks: result.tasks, released_bytes: result.releasedBytes, cutoff },
@@ -123,6 +129,25 @@ export class RetentionJob {
       );
     }
     return result;
+  }
+
+  /**
+   * Attachments no message references any more (their sessions were deleted), `batch_rows` a step.
+   * Only blobs older than BLOB_GRACE_MS: a prompt stores its blobs a moment before the message
+   * that references them, and that moment must not be a window for losing one.
+   */
+  private async purgeBlobs(cfg: RetentionConfig): Promise<number> {
+    const blobs = this.deps.store.blobs;
+    if (!blobs) return 0;
+    const before = this.deps.clock.now() - BLOB_GRACE_MS;
+    let total = 0;
+    while (!this.stopped) {
+      const n = await blobs.purgeUnreferenced(before, cfg.batch_rows);
+      total += n;
+      if (n < cfg.batch_rows) break;
+      await this.pause(cfg);
+    }
+    return total;
   }
 
   /** Finished A2A tasks last changed before the cutoff, `batch_rows` a step with the same pauses. */

@@ -19,7 +19,7 @@ export type ConfigSetResult = { status: "applied" | "pending" | "confirm_require
 
 /** Model guards when the config names none: nothing needs confirmation. */
 export function defaultModelsConfig(): ModelsConfig {
-  return { require_confirmation: [], confirm_message: "This model needs confirmation. Switch anyway?" };
+  return { require_confirmation: [], confirm_message: "This model needs confirmation. Switch anyway?", modalities: {} };
 }
 
 export class ModelSwitching {

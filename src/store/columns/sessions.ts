@@ -4,6 +4,7 @@
  * comes back as a string, hence Number()).
  */
 import type { MessagePatch, MessageRow, SessionPatch, SessionRow, VersionRow } from "../rows.js";
+import type { ContentPart } from "../../protocol/index.js";
 
 const JSON_SESSION_COLUMNS = new Set(["model_config", "flags", "todo", "active_turn"]);
 
@@ -61,6 +62,7 @@ export function messageToColumns(row: MessageRow): Record<string, unknown> {
     display_metadata: row.display_metadata ? JSON.stringify(row.display_metadata) : null,
     branch_of: row.branch_of ?? null,
     hidden_by: row.hidden_by ?? null,
+    parts: row.parts && row.parts.length > 0 ? JSON.stringify(row.parts) : null,
   };
 }
 
@@ -79,7 +81,15 @@ export function rowToMessage(r: Record<string, unknown>): MessageRow {
     created_seq: Number(r.created_seq),
     ...(r.branch_of ? { branch_of: r.branch_of as string } : {}),
     ...(r.hidden_by ? { hidden_by: r.hidden_by as string } : {}),
+    ...(r.parts ? { parts: JSON.parse(r.parts as string) as ContentPart[] } : {}),
   };
+}
+
+/** The blobs a message's parts reference (each once): `blob_refs` rows written with its insert. */
+export function blobRefsOf(row: MessageRow): string[] {
+  const out = new Set<string>();
+  for (const p of row.parts ?? []) if (p.type !== "text" && p.sha256) out.add(p.sha256);
+  return [...out];
 }
 
 /** A row of a versions read: `root` is the group (the first version's id). */

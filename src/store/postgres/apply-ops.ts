@@ -9,6 +9,7 @@ import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, session
 import type { IdempotencyRow, LeaseRow, MessageRow, SessionRow } from "../rows.js";
 import { unsupportedOp, type A2ATaskOp, type QueuedTurnOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
 import type { RowBatch } from "./appends.js";
+import type { PgBlobTables } from "./blob-tables.js";
 
 export type Queryable = Pick<pg.PoolClient, "query">;
 
@@ -26,6 +27,7 @@ export class PgWrites {
     private readonly envelopes: OpTables<EnvelopeOp>,
     private readonly a2aTasks: OpTables<A2ATaskOp>,
     private readonly queuedTurns: OpTables<QueuedTurnOp>,
+    private readonly blobs: PgBlobTables,
   ) {}
 
   /** Applies `op` now, or gathers it into `batch` (flushed by commit() before it commits). */
@@ -47,7 +49,9 @@ export class PgWrites {
         await c.query(`UPDATE sessions SET seq_reserved = GREATEST(seq_reserved, $1) WHERE id = $2`, [op.upTo, op.session_id]);
         return;
       case "message.insert":
-        return insertMessage(c, op.row);
+        await insertMessage(c, op.row);
+        if (op.row.parts) await this.blobs.refer(c, op.row);
+        return;
       case "message.update":
         return updateColumns(c, "messages", op.id, messagePatchToColumns(op.patch));
       case "messages.hide":
@@ -93,6 +97,8 @@ export class PgWrites {
       case "queued_turn.delete":
       case "queued_turn.clear":
         return this.queuedTurns.apply(c, op);
+      case "blob.put":
+        return this.blobs.put(c, op.row);
       default:
         return unsupportedOp(op, "PostgresStore");
     }
@@ -122,10 +128,10 @@ async function insertMessage(c: Queryable, row: MessageRow): Promise<void> {
   const r = messageToColumns(row);
   await c.query(
     `INSERT INTO messages (id, session_id, role, content, tool_calls, tool_call_id, display_kind, display_metadata,
-       status, created_at, created_seq, branch_of, hidden_by)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+       status, created_at, created_seq, branch_of, hidden_by, parts)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
     [r.id, r.session_id, r.role, r.content, r.tool_calls, r.tool_call_id, r.display_kind, r.display_metadata,
-      r.status, r.created_at, r.created_seq, r.branch_of, r.hidden_by],
+      r.status, r.created_at, r.created_seq, r.branch_of, r.hidden_by, r.parts],
   );
 }
 

@@ -31,6 +31,7 @@ import type {
 import type { Store } from "../store.js";
 import type { WriteOp } from "../write-ops.js";
 import { PgWrites } from "./apply-ops.js";
+import { PgBlobTables } from "./blob-tables.js";
 import { PgDelegationTables } from "./delegation-tables.js";
 import { PgEnvelopeTables } from "./envelope-tables.js";
 import { PgA2ATaskTables } from "./a2a-task-tables.js";
@@ -84,6 +85,8 @@ export class PostgresStore implements Store {
   readonly requests: PgRequestTables;
   /** Background processes of sessions (`processes`). */
   readonly processes: PgProcessTables;
+  /** Attachments' bytes (migration 19). */
+  readonly blobs: PgBlobTables;
   /** The agent outbox (`agent_envelopes`). */
   readonly envelopes: PgEnvelopeTables;
   /** A2A tasks of this store's bots (`a2a_tasks`). */
@@ -111,7 +114,8 @@ export class PostgresStore implements Store {
     this.queuedTurns = new PgQueuedTurnTables(pool);
     this.retention = new PgRetention(pool, (fn) => this.tx(fn));
     this.http = new PgHttpTables(pool, (fn) => this.tx(fn));
-    this.writes = new PgWrites(this.http, this.delegations, this.requests, this.processes, this.envelopes, this.a2aTasks, this.queuedTurns);
+    this.blobs = new PgBlobTables(pool);
+    this.writes = new PgWrites(this.http, this.delegations, this.requests, this.processes, this.envelopes, this.a2aTasks, this.queuedTurns, this.blobs);
   }
 
   /** Connects, creates the schema if named, and applies pending migrations (serialized across nodes). */

@@ -41,6 +41,8 @@ export class PgRetention implements RetentionStore {
       for (const table of ["idempotency", "message_deltas", "responses", "requests", "processes", "queued_turns", "runs", "run_session_keys", "leases"]) await c.query(`DELETE FROM ${table} WHERE session_id = $1`, [id]);
       await c.query(`DELETE FROM delegations WHERE origin_session_id = $1`, [id]);
       await c.query(`DELETE FROM agent_envelopes WHERE from_session_id = $1`, [id]);
+      // Its attachments' references: a blob no session references any more is freed (purgeUnreferenced).
+      await c.query(`DELETE FROM blob_refs WHERE session_id = $1`, [id]);
       await c.query(`DELETE FROM sessions WHERE id = $1`, [id]);
       return "deleted";
     });

@@ -7,6 +7,7 @@ import type Database from "better-sqlite3";
 import { messagePatchToColumns, messageToColumns, sessionPatchToColumns, sessionToColumns } from "../columns/sessions.js";
 import { FenceError } from "../errors.js";
 import { DeltaAppends, DeltaBuckets } from "./appends.js";
+import type { BlobTables } from "./blob-tables.js";
 import { unsupportedOp, type A2ATaskOp, type QueuedTurnOp, type DelegationOp, type EnvelopeOp, type HttpOp, type ProcessOp, type RequestOp, type WriteOp } from "../write-ops.js";
 
 type Statement = Database.Statement;
@@ -58,6 +59,7 @@ export class SqliteWrites {
     private readonly envelopes: OpTables<EnvelopeOp>,
     private readonly a2aTasks: OpTables<A2ATaskOp>,
     private readonly queuedTurns: OpTables<QueuedTurnOp>,
+    private readonly blobs: BlobTables,
   ) {
     this.insertSession = db.prepare(
       `INSERT INTO sessions (id, principal, profile, title, parent_session_id, model, provider, model_config, flags, todo,
@@ -68,9 +70,9 @@ export class SqliteWrites {
     this.reserveSeq = db.prepare(`UPDATE sessions SET seq_reserved = MAX(seq_reserved, ?) WHERE id = ?`);
     this.insertMessage = db.prepare(
       `INSERT INTO messages (id, session_id, role, content, tool_calls, tool_call_id, display_kind,
-         display_metadata, status, created_at, created_seq, branch_of, hidden_by)
+         display_metadata, status, created_at, created_seq, branch_of, hidden_by, parts)
        VALUES (@id, @session_id, @role, @content, @tool_calls, @tool_call_id, @display_kind,
-         @display_metadata, @status, @created_at, @created_seq, @branch_of, @hidden_by)`,
+         @display_metadata, @status, @created_at, @created_seq, @branch_of, @hidden_by, @parts)`,
     );
     this.hideMessages = db.prepare(
       `UPDATE messages SET hidden_by = ? WHERE session_id = ? AND hidden_by IS NULL AND created_seq >= ?`,
@@ -143,6 +145,7 @@ export class SqliteWrites {
         return;
       case "message.insert":
         this.insertMessage.run(messageToColumns(op.row));
+        if (op.row.parts) this.blobs.refer(op.row);
         return;
       case "message.update":
         return this.update("messages", op.id, messagePatchToColumns(op.patch));
@@ -199,6 +202,8 @@ export class SqliteWrites {
       case "queued_turn.delete":
       case "queued_turn.clear":
         return this.queuedTurns.apply(op);
+      case "blob.put":
+        return this.blobs.put(op.row);
       default:
         return unsupportedOp(op, "SqliteStore");
     }

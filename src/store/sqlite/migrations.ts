@@ -388,6 +388,30 @@ export const MIGRATIONS: readonly Migration[] = [
         created_at INTEGER NOT NULL
       );
       CREATE INDEX queued_turns_session ON queued_turns (session_id, position);
+      `,
+    },
+    {
+    version: 19,
+    name: "attachments: blobs stored once by sha256, referenced by messages' parts",
+    sql: `
+      -- The bytes of images, files and audio, once per sha256 whoever sent them. A blob is served
+      -- only to principals whose sessions reference it (blob_refs joined to sessions).
+      CREATE TABLE blobs (
+        sha256 TEXT PRIMARY KEY,
+        media_type TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        created_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE TABLE blob_refs (
+        sha256 TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        PRIMARY KEY (sha256, session_id, message_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX blob_refs_by_session ON blob_refs (session_id);
+      -- JSON of a message's parts when it has more than text (parts.ts); null: text only.
+      ALTER TABLE messages ADD COLUMN parts TEXT;
     `,
   },
 ];

@@ -45,6 +45,8 @@ export class SqliteRetention implements RetentionStore {
         db.prepare(`DELETE FROM leases WHERE session_id = ?`),
         db.prepare(`DELETE FROM delegations WHERE origin_session_id = ?`),
         db.prepare(`DELETE FROM agent_envelopes WHERE from_session_id = ?`),
+        // Its attachments' references: a blob no session references any more is freed (purgeBlobs).
+        db.prepare(`DELETE FROM blob_refs WHERE session_id = ?`),
       ],
       session: db.prepare(`DELETE FROM sessions WHERE id = ?`),
       // On the partial index of finished tasks (migration 16).

@@ -40,6 +40,7 @@ import { RunTables } from "./run-tables.js";
 import { QueuedTurnTables } from "./queued-turn-tables.js";
 import { MIGRATIONS } from "./migrations.js";
 import { SqliteRetention } from "./retention.js";
+import { BlobTables } from "./blob-tables.js";
 import { DELTA_LOG_READ } from "./appends.js";
 import { DEFAULT_WAL_MAX_BYTES, truncateAtBytes, WalCheckpointer, type CheckpointResult } from "../wal-checkpointer.js";
 import { statSync } from "node:fs";
@@ -93,6 +94,8 @@ export class SqliteStore implements Store {
   readonly queuedTurns: QueuedTurnTables;
   /** The /v1/runs API's runs and session keys. */
   readonly runs: RunTables;
+  /** Attachments' bytes (migration 19). */
+  readonly blobs: BlobTables;
   /** Deleting sessions ended long ago (retention). */
   readonly retention: SqliteRetention;
 
@@ -191,7 +194,8 @@ export class SqliteStore implements Store {
     this.a2aTasks = new A2ATaskTables(db);
     this.runs = new RunTables(db);
     this.queuedTurns = new QueuedTurnTables(db);
-    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes, this.a2aTasks, this.queuedTurns);
+    this.blobs = new BlobTables(db);
+    const writes = new SqliteWrites(db, this.http, this.delegations, this.requests, this.processes, this.envelopes, this.a2aTasks, this.queuedTurns, this.blobs);
     this.writes = writes;
     this.retention = new SqliteRetention(db, () => writes.leasesChanged());
     this.applyOps = this.db.transaction((ops: readonly WriteOp[]) => {

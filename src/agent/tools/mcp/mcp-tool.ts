@@ -8,7 +8,7 @@
  * (or run past 64 characters) are refused — left out, logged and listed — never guessed between.
  */
 import type { Tool as McpToolDef } from "@modelcontextprotocol/sdk/types.js";
-import { ToolInputError, ToolOutput, type Tool, type ToolAnnotations } from "../registry.js";
+import { ToolInputError, ToolOutput, type Tool, type ToolAnnotations, type ToolImage } from "../registry.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "../result-cap.js";
 import { ToolErrorCode, ToolFailure } from "../tool-errors.js";
 // Not from bounded-read-buffer.ts: that one imports the MCP SDK, which a start must not load.
@@ -91,7 +91,7 @@ function mcpTool(connection: McpServerConnection, def: McpToolDef, name: string,
       const text = redact(resultText(result), secrets);
       const bounded = boundedResult(result, text, ctx.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES);
       if (result.isError) throw new ToolFailure(ToolErrorCode.ToolError, bounded.text || `${name} reported an error`);
-      return new ToolOutput(bounded.result, bounded.text);
+      return new ToolOutput(bounded.result, bounded.text, undefined, imagesOf(result));
     },
   };
 }
@@ -108,4 +108,21 @@ async function classifyMcpError(err: unknown, server: string, secrets: readonly 
     return new ToolFailure(ToolErrorCode.ProtocolError, message);
   }
   return new ToolFailure(ToolErrorCode.Unavailable, `MCP server ${server}: ${message}`);
+}
+
+/** Most images one result may carry to the model, and the largest (bigger ones stay described in words). */
+const MAX_RESULT_IMAGES = 8;
+const MAX_RESULT_IMAGE_BYTES = 8 * 1024 * 1024;
+
+/** A result's ImageContent blocks, decoded (tool-step.ts stores them as blobs). */
+function imagesOf(result: { content?: Array<{ type: string; data?: unknown; mimeType?: unknown }> }): ToolImage[] {
+  const out: ToolImage[] = [];
+  for (const block of result.content ?? []) {
+    if (block.type !== "image" || typeof block.data !== "string" || typeof block.mimeType !== "string") continue;
+    const data = Buffer.from(block.data, "base64");
+    if (data.length === 0 || data.length > MAX_RESULT_IMAGE_BYTES) continue;
+    out.push({ media_type: block.mimeType, data });
+    if (out.length === MAX_RESULT_IMAGES) break;
+  }
+  return out;
 }
