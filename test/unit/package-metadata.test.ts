@@ -69,8 +69,9 @@ describe("the package's name and metadata", () => {
   });
 });
 
-describe("the workspace packages (packages/client, packages/protocol)", () => {
-  const members = ["client", "protocol"] as const;
+describe("the workspace packages (packages/client, packages/protocol, packages/react)", () => {
+  // react: the hook, with React as a peer dependency (never a dependency of its own).
+  const members = ["client", "protocol", "react"] as const;
   const manifest = (m: string) =>
     JSON.parse(read(`packages/${m}/package.json`)) as { name: string; version: string; license: string; dependencies?: object; repository?: { url: string; directory?: string }; exports: Record<string, unknown> };
 

@@ -32,6 +32,7 @@ export const SESSIONS_ROUTES: RouteList = [
   ["get", "/api/sessions/:id"],
   ["get", "/api/approvals"],
   ["get", "/api/sessions/:id/messages"],
+  ["get", "/api/blobs/:sha256"],
   ["get", "/api/sessions/:id/export"],
   ["post", "/api/sessions"],
   ["patch", "/api/sessions/:id"],
