@@ -10,7 +10,10 @@
  *                               end_turn | cancelled (interrupted); a failed turn is an error with
  *                               Tether's { layer, code, retryable } as its data
  *   session/cancel              session.interrupt
- *   session/set_config_option   `model`: config.set model (the gateway's models)
+ *   session/set_config_option   `model`: config.set model (the gateway's models); a guarded model is refused
+ *                               (model_confirmation_required) unless the request's `_meta.confirm` is true
+ *   session/set_mode            refused: Tether has no per-session mode to offer (approval policy is the
+ *                               profile's config, not the session's; the profile is fixed at creation)
  *   approvals                   session/request_permission → request.respond (once | session | always | deny)
  *   the editor's fs             client tools `editor_read_text_file`, `editor_write_text_file` (when the
  *                               editor offers fs/read_text_file, fs/write_text_file)
@@ -26,7 +29,15 @@ export interface AcpAgentOptions {
   profile?: string;
   version: string;
   /** The gateway's models (`model` config option); empty: only the session's own is offered. */
-  models(): Promise<Array<{ id: string; provider: string }>>;
+  models(): Promise<AcpModel[]>;
+}
+
+/** A model of the gateway's `GET /v1/models`. */
+export interface AcpModel {
+  id: string;
+  provider: string;
+  /** Listed in `models.require_confirmation`: switching to it needs `_meta.confirm`. */
+  requires_confirmation?: boolean;
 }
 
 interface TurnEnd {
@@ -138,7 +149,7 @@ export function createAcpAgent(o: AcpAgentOptions): acp.AgentApp {
 
   const configOptions = async (s: AcpSession): Promise<acp.SessionConfigOption[]> => {
     const models = await o.models().catch(() => []);
-    const options: acp.SessionConfigSelectOption[] = models.length > 0 ? models.map((m) => ({ value: m.id, name: m.id, description: m.provider })) : [{ value: s.model, name: s.model }];
+    const options: acp.SessionConfigSelectOption[] = models.length > 0 ? models.map((m) => ({ value: m.id, name: m.id, description: m.requires_confirmation ? `${m.provider} (needs confirmation)` : m.provider })) : [{ value: s.model, name: s.model }];
     if (!options.some((x) => x.value === s.model)) options.unshift({ value: s.model, name: s.model });
     return [{ id: "model", name: "Model", category: "model", type: "select", currentValue: s.model, options }];
   };
@@ -240,12 +251,19 @@ export function createAcpAgent(o: AcpAgentOptions): acp.AgentApp {
       const value = String(params.value);
       const model = (await o.models().catch(() => [])).find((m) => m.id === value);
       if (!model) throw acp.RequestError.invalidParams({ value }, `No model ${value} on this gateway`);
-      const result = await tetherCall(() => tether.call(Method.ConfigSet, { session_id: s.id, key: "model", value: { provider: model.provider, model: model.id }, confirm: true, ...profile }));
-      if (result.status !== "pending") s.model = model.id;
+      // A guarded model is the gateway's to guard: confirmed only when the editor says so.
+      const confirm = params._meta?.confirm === true;
+      const result = await tetherCall(() => tether.call(Method.ConfigSet, { session_id: s.id, key: "model", value: { provider: model.provider, model: model.id }, ...(confirm ? { confirm: true } : {}), ...profile }));
+      if (result.status === "confirm_required") {
+        const message = result.confirm_message ?? `Switching to ${model.id} needs confirmation.`;
+        throw acp.RequestError.invalidParams({ code: "model_confirmation_required", model: model.id, confirm_message: message }, `${message} (model ${model.id}: send session/set_config_option again with _meta: { confirm: true })`);
+      }
+      // applied now, or pending: the session's next turn runs on it.
+      s.model = model.id;
       return { configOptions: await configOptions(s) };
     })
     .onRequest(acp.methods.agent.session.setMode, ({ params }) => {
-      throw acp.RequestError.invalidParams({ modeId: params.modeId }, "This agent has no session modes (it offers none in session/new): choose the model with session/set_config_option");
+      throw acp.RequestError.invalidParams({ modeId: params.modeId }, "This agent has no session modes (it offers none in session/new; approval policy is the profile's config): choose the model with session/set_config_option");
     });
 }
 

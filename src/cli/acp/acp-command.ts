@@ -15,7 +15,7 @@ import { createLogger, exitAfterLogs } from "../../lib/logger.js";
 import { normalizeGatewayUrl } from "../gateway-url.js";
 import { createNodeClient } from "../node-client.js";
 import { VERSION } from "../version.js";
-import { createAcpAgent } from "./acp-agent.js";
+import { createAcpAgent, type AcpModel } from "./acp-agent.js";
 
 export interface AcpFlags {
   url?: string;
@@ -63,11 +63,11 @@ export async function runAcp(flags: AcpFlags): Promise<void> {
   await exitAfterLogs(0);
 }
 
-async function listModels(base: string, token: string | undefined, profile: string | undefined): Promise<Array<{ id: string; provider: string }>> {
+async function listModels(base: string, token: string | undefined, profile: string | undefined): Promise<AcpModel[]> {
   const res = await fetch(`${base}/v1/models`, {
     headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(profile ? { "x-tether-profile": profile } : {}) },
   });
   if (!res.ok) return [];
-  const body = (await res.json()) as { data: Array<{ id: string; owned_by: string }> };
-  return body.data.map((m) => ({ id: m.id, provider: m.owned_by }));
+  const body = (await res.json()) as { data: Array<{ id: string; owned_by: string; requires_confirmation?: boolean }> };
+  return body.data.map((m) => ({ id: m.id, provider: m.owned_by, ...(m.requires_confirmation ? { requires_confirmation: true } : {}) }));
 }
