@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
 import { agentText, spawnEditor, type Editor } from "../support/acp-client.js";
+import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
 
 let srv: TestServer;
 const editors: Editor[] = [];
@@ -139,6 +140,62 @@ describe("tether acp with @agentclientprotocol/sdk's client", () => {
     const created = await e.agent.request(acp.methods.agent.session.new, { cwd: tmpdir(), mcpServers: [] });
     expect(created.configOptions?.[0]).toMatchObject({ id: "model", category: "model", currentValue: "demo" });
     await expect(e.agent.request(acp.methods.agent.session.setConfigOption, { sessionId: created.sessionId, configId: "model", value: "no-such-model" })).rejects.toMatchObject({ code: -32602 });
+  });
+});
+
+describe("tether acp model selection against an OpenAI-compatible upstream", () => {
+  let ai: FakeOpenAI;
+  let up: TestServer;
+  let e: Editor;
+  beforeAll(async () => {
+    ai = await startFakeOpenAI();
+    up = await startTestServer({
+      config: { providers: { up: { base_url: ai.url, models: ["small", "big", "mid"] } }, models: { require_confirmation: ["big"], confirm_message: "big costs money" } },
+    });
+    e = await spawnEditor(["--url", up.url]);
+    await e.initialize();
+  });
+  afterAll(async () => {
+    await e?.close();
+    await up?.close();
+    await ai?.close();
+  });
+
+  it("session/new lists the gateway's models; a switch runs the next prompt on it; a guarded one needs _meta.confirm; an unknown one is refused", async () => {
+    const created = await e.agent.request(acp.methods.agent.session.new, { cwd: tmpdir(), mcpServers: [] });
+    expect(created.modes ?? undefined).toBeUndefined(); // no modes: Tether has no per-session mode
+    const model = created.configOptions!.find((o) => o.id === "model") as acp.SessionConfigOption & { currentValue: string; options: acp.SessionConfigSelectOption[] };
+    expect(model.currentValue).toBe("small");
+    expect(model.options.map((o) => o.value)).toEqual(expect.arrayContaining(["small", "big", "mid"]));
+    expect(model.options.find((o) => o.value === "big")!.description).toContain("needs confirmation");
+    const sessionId = created.sessionId;
+    const set = (value: string, meta?: Record<string, unknown>) =>
+      e.agent.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "model", value, ...(meta ? { _meta: meta } : {}) });
+
+    const switched = await set("mid");
+    expect(switched.configOptions.find((o) => o.id === "model")).toMatchObject({ currentValue: "mid" });
+    ai.script(reply.text(["on mid"]));
+    await prompt(e, sessionId, "one");
+    expect(ai.requests.at(-1)!.body.model).toBe("mid");
+
+    // Guarded: refused with the gateway's message, nothing queued; the next prompt stays on mid.
+    const refused = await set("big").catch((err: unknown) => err);
+    expect(refused).toMatchObject({ code: -32602, data: { code: "model_confirmation_required", model: "big", confirm_message: "big costs money" } });
+    expect((refused as Error).message).toContain("big costs money");
+    ai.script(reply.text(["still mid"]));
+    await prompt(e, sessionId, "two");
+    expect(ai.requests.at(-1)!.body.model).toBe("mid");
+
+    await set("big", { confirm: true });
+    ai.script(reply.text(["on big"]));
+    await prompt(e, sessionId, "three");
+    expect(ai.requests.at(-1)!.body.model).toBe("big");
+    expect(agentText(e.updates, sessionId)).toBe("on midstill midon big");
+
+    const unknown = await set("no-such-model").catch((err: unknown) => err);
+    expect(unknown).toMatchObject({ code: -32602 });
+    expect((unknown as Error).message).toContain("No model no-such-model");
+    await expect(e.agent.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "temperature", value: "1" })).rejects.toMatchObject({ code: -32602 });
   });
 });
 
