@@ -10,8 +10,13 @@ import { readFileSync, statSync } from "node:fs";
 import { basename, extname, resolve } from "node:path";
 import type { PartInput } from "../protocol/index.js";
 
-/** The gateway's default `attachments.max_bytes` (8 MiB): a bigger file would only be refused there. */
-export const ATTACH_MAX_BYTES = 8 * 1024 * 1024;
+/**
+ * The bytes one prompt's attachments may add up to. They travel base64 (4/3) inside one
+ * `prompt.submit` WebSocket frame, and the gateway's default frame limit (`limits.maxFrameBytes`)
+ * is 1 MiB: 700 KiB leaves room for the encoding, the text and the envelope. (The profile's own
+ * `attachments.max_bytes`, 8 MiB by default, is larger; the frame is the tighter bound here.)
+ */
+export const ATTACH_MAX_BYTES = 700 * 1024;
 
 export interface PendingAttachment {
   filename: string;
@@ -63,8 +68,11 @@ export function sizeText(bytes: number): string {
   return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 }
 
-/** Reads `path` into a pending attachment; throws an Error whose message says what is wrong. */
-export function readAttachment(path: string, maxBytes = ATTACH_MAX_BYTES): PendingAttachment {
+/**
+ * Reads `path` into a pending attachment; throws an Error whose message says what is wrong.
+ * `pendingBytes`: what is already attached to the same prompt (the cap is for them together).
+ */
+export function readAttachment(path: string, pendingBytes = 0, maxBytes = ATTACH_MAX_BYTES): PendingAttachment {
   const full = resolve(path);
   let size: number;
   try {
@@ -77,7 +85,10 @@ export function readAttachment(path: string, maxBytes = ATTACH_MAX_BYTES): Pendi
     if ((err as NodeJS.ErrnoException).code === "EACCES") throw new Error(`cannot read ${path}: permission denied`);
     throw err;
   }
-  if (size > maxBytes) throw new Error(`${path} is ${sizeText(size)}: attachments are at most ${sizeText(maxBytes)}`);
+  if (pendingBytes + size > maxBytes) {
+    const already = pendingBytes > 0 ? ` (${sizeText(pendingBytes)} already attached)` : "";
+    throw new Error(`${path} is ${sizeText(size)}${already}: one prompt's attachments are at most ${sizeText(maxBytes)} together`);
+  }
   const bytes = readFileSync(full);
   const filename = basename(full);
   const media_type = mediaTypeOf(bytes, filename);

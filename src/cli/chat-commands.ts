@@ -78,7 +78,7 @@ function attach(path: string, ctx: CommandContext): void {
     return;
   }
   try {
-    const a = readAttachment(path);
+    const a = readAttachment(path, pending.reduce((n, p) => n + p.size, 0));
     pending.push(a);
     ctx.render.line(`attached ${describePending(a)}`);
   } catch (err) {

@@ -23,6 +23,8 @@ beforeAll(async () => {
   // Sparse: 9 MiB by its size, nothing read to refuse it.
   writeFileSync(join(dir, "huge.bin"), "");
   truncateSync(join(dir, "huge.bin"), 9 * 1024 * 1024);
+  writeFileSync(join(dir, "half.bin"), "");
+  truncateSync(join(dir, "half.bin"), 400 * 1024);
 });
 afterAll(async () => {
   await srv.close();
@@ -75,9 +77,14 @@ describe("tether chat /attach", () => {
     const text = await chat(
       [`/attach ${join(dir, "nope.pdf")}`, `/attach ${join(dir, "folder")}`, `/attach ${join(dir, "huge.bin")}`, "/attach", "count to 2", ""].join("\n"),
     );
+    // The cap is for a prompt's attachments together: a second 400 KiB file does not fit beside the first.
+    const two = await chat([`/attach ${join(dir, "half.bin")}`, `/attach ${join(dir, "half.bin")}`, "/attach", ""].join("\n"));
+    expect(two).toContain("attached half.bin application/octet-stream 400.0 KiB");
+    expect(two).toContain(`/attach: ${join(dir, "half.bin")} is 400.0 KiB (400.0 KiB already attached): one prompt's attachments are at most 700.0 KiB together`);
+    expect(two.match(/^\s+half\.bin /gm)).toHaveLength(1);
     expect(text).toContain(`/attach: no such file: ${join(dir, "nope.pdf")}`);
     expect(text).toContain(`/attach: ${join(dir, "folder")} is a directory`);
-    expect(text).toContain(`/attach: ${join(dir, "huge.bin")} is 9.0 MiB: attachments are at most 8.0 MiB`);
+    expect(text).toContain(`/attach: ${join(dir, "huge.bin")} is 9.0 MiB: one prompt's attachments are at most 700.0 KiB together`);
     expect(text).toContain("no attachments pending");
     expect(text).toContain("1 2");
     expect(text).not.toContain("attachments: ");
