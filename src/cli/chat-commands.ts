@@ -1,6 +1,7 @@
 /** The slash commands of `tether chat`. */
 import { Method } from "../protocol/index.js";
 import type { TetherClient } from "../client/index.js";
+import { describePending, readAttachment } from "./chat-attach.js";
 import type { ChatRenderer } from "./chat-render.js";
 import type { ChatSession } from "./chat-session.js";
 import { formatSessionTable } from "./session-table.js";
@@ -13,6 +14,7 @@ export const HELP = [
   "/todo         show the todo list",
   "/ps           list the session's background processes",
   "/kill ID      stop background process ID",
+  "/attach PATH  send a file (image, PDF, text…) with the next prompt; /attach lists pending ones",
   "/help         this help",
   "/quit         exit (also Ctrl-C when idle, or Ctrl-D)",
   "Ctrl-C during a turn interrupts it; a second Ctrl-C exits.",
@@ -53,6 +55,9 @@ export async function runCommand(line: string, ctx: CommandContext): Promise<"qu
       if (!ctx.session.sessionId) ctx.render.line("no session: /new or /resume ID");
       else ctx.render.line(await listProcesses(ctx.client, ctx.session.sessionId));
       return undefined;
+    case "attach":
+      attach(line.slice(1).trim().slice("attach".length).trim(), ctx);
+      return undefined;
     case "kill":
       if (!args[0]) ctx.render.line("usage: /kill ID (see /ps)");
       else if (!ctx.session.sessionId) ctx.render.line("no session: /new or /resume ID");
@@ -61,5 +66,22 @@ export async function runCommand(line: string, ctx: CommandContext): Promise<"qu
     default:
       ctx.render.line(`unknown command /${name ?? ""} — /help lists them`);
       return undefined;
+  }
+}
+
+/** `/attach PATH` adds a file to the next prompt; `/attach` alone lists what is pending. */
+function attach(path: string, ctx: CommandContext): void {
+  const pending = ctx.session.attachments;
+  if (!path) {
+    if (pending.length === 0) ctx.render.line("no attachments pending (usage: /attach PATH)");
+    else ctx.render.line(["pending attachments (sent with the next prompt):", ...pending.map((a) => `  ${describePending(a)}`)].join("\n"));
+    return;
+  }
+  try {
+    const a = readAttachment(path, pending.reduce((n, p) => n + p.size, 0));
+    pending.push(a);
+    ctx.render.line(`attached ${describePending(a)}`);
+  } catch (err) {
+    ctx.render.line(`/attach: ${err instanceof Error ? err.message : String(err)}`);
   }
 }

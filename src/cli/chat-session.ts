@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { EventType, isFrameOf, Method, type Frame, type Snapshot } from "../protocol/index.js";
 import { OpenRequests, type TetherClient } from "../client/index.js";
+import type { PendingAttachment } from "./chat-attach.js";
 import { answerOf, describeRequest } from "./chat-requests.js";
 import type { ChatRenderer } from "./chat-render.js";
 import { TurnWaiter } from "./turn-waiter.js";
@@ -17,6 +18,8 @@ export class ChatSession {
   private readonly turns = new TurnWaiter();
   /** What the session waits for; the next line typed answers the oldest. */
   readonly requests = new OpenRequests();
+  /** `/attach`ed files, sent as parts with the next prompt (then cleared). */
+  readonly attachments: PendingAttachment[] = [];
   private requestOpened: (() => void) | undefined;
 
   constructor(
@@ -43,7 +46,15 @@ export class ChatSession {
     const sessionId = this.requireSession();
     // A fresh request_id per line: if this submit is retried after a drop, the server answers
     // `duplicate` instead of running the turn twice.
-    const answer = await this.client.call(Method.PromptSubmit, { session_id: sessionId, text, request_id: randomUUID() });
+    const parts = this.attachments.map((a) => a.part);
+    const answer = await this.client.call(Method.PromptSubmit, {
+      session_id: sessionId,
+      text,
+      request_id: randomUUID(),
+      ...(parts.length > 0 ? { parts } : {}),
+    });
+    // Sent: the next prompt starts with none. (A refused submit throws first and keeps them.)
+    this.attachments.length = 0;
     if (answer.status === "queued") this.render.info("(queued behind the running turn)");
     this.runningTurn ??= answer.turn_id;
     await this.waitTurn(answer.turn_id);

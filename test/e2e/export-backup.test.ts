@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PDF, PDF_B64, PNG, PNG_B64, sha256 } from "../support/attachment-fixtures.js";
 import { RpcSocket } from "../support/rpc-socket.js";
 import { spawnGateway } from "../support/spawn-gateway.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
@@ -18,8 +19,8 @@ const run = promisify(execFile);
 const BIN = new URL("../../bin/tether.js", import.meta.url).pathname;
 const KEYS = { "key-alice": "alice", "key-bob": "bob" };
 
-async function turn(sock: RpcSocket, sessionId: string, text: string) {
-  const sub = await sock.call("prompt.submit", { session_id: sessionId, text });
+async function turn(sock: RpcSocket, sessionId: string, text: string, parts?: unknown[]) {
+  const sub = await sock.call("prompt.submit", { session_id: sessionId, text, ...(parts ? { parts } : {}) });
   const on = sub.session_id ?? sessionId;
   await sock.waitForEvent(on, (f) => f.type === "turn.complete" && f.payload.turn_id === sub.turn_id);
   return sub;
@@ -97,6 +98,29 @@ describe("GET /api/sessions/{id}/export", () => {
     expect(md.indexOf("first question")).toBeLessThan(md.indexOf("after the rotation"));
   });
 
+  it("jsonl keeps the attachments' bytes: one blob line per sha256 the lineage's parts name", async () => {
+    const snap = await sock.call("session.create", { title: "with attachments" });
+    const id = snap.session_id as string;
+    const parts = [{ type: "image", data: PNG_B64 }, { type: "file", media_type: "application/pdf", filename: "r.pdf", data: PDF_B64 }];
+    await turn(sock, id, "look at these", parts);
+    const res = await fetch(exportUrl(srv, id), { headers: { authorization: "Bearer key-alice" } });
+    const lines = (await res.text()).trimEnd().split("\n").map((l) => JSON.parse(l));
+    const named = lines.filter((l) => l.type === "message").flatMap((m) => (m.parts ?? []).map((p: { sha256?: string }) => p.sha256).filter(Boolean));
+    expect(new Set(named)).toEqual(new Set([sha256(PNG), sha256(PDF)]));
+    const blobs = lines.filter((l) => l.type === "blob");
+    expect(blobs.map((b) => b.sha256)).toEqual([sha256(PNG), sha256(PDF)].sort());
+    for (const b of blobs) {
+      const bytes = Buffer.from(b.data, "base64");
+      expect(sha256(bytes)).toBe(b.sha256);
+      expect(b.size).toBe(bytes.length);
+    }
+    expect(blobs.find((b) => b.sha256 === sha256(PDF))).toMatchObject({ media_type: "application/pdf", size: PDF.length });
+    expect(blobs.find((b) => b.sha256 === sha256(PNG))).toMatchObject({ media_type: "image/png", size: PNG.length });
+    // The export without attachments has no blob line.
+    const plain = await (await fetch(exportUrl(srv, child), { headers: { authorization: "Bearer key-alice" } })).text();
+    expect(plain).not.toContain('"type":"blob"');
+  });
+
   it("is scoped to the principal: another's session answers like a missing one; a bad format is refused by name", async () => {
     const bob = await fetch(exportUrl(srv, child), { headers: { authorization: "Bearer key-bob" } });
     const missing = await fetch(exportUrl(srv, "ses_nope"), { headers: { authorization: "Bearer key-bob" } });
@@ -121,6 +145,7 @@ describe("tether export and tether backup (CLI) against a running gateway", () =
       const snap = await sock.call("session.create", { title: "backed up" });
       const id = snap.session_id as string;
       await turn(sock, id, "count to 20");
+      await turn(sock, id, "a picture", [{ type: "image", data: PNG_B64 }]);
 
       const md = await run(process.execPath, [BIN, "export", id, "--format", "markdown", "--url", gw.wsUrl]);
       expect(md.stdout).toContain("# backed up");
@@ -171,6 +196,11 @@ describe("tether export and tether backup (CLI) against a running gateway", () =
       expect(s).toBeDefined();
       const page = await sock.call("session.messages", { session_id: s.session_id, limit: 100 });
       expect(page.messages.map((m: { content: string }) => m.content)).toContain(Array.from({ length: 20 }, (_, i) => i + 1).join(" "));
+      // The attachment's bytes are in the copied file: the restored gateway serves the same sha256.
+      const blob = await fetch(`${restored.url}/api/blobs/${sha256(PNG)}`);
+      expect(blob.status).toBe(200);
+      expect(blob.headers.get("content-type")).toContain("image/png");
+      expect(sha256(Buffer.from(await blob.arrayBuffer()))).toBe(sha256(PNG));
       sock.close();
     } finally {
       await restored.kill("SIGTERM");

@@ -7,15 +7,17 @@
  *   the lineage `{ "type": "session", … }` followed by its `{ "type": "message", … }` lines (wire
  *   `Message` shape, `session_id` added: the active branch, a prompt with versions carrying them),
  *   then `{ "type": "hidden_message", hidden_by, … }` for every message off the active branch (an
- *   edited or regenerated prompt's earlier versions, and what followed them). Lossless; what a
- *   script or an import reads.
+ *   edited or regenerated prompt's earlier versions, and what followed them), then one
+ *   `{ "type": "blob", sha256, media_type, size, created_at, data }` line (data: base64) per
+ *   attachment the lineage's messages reference, so the file keeps the bytes a part names by
+ *   sha256. Lossless; what a script or an import reads.
  * - `markdown`: headings per session, each message with its role, tool calls and results as code
  *   blocks. What a person reads.
  *
  * Scoped like every read: another principal's session (or one in its lineage) answers 4007.
  */
 import { ErrorCode, TetherError, type Message } from "../../protocol/index.js";
-import type { SessionRow, Store } from "../../store/types.js";
+import type { BlobRow, SessionRow, Store } from "../../store/types.js";
 import { continuationOf } from "../core/live-tip.js";
 import type { Caller } from "../core/types.js";
 import { toWireMessage } from "../core/messages.js";
@@ -90,7 +92,8 @@ export async function exportSession(store: Store, caller: Caller, sessionId: str
     entries.push({ row: r, messages: withVersions(messages.map(toWireMessage), versionGroups(versions)), hidden });
   }
   if (format === "jsonl") {
-    return { format, contentType: "application/x-ndjson; charset=utf-8", filename: `${sessionId}.jsonl`, body: toJsonl(sessionId, entries, now) };
+    const blobs = store.blobs ? await storage(() => store.blobs!.blobsOf(rows.map((r) => r.id))) : [];
+    return { format, contentType: "application/x-ndjson; charset=utf-8", filename: `${sessionId}.jsonl`, body: toJsonl(sessionId, entries, blobs, now) };
   }
   return { format, contentType: "text/markdown; charset=utf-8", filename: `${sessionId}.md`, body: toMarkdown(sessionId, entries, now) };
 }
@@ -112,7 +115,7 @@ function sessionHeader(row: SessionRow) {
   };
 }
 
-function toJsonl(asked: string, entries: LineageEntry[], now: number): string {
+function toJsonl(asked: string, entries: LineageEntry[], blobs: readonly BlobRow[], now: number): string {
   const lines: string[] = [
     JSON.stringify({ type: "export", version: 1, session_id: asked, lineage: entries.map((e) => e.row.id), exported_at: now }),
   ];
@@ -120,6 +123,11 @@ function toJsonl(asked: string, entries: LineageEntry[], now: number): string {
     lines.push(JSON.stringify({ type: "session", ...sessionHeader(e.row) }));
     for (const m of e.messages) lines.push(JSON.stringify({ type: "message", session_id: e.row.id, ...m }));
     for (const m of e.hidden) lines.push(JSON.stringify({ type: "hidden_message", session_id: e.row.id, ...m }));
+  }
+  // Sorted so two exports of the same lineage are the same file.
+  for (const b of [...blobs].sort((x, y) => x.sha256.localeCompare(y.sha256))) {
+    const data = Buffer.from(b.data.buffer, b.data.byteOffset, b.data.byteLength).toString("base64");
+    lines.push(JSON.stringify({ type: "blob", sha256: b.sha256, media_type: b.media_type, size: b.size, created_at: b.created_at, data }));
   }
   return `${lines.join("\n")}\n`;
 }
