@@ -31,3 +31,4 @@ export { RunEventType } from "../protocol/index.js";
 export { isEventFrame, isFrameOf } from "../protocol/index.js";
 export type { EventFrame, EventPayloads, FrameOf, PayloadOf } from "../protocol/index.js";
 export type { Frame, MethodMap, Snapshot, MessageSnapshot, SinceResult, SessionSummary, TodoItem, OpenRequest, ProcessInfo, ProcessOutputPage, ClientToolSpec } from "../protocol/index.js";
+export type { PartInput, ContentPart, AttachmentPart } from "../protocol/index.js";

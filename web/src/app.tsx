@@ -17,6 +17,7 @@ import { isBrowserTool } from "./browser-tools.js";
 import { Icon } from "./icons.js";
 import { ToolArgs } from "./tool-args.js";
 import { trapTab } from "./focus-trap.js";
+import { AttachButton, AttachmentTray, filesOf, toParts, useAttachments } from "./attachments.js";
 
 function useController(ctl: AppController): void {
   const [, setTick] = useState(0);
@@ -388,6 +389,7 @@ function composerPlaceholder(ctl: AppController, model: SessionModel | undefined
 /** The message box: with `model` it sends into that session; without, it is a draft's (the first send creates the session). */
 function Composer({ ctl, model }: { ctl: AppController; model?: SessionModel }) {
   const [text, setText] = useState("");
+  const att = useAttachments((message) => ctl.toast(message, "error", 8000));
   const area = useRef<HTMLTextAreaElement>(null);
   useEffect(() => area.current?.focus(), [model?.sessionId]);
   // An edited queued prompt comes back here.
@@ -406,7 +408,12 @@ function Composer({ ctl, model }: { ctl: AppController; model?: SessionModel }) 
     const t = text.trim();
     if (!t) return;
     setText("");
-    void (model ? ctl.submit(t) : ctl.startSession(t));
+    const items = att.items;
+    att.clear();
+    void toParts(items).then((parts) => {
+      const withParts = parts.length ? parts : undefined;
+      return model ? ctl.submit(t, withParts ? { parts: withParts } : {}) : ctl.startSession(t, withParts);
+    });
   };
   return (
     <form
@@ -415,7 +422,15 @@ function Composer({ ctl, model }: { ctl: AppController; model?: SessionModel }) 
         e.preventDefault();
         send();
       }}
+      onDragOver={(e) => e.preventDefault()}
+      onDrop={(e) => {
+        const files = filesOf(e.dataTransfer);
+        if (!files.length) return;
+        e.preventDefault();
+        att.add(files);
+      }}
     >
+      <AttachmentTray items={att.items} onRemove={att.remove} />
       <label class="sr-only" for="composer-input">
         Message
       </label>
@@ -426,6 +441,12 @@ function Composer({ ctl, model }: { ctl: AppController; model?: SessionModel }) 
         placeholder={composerPlaceholder(ctl, model)}
         value={text}
         onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
+        onPaste={(e) => {
+          const files = filesOf(e.clipboardData);
+          if (!files.length) return;
+          e.preventDefault();
+          att.add(files);
+        }}
         onKeyDown={(e) => {
           if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
             e.preventDefault();
@@ -434,6 +455,7 @@ function Composer({ ctl, model }: { ctl: AppController; model?: SessionModel }) 
         }}
       />
       <div class="composer-actions">
+        <AttachButton onFiles={att.add} />
         {model?.running && (
           <button
             type="button"

@@ -1,6 +1,7 @@
 /** The transcript's blocks: messages, tool cards, error cards, delegations, notices. */
 import { ToolArgs, ToolResult } from "./tool-args.js";
 import { Icon } from "./icons.js";
+import { MessageAttachments } from "./attachments.js";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Usage } from "../../src/protocol/index.js";
 import { interruptedLabel } from "./labels.js";
@@ -136,6 +137,7 @@ function UserBlock({ block, actions, ex }: { block: Extract<Block, { kind: "user
     <>
       <div class="row row-user" data-kind="user" data-key={block.key}>
         <div class="bubble bubble-user">
+          <MessageAttachments parts={block.attachments} />
           <div class={`user-text ${long && !expanded ? "clamped" : ""}`} id={textId}>
             {block.text}
           </div>

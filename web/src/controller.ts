@@ -13,6 +13,7 @@ import {
   TetherClient,
   type ClientStatus,
   type Frame,
+  type PartInput,
   type SessionSummary,
 } from "../../src/client/index.js";
 import { isRecoverableEnd } from "../../src/protocol/end-reasons.js";
@@ -408,7 +409,7 @@ export class AppController {
   }
 
   /** The draft's first prompt: creates the session, opens it, then sends `text` (the draft shows it meanwhile). */
-  async startSession(text: string): Promise<boolean> {
+  async startSession(text: string, parts?: PartInput[]): Promise<boolean> {
     const client = this.client;
     if (!client || this.starting !== undefined || !text.trim()) return false;
     this.starting = text;
@@ -423,7 +424,7 @@ export class AppController {
       this.currentId = snap.session_id;
       this.location.hash = `#/s/${encodeURIComponent(snap.session_id)}`;
       await this.openSession(snap.session_id);
-      return await this.submit(text);
+      return await this.submit(text, parts ? { parts } : {});
     } catch (err) {
       this.toast(`Could not create a session: ${errorText(err)}`, "error");
       this.composerDraft = { text, seq: this.composerDraft.seq + 1 };
@@ -475,7 +476,7 @@ export class AppController {
     }
   }
 
-  async submit(text: string, opts: { replaces?: string; sameText?: boolean } = {}): Promise<boolean> {
+  async submit(text: string, opts: { replaces?: string; sameText?: boolean; parts?: PartInput[] } = {}): Promise<boolean> {
     const model = this.current;
     const client = this.client;
     if (!model || !client || !text.trim()) return false;

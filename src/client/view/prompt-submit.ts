@@ -4,7 +4,7 @@
  * lost with a dropped socket, a session that moved) never runs twice: the gateway answers the
  * second with the first's turn (`duplicate`).
  */
-import { ErrorCode, Method } from "../../protocol/index.js";
+import { ErrorCode, Method, type PartInput } from "../../protocol/index.js";
 import { RpcError } from "../errors.js";
 import type { CallingClient } from "./ended-session.js";
 import { settlePending } from "./transcript.js";
@@ -24,6 +24,8 @@ export interface SubmitOptions {
   replaces?: string;
   /** With `replaces`: the same text again (a regenerate), so `text` is not sent. */
   sameText?: boolean;
+  /** Attachments sent with the prompt (`prompt.submit { parts }`): the text stays `text`. */
+  parts?: PartInput[];
 }
 
 export interface SubmitDeps {
@@ -49,7 +51,8 @@ export function isTransient(err: unknown): boolean {
 /** Sends the pending prompt `requestId` of the session's `current()` model until answered; false when it failed for good (it stays, `failed`). */
 export async function sendPrompt(deps: SubmitDeps, current: () => SessionModel, requestId: string, text: string, opts: SubmitOptions): Promise<boolean> {
   const sessionId = current().sessionId;
-  const branch = opts.replaces ? { from_message_id: opts.replaces, ...(opts.sameText ? {} : { text }) } : { text };
+  const base = opts.replaces ? { from_message_id: opts.replaces, ...(opts.sameText ? {} : { text }) } : { text };
+  const branch = opts.parts?.length ? { ...base, parts: opts.parts } : base;
   for (let attempt = 1; ; attempt++) {
     try {
       const res = await deps.client.call(Method.PromptSubmit, { session_id: sessionId, request_id: requestId, ...branch }, { timeoutMs: deps.retry.timeoutMs });

@@ -3,6 +3,7 @@
  * switched to (`branch.switched.messages`), or the read-only transcript of an ended session.
  */
 import type { DelegationSummary, Message, Snapshot } from "../../protocol/index.js";
+import { isAttachment } from "../../protocol/index.js";
 import { delegationCard, isDelegationResult, resultBlock, settleCard } from "./delegation-cards.js";
 import { add, assistantBlock, get, markAwaiting, parseArgs, toolBlock, withInput } from "./transcript-index.js";
 import type { Block, SessionModel } from "./transcript-types.js";
@@ -89,6 +90,8 @@ function addMessage(m: SessionModel, msg: Message): void {
   }
   if (msg.role === "user") {
     const b: Block = { kind: "user", key: msg.message_id, text: msg.content };
+    const attachments = msg.parts?.filter(isAttachment);
+    if (attachments?.length) b.attachments = attachments;
     if (msg.versions && msg.versions.length > 1) b.versions = [...msg.versions];
     add(m, b);
   } else if (msg.role === "assistant") addAssistant(m, msg);

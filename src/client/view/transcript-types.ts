@@ -4,6 +4,7 @@
  * a Snapshot and kept up to date by frames (transcript.ts); plain data, no DOM.
  */
 import type {
+  AttachmentPart,
   DelegationKind,
   DelegationResultMetadata,
   DelegationSummary,
@@ -28,6 +29,8 @@ export type Block =
       kind: "user";
       key: string;
       text: string;
+      /** The prompt's attachments (Message.parts without its text), by sha256 or url. */
+      attachments?: AttachmentPart[];
       turnId?: string;
       /** Every version of this prompt, oldest first (the gateway's branching), when there are several. */
       versions?: string[];

@@ -13,7 +13,7 @@
  *
  * Frames are the protocol's typed union (`EventFrame`): each case reads its own payload, no cast.
  */
-import { isEventFrame } from "../../protocol/index.js";
+import { isAttachment, isEventFrame } from "../../protocol/index.js";
 import type { EventFrame, Frame, FrameOf, MessageSnapshot, TodoItem } from "../../protocol/index.js";
 import { delegationProgress, delegationStarted, resultBlock, RESULT_HEAD, settleCard } from "./delegation-cards.js";
 import { applyProcessFrame } from "./processes.js";
@@ -108,7 +108,10 @@ function messageComplete(m: SessionModel, frame: FrameOf<"message.complete">): v
     return;
   }
   if (c.role === "user") {
-    getOrAdd(m, c.message_id, "user", () => ({ kind: "user", key: c.message_id, text: "" })).text = c.content;
+    const b = getOrAdd(m, c.message_id, "user", () => ({ kind: "user", key: c.message_id, text: "" }));
+    b.text = c.content;
+    const attachments = c.parts?.filter(isAttachment);
+    if (attachments?.length) b.attachments = attachments;
     return;
   }
   if (c.role !== "assistant") return;
