@@ -6,6 +6,8 @@
  * - attachments past the page's cap (700 KiB together: they travel base64 in one WebSocket frame)
  *   are refused with a message and nothing is sent.
  */
+import { createRequire } from "node:module";
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../support/start-server.js";
@@ -22,6 +24,18 @@ async function pasteFile(page: Page, file: { name: string; type: string; base64?
     dt.items.add(new File([bytes], f.name, { type: f.type }));
     el.dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
   }, file);
+}
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/** axe-core's serious and critical violations (as a11y.test.ts counts them), rule id and targets. */
+async function axe(page: Page): Promise<string[]> {
+  if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(AXE_SOURCE);
+  return page.evaluate(async () => {
+    const w = window as unknown as { axe: { run(ctx: Document, opts: unknown): Promise<{ violations: Array<{ id: string; impact: string | null; nodes: Array<{ target: unknown[] }> }> }> } };
+    const r = await w.axe.run(document, { resultTypes: ["violations"] });
+    return r.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+  });
 }
 
 describe.skipIf(!chromiumAvailable)("web client: attachments (#31)", () => {
@@ -98,6 +112,38 @@ describe.skipIf(!chromiumAvailable)("web client: attachments (#31)", () => {
     const stored = (await (await fetch(`${srv.url}/api/sessions/${encodeURIComponent(id)}/messages`)).json()) as { messages: Array<{ role: string; parts?: unknown[] }> };
     expect(stored.messages.find((m) => m.role === "user")?.parts).toBeUndefined();
     expect((await serverSessions()).filter((s) => !before.includes(s))).toEqual([id]);
+    await page.close();
+  });
+
+  it("the controls are named and axe finds nothing serious: composer previews, the picker, a file chip to download", async () => {
+    const page = await browser.page();
+    await openApp(page, srv.url);
+    expect(await page.getByLabel("Attach files").count()).toBe(1);
+    await pasteFile(page, { name: "dot.png", type: "image/png", base64: PNG_1X1 });
+    await pasteFile(page, { name: "notes.txt", type: "text/plain", base64: btoa("hello attachments") });
+    await expect.poll(() => page.locator(".attach-tray .attach-item").count()).toBe(2);
+    expect(await page.getByRole("button", { name: "Remove notes.txt" }).count()).toBe(1);
+    expect(await axe(page)).toEqual([]);
+    // Remove takes one out; the other is sent.
+    await page.getByRole("button", { name: "Remove dot.png" }).click();
+    await expect.poll(() => page.locator(".attach-tray .attach-item").count()).toBe(1);
+    const box = page.getByLabel("Message");
+    await box.fill("read this");
+    await box.press("Enter");
+    const reply = page.locator('[data-kind="assistant"][data-status="complete"]');
+    await reply.waitFor();
+    expect(await reply.innerText()).toMatch(/attachments: file notes\.txt text\/plain 17 B sha256:/);
+    expect(await reply.innerText()).not.toContain("image/png");
+    const chip = page.getByRole("link", { name: /^Download notes\.txt text\/plain/ });
+    await chip.waitFor();
+    await expect.poll(() => chip.getAttribute("href")).toMatch(/^blob:/);
+    expect(await chip.getAttribute("download")).toBe("notes.txt");
+    const download = await Promise.all([page.waitForEvent("download"), chip.click()]).then(([d]) => d);
+    expect(download.suggestedFilename()).toBe("notes.txt");
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      expect(await axe(page), scheme).toEqual([]);
+    }
     await page.close();
   });
 });

@@ -182,7 +182,8 @@ function MessageFile({ part }: { part: AttachmentPart }) {
   const name = partName(part);
   const meta = `${part.media_type}${part.size !== undefined ? ` · ${formatSize(part.size)}` : ""}`;
   return (
-    <a class="attach-chip" href={error ? undefined : url} download={part.type === "file" ? part.filename || "attachment" : "attachment"} aria-label={`Download ${name} (${meta})`}>
+    <a class="attach-chip" href={error ? undefined : url} download={part.type === "file" ? part.filename || "attachment" : "attachment"} title={error ? "Unavailable" : `Download ${name}`}>
+      <span class="sr-only">Download </span>
       <span class="attach-name">{name}</span> <span class="attach-type">{meta}</span>
     </a>
   );
