@@ -142,6 +142,8 @@ describe.skipIf(!chromiumAvailable)("web client: attachments (#31)", () => {
     expect(download.suggestedFilename()).toBe("notes.txt");
     for (const scheme of ["light", "dark"] as const) {
       await page.emulateMedia({ colorScheme: scheme });
+      // Colours mid-transition after the switch are not the page's: wait them out (as a11y.test.ts does).
+      await page.waitForFunction(() => document.getAnimations().every((a) => a.playState !== "running" || a.effect?.getComputedTiming().endTime === Infinity));
       expect(await axe(page), scheme).toEqual([]);
     }
     await page.close();
