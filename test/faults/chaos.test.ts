@@ -40,7 +40,8 @@ describe("chaos", () => {
     console.log(`chaos seed: ${seed} (reproduce with TETHER_CHAOS_SEED=${seed})`);
     const random = prng(seed);
     const db = tempDbPath();
-    gateway = await spawnGateway(["--port", "0", "--db", db], { TETHER_DEMO_DELAY_MS: "1" });
+    // One principal drives every client here: the per-principal quotas (8 turns by default) are off.
+    gateway = await spawnGateway(["--port", "0", "--db", db], { TETHER_DEMO_DELAY_MS: "1", TETHER_QUOTA_TURNS: "0", TETHER_QUOTA_LIVE_SESSIONS: "0", TETHER_QUOTA_SESSIONS_PER_MINUTE: "0", TETHER_QUOTA_QUEUED_PROMPT_BYTES: "0" });
 
     // The driver creates the sessions and submits the turns; it is never dropped.
     const driver = await RpcSocket.open(gateway.wsUrl);

@@ -494,8 +494,11 @@ export class AppController {
     return this.requireView().submit(text, opts);
   }
 
-  /** Cancels a queued prompt (`prompt.cancel`): it never runs. Returns its text. */
-  async cancelPending(requestId: string): Promise<string | undefined> {
+  /**
+   * Cancels a queued prompt (`prompt.cancel`): it never runs. Returns its text; `beforeRemoved`
+   * gets it before the row leaves the transcript (Edit: the composer has the text in that same render).
+   */
+  async cancelPending(requestId: string, beforeRemoved?: (text: string) => void): Promise<string | undefined> {
     const model = this.current;
     const q = model?.pending.find((x) => x.requestId === requestId);
     if (!model || !q || !this.client) return undefined;
@@ -508,15 +511,16 @@ export class AppController {
         return undefined;
       }
     }
+    beforeRemoved?.(q.text);
     this.dismissPending(requestId);
     return q.text;
   }
 
   /** Cancels a queued prompt and puts its text back in the composer, to edit and send again. */
   async editPending(requestId: string): Promise<void> {
-    const text = await this.cancelPending(requestId);
-    if (text === undefined) return;
-    this.composerDraft = { text, seq: this.composerDraft.seq + 1 };
+    await this.cancelPending(requestId, (text) => {
+      this.composerDraft = { text, seq: this.composerDraft.seq + 1 };
+    });
     this.changed();
   }
 

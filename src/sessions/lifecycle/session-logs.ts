@@ -54,7 +54,8 @@ export class SessionLogs {
       fence: () => d.ownership.fenceOp(sessionId),
       onError: (err, context) => {
         if (err instanceof FenceError) {
-          d.logger.error({ session_id: sessionId, context }, "write refused: this process no longer owns the session");
+          // The store's own words (which lease, which token): the one line an operator reads about it.
+          d.logger.error({ session_id: sessionId, context, error: err.message }, "write refused: this process no longer owns the session");
           onFenced?.();
           return;
         }
