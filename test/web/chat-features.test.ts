@@ -201,6 +201,10 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
     await page.waitForFunction(() => !location.hash.startsWith("#/s/"));
     await send(page, "count to 2");
     await expect.poll(() => created.some((t) => t.includes('"system_prompt":"Answer like a pirate."'))).toBe(true);
+    // The new session is open (its reply shows): opening it puts the focus in its composer, which
+    // would otherwise race the shortcut below.
+    await page.waitForFunction(() => location.hash.startsWith("#/s/"));
+    await page.locator('[data-kind="assistant"]').first().waitFor();
     await page.keyboard.press("Control+k");
     await expect.poll(() => activeId(page)).toBe("session-search");
     await page.keyboard.press("Shift+Escape");
