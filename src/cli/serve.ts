@@ -39,10 +39,6 @@ export async function runServe(flags: ServeFlags): Promise<void> {
     let config = loaded.config;
     assertSafeBind(config);
     const server = await startServer(config, { logger, configPath: loaded.path });
-    process.stdout.write(`tether listening on ${server.url}\n`);
-    // From here on the young generation grows with the load, as V8 decides.
-    releaseYoungGeneration();
-    if (loaded.created) logger.info({ path: loaded.path }, "wrote a commented starter config file");
 
     // Live reload: a bad edit keeps the running config and says why; host/port/store need a restart.
     const reload = (why: string) => {
@@ -55,6 +51,9 @@ export async function runServe(flags: ServeFlags): Promise<void> {
         logger.error({ why, error: (err as Error).message }, "config reload failed; keeping the previous config");
       }
     };
+    // Every signal handler goes on before the listening line: a SIGHUP or SIGTERM sent by whoever
+    // reads that line (a supervisor, a test) must find its handler, not the default action, which
+    // ends the process at once.
     process.on("SIGHUP", () => reload("SIGHUP"));
     const stopWatching = watchConfigFile(loaded.path, () => reload("file changed"));
 
@@ -82,6 +81,10 @@ export async function runServe(flags: ServeFlags): Promise<void> {
     };
     process.on("SIGTERM", () => stop("SIGTERM"));
     process.on("SIGINT", () => stop("SIGINT"));
+    process.stdout.write(`tether listening on ${server.url}\n`);
+    // From here on the young generation grows with the load, as V8 decides.
+    releaseYoungGeneration();
+    if (loaded.created) logger.info({ path: loaded.path }, "wrote a commented starter config file");
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`tether: ${err.message}\n`);
