@@ -116,9 +116,9 @@ async function startRun(api: HttpApi, profile: Profile, caller: Caller, req: AgU
     await refuseWhileCallsWait(profile, caller, sessionId, "messages", "a tool message");
   } else {
     // A new thread: the conversation the client brought is its history.
-    const system = ask.earlier.filter((m) => m.role === "system" || m.role === "developer").map(historyText).join("\n\n");
-    history = ask.earlier.flatMap((m): SeedMessage[] => {
-      const text = historyText(m);
+    const system = ask.earlier.flatMap((m, i) => (m.role === "system" || m.role === "developer" ? [historyText(m, i)] : [])).join("\n\n");
+    history = ask.earlier.flatMap((m, i): SeedMessage[] => {
+      const text = historyText(m, i);
       return (m.role === "user" || m.role === "assistant") && text ? [{ role: m.role, content: text }] : [];
     });
     sessionId = await createForKey(profile, caller, req.input.threadId, system ? { system_prompt: system } : {});
@@ -127,7 +127,9 @@ async function startRun(api: HttpApi, profile: Profile, caller: Caller, req: AgU
     caller,
     session: { id: sessionId, resume: true },
     ...(history.length > 0 ? { history } : {}),
-    text: ask.text,
+    // With media every part goes in order, text included: the prompt's text is theirs.
+    text: ask.parts ? "" : ask.text,
+    ...(ask.parts ? { parts: ask.parts } : {}),
     clientTools: req.clientTools,
     requestId: `ag-ui:${req.input.runId}`,
     viewer: tap,

@@ -98,7 +98,9 @@ async function startOrContinue(api: HttpApi, profile: Profile, caller: Caller, b
       caller,
       session: { id: sessionId, resume: true },
       ...(history && history.length > 0 ? { history } : {}),
-      text: ask.text,
+      // With attachments every part goes in order, text included: the prompt's text is theirs.
+      text: ask.parts ? "" : ask.text,
+      ...(ask.parts ? { parts: ask.parts } : {}),
       ...(body.tools ? { clientTools: body.tools } : {}),
       // One turn per user message, across retries of the request and restarts of the gateway.
       requestId: `ai-sdk:${ask.clientMessageId}`,
@@ -110,7 +112,8 @@ async function startOrContinue(api: HttpApi, profile: Profile, caller: Caller, b
     started = await profile.sessions.startTurn({
       caller,
       session: { id: sessionId, resume: true },
-      text: ask.kind === "edit" ? ask.text : "",
+      text: ask.kind === "edit" && !ask.parts ? ask.text : "",
+      ...(ask.kind === "edit" && ask.parts ? { parts: ask.parts } : {}),
       fromMessageId: from,
       ...(body.tools ? { clientTools: body.tools } : {}),
       viewer: tap,
@@ -134,8 +137,8 @@ function requireSession(existing: string | null, key: string): string {
 function seedOf(earlier: readonly UiMessage[]): { history: SeedMessage[]; system?: string } {
   const history: SeedMessage[] = [];
   const system: string[] = [];
-  for (const m of earlier) {
-    const text = plainText(m);
+  for (const [i, m] of earlier.entries()) {
+    const text = plainText(m, i);
     if (text === "") continue;
     if (m.role === "system") system.push(text);
     else history.push({ role: m.role, content: text });
