@@ -16,6 +16,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { startFakeOpenAI, reply, type FakeOpenAI } from "../support/fake-openai-server.js";
 import { tempDbPath } from "../support/temp-db.js";
+import type { UIMessage } from "ai";
 import { NodeChat, chatTransport, textOf } from "../support/ai-chat.js";
 import { spawnEditor, agentText, type Editor } from "../support/acp-client.js";
 import { PDF, PDF_B64, PNG, PNG_B64, sha256 } from "../support/attachment-fixtures.js";
@@ -103,7 +104,25 @@ describe("attachments: AI SDK chat client → POST /api/chat file parts", () => 
     await expectKept(dbPath, "report.pdf");
   });
 
-  it("refuses a part the model cannot take (naming part and model), and a file in a new chat's earlier message", async () => {
+  it("a new chat's earlier user message keeps its file: seeded as history, sent to the upstream, stored by sha256", async () => {
+    ai = await startFakeOpenAI();
+    ai.script(reply.text(["still a dot"]));
+    server = await start(tempDbPath());
+    const earlier: UIMessage[] = [
+      { id: "u1", role: "user", parts: [files[0]!, { type: "text", text: "this?" }] },
+      { id: "a1", role: "assistant", parts: [{ type: "text", text: "a dot" }] },
+    ];
+    const chat = new NodeChat({ id: `chat-history-${process.pid}`, messages: earlier, transport: chatTransport({ url: server.url, headers: auth() }) });
+    await chat.sendMessage({ text: "sure?" });
+    expect(chat.error).toBeUndefined();
+    const users = (ai.requests.at(-1)!.body.messages as Array<{ role: string; content: unknown }>).filter((m) => m.role === "user");
+    expect(users.map((m) => m.content)).toEqual([[IMAGE_UPSTREAM, { type: "text", text: "this?" }], "sure?"]);
+    const res = await fetch(`${server.url}/api/sessions/${await onlySession()}/messages`, { headers: auth() });
+    const stored = ((await res.json()) as { messages: Array<{ role: string; parts?: Array<{ sha256?: string }> }> }).messages;
+    expect(stored[0]!.parts!.map((p) => p.sha256)).toEqual([sha256(PNG), undefined]);
+  });
+
+  it("refuses a part the model cannot take, naming part and model, in the prompt and in a new chat's earlier message", async () => {
     ai = await startFakeOpenAI();
     server = await start(tempDbPath(), {});
     const chat = chatOf(`chat-blind-${process.pid}`);
@@ -111,21 +130,17 @@ describe("attachments: AI SDK chat client → POST /api/chat file parts", () => 
     expect(chat.error?.message).toContain("model_cannot_take_part");
     expect(chat.error?.message).toContain("parts.0");
     expect(chat.error?.message).toContain("test-model");
-    const earlier = await fetch(`${server.url}/api/chat`, {
-      method: "POST",
-      headers: { ...auth(), "content-type": "application/json" },
-      body: JSON.stringify({
-        id: `chat-history-${process.pid}`,
-        trigger: "submit-message",
-        messages: [
-          { id: "u1", role: "user", parts: [files[0], { type: "text", text: "this" }] },
-          { id: "a1", role: "assistant", parts: [{ type: "text", text: "a dot" }] },
-          { id: "u2", role: "user", parts: [{ type: "text", text: "and now?" }] },
-        ],
-      }),
-    });
-    const body = (await earlier.json()) as { error: { code: string; param?: string; message: string } };
-    expect([earlier.status, body.error.param]).toEqual([400, "messages.0.parts.0"]);
+    const earlier: UIMessage[] = [
+      { id: "u1", role: "user", parts: [{ type: "text", text: "this?" }, files[0]!] },
+      { id: "a1", role: "assistant", parts: [{ type: "text", text: "a dot" }] },
+    ];
+    const seeded = new NodeChat({ id: `chat-blind-history-${process.pid}`, messages: earlier, transport: chatTransport({ url: server.url, headers: auth() }) });
+    await seeded.sendMessage({ text: "sure?" });
+    expect(seeded.error?.message).toContain("messages.0.parts.1: model test-model cannot take image parts");
+    // A file in an assistant message of the history: refused by its path.
+    const byAssistant = new NodeChat({ id: `chat-assistant-file-${process.pid}`, messages: [{ id: "a0", role: "assistant", parts: [files[1]!] }], transport: chatTransport({ url: server.url, headers: auth() }) });
+    await byAssistant.sendMessage({ text: "and?" });
+    expect(byAssistant.error?.message).toContain("messages.0.parts.0");
     expect(ai.requests).toHaveLength(0);
   });
 });
@@ -151,7 +166,21 @@ describe("attachments: @ag-ui/client HttpAgent → POST /ag-ui image and documen
     await expectKept(dbPath, "report.pdf");
   });
 
-  it("refuses by path: a model without vision (naming the model), a provider file handle, a video, media in a new thread's history", async () => {
+  it("a new thread's earlier user message keeps its image: seeded as history, sent to the upstream", async () => {
+    ai = await startFakeOpenAI();
+    ai.script(reply.text(["still a dot"]));
+    server = await start(tempDbPath());
+    const agent = agentOf(`thread-history-${process.pid}`);
+    agent.addMessage({ id: "u1", role: "user", content: [content[0]!, content[1]!] });
+    agent.addMessage({ id: "a1", role: "assistant", content: "a dot" });
+    agent.addMessage({ id: "u2", role: "user", content: "sure?" });
+    await agent.runAgent({});
+    const users = (ai.requests.at(-1)!.body.messages as Array<{ role: string; content: unknown }>).filter((m) => m.role === "user");
+    expect(users.map((m) => m.content)).toEqual([[{ type: "text", text: "What are these?" }, IMAGE_UPSTREAM], "sure?"]);
+    expect((await blob(sha256(PNG))).status).toBe(200);
+  });
+
+  it("refuses by path: a model without vision (naming the model, in the prompt and the history), a provider file handle, a video", async () => {
     ai = await startFakeOpenAI();
     server = await start(tempDbPath(), {});
     const refusal = async (messages: AgMessage[]) => {
@@ -172,7 +201,7 @@ describe("attachments: @ag-ui/client HttpAgent → POST /ag-ui image and documen
       { id: "a1", role: "assistant", content: "a dot" },
       { id: "u2", role: "user", content: "and now?" },
     ]);
-    expect(history).toContain("messages.0.content.0");
+    expect(history).toContain("messages.0.content.0: model test-model cannot take image parts");
     expect(ai.requests).toHaveLength(0);
   });
 });

@@ -10,8 +10,8 @@
  * `tools` are the run's frontend tools (Tether client tools). `state` is Tether's own (the
  * STATE_SNAPSHOT a run sent): a client may send it back as it got it, not change its keys.
  * `forwardedProps` carry nothing Tether takes: sent, they are refused by name, never dropped.
- * A user message's `image`, `audio` and `document` parts are its attachments (ui-parts.ts); in an
- * earlier message of a new thread (seeded as text) they are refused by path, never dropped.
+ * A user message's `image`, `audio` and `document` parts are its attachments (ui-parts.ts), in the
+ * prompt and in a new thread's earlier messages (its seeded history) alike.
  */
 import { RunAgentInputSchema } from "@ag-ui/core/schemas";
 import type { Context as AgContext, Message as AgMessage, ResumeEntry, RunAgentInput } from "@ag-ui/core";
@@ -118,15 +118,16 @@ function withContext(text: string, context: readonly AgContext[]): string {
   return `${text}\n\nContext:\n${context.map((c) => `- ${c.description}: ${c.value}`).join("\n")}`;
 }
 
-/** The text of an earlier message (history for a new thread); a media part there is refused by its path. */
-export function historyText(m: AgMessage, index: number): string | null {
-  if (m.role === "user") {
-    if (typeof m.content === "string") return m.content;
-    const media = m.content.findIndex((p) => p.type !== "text");
-    if (media >= 0) throw HttpErrors.invalid(`messages.${index}.content.${media}`, "Attachments are taken in the last user message only: a new thread's earlier messages are seeded as text (keep the thread to keep earlier attachments)");
-    return m.content.map((p) => (p.type === "text" ? p.text : "")).join("\n");
-  }
+/** The text of an earlier message (history for a new thread): a user message's text parts joined. */
+export function historyText(m: AgMessage): string | null {
+  if (m.role === "user") return typeof m.content === "string" ? m.content : m.content.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("\n");
   if (m.role === "assistant") return m.content ?? null;
   if (m.role === "system" || m.role === "developer") return m.content;
   return null;
+}
+
+/** An earlier user message's parts in order, when it has media: history, taken in as a prompt's are. */
+export function historyParts(m: AgMessage, index: number): PartInput[] | undefined {
+  if (m.role !== "user" || typeof m.content === "string" || m.content.every((p) => p.type === "text")) return undefined;
+  return m.content.map((p, j): PartInput => (p.type === "text" ? { type: "text", text: p.text } : agUiMediaPart(p, `messages.${index}.content.${j}`)));
 }

@@ -30,7 +30,7 @@ import { HttpError, HttpErrors } from "../http/errors.js";
 import { FrameTap } from "../http/frame-tap.js";
 import { readJson } from "../http/json-body.js";
 import { refuseWhileCallsWait } from "../http/openai-chat.js";
-import { ChatBody, plainText, readChatAsk, type ChatAsk, type ToolAnswer, type UiMessage } from "./ai-sdk-input.js";
+import { ChatBody, earlierInput, readChatAsk, type ChatAsk, type ToolAnswer, type UiMessage } from "./ai-sdk-input.js";
 import { UiMessageChunker } from "./ai-sdk-chunks.js";
 import { feedStream } from "./feed-stream.js";
 import { checkKey, createForKey, sessionOfKey } from "./session-keys.js";
@@ -133,14 +133,16 @@ function requireSession(existing: string | null, key: string): string {
   return existing;
 }
 
-/** The text of a new key's earlier messages: its history, and the system prompt its system messages make. */
+/** A new key's earlier messages: its history (user files included), and the system prompt its system messages make. */
 function seedOf(earlier: readonly UiMessage[]): { history: SeedMessage[]; system?: string } {
   const history: SeedMessage[] = [];
   const system: string[] = [];
   for (const [i, m] of earlier.entries()) {
-    const text = plainText(m, i);
-    if (text === "") continue;
-    if (m.role === "system") system.push(text);
+    const { text, parts } = earlierInput(m, i);
+    // A user message's files are history too, taken in as a prompt's are.
+    if (parts) history.push({ role: "user", content: text, parts, parts_at: `messages.${i}.parts` });
+    else if (text === "") continue;
+    else if (m.role === "system") system.push(text);
     else history.push({ role: m.role, content: text });
   }
   return { history, ...(system.length > 0 ? { system: system.join("\n\n") } : {}) };

@@ -12,8 +12,8 @@
  *
  * A user message's `file` parts (what `sendMessage({ files })` sends: data: URLs with their
  * mediaType) are its attachments, taken in as every entry point's are (ui-parts.ts). Anything the
- * gateway cannot honour is refused by name, never dropped — an attachment in an earlier message of
- * a new chat among them (the history a new session is seeded with is text).
+ * gateway cannot honour is refused by name, never dropped. A new chat's earlier user messages keep
+ * their files too (the history the session is seeded with).
  */
 import { z } from "zod";
 import { ClientToolParam } from "../../protocol/method-params.js";
@@ -97,16 +97,20 @@ export function promptInput(m: UiMessage, index: number): { text: string; parts?
 }
 
 /**
- * The text of an earlier message (history for a new session): its text parts. A file part there
- * is refused by its path: the seeded history is text, and an attachment is never dropped.
+ * An earlier message (history for a new session): its text parts, and a user message's files as
+ * the prompt's are taken (`parts`, in order). A file in another role's message is refused by its
+ * path: the history's assistant and system messages are text, and an attachment is never dropped.
  */
-export function plainText(m: UiMessage, index: number): string {
+export function earlierInput(m: UiMessage, index: number): { text: string; parts?: PartInput[] } {
   const file = m.parts.findIndex((p) => p.type === "file");
-  if (file >= 0) throw HttpErrors.invalid(`messages.${index}.parts.${file}`, "Attachments are taken in the last user message only: a new chat's earlier messages are seeded as text (keep the chat id to keep earlier attachments)");
-  return m.parts
+  if (file >= 0 && m.role !== "user") throw HttpErrors.invalid(`messages.${index}.parts.${file}`, `Attachments are taken in user messages only (this one is the ${m.role}'s)`);
+  const text = m.parts
     .filter((p) => p.type === "text" && typeof p.text === "string")
     .map((p) => p.text as string)
     .join("\n");
+  if (file < 0) return { text };
+  const parts = m.parts.flatMap((p, j): PartInput[] => (p.type === "text" && typeof p.text === "string" ? [{ type: "text", text: p.text }] : p.type === "file" ? [aiSdkFilePart(p, `messages.${index}.parts.${j}`)] : []));
+  return { text, parts };
 }
 
 function readAnswers(m: UiMessage, index: number): ChatAsk {
