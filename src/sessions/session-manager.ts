@@ -38,7 +38,7 @@ import { continuationAncestors } from "./core/live-tip.js";
 import { assertOwner, requireLive, requireRow, storage } from "./core/session-access.js";
 import { archiveSession, renameSession, setSystemPrompt, titleFromFirstPrompt } from "./core/session-info.js";
 import type { SessionRuntime } from "./core/session-runtime.js";
-import { seedHistory, type SeedMessage } from "./core/seed-history.js";
+import { ingestSeedParts, seedHistory, type SeedMessage } from "./core/seed-history.js";
 import type { Caller, CreateParams, GlobalListener, ListParams, SessionManagerDeps } from "./core/types.js";
 import type { Viewer } from "./core/viewer.js";
 import type { ConfigSetResult } from "./models/model-switching.js";
@@ -304,7 +304,7 @@ export class SessionManager implements ForwardedCalls {
   }
 
   /** A prompt's parts, checked against the limits and the model and stored (core/attachments.ts). */
-  private ingest(caller: Caller, model: string, text: string, parts: readonly PartInput[]): Promise<IngestedParts> {
+  private ingest(caller: Caller, model: string, text: string, parts: readonly PartInput[], at?: string): Promise<IngestedParts> {
     const settings = this.parts.settings;
     return ingestParts(parts, text, {
       store: this.deps.store,
@@ -313,6 +313,7 @@ export class SessionManager implements ForwardedCalls {
       limits: settings.profile?.attachments ?? settings.attachments ?? AttachmentsSchema.parse({}),
       modalities: settings.models.modalities ?? {},
       now: this.deps.clock.now(),
+      ...(at ? { at } : {}),
     });
   }
 
@@ -402,7 +403,9 @@ export class SessionManager implements ForwardedCalls {
     opts: { wait?: boolean } = {},
   ): Promise<{ latest_seq: number; stored?: Promise<void> }> {
     const runtime = await this.requireLive(caller, (await tipOf(this.tips, caller, sessionId)).id, "session.append_history");
-    const latest = await storage(() => seedHistory(runtime, messages, this.deps.clock, this.deps.ids, opts));
+    // Earlier messages' attachments are taken in as a prompt's are, before anything is written.
+    const seeded = await ingestSeedParts(messages, (parts, at) => this.ingest(caller, runtime.model, "", parts, at));
+    const latest = await storage(() => seedHistory(runtime, seeded, this.deps.clock, this.deps.ids, opts));
     return opts.wait === false ? { latest_seq: latest, stored: runtime.log.settled() } : { latest_seq: latest };
   }
 
