@@ -185,6 +185,9 @@ export class SessionManager implements TurnEntrance {
   interrupt = (caller: Caller, sessionId: string) => this.parts.commands.dispatch(caller, { kind: "session.interrupt", session_id: sessionId });
   /** Stops one turn: interrupted if running (answered once settled), dropped if queued. */
   cancelTurn = (caller: Caller, sessionId: string, turnId: string) => this.parts.commands.dispatch(caller, { kind: "turn.cancel", session_id: sessionId, turn_id: turnId });
+  /** `prompt.edit`: new text for a queued prompt, in its place (under the queued-prompt bytes quota). */
+  editQueued = (caller: Caller, sessionId: string, turnId: string, text: string) =>
+    this.parts.commands.dispatch(caller, { kind: "turn.edit", session_id: sessionId, turn_id: turnId, text });
   /** `config.set` (a guarded model needs `confirm`; on a running session it applies at the next turn). */
   configSet = (caller: Caller, sessionId: string, key: string, value: unknown, confirm = false) =>
     this.parts.commands.dispatch(caller, { kind: "config.set", session_id: sessionId, key, value, confirm });

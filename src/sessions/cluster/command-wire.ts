@@ -38,6 +38,8 @@ const WIRE: { [K in CommandKind]: z.ZodType } = {
   "session.steer": z.strictObject({ ...base, text: z.string(), turn_id: id.optional() }),
   "session.interrupt": z.strictObject(base),
   "turn.cancel": z.strictObject({ ...base, turn_id: id }),
+  // Newer than version 0, but an older node does not know the method at all and refuses it by name.
+  "turn.edit": z.strictObject({ ...base, turn_id: id, text: z.string() }),
   "session.branch.select": z.strictObject({ ...base, message_id: id }),
   "config.set": z.strictObject({ ...base, key: z.string(), value: z.unknown(), confirm: z.boolean().optional() }),
   "request.respond": z.strictObject({ ...base, request_id: id, answer: z.record(z.string(), z.unknown()) }),

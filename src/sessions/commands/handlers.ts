@@ -7,6 +7,7 @@
  *   await handlers.dispatch(caller, { kind: "session.steer", session_id: id, text: "shorter" });
  */
 import type {
+  PartInput,
   BranchSelectResult,
   ClientToolSpec,
   ProcessInfo,
@@ -23,7 +24,7 @@ import type { GroupCommitter } from "../../events/index.js";
 import type { Store } from "../../store/types.js";
 import type { ToolSet } from "../../agent/tools/index.js";
 import type { CallOptions } from "../../agent/provider.js";
-import { ingestParts } from "../core/attachments.js";
+import { ingestParts, type IngestedParts } from "../core/attachments.js";
 import { setClientTools } from "../core/client-tools.js";
 import type { LiveRegistry } from "../core/live-registry.js";
 import type { LiveSettings } from "../core/live-settings.js";
@@ -46,6 +47,7 @@ export interface CommandResults {
   "session.steer": SteerResult;
   "session.interrupt": { status: "interrupted" | "idle" };
   "turn.cancel": "interrupted" | "dequeued" | "idle";
+  "turn.edit": "edited" | "started" | "idle";
   "session.branch.select": BranchSelectResult;
   "config.set": ConfigSetResult;
   "request.respond": RequestRespondResult;
@@ -94,6 +96,14 @@ export class CommandHandlers {
       "session.branch.select": async (_c, rt, cmd) => this.active(rt, await rt.selectVersion(cmd.message_id)),
       "session.interrupt": async (_c, rt) => ({ status: rt.interrupt() }),
       "turn.cancel": async (_c, rt, cmd) => (rt ? rt.cancelTurn(cmd.turn_id) : "idle"),
+      "turn.edit": async (caller, rt, cmd) => {
+        if (!rt) return "idle";
+        // Growing a waiting prompt holds to the queued-prompt bytes quota, as queueing it did.
+        const before = rt.turns.waitingTurn(cmd.turn_id)?.text;
+        const grows = before === undefined ? 0 : Buffer.byteLength(cmd.text) - Buffer.byteLength(before);
+        if (grows > 0) deps.quotas?.assertQueuedBytes(caller.principal, grows);
+        return rt.editQueued(cmd.turn_id, cmd.text);
+      },
       "config.set": async (_c, rt, cmd) => deps.switching.set(rt, cmd.key, cmd.value, cmd.confirm ?? false),
       "request.respond": (caller, rt, cmd) => deps.requests.respond(caller, rt, cmd.request_id, cmd.answer),
       "process.list": async (_c, rt) => ({ processes: await deps.processes.list(rt) }),
@@ -157,18 +167,22 @@ export class CommandHandlers {
     rt.setCallOptions(cfg.callOptions);
   }
 
-  private async submit(caller: Caller, rt: SessionRuntime, cmd: SubmitCommand): Promise<SubmitResult> {
+  /** A prompt's (or an earlier message's, named by `at`) parts, checked against the limits and the model and stored (core/attachments.ts). */
+  ingest(caller: Caller, model: string, text: string, parts: readonly PartInput[], at?: string): Promise<IngestedParts> {
     const { settings, store, clock } = this.deps;
-    const ingested = cmd.parts
-      ? await ingestParts(cmd.parts, cmd.text, {
-          store,
-          principal: caller.principal,
-          model: rt.model,
-          limits: settings.profile?.attachments ?? settings.attachments ?? AttachmentsSchema.parse({}),
-          modalities: settings.models.modalities ?? {},
-          now: clock.now(),
-        })
-      : undefined;
+    return ingestParts(parts, text, {
+      store,
+      principal: caller.principal,
+      model,
+      limits: settings.profile?.attachments ?? settings.attachments ?? AttachmentsSchema.parse({}),
+      modalities: settings.models.modalities ?? {},
+      now: clock.now(),
+      ...(at ? { at } : {}),
+    });
+  }
+
+  private async submit(caller: Caller, rt: SessionRuntime, cmd: SubmitCommand): Promise<SubmitResult> {
+    const ingested = cmd.parts ? await this.ingest(caller, rt.model, cmd.text, cmd.parts) : undefined;
     const result = await rt.submit(ingested?.text ?? cmd.text, cmd.request_id, {
       ...(cmd.no_input ? { noInput: true } : {}),
       ...(cmd.from_message_id !== undefined ? { fromMessageId: cmd.from_message_id } : {}),

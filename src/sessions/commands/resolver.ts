@@ -42,6 +42,7 @@ const ROUTES: { [K in CommandKind]: { route: Route; tip?: "follow" | "named" } }
   "session.interrupt": { route: "takeover", tip: "follow" },
   "config.set": { route: "takeover" },
   "turn.cancel": { route: "cancel" },
+  "turn.edit": { route: "cancel" },
   "request.respond": { route: "respond" },
   "process.list": { route: "read" },
   "process.kill": { route: "read" },
@@ -50,7 +51,7 @@ const ROUTES: { [K in CommandKind]: { route: Route; tip?: "follow" | "named" } }
 };
 
 /** The runtime a kind's local step gets: a cancel or a settings change may find none live (and need none). */
-export type RuntimeFor<K extends CommandKind> = K extends "turn.cancel" | "session.update" ? SessionRuntime | null : SessionRuntime;
+export type RuntimeFor<K extends CommandKind> = K extends "turn.cancel" | "turn.edit" | "session.update" ? SessionRuntime | null : SessionRuntime;
 
 /** The local step of a command: runs on the runtime the resolver found here. */
 export type LocalStep<K extends CommandKind, R> = (runtime: RuntimeFor<K>, command: CommandOf<K>) => Promise<R>;

@@ -8,7 +8,7 @@ import type { CallOptions } from "../../agent/provider.js";
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import { storage } from "../core/session-access.js";
-import { seedHistory, type SeedMessage } from "../core/seed-history.js";
+import { ingestSeedParts, seedHistory, type SeedMessage } from "../core/seed-history.js";
 import type { SubmitCommand } from "../core/session-commands.js";
 import type { Caller } from "../core/types.js";
 import type { CommandHandlers } from "./handlers.js";
@@ -68,7 +68,9 @@ export async function runTurn(deps: { clock: Clock; ids: IdGenerator }, commands
     async (rt) => {
       if (config) await commands.configure(rt, config);
       if (!history) return;
-      ran.latestSeq = await storage(() => seedHistory(rt, history.messages, deps.clock, deps.ids, { wait: history.wait }));
+      // Earlier messages' attachments are taken in as a prompt's are, before anything is written.
+      const seeded = await ingestSeedParts(history.messages, (parts, at) => commands.ingest(caller, rt.model, "", parts, at));
+      ran.latestSeq = await storage(() => seedHistory(rt, seeded, deps.clock, deps.ids, { wait: history.wait }));
       if (!history.wait) ran.stored = rt.log.settled();
     },
     !localOnly,

@@ -50,6 +50,14 @@ export interface CancelTurnCommand {
   turn_id: string;
 }
 
+/** New text for a prompt still waiting in the queue, in its place. */
+export interface EditQueuedCommand {
+  kind: "turn.edit";
+  session_id: string;
+  turn_id: string;
+  text: string;
+}
+
 export interface SelectBranchCommand {
   kind: "session.branch.select";
   session_id: string;
@@ -101,6 +109,7 @@ export type SessionCommand =
   | SteerCommand
   | InterruptCommand
   | CancelTurnCommand
+  | EditQueuedCommand
   | SelectBranchCommand
   | ConfigSetCommand
   | RespondCommand
