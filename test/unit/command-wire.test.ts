@@ -63,6 +63,12 @@ describe("session commands on the bus", () => {
     expect(decodeCommand(sent.method, sent.params)).toEqual({ principal: "alice", command });
   });
 
+  it("a kind older nodes never had goes under its versioned name too", () => {
+    const sent = encodeCommand("alice", { kind: "turn.edit", session_id: "ses_1", turn_id: "trn_1", text: "new" });
+    expect(sent.method).toBe("turn.edit@v1");
+    expect(decodeCommand(sent.method, sent.params).command).toEqual({ kind: "turn.edit", session_id: "ses_1", turn_id: "trn_1", text: "new" });
+  });
+
   it("refuses a version newer than its own, an unknown kind, and a missing field — with codes, never a default", () => {
     const newer = refusal(() => decodeCommand(`session.interrupt@v${COMMAND_WIRE_VERSION + 1}`, { principal: "alice", session_id: "ses_1" }));
     expect(newer.code).toBe(ErrorCode.MethodNotFound);
