@@ -14,6 +14,7 @@ import { GlobalFrames } from "./core/global-frames.js";
 import { LiveRegistry } from "./core/live-registry.js";
 import type { LiveSettings } from "./core/live-settings.js";
 import type { SessionManagerDeps } from "./core/types.js";
+import type { PrincipalQuotas } from "./core/principal-quotas.js";
 import { Lifecycle } from "./lifecycle/lifecycle.js";
 import { Ownership } from "./lifecycle/ownership.js";
 import { ReapTimers } from "./lifecycle/reap-timers.js";
@@ -104,6 +105,34 @@ export function assembleSessions(deps: SessionManagerDeps): SessionParts {
   // the top: the one assembler of a runtime, installed last in the registry's door
   registry.useOpener(new RuntimeAssembly({ store, clock, ids, logger, tools: deps.tools, settings, registry, switching, compressor, delegations, requests, processes, ...lifecycle }));
   return { settings, registry, globals, switching, views, compressor, delegations, requests, processes, routing, work, commands, approvals, ...lifecycle };
+}
+
+/** Starts the rooms' background work: heartbeat, reaping, lease renewal, the startup sweep, recoveries. */
+export async function startRooms(parts: SessionParts): Promise<void> {
+  await parts.lifecycle.start();
+  parts.delegations.startRecovery();
+  parts.recovery.start();
+}
+
+/**
+ * Stops them within `budgetMs`: interrupts every running turn, writes what it had and ends the live
+ * sessions as `shutdown` — a hung write never blocks exit. Every end stops its session's background
+ * processes; the sweep after it catches those of a runtime that went another way (a rotation).
+ */
+export async function stopRooms(parts: SessionParts, budgetMs: number): Promise<{ completed: boolean }> {
+  parts.delegations.stop();
+  parts.routing?.remote.close();
+  parts.lifecycle.stop();
+  parts.recovery.stop();
+  const ended = await parts.ending.endAllWithin(budgetMs);
+  await parts.processes.stopAll();
+  return ended;
+}
+
+/** This profile's counts in the process's quotas (shared by every profile); returns the untrack. */
+export function trackQuotas(quotas: PrincipalQuotas | undefined, views: SessionViews): () => void {
+  const counts = { liveSessions: (p: string) => views.liveSessions(p), turns: (p: string) => views.turnCount({ principal: p }), queuedPromptBytes: (p: string) => views.queuedPromptBytes(p) };
+  return quotas?.track(counts) ?? (() => undefined);
 }
 
 /** Live reload: every part reads the new values at its next decision (providers: at the next open). */
