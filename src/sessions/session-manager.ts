@@ -392,6 +392,28 @@ export class SessionManager implements ForwardedCalls {
   }
 
   /**
+   * `prompt.edit`: new text for a queued prompt, in its place (core/session-runtime.ts
+   * `editQueued`) — forwarded to the node that owns the session. Growing it holds to the queued
+   * prompt bytes quota.
+   */
+  async editQueued(caller: Caller, sessionId: string, turnId: string, text: string): Promise<"edited" | "started" | "idle"> {
+    if (!this.parts.registry.get(sessionId) && this.parts.routing) {
+      const routed = await this.forwardOrTakeOver(caller, sessionId, "turn.edit", { turn_id: turnId, text });
+      if (routed.forwarded) return routed.result as "edited" | "started" | "idle";
+    }
+    const runtime = this.parts.registry.get(sessionId);
+    if (!runtime) {
+      await requireRow(this.deps.store, caller, sessionId);
+      return "idle";
+    }
+    assertOwner(caller, runtime.row);
+    const before = runtime.turns.waitingTurn(turnId)?.text;
+    const grows = before === undefined ? 0 : Buffer.byteLength(text) - Buffer.byteLength(before);
+    if (grows > 0) this.deps.quotas?.assertQueuedBytes(caller.principal, grows);
+    return runtime.editQueued(turnId, text);
+  }
+
+  /**
    * Adds earlier messages of a conversation to a live session as complete messages; returns
    * latest_seq once they are stored — or, with `wait: false`, at once, with `stored` settling when
    * their commits did (the turn entry of a new session: its model call does not wait for them).
