@@ -207,7 +207,7 @@ describe("attachments: @ag-ui/client HttpAgent → POST /ag-ui image and documen
 });
 
 describe("attachments: @agentclientprotocol/sdk client → tether acp image and resource blocks", () => {
-  it("initialize advertises image and embeddedContext; a PNG (image block) and a PDF (embedded blob resource) reach the upstream; kept across a restart", async () => {
+  it("initialize advertises image and embeddedContext; a PNG (image block) and a PDF (embedded blob resource) reach the upstream; kept across a restart; a session/load shows them as resource links", async () => {
     ai = await startFakeOpenAI();
     ai.script(reply.text(["seen"]));
     const dbPath = tempDbPath();
@@ -232,6 +232,16 @@ describe("attachments: @agentclientprotocol/sdk client → tether acp image and 
     await editor.close();
     editor = undefined;
     await expectKept(dbPath, "report.pdf");
+    // Loaded by an editor after the restart: the prompt's text, then a link per attachment.
+    editor = await spawnEditor(["--url", server!.url, "--token", "alice-key"]);
+    await editor.initialize();
+    await editor.agent.request(acp.methods.agent.session.load, { sessionId, cwd: tmpdir(), mcpServers: [] });
+    const user = editor.updates.filter((u) => u.update.sessionUpdate === "user_message_chunk").map((u) => (u.update as { content: acp.ContentBlock }).content);
+    expect(user).toEqual([
+      { type: "text", text: "What are these?" },
+      { type: "resource_link", uri: `${server!.url}/api/blobs/${sha256(PNG)}`, name: "image image/png", mimeType: "image/png", size: PNG.length },
+      { type: "resource_link", uri: `${server!.url}/api/blobs/${sha256(PDF)}`, name: "report.pdf", mimeType: "application/pdf", size: PDF.length },
+    ]);
   });
 
   it("an embedded text resource is a text file (text/plain when it says no type); a type not allowed and a model without vision are refused by name", async () => {
