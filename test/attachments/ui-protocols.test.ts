@@ -153,17 +153,28 @@ describe("attachments: @ag-ui/client HttpAgent → POST /ag-ui image and documen
     { type: "document", source: { type: "data", value: PDF_B64, mimeType: "application/pdf" }, metadata: { filename: "report.pdf" } },
   ];
 
-  it("a user message with an image and a document reaches the upstream; the thread keeps them across a restart", async () => {
+  it("a user message with an image and a document reaches the upstream; the thread keeps them across a restart; a reconnect's snapshot shows them", async () => {
     ai = await startFakeOpenAI();
     ai.script(reply.text(["seen"]));
     const dbPath = tempDbPath();
     server = await start(dbPath);
-    const agent = agentOf(`thread-files-${process.pid}`);
+    const thread = `thread-files-${process.pid}`;
+    const agent = agentOf(thread);
     agent.addMessage({ id: "u-1", role: "user", content });
-    await agent.runAgent({});
+    await agent.runAgent({ runId: "run-files" });
     expect(agent.messages.at(-1)).toMatchObject({ role: "assistant", content: "seen" });
     expect(lastUser().content).toEqual([{ type: "text", text: "What are these?" }, IMAGE_UPSTREAM, PDF_UPSTREAM]);
     await expectKept(dbPath, "report.pdf");
+    // The same run again after the restart: its MESSAGES_SNAPSHOT has the prompt's parts, by reference.
+    const again = agentOf(thread);
+    again.addMessage({ id: "u-1", role: "user", content });
+    await again.runAgent({ runId: "run-files" });
+    expect(again.messages[0]!.content).toEqual([
+      { type: "text", text: "What are these?" },
+      { type: "image", source: { type: "url", value: `/api/blobs/${sha256(PNG)}`, mimeType: "image/png" } },
+      { type: "document", source: { type: "url", value: `/api/blobs/${sha256(PDF)}`, mimeType: "application/pdf" }, metadata: { filename: "report.pdf" } },
+    ]);
+    expect(ai.requests).toHaveLength(1);
   });
 
   it("a new thread's earlier user message keeps its image: seeded as history, sent to the upstream", async () => {
