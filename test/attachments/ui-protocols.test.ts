@@ -175,6 +175,21 @@ describe("attachments: @ag-ui/client HttpAgent → POST /ag-ui image and documen
       { type: "document", source: { type: "url", value: `/api/blobs/${sha256(PDF)}`, mimeType: "application/pdf" }, metadata: { filename: "report.pdf" } },
     ]);
     expect(ai.requests).toHaveLength(1);
+    // Those parts sent back in a new thread name the caller's own blobs; another principal's send is refused.
+    ai.script(reply.text(["again"]));
+    const copy = agentOf(`${thread}-copy`);
+    copy.addMessage({ id: "u-1", role: "user", content: again.messages[0]!.content as typeof content });
+    await copy.runAgent({});
+    expect(lastUser().content).toEqual([{ type: "text", text: "What are these?" }, IMAGE_UPSTREAM, PDF_UPSTREAM]);
+    const bob = new HttpAgent({ url: `${server!.url}/ag-ui`, headers: auth("bob-key"), threadId: `${thread}-bob` });
+    bob.addMessage({ id: "u-1", role: "user", content: again.messages[0]!.content as typeof content });
+    const refused = await bob.runAgent({}).then(
+      () => "no error",
+      (e: Error) => e.message,
+    );
+    expect(refused).toContain("invalid_attachment");
+    expect(refused).toContain(`no blob ${sha256(PNG)} in your sessions`);
+    expect(ai.requests).toHaveLength(2);
   });
 
   it("a new thread's earlier user message keeps its image: seeded as history, sent to the upstream", async () => {
