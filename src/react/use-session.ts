@@ -8,7 +8,7 @@
  *   session.blocks.map((b) => …);  await session.submit("hello");
  */
 import { useEffect, useState, useSyncExternalStore } from "react";
-import { SessionView, type SessionViewOptions, type SessionViewSnapshot, type SubmitOptions, type TetherClient } from "../client/index.js";
+import { SessionView, type ProcessInfo, type SessionViewOptions, type SessionViewSnapshot, type SubmitOptions, type TetherClient } from "../client/index.js";
 
 export interface UseSession extends SessionViewSnapshot {
   /** The SessionView under the hook (undefined until the client is given). */
@@ -18,6 +18,8 @@ export interface UseSession extends SessionViewSnapshot {
   /** A new version of user message `userKey` (an edit with `text`, else the same prompt). */
   regenerate(userKey: string, text?: string): Promise<boolean>;
   dismissPending(requestId: string): void;
+  /** Stops a background process of the session (`process.kill`); rejects with the SDK's RpcError. */
+  killProcess(id: string): Promise<ProcessInfo>;
 }
 
 const EMPTY: SessionViewSnapshot = {
@@ -66,5 +68,6 @@ export function useSession(client: TetherClient | undefined, sessionId: string |
     submit: (text, opts) => (view ? view.submit(text, opts) : Promise.resolve(false)),
     regenerate: (key, text) => (view ? view.regenerate(key, text) : Promise.resolve(false)),
     dismissPending: (id) => view?.dismissPending(id),
+    killProcess: (id) => (view ? view.killProcess(id) : Promise.reject(new Error("no session is open"))),
   };
 }

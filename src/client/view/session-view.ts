@@ -10,6 +10,10 @@
  *   await view.open(sessionId);
  *   await view.submit("hello");
  *
+ * Background processes come from `process.list` when a session opens (the frames only say what
+ * changed) and from `process.started` / `process.exited` / `process.output` frames after it: an
+ * app shows them with no poll of its own.
+ *
  * `subscribe` / `getSnapshot` fit React's `useSyncExternalStore`: the snapshot is a new object
  * after every change and the same one between changes.
  */
@@ -17,7 +21,7 @@ import { Method, type Frame, type ProcessInfo, type SessionSummary, type Snapsho
 import type { ClientStatus } from "../status.js";
 import type { TetherClient } from "../tether-client.js";
 import { endedModel, isClosedError } from "./ended-session.js";
-import { seedProcesses } from "./processes.js";
+import { applyProcessInfo, seedProcesses } from "./processes.js";
 import { sendPrompt, type SubmitOptions, type SubmitRetry } from "./prompt-submit.js";
 import { applyFrame, applyMessageSnapshot, applyTodo } from "./transcript.js";
 import { fromSnapshot } from "./transcript-seed.js";
@@ -321,6 +325,18 @@ export class SessionView {
     this.update((m) => {
       m.pending = m.pending.filter((q) => q.requestId !== requestId);
     });
+  }
+
+  /**
+   * Stops background process `id` of the open session (`process.kill`: SIGTERM, SIGKILL after 2 s)
+   * and shows it ended as soon as the gateway answers (its `process.exited` frame says the same).
+   */
+  async killProcess(id: string): Promise<ProcessInfo> {
+    const model = this.current;
+    if (!model) throw new Error("no session is open");
+    const { process } = await this.client.call(Method.ProcessKill, { session_id: model.sessionId, id });
+    if (this.current === model && applyProcessInfo(model, process)) this.emit();
+    return process;
   }
 
   /** Reads the todo again (`todo.get`): applied only when not older than the one shown. */
