@@ -33,15 +33,6 @@ export function applyProcessFrame(m: SessionModel, frame: EventFrame): boolean {
   }
 }
 
-/** A process as an answer gave it (`process.kill`'s): shown unless a frame already ended it differently. */
-export function applyProcessInfo(m: SessionModel, info: ProcessInfo): boolean {
-  const shown = m.processes?.[info.id];
-  if (shown && shown.status !== "running") return false;
-  m.processes = { ...m.processes, [info.id]: { ...info } };
-  m.version++;
-  return true;
-}
-
 /** `process.list`'s answer, over what frames already said (a frame seen is newer than a list asked before it). */
 export function seedProcesses(m: SessionModel, listed: readonly ProcessInfo[]): void {
   const next: Record<string, ProcessInfo> = {};

@@ -21,7 +21,7 @@ import { Method, type Frame, type ProcessInfo, type SessionSummary, type Snapsho
 import type { ClientStatus } from "../status.js";
 import type { TetherClient } from "../tether-client.js";
 import { endedModel, isClosedError } from "./ended-session.js";
-import { applyProcessInfo, seedProcesses } from "./processes.js";
+import { seedProcesses } from "./processes.js";
 import { sendPrompt, type SubmitOptions, type SubmitRetry } from "./prompt-submit.js";
 import { applyFrame, applyMessageSnapshot, applyTodo } from "./transcript.js";
 import { fromSnapshot } from "./transcript-seed.js";
@@ -328,15 +328,13 @@ export class SessionView {
   }
 
   /**
-   * Stops background process `id` of the open session (`process.kill`: SIGTERM, SIGKILL after 2 s)
-   * and shows it ended as soon as the gateway answers (its `process.exited` frame says the same).
+   * Stops background process `id` of the open session (`process.kill`: SIGTERM, SIGKILL after
+   * 2 s); resolves with it ended. The view shows that from its `process.exited` frame.
    */
   async killProcess(id: string): Promise<ProcessInfo> {
     const model = this.current;
     if (!model) throw new Error("no session is open");
-    const { process } = await this.client.call(Method.ProcessKill, { session_id: model.sessionId, id });
-    if (this.current === model && applyProcessInfo(model, process)) this.emit();
-    return process;
+    return (await this.client.call(Method.ProcessKill, { session_id: model.sessionId, id })).process;
   }
 
   /** Reads the todo again (`todo.get`): applied only when not older than the one shown. */
