@@ -361,7 +361,7 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
       </div>
       {away && model.running && <JumpToLatest onJump={jump} />}
       <Toasts ctl={ctl} />
-      {!ended && <ProcessPanel client={ctl.sdk} sessionId={model.sessionId} />}
+      {!ended && <ProcessPanel ctl={ctl} sessionId={model.sessionId} />}
       {ended ? (
         <div class="ended-bar" role="status">
           <span>{endedSentence(model.endReason)}</span>

@@ -14,6 +14,7 @@ import {
   type ClientStatus,
   type Frame,
   type PartInput,
+  type ProcessInfo,
   type SessionSummary,
 } from "../../src/client/index.js";
 import { isRecoverableEnd } from "../../src/protocol/end-reasons.js";
@@ -105,7 +106,7 @@ export class AppController {
     if (!err) return undefined;
     return err instanceof RpcError && err.code === ErrorCode.NotFound ? "This session does not exist (or belongs to someone else)." : errorText(err);
   }
-  /** The tab's SDK client, for panels that make their own calls (processes.tsx). */
+  /** The tab's SDK client, for panels that make their own calls (processes.tsx pages a process's output). */
   get sdk(): TetherClient | undefined {
     return this.client;
   }
@@ -712,6 +713,20 @@ export class AppController {
       await this.view?.refreshTodo();
     } catch {
       // shown from frames anyway
+    }
+  }
+
+  /** The open session's background processes, as the SDK's view keeps them (process.list at open, then frames). */
+  get processes(): readonly ProcessInfo[] {
+    return this.view?.getSnapshot().processes ?? [];
+  }
+
+  /** Stop on a process row: the view shows it ended once the gateway answers. */
+  async killProcess(id: string): Promise<void> {
+    try {
+      await this.requireView().killProcess(id);
+    } catch (err) {
+      this.toast(`Could not stop the process: ${errorText(err)}`, "error");
     }
   }
 }
