@@ -46,7 +46,8 @@ import { onLiveTip, tipOf, type TipRoutingDeps } from "./rotation/tip-routing.js
 import type { ForwardedCalls, SessionPatch } from "./cluster/node-routing.js";
 import { routeOwnerChange } from "./cluster/owner-changes.js";
 import { applyLiveConfig, assembleSessions, type SessionParts } from "./assembly.js";
-import { createSession } from "./creating.js";
+import { createSession, listWorkspaceFolders } from "./creating.js";
+import type { WorkspaceFolders } from "../agent/tools/workspace/index.js";
 import { exportSession, type ExportedTranscript, type ExportFormat } from "./views/session-export.js";
 import { resumeSession, type ResumeDeps } from "./resuming.js";
 import { startTurn, type StartedTurn, type SubmitOptions, type TurnConfig, type TurnRequest } from "./turn-entry.js";
@@ -388,6 +389,11 @@ export class SessionManager implements ForwardedCalls {
     }
     assertOwner(caller, runtime.row);
     return runtime.cancelTurn(turnId);
+  }
+
+  /** `workspace.folders`: the folder picker's listing of this profile's roots (creating.ts). */
+  workspaceFolders(_caller: Caller, path: string | undefined): Promise<WorkspaceFolders> {
+    return listWorkspaceFolders(this.deps, path);
   }
 
   /**
