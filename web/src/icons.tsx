@@ -7,6 +7,7 @@ import {
   ArrowLeftRight,
   Check,
   ChevronLeft,
+  ChevronDown,
   ChevronRight,
   CircleDashed,
   CornerDownLeft,
@@ -43,6 +44,7 @@ const ICONS = {
   review: Pencil,
   delegate: ArrowLeftRight,
   result: CornerDownLeft,
+  caret: ChevronDown,
 } satisfies Record<string, IconNode>;
 
 export type IconName = keyof typeof ICONS;
