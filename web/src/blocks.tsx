@@ -6,7 +6,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Usage } from "../../src/protocol/index.js";
 import { interruptedLabel } from "./labels.js";
 import type { Block, DelegationTaskView } from "./model.js";
-import { highlightJson, renderMarkdown } from "./markdown.js";
+import { hasMath, highlightJson, renderMarkdown } from "./markdown.js";
 
 const LAYER_TITLES: Record<string, string> = {
   provider: "Provider error",
@@ -43,6 +43,11 @@ export function Markdown({ text, className, copy }: { text: string; className?: 
       head.appendChild(btn);
     }
   }, [html, copy]);
+  // Formulas are typeset by KaTeX, loaded the first time a message holds one (math.ts).
+  useEffect(() => {
+    if (!hasMath(html)) return;
+    void import("./math.js").then((m) => root.current && m.typesetMath(root.current));
+  }, [html]);
   return <div ref={root} class={`md ${className ?? ""}`} dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
