@@ -13,11 +13,16 @@ import { describe, expect, it } from "vitest";
 
 const DIST = new URL("../../dist/", import.meta.url).pathname;
 
-/** Static `import … from "x"` / `import "x"` / `export … from "x"` specifiers of a bundled module. */
+/**
+ * Static `import … from "x"` / `import "x"` / `export … from "x"` specifiers of a bundled module, and
+ * the CommonJS packages it requires when it is evaluated (scripts/build.mjs turns imports of
+ * REQUIRED_CJS packages into a top-level `require`: loaded at start all the same).
+ */
 function staticImports(file: string): string[] {
   const text = readFileSync(file, "utf8");
   const out: string[] = [];
   for (const m of text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s*"([^"]+)"|^\s*import\s*"([^"]+)"/gm)) out.push((m[1] ?? m[2])!);
+  for (const m of text.matchAll(/^var \w+ = __createRequire\(import\.meta\.url\)\("([^"]+)"\);$/gm)) out.push(m[1]!);
   return out;
 }
 
