@@ -3,7 +3,7 @@
  * validated once with zod. Every other module receives the resolved object; nobody reads
  * process.env on its own.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { McpServersSchema, ProfileToolsSchema, ToolsSchema } from "./tools-config.js";
 import { workspaceRootsProblem } from "./workspace-config.js";
 import { ApiKeysError, AuthKeysSchema, parseApiKeys as parseKeyList, unknownGrantProfiles } from "./auth-keys.js";

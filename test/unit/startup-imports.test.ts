@@ -73,6 +73,17 @@ describe("the start of tether serve (dist/)", () => {
     expect(wide).toEqual([]);
   });
 
+  it("bundles only the parts of zod it uses (`import * as z`: the `{ z }` object kept all of zod, twice the source)", () => {
+    const text = readdirSync(join(DIST, "chunks"))
+      .filter((f) => f.endsWith(".js"))
+      .map((f) => readFileSync(join(DIST, "chunks", f), "utf8"))
+      .join("\n");
+    expect(text).toContain("node_modules/zod/v4/classic/schemas.js");
+    // Never used by Tether: JSON Schema to zod, and zod's ahead-of-time compiler.
+    expect(text).not.toContain("node_modules/zod/v4/classic/from-json-schema.js");
+    expect(text).not.toContain("node_modules/zod/v4/core/compile.js");
+  });
+
   it("keeps zod's message locales out of the bundle (English only)", () => {
     const text = readdirSync(join(DIST, "chunks"))
       .filter((f) => f.endsWith(".js"))

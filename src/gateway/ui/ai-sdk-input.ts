@@ -13,7 +13,7 @@
  * Anything the gateway cannot honour is refused by name (a file part: attachments are not taken
  * here yet), never dropped.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ClientToolParam } from "../../protocol/method-params.js";
 import { HttpErrors } from "../http/errors.js";
 import { MAX_KEY_LENGTH } from "./session-keys.js";
