@@ -4,7 +4,7 @@
  * imports this module directly (protocol/index.ts does not re-export it), so the SDK and the web
  * client, which only need the param TYPES (methods.ts, `MethodMap`), never bundle zod.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { Method, type MethodName } from "./methods.js";
 import { traceparentProblem, tracestateProblem } from "./trace-context.js";
 

@@ -5,7 +5,7 @@
  * which only the gateway imports — so the SDK and the web client never bundle zod (the type-only
  * imports below are erased). test/unit/web-imports.test.ts keeps it that way.
  */
-import type { z } from "zod";
+import type * as z from "zod";
 import type { Frame } from "./events.js";
 import type {
   ApprovalsRevokeParams,
