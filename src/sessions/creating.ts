@@ -39,6 +39,11 @@ export async function confinedCwd(deps: Pick<SessionManagerDeps, "workspace">, c
   }
 }
 
+/** The live-session and creation-rate quotas around `create`, which registers one live session. */
+export function admitSession<T>(deps: Pick<SessionManagerDeps, "quotas">, caller: Caller, create: () => Promise<T>): Promise<T> {
+  return deps.quotas ? deps.quotas.admitSession(caller, create) : create();
+}
+
 export function createSession(
   deps: SessionManagerDeps,
   parts: SessionParts,

@@ -46,7 +46,8 @@ const SESSION_ROOMS: Record<string, number> = {
   cluster: 3,
   messaging: 3,
   runs: 3,
-  top: 4,
+  commands: 4,
+  top: 5,
 };
 
 function files(dir: string): string[] {
