@@ -5,7 +5,7 @@
  * (chat-messages.ts, responses-items.ts). A run's input is text: an image, file or any other part
  * that is not text is refused by its path, never dropped.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { SeedMessage } from "../../sessions/index.js";
 import { HttpErrors } from "./errors.js";
 

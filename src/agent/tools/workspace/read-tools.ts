@@ -8,7 +8,7 @@
  */
 import { constants } from "node:fs";
 import { readdir, type FileHandle } from "node:fs/promises";
-import { z } from "zod";
+import * as z from "zod";
 import { ToolInputError, ToolOutput, type Tool, type ToolContext } from "../registry.js";
 import { imageMediaType, imageSize } from "../../../lib/image-size.js";
 import { ToolFailure } from "../tool-errors.js";
