@@ -13,7 +13,7 @@
  *   const { method, params } = encodeCommand("alice", { kind: "session.interrupt", session_id: id });
  *   const { principal, command } = decodeCommand(method, params);
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ErrorCode, parseTraceparent, TetherError, traceHeaders } from "../../protocol/index.js";
 import { ClientToolParam, PartInputParam } from "../../protocol/method-params.js";
 import type { CommandKind, SessionCommand } from "../core/session-commands.js";
