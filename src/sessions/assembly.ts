@@ -100,7 +100,7 @@ export function assembleSessions(deps: SessionManagerDeps): SessionParts {
   // commands: one resolver for every command a transport or a sibling node asks of a session
   const supersede = (rt: SessionRuntime) => lifecycle.ending.supersede(rt);
   const resolver = new CommandResolver({ store, committer: deps.committer, clock, logger, processId: deps.processId, registry, ownership, binding, supersede, routing });
-  const commands = new CommandHandlers({ ...deps, settings, registry, lifecycle: lifecycle.lifecycle, switching, requests, processes, views, resolver });
+  const commands = new CommandHandlers({ ...deps, settings, registry, lifecycle: lifecycle.lifecycle, ending: lifecycle.ending, switching, requests, processes, views, resolver });
   const approvals = new Approvals({ store, committer: deps.committer }, openRequestsOf);
   // the top: the one assembler of a runtime, installed last in the registry's door
   registry.useOpener(new RuntimeAssembly({ store, clock, ids, logger, tools: deps.tools, settings, registry, switching, compressor, delegations, requests, processes, ...lifecycle }));

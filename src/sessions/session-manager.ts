@@ -124,7 +124,8 @@ export class SessionManager implements TurnEntrance {
   delete = (caller: Caller, sessionId: string) => deleteSession({ ...this.deps, close: (c, id) => this.close(c, id) }, caller, sessionId);
   owns = (caller: Caller, sessionId: string) => this.parts.views.owns(caller, sessionId);
   get = (caller: Caller, sessionId: string) => this.parts.views.get(caller, sessionId);
-  close = (caller: Caller, sessionId: string) => this.parts.ending.close(caller, sessionId);
+  /** `session.close`: ended by the node that runs the session (forwarded), else here. */
+  close = (caller: Caller, sessionId: string) => this.parts.commands.dispatch(caller, { kind: "session.close", session_id: sessionId });
   list = (caller: Caller, params: ListParams = {}) => this.parts.views.list(caller, params);
   messages = (caller: Caller, sessionId: string, after: string | undefined, limit = 100) => this.parts.views.messages(caller, sessionId, after, limit);
   export = (caller: Caller, sessionId: string, format: ExportFormat) => exportSession(this.deps.store, caller, sessionId, format, this.deps.clock.now());
