@@ -57,6 +57,24 @@ describe("prompt.submit { continue: true }", () => {
     sock.close();
   });
 
+  it("is the same over HTTP: POST /api/sessions/{id}/prompt { continue: true }", async () => {
+    const sock = await open();
+    const { session_id: sid } = await sock.call("session.create", {});
+    await cutCount(sock, sid, 300, 5);
+    const post = (body: unknown) =>
+      fetch(`${srv.url}/api/sessions/${sid}/prompt`, { method: "POST", headers: { authorization: "Bearer key-alice", "content-type": "application/json" }, body: JSON.stringify(body) });
+    const refused = await post({ continue: true, text: "hi" });
+    expect(refused.status).toBe(400);
+    const res = await post({ continue: true });
+    expect(res.status).toBe(202);
+    const { turn_id } = (await res.json()) as { turn_id: string };
+    await done(sock, sid, turn_id);
+    const { messages } = await sock.call("session.messages", { session_id: sid });
+    expect(messages.map((m: any) => m.role)).toEqual(["user", "assistant", "assistant"]);
+    expect(messages[1].content + messages[2].content).toBe(Array.from({ length: 300 }, (_, i) => i + 1).join(" "));
+    sock.close();
+  });
+
   it("refuses a continue that also carries a prompt (nothing silently dropped)", async () => {
     const sock = await open();
     const { session_id: sid } = await sock.call("session.create", {});
