@@ -104,6 +104,27 @@ describe("attachments: AI SDK chat client → POST /api/chat file parts", () => 
     await expectKept(dbPath, "report.pdf");
   });
 
+  it("an edit (sendMessage with messageId) with files is a new version of the prompt with those attachments", async () => {
+    ai = await startFakeOpenAI();
+    ai.script(reply.text(["a dot"]));
+    ai.script(reply.text(["a report"]));
+    server = await start(tempDbPath());
+    const chat = chatOf(`chat-edit-${process.pid}`);
+    await chat.sendMessage({ text: "What is this?", files: [files[0]!] });
+    const prompt = chat.messages.find((m) => m.role === "user")!;
+    await chat.sendMessage({ text: "And this?", files: [files[1]!], messageId: prompt.id });
+    expect(chat.error).toBeUndefined();
+    expect(textOf(chat.messages.at(-1))).toBe("a report");
+    // The new version replaces the prompt: the model sees its file, not the old image.
+    const users = (ai.requests.at(-1)!.body.messages as Array<{ role: string; content: unknown }>).filter((m) => m.role === "user");
+    expect(users.map((m) => m.content)).toEqual([[PDF_UPSTREAM, { type: "text", text: "And this?" }]]);
+    const res = await fetch(`${server.url}/api/sessions/${await onlySession()}/messages`, { headers: auth() });
+    const stored = ((await res.json()) as { messages: Array<{ role: string; parts?: Array<{ sha256?: string }>; versions?: string[] }> }).messages;
+    const user = stored.find((m) => m.role === "user")!;
+    expect(user.parts!.map((p) => p.sha256)).toEqual([sha256(PDF), undefined]);
+    expect(user.versions).toHaveLength(2);
+  });
+
   it("a new chat's earlier user message keeps its file: seeded as history, sent to the upstream, stored by sha256", async () => {
     ai = await startFakeOpenAI();
     ai.script(reply.text(["still a dot"]));
