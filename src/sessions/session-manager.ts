@@ -71,7 +71,8 @@ export class SessionManager implements ForwardedCalls {
   private shuttingDown = false;
 
   constructor(private readonly deps: SessionManagerDeps) {
-    const parts = (this.parts = assembleSessions(deps));
+    // The wings' own turns enter where the transports' do (turn-entry.ts), as internal callers.
+    const parts = (this.parts = assembleSessions(deps, { submit: (caller, id, text, requestId) => this.internalTurn(caller, id, text, requestId) }));
     this.tips = { store: deps.store, registry: parts.registry };
     this.resumes = { store: deps.store, committer: deps.committer, logger: deps.logger, parts };
     this.unserve = parts.routing?.serve(this) ?? null;
@@ -264,6 +265,11 @@ export class SessionManager implements ForwardedCalls {
   startTurn<T>(req: TurnRequest, then: (turn: StartedTurn) => Promise<T>): Promise<T>;
   startTurn<T>(req: TurnRequest, then?: (turn: StartedTurn) => Promise<T>): Promise<T | StartedTurn> {
     return then ? startTurn(this, req, then) : startTurn(this, req);
+  }
+
+  /** A turn the gateway starts for its own work (delivery/turn-door.ts): the transports' entry, nothing more. */
+  private async internalTurn(caller: Caller, sessionId: string, text: string, requestId: string | undefined): Promise<SubmitResult> {
+    return (await this.startTurn({ caller, session: { id: sessionId }, text, ...(requestId !== undefined ? { requestId } : {}) })).result;
   }
 
   /** Submits to the live tip: a prompt aimed at a session compression rotated lands on its continuation. */

@@ -41,6 +41,7 @@ const SESSION_ROOMS: Record<string, number> = {
   requests: 2,
   processes: 2,
   branching: 2,
+  delivery: 2,
   rotation: 3,
   delegation: 3,
   cluster: 3,

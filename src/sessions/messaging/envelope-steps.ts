@@ -18,7 +18,7 @@ import type { Logger } from "../../lib/logger.js";
 import type { EnvelopePatch, EnvelopeRow, ReplyStatus } from "../../store/types.js";
 import { requireBot, type Directory } from "./directory.js";
 import { knownId, type SessionWork } from "./session-work.js";
-import { cutByGateway, MAX_REANSWERS, readTurnAnswer, replyText } from "./turn-answer.js";
+import { cutByGateway, MAX_REANSWERS, readTurnAnswer, replyText } from "../delivery/turn-answer.js";
 
 /** What a peer's bot did with a message: answered (whole or not), or is still working on its task. */
 export type RemoteResult = { kind: "reply"; reply: string; status: ReplyStatus; task_id: string | null } | { kind: "working"; task_id: string };
@@ -92,7 +92,7 @@ export class EnvelopeSteps {
       title: `${e.from_name} → ${bot.name}`,
       metadata: { agent_inbox: { from: e.from_name, from_profile: e.from_profile } },
     });
-    const turn = await wing.with(caller, inbox, (rt) => wing.submitOnce(rt, inboxPrompt(e), `envelope:${e.id}`));
+    const turn = await wing.with(caller, inbox, (rt) => wing.submitOnce(rt, "messaging", inboxPrompt(e), `envelope:${e.id}`));
     return { status: "sent", sent_at: this.deps.clock.now(), recipient_session_id: inbox, recipient_turn_id: turn };
   }
 
@@ -112,7 +112,7 @@ export class EnvelopeSteps {
       if (cutByGateway(answer) && e.reanswers < MAX_REANSWERS) {
         const again = e.reanswers + 1;
         this.deps.logger.warn({ envelope_id: e.id, session_id: rt.id, turn_id: e.recipient_turn_id, stop_reason: answer.stopReason }, "the recipient's answer was cut by the gateway; asking again");
-        const turn = await wing.submitOnce(rt, inboxPrompt(e, answer.stopReason), `envelope:${e.id}:again:${again}`);
+        const turn = await wing.submitOnce(rt, "messaging", inboxPrompt(e, answer.stopReason), `envelope:${e.id}:again:${again}`);
         return { recipient_turn_id: turn, reanswers: again };
       }
       return { status: "replied", replied_at: this.deps.clock.now(), reply: replyText(answer), reply_status: answer.status };
@@ -137,6 +137,7 @@ export class EnvelopeSteps {
         : `[Reply from ${e.to} to your message ${e.id}${status === "complete" ? "" : ` — not whole: ${status}`}]`;
     const where = await wing.deliverToTip(
       e.from_session_id,
+      e.principal,
       {
         role: "user",
         content: `${head}\n${e.reply ?? ""}`,

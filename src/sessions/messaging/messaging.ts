@@ -12,7 +12,7 @@ import { requireBot, type BotEntry, type Directory } from "./directory.js";
 import { Rooms } from "./rooms.js";
 import { A2ATasks } from "./a2a-tasks.js";
 import { knownId, type Answer, type SessionWork } from "./session-work.js";
-import { MAX_REANSWERS } from "./turn-answer.js";
+import { MAX_REANSWERS } from "../delivery/turn-answer.js";
 
 export interface MessagingDeps {
   directory: Directory;
@@ -109,7 +109,7 @@ export class Messaging {
     });
     const prompt = (again: string) => `[Message from the agent ${from} (A2A message ${messageId})${again}; your answer is sent back to it.]\n${text}`;
     return wing.with(caller, inbox, (rt) =>
-      wing.answerOnce(rt, prompt(""), `a2a:${messageId}`, (cutBy) => prompt(`, sent again: your answer to it was cut off (${cutBy}) before it was whole`)),
+      wing.answerOnce(rt, "a2a", prompt(""), `a2a:${messageId}`, (cutBy) => prompt(`, sent again: your answer to it was cut off (${cutBy}) before it was whole`)),
     );
   }
 

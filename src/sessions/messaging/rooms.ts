@@ -136,7 +136,7 @@ export class Rooms {
     const memberWing = await this.deps.directory.wing(member.profile);
     const memberId = knownId("ses_room", roomId, member.profile);
     await memberWing.ensure(caller, memberId, { hidden: true, room_plumbing: true, title: `${context.title} (${member.name})` });
-    const answer = await memberWing.with(caller, memberId, (rt) => memberWing.ask(rt, promptFor(member, context.title, context.names, context.rows)));
+    const answer = await memberWing.with(caller, memberId, (rt) => memberWing.ask(rt, "room", promptFor(member, context.title, context.names, context.rows)));
     if (!answer.ok) {
       this.deps.logger.warn({ session_id: roomId, member: member.profile }, "a room member's turn did not complete; no reply");
       return null;
