@@ -72,7 +72,7 @@ export class SessionManager implements ForwardedCalls {
 
   constructor(private readonly deps: SessionManagerDeps) {
     // The wings' own turns enter where the transports' do (turn-entry.ts), as internal callers.
-    const parts = (this.parts = assembleSessions(deps, { submit: (caller, id, text, requestId) => this.internalTurn(caller, id, text, requestId) }));
+    const parts = (this.parts = assembleSessions(deps, { startTurn: (caller, id, text, requestId) => this.internalTurn(caller, id, text, requestId) }));
     this.tips = { store: deps.store, registry: parts.registry };
     this.resumes = { store: deps.store, committer: deps.committer, logger: deps.logger, parts };
     this.unserve = parts.routing?.serve(this) ?? null;

@@ -143,6 +143,24 @@ describe("layer rules", () => {
     expect(checked).toBeGreaterThan(1000);
   });
 
+  it("every turn enters through the turn entry: no file under sessions/ but the manager submits to a runtime", () => {
+    // Delegation, messaging, A2A and rooms start their turns through delivery/turn-door.ts (the
+    // manager's startTurn), so admission, titles, routing and activity hold for them too.
+    const SUBMITS = /\b(?:rt|runtime|live|child|tip|parent|session)\.submit\(/;
+    const allowed = new Set(["sessions/session-manager.ts", "sessions/core/session-runtime.ts"]);
+    const violations: string[] = [];
+    for (const file of files(join(SRC, "sessions"))) {
+      const rel = relative(SRC, file);
+      if (allowed.has(rel)) continue;
+      readFileSync(file, "utf8")
+        .split("\n")
+        .forEach((line, i) => {
+          if (SUBMITS.test(line.replace(/\/\/.*$/, ""))) violations.push(`${rel}:${i + 1}: submits to a runtime past the turn entry`);
+        });
+    }
+    expect(violations).toEqual([]);
+  });
+
   it("the MCP SDK is used in agent/tools/mcp/ only: one place speaks MCP", () => {
     const outside: string[] = [];
     for (const file of files(SRC)) {

@@ -77,7 +77,7 @@ export class SessionsDelegationHost implements DelegationHost {
     const interrupt = () => runtime.interrupt("gateway");
     signal.addEventListener("abort", interrupt, { once: true });
     try {
-      const sub = await this.deps.door.submit(internalCaller(row.principal, "delegation"), childId, prompt);
+      const sub = await this.deps.door.startTurn(internalCaller(row.principal, "delegation"), childId, prompt);
       // Every turn queued so far (this one among them) has run once a job after them does.
       await runtime.runJob(async () => undefined);
       const end = await readTurnEnd(store, childId, sub.turn_id);

@@ -74,7 +74,7 @@ export class TipDelivery {
     });
     if (live.row.flags.wake_on_delivery) {
       const { caller, text, requestId } = d.wake;
-      await this.deps.door.submit(caller, live.id, text, requestId).catch((err: unknown) =>
+      await this.deps.door.startTurn(caller, live.id, text, requestId).catch((err: unknown) =>
         this.deps.logger.warn({ err, session_id: live.id, producer: caller.internal }, "wake on delivery failed"),
       );
     }

@@ -16,5 +16,5 @@ export interface TurnDoor {
    * after a restart, answers the same turn: `status: "duplicate"`). Answers once it is submitted
    * (running or queued), not when it ends.
    */
-  submit(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult>;
+  startTurn(caller: Caller, sessionId: string, text: string, requestId?: string): Promise<SubmitResult>;
 }

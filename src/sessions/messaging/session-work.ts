@@ -196,7 +196,7 @@ export class SessionWork {
    * a restart, finds the same turn) and answers the turn's id.
    */
   async submitOnce(rt: SessionRuntime, producer: InternalProducer, text: string, requestId?: string): Promise<string> {
-    const sub = await this.deps.door.submit(internalCaller(rt.row.principal, producer), rt.id, text, requestId);
+    const sub = await this.deps.door.startTurn(internalCaller(rt.row.principal, producer), rt.id, text, requestId);
     return sub.turn_id;
   }
 
