@@ -46,7 +46,7 @@ import { onLiveTip, tipOf, type TipRoutingDeps } from "./rotation/tip-routing.js
 import type { ForwardedCalls, SessionPatch } from "./cluster/node-routing.js";
 import { routeOwnerChange } from "./cluster/owner-changes.js";
 import { applyLiveConfig, assembleSessions, type SessionParts } from "./assembly.js";
-import { createSession } from "./creating.js";
+import { createKnownSession, createSession } from "./creating.js";
 import { exportSession, type ExportedTranscript, type ExportFormat } from "./views/session-export.js";
 import { resumeSession, type ResumeDeps } from "./resuming.js";
 import { startTurn, type StartedTurn, type SubmitOptions, type TurnConfig, type TurnRequest } from "./turn-entry.js";
@@ -72,7 +72,10 @@ export class SessionManager implements ForwardedCalls {
 
   constructor(private readonly deps: SessionManagerDeps) {
     // The wings' own turns enter where the transports' do (turn-entry.ts), as internal callers.
-    const parts = (this.parts = assembleSessions(deps, { startTurn: (caller, id, text, requestId) => this.internalTurn(caller, id, text, requestId) }));
+    const parts = (this.parts = assembleSessions(deps, {
+      startTurn: (caller, id, text, requestId) => this.internalTurn(caller, id, text, requestId),
+      createKnown: (caller, id, params) => this.createKnown(caller, id, params),
+    }));
     this.tips = { store: deps.store, registry: parts.registry };
     this.resumes = { store: deps.store, committer: deps.committer, logger: deps.logger, parts };
     this.unserve = parts.routing?.serve(this) ?? null;
@@ -156,6 +159,12 @@ export class SessionManager implements ForwardedCalls {
     this.assertAccepting();
     const created = await this.admitSession(caller, () => createSession(this.deps, this.parts, caller, params, viewer));
     return { snapshot: freshSnapshot(this.deps.epoch, created.runtime), durable: created.durable };
+  }
+
+  /** The gateway's own session `id` (a bot's chat, an inbox, a room), created once (creating.ts). */
+  private createKnown(caller: Caller, id: string, params: CreateParams): Promise<boolean> {
+    this.assertAccepting();
+    return createKnownSession(this.deps, this.parts, caller, id, params, (create) => this.admitSession(caller, create));
   }
 
   /**

@@ -16,6 +16,7 @@ import { DisplayKind, ErrorCode, TetherError, type AgentReplyMetadata } from "..
 import type { Clock } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
 import type { EnvelopePatch, EnvelopeRow, ReplyStatus } from "../../store/types.js";
+import { internalCaller } from "../core/types.js";
 import { requireBot, type Directory } from "./directory.js";
 import { knownId, type SessionWork } from "./session-work.js";
 import { cutByGateway, MAX_REANSWERS, readTurnAnswer, replyText } from "../delivery/turn-answer.js";
@@ -84,7 +85,8 @@ export class EnvelopeSteps {
   private async sendLocal(e: EnvelopeRow): Promise<EnvelopePatch> {
     const bot = requireBot(this.deps.directory, e.to_name);
     const wing = await this.deps.directory.wing(bot.profile);
-    const caller = { principal: e.principal };
+    // The gateway's own work for the sender's principal: admitted when the tool call was.
+    const caller = internalCaller(e.principal, "messaging");
     const inbox = knownId("ses_agent", e.principal, e.from_profile, bot.profile);
     await wing.ensure(caller, inbox, {
       hidden: true,
@@ -104,7 +106,7 @@ export class EnvelopeSteps {
   private async localReply(e: EnvelopeRow): Promise<EnvelopePatch> {
     const bot = requireBot(this.deps.directory, e.to_name);
     const wing = await this.deps.directory.wing(bot.profile);
-    const caller = { principal: e.principal };
+    const caller = internalCaller(e.principal, "messaging");
     return wing.with(caller, e.recipient_session_id!, async (rt) => {
       await wing.settled(rt);
       const answer = await readTurnAnswer(wing.store, rt.id, e.recipient_turn_id!);

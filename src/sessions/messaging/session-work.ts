@@ -1,6 +1,6 @@
 /**
  * What bots, rooms and the agent outbox do with the sessions of one profile (one manager): make a
- * session with a known id once, work in it while it is held (opened or reopened here, parked after),
+ * session with a known id once (through the manager's one way of creating sessions), work in it while it is held (opened or reopened here, parked after),
  * append a finished message to its transcript, and ask it one question (a turn) for its answer.
  *
  * Known ids are what make "created once" hold without a table: a bot's canonical chat and a room
@@ -8,7 +8,7 @@
  * the same row and the loser finds the winner's.
  */
 import { createHash } from "node:crypto";
-import { ErrorCode, EventType, TetherError, type MessageCompletePayload, type MessageStartPayload } from "../../protocol/index.js";
+import { EventType, type MessageCompletePayload, type MessageStartPayload } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
@@ -18,15 +18,10 @@ import { newMessageRow } from "../../agent/turn-frames.js";
 import type { LiveRegistry } from "../core/live-registry.js";
 import { resolveLiveTip } from "../core/live-tip.js";
 import { assertOwner, requireRow, storage } from "../core/session-access.js";
-import { sessionInfo } from "../core/session-info.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
 import { internalCaller, type Caller, type CreateParams, type InternalProducer } from "../core/types.js";
-import type { Ownership } from "../lifecycle/ownership.js";
 import { reopenStored } from "../lifecycle/reopening.js";
 import type { ViewerBinding } from "../lifecycle/viewer-binding.js";
-import type { ModelSwitching } from "../models/model-switching.js";
-import { identityOf, mergeModelConfig } from "../models/model-identity.js";
-import { newSessionRow } from "../views/session-rows.js";
 import { isRecoverableEnd } from "../../protocol/index.js";
 import { cutByGateway, MAX_REANSWERS, readTurnAnswer, type Answer } from "../delivery/turn-answer.js";
 import type { Delivered, TipDelivery } from "../delivery/tip-delivery.js";
@@ -43,8 +38,6 @@ export interface SessionWorkDeps {
   logger: Logger;
   registry: LiveRegistry;
   binding: ViewerBinding;
-  ownership: Ownership;
-  switching: ModelSwitching;
   /** Writes a delivery into a live tip (shared with delegation). */
   delivery: TipDelivery;
   /** The turn entry: every turn of a bot, a room member or an inbox enters there. */
@@ -90,40 +83,11 @@ export class SessionWork {
 
   /**
    * Creates the caller's session `id` with `params` unless it exists (any end: a closed one stays
-   * closed for `open`). True when this call created it.
+   * closed for `open`), the one way sessions are created (the manager's, through the door). True
+   * when this call created it.
    */
-  async ensure(caller: Caller, id: string, params: CreateParams): Promise<boolean> {
-    const { store, switching, committer, ownership, clock } = this.deps;
-    const existing = await storage(() => store.getSession(id));
-    if (existing) {
-      assertOwner(caller, existing);
-      return false;
-    }
-    const follows = params.follow_profile_config || params.room_plumbing;
-    const { provider, model } = follows ? switching.profileDefault() : switching.pickModel(params.provider, params.model);
-    const row = newSessionRow({
-      id,
-      principal: caller.principal,
-      profile: this.deps.profile,
-      params,
-      provider,
-      model,
-      modelConfig: mergeModelConfig({}, identityOf(switching.catalog, provider, model)),
-      now: clock.now(),
-    });
-    try {
-      await committer.enqueue([{ op: "session.insert", row }, ownership.insertOp(id)]);
-    } catch (err) {
-      // A racing call inserted it first: that one is the session.
-      if (await store.getSession(id).catch(() => null)) return false;
-      throw err;
-    }
-    await this.with(caller, id, async (rt) => {
-      rt.log.emit(EventType.SessionInfo, sessionInfo(rt.row));
-      await storage(() => rt.log.flushed());
-    });
-    this.deps.logger.info({ session_id: id, provider, model }, "session created");
-    return true;
+  ensure(caller: Caller, id: string, params: CreateParams): Promise<boolean> {
+    return this.deps.door.createKnown(caller, id, params);
   }
 
   /**
