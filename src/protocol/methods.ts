@@ -19,6 +19,7 @@ import type {
   SessionSteerParams,
   SessionCreateParams,
   PromptCancelParams,
+  PromptEditParams,
   SessionIdParams,
   SessionListParams,
   SessionMessagesParams,
@@ -51,6 +52,7 @@ export const Method = {
   SessionUpdate: "session.update",
   SessionDelete: "session.delete",
   PromptCancel: "prompt.cancel",
+  PromptEdit: "prompt.edit",
   SessionInterrupt: "session.interrupt",
   PromptSubmit: "prompt.submit",
   SessionBranchSelect: "session.branch.select",
@@ -162,6 +164,7 @@ export interface MethodMap {
   "session.update": { params: z.input<typeof SessionUpdateParams>; result: SessionSummary };
   "session.delete": { params: z.input<typeof SessionIdParams>; result: { deleted: true } };
   "prompt.cancel": { params: z.input<typeof PromptCancelParams>; result: { status: "dequeued" | "interrupted" | "idle" } };
+  "prompt.edit": { params: z.input<typeof PromptEditParams>; result: { status: "edited" | "started" | "idle" } };
   "session.interrupt": {
     params: z.input<typeof SessionIdParams>;
     result: { status: "interrupted" | "idle" };

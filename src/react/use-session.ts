@@ -17,6 +17,10 @@ export interface UseSession extends SessionViewSnapshot {
   submit(text: string, opts?: SubmitOptions): Promise<boolean>;
   /** A new version of user message `userKey` (an edit with `text`, else the same prompt). */
   regenerate(userKey: string, text?: string): Promise<boolean>;
+  /** Continue: the last reply goes on, with no user message (`prompt.submit { continue: true }`). */
+  continueReply(): Promise<boolean>;
+  /** New text for a queued prompt, in its place (`prompt.edit`). */
+  editQueued(requestId: string, text: string): Promise<"edited" | "started" | "idle">;
   dismissPending(requestId: string): void;
 }
 
@@ -65,6 +69,8 @@ export function useSession(client: TetherClient | undefined, sessionId: string |
     view,
     submit: (text, opts) => (view ? view.submit(text, opts) : Promise.resolve(false)),
     regenerate: (key, text) => (view ? view.regenerate(key, text) : Promise.resolve(false)),
+    continueReply: () => (view ? view.continueReply() : Promise.resolve(false)),
+    editQueued: (id, text) => (view ? view.editQueued(id, text) : Promise.resolve("idle" as const)),
     dismissPending: (id) => view?.dismissPending(id),
   };
 }

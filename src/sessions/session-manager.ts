@@ -38,7 +38,7 @@ import { continuationAncestors } from "./core/live-tip.js";
 import { assertOwner, requireLive, requireRow, storage } from "./core/session-access.js";
 import { archiveSession, renameSession, setSystemPrompt, titleFromFirstPrompt } from "./core/session-info.js";
 import type { SessionRuntime } from "./core/session-runtime.js";
-import { seedHistory, type SeedMessage } from "./core/seed-history.js";
+import { ingestSeedParts, seedHistory, type SeedMessage } from "./core/seed-history.js";
 import type { Caller, CreateParams, GlobalListener, ListParams, SessionManagerDeps } from "./core/types.js";
 import type { Viewer } from "./core/viewer.js";
 import type { ConfigSetResult } from "./models/model-switching.js";
@@ -319,7 +319,7 @@ export class SessionManager implements ForwardedCalls {
   }
 
   /** A prompt's parts, checked against the limits and the model and stored (core/attachments.ts). */
-  private ingest(caller: Caller, model: string, text: string, parts: readonly PartInput[]): Promise<IngestedParts> {
+  private ingest(caller: Caller, model: string, text: string, parts: readonly PartInput[], at?: string): Promise<IngestedParts> {
     const settings = this.parts.settings;
     return ingestParts(parts, text, {
       store: this.deps.store,
@@ -328,6 +328,7 @@ export class SessionManager implements ForwardedCalls {
       limits: settings.profile?.attachments ?? settings.attachments ?? AttachmentsSchema.parse({}),
       modalities: settings.models.modalities ?? {},
       now: this.deps.clock.now(),
+      ...(at ? { at } : {}),
     });
   }
 
@@ -406,6 +407,28 @@ export class SessionManager implements ForwardedCalls {
   }
 
   /**
+   * `prompt.edit`: new text for a queued prompt, in its place (core/session-runtime.ts
+   * `editQueued`) — forwarded to the node that owns the session. Growing it holds to the queued
+   * prompt bytes quota.
+   */
+  async editQueued(caller: Caller, sessionId: string, turnId: string, text: string): Promise<"edited" | "started" | "idle"> {
+    if (!this.parts.registry.get(sessionId) && this.parts.routing) {
+      const routed = await this.forwardOrTakeOver(caller, sessionId, "turn.edit", { turn_id: turnId, text });
+      if (routed.forwarded) return routed.result as "edited" | "started" | "idle";
+    }
+    const runtime = this.parts.registry.get(sessionId);
+    if (!runtime) {
+      await requireRow(this.deps.store, caller, sessionId);
+      return "idle";
+    }
+    assertOwner(caller, runtime.row);
+    const before = runtime.turns.waitingTurn(turnId)?.text;
+    const grows = before === undefined ? 0 : Buffer.byteLength(text) - Buffer.byteLength(before);
+    if (grows > 0) this.deps.quotas?.assertQueuedBytes(caller.principal, grows);
+    return runtime.editQueued(turnId, text);
+  }
+
+  /**
    * Adds earlier messages of a conversation to a live session as complete messages; returns
    * latest_seq once they are stored — or, with `wait: false`, at once, with `stored` settling when
    * their commits did (the turn entry of a new session: its model call does not wait for them).
@@ -417,7 +440,9 @@ export class SessionManager implements ForwardedCalls {
     opts: { wait?: boolean } = {},
   ): Promise<{ latest_seq: number; stored?: Promise<void> }> {
     const runtime = await this.requireLive(caller, (await tipOf(this.tips, caller, sessionId)).id, "session.append_history");
-    const latest = await storage(() => seedHistory(runtime, messages, this.deps.clock, this.deps.ids, opts));
+    // Earlier messages' attachments are taken in as a prompt's are, before anything is written.
+    const seeded = await ingestSeedParts(messages, (parts, at) => this.ingest(caller, runtime.model, "", parts, at));
+    const latest = await storage(() => seedHistory(runtime, seeded, this.deps.clock, this.deps.ids, opts));
     return opts.wait === false ? { latest_seq: latest, stored: runtime.log.settled() } : { latest_seq: latest };
   }
 

@@ -42,6 +42,7 @@ const ROUTES: Array<{ method: string; path: string; body?: string }> = [
   { method: "GET", path: "/api/sessions" },
   { method: "POST", path: "/api/sessions", body: JSON.stringify({ cwd: "/" }) },
   { method: "GET", path: "/api/sessions/ses_x/events" },
+  { method: "GET", path: `/api/blobs/${"0".repeat(64)}` },
   { method: "GET", path: "/a2a/bots/helper/.well-known/agent-card.json" },
   { method: "POST", path: "/a2a/bots/helper", body: "{}" },
   { method: "OPTIONS", path: "/v1/chat/completions" },

@@ -11,6 +11,10 @@ import { openSse, type SseConnection } from "../support/sse-client.js";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
 import { readLog, stdioTestServer, tempLog } from "../support/mcp-fixture.js";
 import { RpcSocket } from "../support/rpc-socket.js";
+import { FakeClock } from "../../src/lib/clock.js";
+
+/** How long a first MCP call may take to reach the model's tool call (the server process starts). */
+const SLOW_START_MS = 40_000;
 
 let server: TestServer | undefined;
 let upstream: FakeOpenAI | undefined;
@@ -70,13 +74,26 @@ describe("POST /v1/runs/{id}/stop", () => {
 describe("POST /v1/runs/{id}/approval", () => {
   it("the run waits (status waiting, open_requests, keep-alives), the approval continues it; 409 once nothing waits", async () => {
     const log = tempLog();
-    server = await startTestServer({ config: { mcp_servers: { notes: stdioTestServer({ MCP_TEST_LOG: log }) }, http: { sse_keepalive_ms: 50 } } });
+    // Keep-alives on a FakeClock: each is written when the test moves time, never by a real timer,
+    // so a loaded machine cannot starve or bunch them.
+    const clock = new FakeClock();
+    const keepAliveMs = 15_000;
+    server = await startTestServer({ clock, config: { mcp_servers: { notes: stdioTestServer({ MCP_TEST_LOG: log }) }, http: { sse_keepalive_ms: keepAliveMs } } });
     const run = await startRun(server, { input: 'call: notes__write_note {"key": "a1", "value": "v"}' });
     const sse = await follow(server, run.run_id);
-    await sse.waitFor((evs) => evs.some((e) => e.event === "request.opened"));
+    // The first call spawns the MCP server (a TypeScript process): seconds on a loaded machine.
+    await sse.waitFor((evs) => evs.some((e) => e.event === "request.opened"), SLOW_START_MS);
     const waiting = await runOf(server, run.run_id);
     expect(waiting).toMatchObject({ status: "waiting", open_requests: [{ kind: "approval", tool: "notes__write_note" }] });
-    await sse.waitFor(() => sse.comments.filter((c) => c === "keep-alive").length >= 2);
+    const keepAlives = () => sse.comments.filter((c) => c === "keep-alive").length;
+    expect(keepAlives()).toBe(0);
+    await clock.advance(keepAliveMs - 1);
+    expect(keepAlives()).toBe(0);
+    for (const n of [1, 2]) {
+      await clock.advance(keepAliveMs);
+      await sse.waitFor(() => keepAlives() >= n);
+    }
+    expect(sse.events.at(-1)?.event).toBe("request.opened");
 
     const bad = await post(server, `/v1/runs/${run.run_id}/approval`, { choice: "once", request_id: "req_nope" });
     expect(bad.status).toBe(409);
@@ -90,7 +107,7 @@ describe("POST /v1/runs/{id}/approval", () => {
     const late = await post(server, `/v1/runs/${run.run_id}/approval`, { choice: "once" });
     expect(late.status).toBe(409);
     expect((await late.json()).error.code).toBe("no_open_request");
-  });
+  }, 60_000);
 });
 
 describe("steering", () => {

@@ -392,7 +392,7 @@ function Composer({ ctl, model }: { ctl: AppController; model?: SessionModel }) 
   const att = useAttachments((message) => ctl.toast(message, "error", 8000));
   const area = useRef<HTMLTextAreaElement>(null);
   useEffect(() => area.current?.focus(), [model?.sessionId]);
-  // An edited queued prompt comes back here.
+  // A first prompt whose session could not be created comes back here.
   useEffect(() => {
     if (ctl.composerDraft.seq === 0) return;
     setText(ctl.composerDraft.text);

@@ -5,7 +5,7 @@ import { MessageAttachments } from "./attachments.js";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Usage } from "../../src/protocol/index.js";
 import { interruptedLabel } from "./labels.js";
-import type { Block, DelegationTaskView, PendingPrompt } from "./model.js";
+import type { Block, DelegationTaskView } from "./model.js";
 import { highlightJson, renderMarkdown } from "./markdown.js";
 
 const LAYER_TITLES: Record<string, string> = {
@@ -80,6 +80,17 @@ export interface ExchangeActions {
   resume?: () => void;
   /** Edits the user message and resends it. */
   edit?: (text: string) => void;
+}
+
+/**
+ * A reply that a Continue went on with (prompt.submit { continue: true }) shows as one reply:
+ * `after` — this part continues the one above (no avatar, flush); `before` — a continuation follows
+ * (its cut badge and actions go: the last part has them); `text` — the whole reply (the last part's Copy).
+ */
+export interface ReplyJoin {
+  after?: boolean;
+  before?: boolean;
+  text?: string;
 }
 
 function CopyButton({ text, copy, label = "Copy" }: { text: string; copy(text: string): Promise<boolean>; label?: string }) {
@@ -177,13 +188,20 @@ function usageText(u: Usage): string {
   return `${u.prompt_tokens.toLocaleString()} in · ${u.completion_tokens.toLocaleString()} out`;
 }
 
-function AssistantBlock({ block, actions, ex }: { block: Extract<Block, { kind: "assistant" }>; actions: BlockActions; ex: ExchangeActions }) {
+function AssistantBlock({ block, actions, ex, join = {} }: { block: Extract<Block, { kind: "assistant" }>; actions: BlockActions; ex: ExchangeActions; join?: ReplyJoin }) {
   const paused = block.status === "streaming" && actions.paused;
   const usage = actions.usage(block.key);
   return (
-    <div class="row row-assistant" data-kind="assistant" data-key={block.key} data-status={block.status} data-paused={paused ? "true" : undefined}>
-      <div class="avatar" aria-hidden="true">
-        T
+    <div
+      class={`row row-assistant${join.after ? " row-continued" : ""}`}
+      data-kind="assistant"
+      data-key={block.key}
+      data-status={block.status}
+      data-paused={paused ? "true" : undefined}
+      data-continues={join.after ? "true" : undefined}
+    >
+      <div class={join.after ? "avatar avatar-blank" : "avatar"} aria-hidden="true">
+        {join.after ? "" : "T"}
       </div>
       <div class="assistant-body">
         {block.reasoning && (
@@ -201,14 +219,14 @@ function AssistantBlock({ block, actions, ex }: { block: Extract<Block, { kind: 
         ) : (
           block.status === "streaming" && <span class="sr-only">Streaming…</span>
         )}
-        {block.status === "interrupted" && (
+        {block.status === "interrupted" && !join.before && (
           <div class="badge badge-warn" role="note" data-testid="interrupted-badge" data-cause={block.stopReason ?? "unknown"}>
             {interruptedLabel(block.stopReason)}
           </div>
         )}
-        {block.status !== "streaming" && (
+        {block.status !== "streaming" && !join.before && (
           <div class="msg-actions">
-            {block.text && <CopyButton text={block.text} copy={actions.copy} label="Copy reply" />}
+            {block.text && <CopyButton text={join.text ?? block.text} copy={actions.copy} label="Copy reply" />}
             {ex.resume && block.status === "interrupted" && (
               <button type="button" class="msg-action" onClick={ex.resume}>
                 Continue
@@ -231,12 +249,12 @@ function AssistantBlock({ block, actions, ex }: { block: Extract<Block, { kind: 
   );
 }
 
-export function BlockView({ block, actions, ex = {} }: { block: Block; actions: BlockActions; ex?: ExchangeActions }) {
+export function BlockView({ block, actions, ex = {}, join }: { block: Block; actions: BlockActions; ex?: ExchangeActions; join?: ReplyJoin }) {
   switch (block.kind) {
     case "user":
       return <UserBlock block={block} actions={actions} ex={ex} />;
     case "assistant":
-      return <AssistantBlock block={block} actions={actions} ex={ex} />;
+      return <AssistantBlock block={block} actions={actions} ex={ex} {...(join ? { join } : {})} />;
     case "tool":
       return <ToolCard block={block} />;
     case "error":
@@ -452,55 +470,6 @@ function ErrorCard({ block, actions, ex }: { block: Extract<Block, { kind: "erro
           {block.traceId && <span>trace {block.traceId}</span>}
         </div>
       )}
-    </div>
-  );
-}
-
-export function PendingView({
-  prompt,
-  paused,
-  onDismiss,
-  onRetry,
-  onCancel,
-  onEdit,
-}: {
-  prompt: PendingPrompt;
-  paused: boolean;
-  onDismiss(): void;
-  onRetry(): void;
-  onCancel(): void;
-  onEdit(): void;
-}) {
-  return (
-    <div class="row row-user pending" data-kind="pending" data-status={prompt.status}>
-      <div class="bubble bubble-user bubble-pending">
-        <div class="user-text">{prompt.text}</div>
-        <div class="pending-meta">
-          {prompt.status === "queued" && (
-            <>
-              <span class="badge badge-queued">Queued — runs after the current turn</span>
-              <button type="button" class="link" onClick={onEdit}>
-                Edit
-              </button>
-              <button type="button" class="link" onClick={onCancel}>
-                Cancel
-              </button>
-            </>
-          )}
-          {prompt.status === "sending" && <span class="badge badge-queued">{paused ? "Waiting for the connection…" : "Sending…"}</span>}
-          {prompt.status === "failed" && (
-            <>
-              <span class="badge badge-error">Not sent: {prompt.error}</span>
-              <button type="button" class="link" onClick={onRetry}>
-                Retry
-              </button>
-              <button type="button" class="link" onClick={onDismiss}>
-                Dismiss
-              </button>
-            </>
-          )}
-        </div>
-      </div>
     </div>
   );
 }

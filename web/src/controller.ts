@@ -72,7 +72,7 @@ export class AppController {
   currentId: string | undefined;
   confirm: ConfirmRequest | undefined;
   toasts: Toast[] = [];
-  /** What the composer should show next (an edited queued prompt): `seq` tells a new one. */
+  /** What the composer should show next (a first prompt whose session could not be created): `seq` tells a new one. */
   composerDraft = { text: "", seq: 0 };
   /** What the page's live region says: a reply that finished (never each word as it streams). */
   announcement = "";
@@ -516,12 +516,25 @@ export class AppController {
     return q.text;
   }
 
-  /** Cancels a queued prompt and puts its text back in the composer, to edit and send again. */
-  async editPending(requestId: string): Promise<void> {
-    await this.cancelPending(requestId, (text) => {
-      this.composerDraft = { text, seq: this.composerDraft.seq + 1 };
-    });
-    this.changed();
+  /**
+   * Edits a queued prompt in its place (`prompt.edit`): it keeps its turn in the queue. Too late
+   * (it started) or gone, the toast says so and nothing changes.
+   */
+  async editQueued(requestId: string, text: string): Promise<void> {
+    try {
+      const status = await this.requireView().editQueued(requestId, text);
+      if (status === "started") this.toast("It had started: the edit was not applied", "info");
+      else if (status === "idle") this.toast("That prompt no longer waits: the edit was not applied", "info");
+    } catch (err) {
+      this.toast(`Edit failed: ${errorText(err)}`, "error");
+    }
+  }
+
+  /** Continue: the stopped reply goes on in the same exchange, with no prompt of the user's (`prompt.submit { continue: true }`). */
+  continueReply(): Promise<boolean> {
+    const model = this.current;
+    if (!model || !this.client || model.state === "ended") return Promise.resolve(false);
+    return this.requireView().continueReply();
   }
 
   dismissPending(requestId: string): void {

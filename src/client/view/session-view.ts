@@ -288,9 +288,10 @@ export class SessionView {
    */
   async submit(text: string, opts: SubmitOptions = {}): Promise<boolean> {
     const model = this.current;
-    if (!model || !text.trim() || model.state === "ended") return false;
+    if (!model || (!text.trim() && !opts.continues) || model.state === "ended") return false;
     const requestId = (this.opts.newRequestId ?? defaultRequestId)();
-    model.pending = [...model.pending, { requestId, text, status: "sending", ...(opts.replaces ? { replaces: opts.replaces } : {}) }];
+    const kind = opts.continues ? { continues: true as const } : opts.replaces ? { replaces: opts.replaces } : {};
+    model.pending = [...model.pending, { requestId, text: opts.continues ? "" : text, status: "sending", ...kind }];
     model.version++;
     this.emit();
     const sessionId = model.sessionId;
@@ -314,6 +315,27 @@ export class SessionView {
     const user = this.current?.blocks.find((b) => b.key === userKey);
     if (!user || user.kind !== "user") return Promise.resolve(false);
     return this.submit(text ?? user.text, { replaces: userKey, ...(text === undefined ? { sameText: true } : {}) });
+  }
+
+  /**
+   * Continue: the last reply goes on in a turn with no user message (`prompt.submit { continue:
+   * true }`), pending (`continues`) until its turn starts; sent as idempotently as any prompt.
+   */
+  continueReply(): Promise<boolean> {
+    return this.submit("", { continues: true });
+  }
+
+  /**
+   * New text for a queued prompt in its place (`prompt.edit`): the pending entry shows it once the
+   * gateway changed it. Answers the gateway's status; `started` or `idle` leave the entry as it was.
+   */
+  async editQueued(requestId: string, text: string): Promise<"edited" | "started" | "idle"> {
+    const model = this.current;
+    const q = model?.pending.find((x) => x.requestId === requestId);
+    if (!model || !q?.turnId || q.continues || !text.trim()) return "idle";
+    const { status } = await this.client.call(Method.PromptEdit, { session_id: model.sessionId, turn_id: q.turnId, text });
+    if (status === "edited") this.update((m) => (m.pending = m.pending.map((x) => (x.requestId === requestId ? { ...x, text } : x))));
+    return status;
   }
 
   /** Removes a pending prompt from the view (one that failed, or one cancelled with `prompt.cancel`). */

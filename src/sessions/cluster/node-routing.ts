@@ -38,6 +38,7 @@ export interface ForwardedCalls {
   interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }>;
   steer(caller: Caller, sessionId: string, text: string, turnId?: string): Promise<unknown>;
   cancelTurn(caller: Caller, sessionId: string, turnId: string): Promise<"interrupted" | "dequeued" | "idle">;
+  editQueued(caller: Caller, sessionId: string, turnId: string, text: string): Promise<"edited" | "started" | "idle">;
   configSet(caller: Caller, sessionId: string, key: string, value: unknown, confirm?: boolean): Promise<ConfigSetResult>;
   respond(caller: Caller, sessionId: string, requestId: string, answer: Record<string, unknown>): Promise<unknown>;
   processList(caller: Caller, sessionId: string): Promise<unknown>;
@@ -126,6 +127,8 @@ export class NodeRouting {
         return calls.steer(caller, p.session_id, p.text ?? "", p.turn_id);
       case "turn.cancel":
         return calls.cancelTurn(caller, p.session_id, p.turn_id ?? "");
+      case "turn.edit":
+        return calls.editQueued(caller, p.session_id, p.turn_id ?? "", p.text ?? "");
       case "config.set":
         return calls.configSet(caller, p.session_id, p.key ?? "", p.value, p.confirm ?? false);
       case "request.respond":

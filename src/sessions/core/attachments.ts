@@ -23,6 +23,8 @@ export interface IngestContext {
   limits: AttachmentsConfig;
   modalities: Readonly<Record<string, readonly Modality[]>>;
   now: number;
+  /** What refusals call the list (`parts.N`, or an earlier message's `messages.3.content.N`); default `parts`. */
+  at?: string;
 }
 
 export interface IngestedParts {
@@ -55,8 +57,8 @@ export async function ingestParts(input: readonly PartInput[], text: string, ctx
       continue;
     }
     if (!takes.includes(p.type)) {
-      throw new TetherError(ErrorCode.ModelCannotTakePart, `parts.${i}: model ${ctx.model} cannot take ${p.type} parts (it takes ${takes.join(", ")}; config models.modalities)`, {
-        part: `parts.${i}`,
+      throw new TetherError(ErrorCode.ModelCannotTakePart, `${ctx.at ?? "parts"}.${i}: model ${ctx.model} cannot take ${p.type} parts (it takes ${takes.join(", ")}; config models.modalities)`, {
+        part: `${ctx.at ?? "parts"}.${i}`,
         type: p.type,
         model: ctx.model,
       });
@@ -69,7 +71,7 @@ export async function ingestParts(input: readonly PartInput[], text: string, ctx
 }
 
 async function attachmentOf(p: Exclude<PartInput, { type: "text" }>, i: number, ctx: IngestContext, blobs: BlobRow[]): Promise<AttachmentPart> {
-  const at = `parts.${i}`;
+  const at = `${ctx.at ?? "parts"}.${i}`;
   const base = { ...(p.filename !== undefined && p.type === "file" ? { filename: p.filename } : {}), ...(p.detail !== undefined && p.type === "image" ? { detail: p.detail } : {}) };
   if (p.sha256 !== undefined) {
     // Only a blob the caller's own sessions hold: a hash alone must not open another's bytes.
