@@ -178,6 +178,27 @@ describe("blocking: false", () => {
 });
 
 describe("A2A messages are bounded", () => {
+  it("message/stream and tasks/resubscribe are refused the SDK's way (the card says streaming: false): JSON-RPC -32004, no task stored", async () => {
+    const s = await gateway();
+    const rpc = async (method: string, params: unknown) => {
+      const res = await fetch(`${s.url}/a2a/bots/beta`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer key-alice" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 7, method, params }),
+      });
+      expect(res.status).toBe(200);
+      return (await res.json()) as { id: unknown; error?: { code: number; message: string } };
+    };
+    const m = message("count to 3");
+    const streamed = await rpc("message/stream", { message: m });
+    expect(streamed).toMatchObject({ id: 7, error: { code: -32004 } });
+    expect(streamed.error!.message).toContain("message/stream");
+    expect((await rpc("tasks/resubscribe", { id: m.messageId })).error).toMatchObject({ code: -32004 });
+    // Nothing ran: no task under that message.
+    const c = await client(s, "key-alice");
+    expect(await c.getTask({ id: m.messageId })).toMatchObject({ error: { code: -32001 } });
+  });
+
   it("a message over messaging.max_message_bytes answers 413 message_too_large before anything is stored; one under it is answered", async () => {
     const s = await gateway({ messaging: { max_message_bytes: 4096 } });
     const body = (text: string) => JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: message(text) } });

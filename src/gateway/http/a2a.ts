@@ -9,9 +9,11 @@
  * an unknown id); the executor publishes the task `working` first — so `blocking: false` answers
  * at once — then asks the bot and publishes how it ended.
  *
- * HTTP-level failures (no such bot, a body that is not JSON or too large, a message over
- * `messaging.max_message_bytes`) take the house error path (errors.ts); JSON-RPC-level ones are the
- * SDK's. The SDK is imported on the first A2A request, never at start.
+ * HTTP-level failures (no such bot, a body that is not JSON or too large — the house body reader
+ * and its limit —, a message over `messaging.max_message_bytes`) take the house error path
+ * (errors.ts); JSON-RPC-level ones are the SDK's own `A2AError`s, the streaming methods included
+ * (the card says `streaming: false`, and the SDK's handler refuses them by that: -32004). Times
+ * are the gateway's Clock (a2a-tasks.ts). The SDK is imported on the first A2A request, never at start.
  */
 import type { Context } from "hono";
 import type { Routes } from "./lazy-routes.js";
@@ -36,9 +38,6 @@ export interface A2ADeps {
   version: string;
 }
 
-/** Methods that answer with a stream: the card says `streaming: false`, and they are refused by name. */
-const STREAMING = new Set(["message/stream", "tasks/resubscribe"]);
-
 /** A JSON-RPC request as far as this route reads it; the SDK checks the rest. */
 const RpcRequest = z.looseObject({ method: z.unknown().optional(), id: z.unknown().optional(), params: z.unknown().optional() });
 
@@ -55,9 +54,6 @@ export function mountA2A(app: Routes, deps: A2ADeps): void {
     // A key given some profiles (a peer's: `scopes: [a2a], profiles: [helper]`) messages those bots only.
     assertProfileAllowed(c.get("principal"), bot.profile);
     const body = await readJson(c, RpcRequest);
-    if (STREAMING.has(String(body.method))) {
-      return c.json({ jsonrpc: "2.0", id: body.id ?? null, error: { code: -32004, message: "Streaming is not supported by this agent (its card says streaming: false)" } });
-    }
     checkMessageSize(body, deps.profiles.messaging.maxMessageBytes());
     const sdk = await import("@a2a-js/sdk/server");
     let handler = handlers.get(bot.profile);
