@@ -565,6 +565,14 @@ export class SessionManager implements ForwardedCalls {
     return this.parts.views.stats(null);
   }
 
+  /**
+   * Throws 4101/4102 when the caller could not start one more turn of `bytes` now (no reservation):
+   * for work accepted here that runs its turn later as the gateway's own (an A2A message).
+   */
+  assertTurnRoom(caller: Caller, bytes: number): void {
+    this.deps.quotas?.assertTurn(caller.principal, bytes);
+  }
+
   /** Running plus queued turns of the caller's live sessions: what the per-principal turn limit counts. */
   turnCount(caller: Caller): number {
     return this.parts.views.turnCount(caller);

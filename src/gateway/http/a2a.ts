@@ -54,7 +54,10 @@ export function mountA2A(app: Routes, deps: A2ADeps): void {
     // A key given some profiles (a peer's: `scopes: [a2a], profiles: [helper]`) messages those bots only.
     assertProfileAllowed(c.get("principal"), bot.profile);
     const body = await readJson(c, RpcRequest);
-    checkMessageSize(body, deps.profiles.messaging.maxMessageBytes());
+    const bytes = checkMessageSize(body, deps.profiles.messaging.maxMessageBytes());
+    // A message is admitted here, by the principal's turn quotas (429 too_many_turns): once the SDK
+    // has its task, the turn that answers it is durable work the quotas count but never refuse.
+    if (body.method === "message/send" && bytes > 0) (await deps.profiles.profile(bot.profile)).sessions.assertTurnRoom(c.get("caller"), bytes);
     const sdk = await import("@a2a-js/sdk/server");
     let handler = handlers.get(bot.profile);
     if (!handler) {
@@ -76,15 +79,16 @@ function requireBot(deps: A2ADeps, name: string): Bot {
 
 /**
  * A message over the limit is refused before the SDK sees it (413, naming the limit): it would be
- * stored with its task and sent to the model whole.
+ * stored with its task and sent to the model whole. Answers its size (0: no message).
  */
-function checkMessageSize(body: z.infer<typeof RpcRequest>, limit: number): void {
+function checkMessageSize(body: z.infer<typeof RpcRequest>, limit: number): number {
   const message = (body.params as { message?: unknown } | undefined)?.message;
-  if (message === undefined) return;
+  if (message === undefined) return 0;
   const bytes = Buffer.byteLength(JSON.stringify(message));
   if (bytes > limit) {
     throw new HttpError(413, "message_too_large", `The A2A message is ${bytes} bytes, over the limit of ${limit} (config messaging.max_message_bytes)`, "params.message");
   }
+  return bytes;
 }
 
 function origin(c: Context<AppEnv>): string {

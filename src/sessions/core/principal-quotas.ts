@@ -67,7 +67,10 @@ export class PrincipalQuotas {
     return () => this.sources.delete(counts);
   }
 
-  /** Runs `start` (which registers one turn of `bytes` prompt bytes) if the caller is under its turn quotas; else 4101/4102. */
+  /**
+   * Runs `start` (which registers one turn of `bytes` prompt bytes) if the caller is under its turn
+   * quotas, else 4101/4102; an internal caller's turn is counted, never refused.
+   */
   async admitTurn<T>(caller: Caller, bytes: number, start: () => Promise<T>): Promise<T> {
     const p = caller.principal;
     if (!caller.internal) this.assertTurn(p, bytes);
@@ -119,7 +122,8 @@ export class PrincipalQuotas {
 
   /**
    * Runs `create` (which registers one live session) if the caller is under its live-session
-   * quota and its creation rate; else 4103/4104. The rate's token is spent at admission.
+   * quota and its creation rate; else 4103/4104. The rate's token is spent at admission. An
+   * internal caller's session is counted, never refused (and spends no token).
    */
   async admitSession<T>(caller: Caller, create: () => Promise<T>): Promise<T> {
     const p = caller.principal;
