@@ -6,7 +6,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Usage } from "../../src/protocol/index.js";
 import { interruptedLabel } from "./labels.js";
 import type { Block, DelegationTaskView } from "./model.js";
-import { highlightJson, renderMarkdown } from "./markdown.js";
+import { hasMath, highlightJson, renderMarkdown } from "./markdown.js";
 
 const LAYER_TITLES: Record<string, string> = {
   provider: "Provider error",
@@ -36,13 +36,18 @@ export function Markdown({ text, className, copy }: { text: string; className?: 
         const code = head.parentElement?.querySelector("code")?.textContent ?? "";
         void copy(code).then((ok) => {
           if (!ok) return;
-          btn.textContent = "Copied ✓";
+          btn.textContent = "Copied";
           setTimeout(() => (btn.textContent = "Copy"), 2000);
         });
       });
       head.appendChild(btn);
     }
   }, [html, copy]);
+  // Formulas are typeset by KaTeX, loaded the first time a message holds one (math.ts).
+  useEffect(() => {
+    if (!hasMath(html)) return;
+    void import("./math.js").then((m) => root.current && m.typesetMath(root.current));
+  }, [html]);
   return <div ref={root} class={`md ${className ?? ""}`} dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
@@ -108,7 +113,7 @@ function CopyButton({ text, copy, label = "Copy" }: { text: string; copy(text: s
         }
       }}
     >
-      {copied ? "Copied ✓" : "Copy"}
+      {copied ? "Copied" : "Copy"}
     </button>
   );
 }
@@ -325,7 +330,7 @@ function DelegationCard({ block }: { block: Extract<Block, { kind: "delegation" 
     >
       <div class="card-head">
         <span class="card-icon" aria-hidden="true">
-          {block.delegationKind === "review" ? "✎" : "⇄"}
+          <Icon name={block.delegationKind === "review" ? "review" : "delegate"} />
         </span>
         <span class="card-title">{delegationTitle(block.delegationKind, total)}</span>
         {duration && <span class="card-meta">{duration}</span>}
@@ -339,7 +344,7 @@ function DelegationCard({ block }: { block: Extract<Block, { kind: "delegation" 
             class="link"
             onClick={() => document.querySelector(`[data-kind="delegation-result"][data-key="${CSS.escape(block.resultKey!)}"]`)?.scrollIntoView({ behavior: "smooth", block: "center" })}
           >
-            Show the result ↓
+            Show the result <Icon name="down" size={14} />
           </button>
         </div>
       )}
@@ -361,7 +366,7 @@ function DelegationResultCard({ block }: { block: Extract<Block, { kind: "delega
     >
       <div class="card-head">
         <span class="card-icon" aria-hidden="true">
-          {review ? "✎" : "↩"}
+          <Icon name={review ? "review" : "result"} />
         </span>
         <span class="card-title">{review ? "Review result" : block.total === 1 ? "Sub-agent result" : "Sub-agent results"}</span>
         {block.durationMs !== undefined && <span class="card-meta">{formatDuration(block.durationMs)}</span>}
@@ -461,7 +466,7 @@ function ErrorCard({ block, actions, ex }: { block: Extract<Block, { kind: "erro
             }
           }}
         >
-          {copied ? "Copied ✓" : "Copy diagnostics"}
+          {copied ? "Copied" : "Copy diagnostics"}
         </button>
       </div>
       {(block.turnId || block.traceId) && (

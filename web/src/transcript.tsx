@@ -4,6 +4,7 @@
  * kept), and a prompt with several versions shows "‹ n / N ›" to switch — a durable change every
  * browser sees. Continue is offered on the newest exchange only (it follows the last reply).
  */
+import { Icon } from "./icons.js";
 import { Fragment } from "preact";
 import { BlockView, type BlockActions, type ExchangeActions, type ReplyJoin } from "./blocks.js";
 import { PendingView } from "./pending.js";
@@ -53,13 +54,13 @@ function VersionSwitch({ place, busy, onChoose }: { place: VersionPlace; busy: b
         disabled={busy || !place.previous}
         onClick={() => place.previous && onChoose(place.previous)}
       >
-        ‹
+        <Icon name="prev" size={14} />
       </button>
       <span class="versions-count">
         {place.n} / {place.of}
       </span>
       <button type="button" class="msg-action" aria-label="Next version" disabled={busy || !place.next} onClick={() => place.next && onChoose(place.next)}>
-        ›
+        <Icon name="next" size={14} />
       </button>
     </div>
   );

@@ -15,6 +15,7 @@ import type { AttachmentsConfig } from "../../config/index.js";
 import { modalitiesOf, type Modality } from "../../agent/model-modalities.js";
 import { imageSize } from "../../lib/image-size.js";
 import type { BlobRow, Store } from "../../store/types.js";
+import { storage } from "./session-access.js";
 
 export interface IngestContext {
   store: Store;
@@ -149,4 +150,15 @@ function sniff(b: Buffer): string {
 
 function invalid(at: string, why: string): TetherError {
   return new TetherError(ErrorCode.InvalidAttachment, `${at}: ${why}`, { part: at });
+}
+
+/**
+ * `GET /api/blobs/{sha256}`: an attachment's bytes, only when one of the principal's sessions
+ * references it — an unknown hash and another principal's answer the same 4115.
+ */
+export async function readOwnBlob(store: Store, principal: string, sha256: string): Promise<{ media_type: string; data: Uint8Array }> {
+  const blobs = store.blobs;
+  const row = /^[0-9a-f]{64}$/.test(sha256) && blobs ? await storage(() => blobs.readBlob(principal, sha256)) : null;
+  if (!row) throw new TetherError(ErrorCode.BlobNotFound);
+  return { media_type: row.media_type, data: row.data };
 }
