@@ -1,7 +1,8 @@
 /**
  * What bots, rooms and the agent outbox do with the sessions of one profile (one manager): make a
- * session with a known id once (through the manager's one way of creating sessions), work in it while it is held (opened or reopened here, parked after),
- * append a finished message to its transcript, and ask it one question (a turn) for its answer.
+ * session with a known id once (the manager's one way of creating sessions), work in it while it
+ * is held (opened or reopened here, parked after), append a finished message to its transcript,
+ * and ask it one question (a turn, through the turn entry) for its answer.
  *
  * Known ids are what make "created once" hold without a table: a bot's canonical chat and a room
  * member's session are named by a hash of who and what they are for, so two racing calls insert
