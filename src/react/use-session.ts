@@ -8,7 +8,7 @@
  *   session.blocks.map((b) => …);  await session.submit("hello");
  */
 import { useEffect, useState, useSyncExternalStore } from "react";
-import { SessionView, type SessionViewOptions, type SessionViewSnapshot, type SubmitOptions, type TetherClient } from "../client/index.js";
+import { SessionView, type ProcessInfo, type SessionViewOptions, type SessionViewSnapshot, type SubmitOptions, type TetherClient } from "../client/index.js";
 
 export interface UseSession extends SessionViewSnapshot {
   /** The SessionView under the hook (undefined until the client is given). */
@@ -22,6 +22,8 @@ export interface UseSession extends SessionViewSnapshot {
   /** New text for a queued prompt, in its place (`prompt.edit`). */
   editQueued(requestId: string, text: string): Promise<"edited" | "started" | "idle">;
   dismissPending(requestId: string): void;
+  /** Stops a background process of the session (`process.kill`); rejects with the SDK's RpcError. */
+  killProcess(id: string): Promise<ProcessInfo>;
 }
 
 const EMPTY: SessionViewSnapshot = {
@@ -72,5 +74,6 @@ export function useSession(client: TetherClient | undefined, sessionId: string |
     continueReply: () => (view ? view.continueReply() : Promise.resolve(false)),
     editQueued: (id, text) => (view ? view.editQueued(id, text) : Promise.resolve("idle" as const)),
     dismissPending: (id) => view?.dismissPending(id),
+    killProcess: (id) => (view ? view.killProcess(id) : Promise.reject(new Error("no session is open"))),
   };
 }

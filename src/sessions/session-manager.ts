@@ -24,7 +24,7 @@ import { exportSession, type ExportFormat } from "./views/session-export.js";
 import type { RequestAnswer } from "./requests/request-shapes.js";
 import type { SessionWork } from "./messaging/session-work.js";
 import { applyLiveConfig, assembleSessions, type SessionParts } from "./assembly.js";
-import { admitSession, createSession } from "./creating.js";
+import { admitSession, createSession, listWorkspaceFolders } from "./creating.js";
 import { detachViewer, detachFrom, resumeSession, type ResumeDeps } from "./resuming.js";
 import { lineageDelegations, sinceOf } from "./session-reads.js";
 import { runTurn, type TurnConfig } from "./commands/turn-steps.js";
@@ -206,6 +206,8 @@ export class SessionManager implements TurnEntrance {
   openRequests = (caller: Caller, sessionId: string) => this.parts.approvals.open(caller, sessionId);
   approvals = (caller: Caller) => this.parts.approvals.list(caller);
   revokeApproval = (caller: Caller, tool: string) => this.parts.approvals.revoke(caller, tool);
+  /** `workspace.folders`: the folder picker's listing of this profile's roots (creating.ts). */
+  workspaceFolders = (_caller: Caller, path: string | undefined) => listWorkspaceFolders(this.deps, path);
   since = (caller: Caller, sessionId: string, afterSeq: number, opts: SinceOptions = {}) => sinceOf(this.parts, caller, sessionId, afterSeq, opts, false);
   /** since() as JSON text, stored frames spliced in unparsed (the WebSocket fast path). */
   sinceJson = (caller: Caller, sessionId: string, afterSeq: number, opts: SinceOptions = {}) => sinceOf(this.parts, caller, sessionId, afterSeq, opts, true);

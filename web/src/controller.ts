@@ -14,9 +14,11 @@ import {
   type ClientStatus,
   type Frame,
   type PartInput,
+  type ProcessInfo,
   type SessionSummary,
 } from "../../src/client/index.js";
 import { isRecoverableEnd } from "../../src/protocol/end-reasons.js";
+import type { WorkspaceFoldersResult } from "../../src/protocol/methods.js";
 import { BROWSER_TOOLS, installBrowserTools } from "./browser-tools.js";
 import type { SessionModel } from "./model.js";
 
@@ -78,6 +80,8 @@ export class AppController {
   announcement = "";
   /** The model a draft's session is created on (picked in the draft's model menu; absent: the profile's). */
   draftModel: string | undefined;
+  /** The folder a draft's session is created in (picked among the workspace roots: folders.tsx); absent: none. */
+  draftCwd: string | undefined;
   /** The draft's first prompt while its session is being created (`startSession`). */
   starting: string | undefined;
   /** The system prompt new sessions start with ("" = the profile's). */
@@ -105,7 +109,7 @@ export class AppController {
     if (!err) return undefined;
     return err instanceof RpcError && err.code === ErrorCode.NotFound ? "This session does not exist (or belongs to someone else)." : errorText(err);
   }
-  /** The tab's SDK client, for panels that make their own calls (processes.tsx). */
+  /** The tab's SDK client, for panels that make their own calls (processes.tsx pages a process's output). */
   get sdk(): TetherClient | undefined {
     return this.client;
   }
@@ -419,6 +423,7 @@ export class AppController {
         client_tools: BROWSER_TOOLS,
         ...(this.newSessionPrompt ? { system_prompt: this.newSessionPrompt } : {}),
         ...(this.draftModel ? { model: this.draftModel } : {}),
+        ...(this.draftCwd ? { cwd: this.draftCwd } : {}),
       });
       // currentId first: the hash change that follows finds the session already open.
       this.currentId = snap.session_id;
@@ -514,6 +519,18 @@ export class AppController {
     beforeRemoved?.(q.text);
     this.dismissPending(requestId);
     return q.text;
+  }
+
+  /** `workspace.folders`: the folder picker's listing — the profile's roots, or a folder's sub-folders. */
+  listFolders(path?: string): Promise<WorkspaceFoldersResult> {
+    if (!this.client) return Promise.reject(new Error("not connected"));
+    return this.client.call(Method.WorkspaceFolders, path ? { path } : {});
+  }
+
+  /** The draft's folder (one `listFolders` offered; the gateway checks it again at create). */
+  chooseFolder(path: string | undefined): void {
+    this.draftCwd = path;
+    this.changed();
   }
 
   /**
@@ -712,6 +729,20 @@ export class AppController {
       await this.view?.refreshTodo();
     } catch {
       // shown from frames anyway
+    }
+  }
+
+  /** The open session's background processes, as the SDK's view keeps them (process.list at open, then frames). */
+  get processes(): readonly ProcessInfo[] {
+    return this.view?.getSnapshot().processes ?? [];
+  }
+
+  /** Stop on a process row: the view shows it ended once the gateway answers. */
+  async killProcess(id: string): Promise<void> {
+    try {
+      await this.requireView().killProcess(id);
+    } catch (err) {
+      this.toast(`Could not stop the process: ${errorText(err)}`, "error");
     }
   }
 }

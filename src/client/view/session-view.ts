@@ -10,6 +10,10 @@
  *   await view.open(sessionId);
  *   await view.submit("hello");
  *
+ * Background processes come from `process.list` when a session opens (the frames only say what
+ * changed) and from `process.started` / `process.exited` / `process.output` frames after it: an
+ * app shows them with no poll of its own.
+ *
  * `subscribe` / `getSnapshot` fit React's `useSyncExternalStore`: the snapshot is a new object
  * after every change and the same one between changes.
  */
@@ -343,6 +347,16 @@ export class SessionView {
     this.update((m) => {
       m.pending = m.pending.filter((q) => q.requestId !== requestId);
     });
+  }
+
+  /**
+   * Stops background process `id` of the open session (`process.kill`: SIGTERM, SIGKILL after
+   * 2 s); resolves with it ended. The view shows that from its `process.exited` frame.
+   */
+  async killProcess(id: string): Promise<ProcessInfo> {
+    const model = this.current;
+    if (!model) throw new Error("no session is open");
+    return (await this.client.call(Method.ProcessKill, { session_id: model.sessionId, id })).process;
   }
 
   /** Reads the todo again (`todo.get`): applied only when not older than the one shown. */

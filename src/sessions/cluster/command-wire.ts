@@ -38,7 +38,7 @@ const WIRE: { [K in CommandKind]: z.ZodType } = {
   "session.steer": z.strictObject({ ...base, text: z.string(), turn_id: id.optional() }),
   "session.interrupt": z.strictObject(base),
   "turn.cancel": z.strictObject({ ...base, turn_id: id }),
-  // Newer than version 0, but an older node does not know the method at all and refuses it by name.
+  // Version 1 (versionNeeded): an older node does not know the method at all and refuses it by name.
   "turn.edit": z.strictObject({ ...base, turn_id: id, text: z.string() }),
   "session.branch.select": z.strictObject({ ...base, message_id: id }),
   "config.set": z.strictObject({ ...base, key: z.string(), value: z.unknown(), confirm: z.boolean().optional() }),
@@ -59,6 +59,8 @@ const WIRE: { [K in CommandKind]: z.ZodType } = {
 
 /** The oldest wire version that reads every field of `command` (0: the nodes before `v`). */
 export function versionNeeded(command: SessionCommand): number {
+  // turn.edit: a kind older nodes never had — under its versioned name the refusal is told as such (4052).
+  if (command.kind === "turn.edit") return 1;
   return command.kind === "prompt.submit" && command.parts !== undefined ? 1 : 0;
 }
 
