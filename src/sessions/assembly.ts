@@ -3,9 +3,11 @@
  * core up, each handed the parts below it — no part is told about one above it. The only turn
  * back is the registry's opener: a turn may open sessions (a continuation, a sub-agent's child),
  * so the wings open through the live registry, and the assembler that builds runtimes is
- * installed in it last, once everything it hooks into exists.
+ * installed in it last, once everything it hooks into exists. The other turn back is the turn
+ * entry: the wings' own turns (a delegation's task, an agent message, a room member's answer, a
+ * delivery's wake) enter through the manager's front door, handed down as a TurnDoor.
  *
- *   const parts = assembleSessions(deps);   // SessionManager does this; tests may reach `manager.parts`
+ *   const parts = assembleSessions(deps, door);   // SessionManager does this; tests reach them by sessionRooms(manager)
  */
 import { CompressionSchema, DelegationSchema, toolsConfigFor, type TetherConfig } from "../config/index.js";
 import type { ProviderCatalog } from "../agent/provider-catalog.js";
@@ -34,6 +36,8 @@ import { RuntimeAssembly } from "./runtime-assembly.js";
 import { RequestService } from "./requests/request-service.js";
 import { ProcessService } from "./processes/process-service.js";
 import { SessionWork } from "./messaging/session-work.js";
+import { TipDelivery } from "./delivery/tip-delivery.js";
+import type { TurnDoor } from "./delivery/turn-door.js";
 import { CommandResolver } from "./commands/resolver.js";
 import { CommandHandlers } from "./commands/handlers.js";
 import { Approvals } from "./requests/approvals.js";
@@ -73,7 +77,7 @@ export interface SessionParts {
 
 type LifecycleParts = Pick<SessionParts, "ownership" | "logs" | "ending" | "lifecycle" | "binding" | "recovery">;
 
-export function assembleSessions(deps: SessionManagerDeps): SessionParts {
+export function assembleSessions(deps: SessionManagerDeps, door: TurnDoor): SessionParts {
   const { clock, ids, logger, store } = deps;
   const metrics = deps.metrics ?? noopMetrics;
   // core
@@ -89,12 +93,14 @@ export function assembleSessions(deps: SessionManagerDeps): SessionParts {
   const requests = new RequestService({ store, clock, ids, logger, registry, settings });
   // processes
   const processes = new ProcessService({ store, clock, ids, logger, processId: deps.processId });
+  // delivery: into live tips, for delegation and messaging alike
+  const delivery = new TipDelivery({ store, logger, registry, ownership, logs: lifecycle.logs, door });
   // the wings
   const rotation = new Rotation({ clock, ids, logger, metrics, registry, ownership, timers, binding });
   const compressor = new Compressor({ store, clock, logger, settings, registry, rotation });
-  const delegations = delegationWing(deps, settings, registry, switching, lifecycle);
+  const delegations = delegationWing(deps, settings, registry, switching, lifecycle, { delivery, door });
   const routing = clusterWing(deps, registry, lifecycle);
-  const work = new SessionWork({ profile: settings.profile?.name ?? "default", store, clock, ids, logger, committer: deps.committer, registry, binding, ownership, switching, logs: lifecycle.logs, epoch: deps.epoch });
+  const work = new SessionWork({ profile: settings.profile?.name ?? "default", store, clock, ids, logger, committer: deps.committer, registry, binding, delivery, door });
   // views (a Snapshot lists the session's delegations: the wing is handed down as a lister)
   const views = new SessionViews({ store, epoch: deps.epoch, clock, registry, ownership, delegations });
   // commands: one resolver for every command a transport or a sibling node asks of a session
@@ -208,6 +214,7 @@ function delegationWing(
   registry: LiveRegistry,
   switching: ModelSwitching,
   life: LifecycleParts,
+  front: { delivery: TipDelivery; door: TurnDoor },
 ): DelegationService {
   const { store, committer, clock, ids, logger, processId } = deps;
   const host = new SessionsDelegationHost({
@@ -216,13 +223,12 @@ function delegationWing(
     clock,
     ids,
     logger,
-    epoch: deps.epoch,
     processId,
     registry,
     ownership: life.ownership,
-    logs: life.logs,
     ending: life.ending,
     switching,
+    ...front,
   });
   return new DelegationService({ store: store.delegations, committer, clock, ids, logger, processId, settings, host });
 }

@@ -24,7 +24,7 @@ import { exportSession, type ExportFormat } from "./views/session-export.js";
 import type { RequestAnswer } from "./requests/request-shapes.js";
 import type { SessionWork } from "./messaging/session-work.js";
 import { applyLiveConfig, assembleSessions, startRooms, stopRooms, trackQuotas, type SessionParts } from "./assembly.js";
-import { admitSession, createSession, listWorkspaceFolders } from "./creating.js";
+import { admitSession, createKnownSession, createSession, listWorkspaceFolders } from "./creating.js";
 import { detachViewer, detachFrom, resumeSession, type ResumeDeps } from "./resuming.js";
 import { lineageDelegations, sinceOf } from "./session-reads.js";
 import { runTurn, type TurnConfig } from "./commands/turn-steps.js";
@@ -53,7 +53,14 @@ export class SessionManager implements TurnEntrance {
   private shuttingDown = false;
 
   constructor(private readonly deps: SessionManagerDeps) {
-    const parts = (this.parts = assembleSessions(deps));
+    // The wings' own turns and sessions enter where the transports' do, as internal callers.
+    const parts = (this.parts = assembleSessions(deps, {
+      startTurn: async (caller, id, text, requestId) => (await this.startTurn({ caller, session: { id }, text, ...(requestId !== undefined ? { requestId } : {}) })).result,
+      createKnown: (caller, id, params) => {
+        this.assertAccepting();
+        return createKnownSession(this.deps, this.parts, caller, id, params, (create) => admitSession(this.deps, caller, create));
+      },
+    }));
     ROOMS.set(this, parts);
     this.resumes = { store: deps.store, committer: deps.committer, logger: deps.logger, parts };
     this.unserve = parts.routing?.serve((caller, command) => parts.commands.dispatchAny(caller, command)) ?? null;
@@ -201,6 +208,8 @@ export class SessionManager implements TurnEntrance {
   /** Every live session of this process, for /metrics (which needs the operator's key). */
   operatorStats = () => this.parts.views.stats(null);
   turnCount = (caller: Caller) => this.parts.views.turnCount(caller);
+  /** 4101/4102 when the caller could not start one more turn of `bytes` now (no reservation): an A2A message, admitted where received. */
+  assertTurnRoom = (caller: Caller, bytes: number): void => this.deps.quotas?.assertTurn(caller.principal, bytes);
   viewerCounts = () => this.parts.views.viewerCounts();
   /** The turn quotas (principal-quotas.ts) around `start`, which registers one turn of `bytes` prompt bytes. */
   admitTurn<T>(caller: Caller, bytes: number, start: () => Promise<T>): Promise<T> {

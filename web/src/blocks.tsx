@@ -88,9 +88,10 @@ export interface ExchangeActions {
 }
 
 /**
- * A reply that a Continue went on with (prompt.submit { continue: true }) shows as one reply:
- * `after` — this part continues the one above (no avatar, flush); `before` — a continuation follows
- * (its cut badge and actions go: the last part has them); `text` — the whole reply (the last part's Copy).
+ * A reply that a Continue went on with (prompt.submit { continue: true }) shows as one message:
+ * `before` — a continuation follows, which shows this part (this one renders nothing); `after` —
+ * this part continues the ones above, and shows `text`, the whole reply (its parts joined), with
+ * the actions of the reply.
  */
 export interface ReplyJoin {
   after?: boolean;
@@ -194,19 +195,21 @@ function usageText(u: Usage): string {
 }
 
 function AssistantBlock({ block, actions, ex, join = {} }: { block: Extract<Block, { kind: "assistant" }>; actions: BlockActions; ex: ExchangeActions; join?: ReplyJoin }) {
+  if (join.before) return null;
   const paused = block.status === "streaming" && actions.paused;
   const usage = actions.usage(block.key);
+  const text = join.text ?? block.text;
   return (
     <div
-      class={`row row-assistant${join.after ? " row-continued" : ""}`}
+      class="row row-assistant"
       data-kind="assistant"
       data-key={block.key}
       data-status={block.status}
       data-paused={paused ? "true" : undefined}
       data-continues={join.after ? "true" : undefined}
     >
-      <div class={join.after ? "avatar avatar-blank" : "avatar"} aria-hidden="true">
-        {join.after ? "" : "T"}
+      <div class="avatar" aria-hidden="true">
+        T
       </div>
       <div class="assistant-body">
         {block.reasoning && (
@@ -215,7 +218,7 @@ function AssistantBlock({ block, actions, ex, join = {} }: { block: Extract<Bloc
             <div class="reasoning-text">{block.reasoning}</div>
           </details>
         )}
-        <Markdown text={block.text} className={block.status === "streaming" ? (paused ? "streaming paused" : "streaming") : ""} copy={actions.copy} />
+        <Markdown text={text} className={block.status === "streaming" ? (paused ? "streaming paused" : "streaming") : ""} copy={actions.copy} />
         {block.status === "streaming" && !block.text && <span class={`caret ${paused ? "paused" : ""}`} aria-hidden="true" />}
         {paused ? (
           <div class="badge badge-warn" role="note" data-testid="paused-badge">
@@ -224,14 +227,14 @@ function AssistantBlock({ block, actions, ex, join = {} }: { block: Extract<Bloc
         ) : (
           block.status === "streaming" && <span class="sr-only">Streaming…</span>
         )}
-        {block.status === "interrupted" && !join.before && (
+        {block.status === "interrupted" && (
           <div class="badge badge-warn" role="note" data-testid="interrupted-badge" data-cause={block.stopReason ?? "unknown"}>
             {interruptedLabel(block.stopReason)}
           </div>
         )}
-        {block.status !== "streaming" && !join.before && (
+        {block.status !== "streaming" && (
           <div class="msg-actions">
-            {block.text && <CopyButton text={join.text ?? block.text} copy={actions.copy} label="Copy reply" />}
+            {text && <CopyButton text={text} copy={actions.copy} label="Copy reply" />}
             {ex.resume && block.status === "interrupted" && (
               <button type="button" class="msg-action" onClick={ex.resume}>
                 Continue

@@ -26,8 +26,8 @@ function exchangeActions(ctl: AppController, model: SessionModel, ex: Exchange, 
 
 /**
  * How the blocks of one exchange join: an assistant message right after another is a Continue's
- * (nothing else writes two in a row — tools, prompts and steering come between), so the two read
- * as one reply.
+ * (nothing else writes two in a row — tools, prompts and steering come between), so the last of
+ * them shows them all, as one message.
  */
 function joins(blocks: readonly Block[]): (ReplyJoin | undefined)[] {
   const out: (ReplyJoin | undefined)[] = blocks.map(() => undefined);
@@ -39,7 +39,7 @@ function joins(blocks: readonly Block[]): (ReplyJoin | undefined)[] {
     const after = prev?.kind === "assistant";
     runText = after ? runText + b.text : b.text;
     const before = next?.kind === "assistant";
-    if (after || before) out[n] = { after, before, ...(after && !before ? { text: runText } : {}) };
+    if (after || before) out[n] = { after, before, ...(after ? { text: runText } : {}) };
   });
   return out;
 }
