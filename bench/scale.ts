@@ -111,10 +111,18 @@ async function stream(label: string, nodes: SpawnedGateway[], sessions: number, 
     if (frames === seen) fail(new Error(`${label}: no frame for 60 s, ${done}/${sessions} turns seen`));
     seen = frames;
   }, 60_000);
+  // Per session: the last seq its viewer got, and whether its turn.complete came (for a failure's report).
+  const lastSeq = new Map<string, { seq: number; type: string; complete: boolean }>(ids.map((s) => [s.sid, { seq: 0, type: "", complete: false }]));
   for (const row of clients.flat()) {
     row.onEvent = (f) => {
       frames++;
+      const at = lastSeq.get(f.session_id);
+      if (at) {
+        at.seq = f.seq ?? at.seq;
+        at.type = f.type;
+      }
       if (f.type === "turn.complete") {
+        if (at) at.complete = true;
         done++;
         if (done === sessions) finish();
       }
@@ -124,8 +132,9 @@ async function stream(label: string, nodes: SpawnedGateway[], sessions: number, 
   const cpu0 = cpuSample(pids);
   const t0 = performance.now();
   await Promise.all(ids.map((s) => s.client.call("prompt.submit", { session_id: s.sid, text: `count to ${countTo}` })));
-  await all.finally(() => clearInterval(watchdog)).catch((err: Error) => {
+  await all.finally(() => clearInterval(watchdog)).catch(async (err: Error) => {
     for (const n of nodes) console.error(`node ${n.child.pid} stderr (tail):\n${n.stderr().slice(-3000)}`);
+    await reportMissing(nodes, ids, lastSeq).catch((e: Error) => console.error(`could not read the missing sessions back: ${e.message}`));
     throw err;
   });
   const seconds = (performance.now() - t0) / 1000;
@@ -135,6 +144,26 @@ async function stream(label: string, nodes: SpawnedGateway[], sessions: number, 
     await c.close();
   }
   return { label, runs: [], nodes: nodes.length, sessions, frames, seconds, framesPerSec: frames / seconds, cpu, ids: ids.map(({ node, sid }) => ({ node, sid })) };
+}
+
+/**
+ * After a failed run: each session whose viewer never got its turn.complete, what that viewer got
+ * last, and what its node serves after that seq (a fresh connection's since): tells a frame the
+ * node holds but never sent from a turn that never ended.
+ */
+async function reportMissing(nodes: SpawnedGateway[], ids: Array<{ node: number; sid: string }>, seen: Map<string, { seq: number; type: string; complete: boolean }>): Promise<void> {
+  for (const { node, sid } of ids) {
+    const at = seen.get(sid)!;
+    if (at.complete) continue;
+    const c = await RpcClient.open(nodes[node]!.wsUrl);
+    try {
+      const r = await c.call<{ events: Array<{ seq: number; type: string }>; latest_seq: number }>("session.events.since", { session_id: sid, after_seq: at.seq });
+      const after = r.events.map((e) => `${e.seq} ${e.type}`).join(", ");
+      console.error(`missing turn.complete: ${sid} on node ${node}: its viewer's last frame seq ${at.seq} (${at.type}); the node's since(${at.seq}): latest_seq ${r.latest_seq}, [${after.slice(0, 1000)}]`);
+    } finally {
+      await c.close();
+    }
+  }
 }
 
 async function catchup(label: string, url: string, sid: string, iterations: number): Promise<CatchupResult> {

@@ -5,7 +5,8 @@
  *
  *   packages/client    tether-gateway-client    the SDK (src/client, with the protocol constants it uses)
  *   packages/protocol  tether-gateway-protocol  the wire names and types (src/protocol)
- *   packages/react     tether-gateway-react     useSession, the React hook (src/react; react is a peer dependency)
+ *   packages/react     tether-gateway-react     useSession, the React hook (src/react; react and tether-gateway-client
+ *                                                are peer dependencies, not bundled in)
  *
  * Each gets an ES module and a CommonJS build (esbuild, `platform: "neutral"`: no Node built-in can
  * creep in, so both run in browsers and Node) and declarations for each, zod-free:
@@ -34,8 +35,10 @@ const repo = dirname(dirname(fileURLToPath(import.meta.url)));
 export const PACKAGES = [
   { dir: "packages/client", entry: "src/client/index.ts", typesEntry: "client/index.d.ts", typeDirs: ["client", "protocol"] },
   { dir: "packages/protocol", entry: "src/protocol/index.ts", typesEntry: "protocol/index.d.ts", typeDirs: ["protocol"] },
-  // useSession: the SDK bundled in (SessionView), React left to the app (a peer dependency).
-  { dir: "packages/react", entry: "src/react/index.ts", typesEntry: "react/index.d.ts", typeDirs: ["react", "client", "protocol"], external: ["react"] },
+  // useSession: React and the SDK are the app's (peer dependencies). A copy of the SDK bundled in
+  // would be a second TetherClient and RpcError: the app's client would not type-check as the
+  // hook's, and the view's `instanceof RpcError` would miss every error the app's client throws.
+  { dir: "packages/react", entry: "src/react/index.ts", typesEntry: "react/index.d.ts", typeDirs: ["react"], external: ["react"], sdkExternal: true },
 ];
 
 /** `z.input<typeof X>` in protocol/methods.ts → the type written out, from the checker. */
@@ -93,7 +96,7 @@ async function buildDeclarations() {
   const methods = join(types, "protocol", "methods.d.ts");
   let text = readFileSync(methods, "utf8");
   for (const [written, expanded] of await expandedParamTypes()) text = text.split(written).join(expanded);
-  text = text.replace(/^import type \{ z \} from "zod";\n/m, "").replace(/^import type \{[^}]*\} from "\.\/method-params\.js";\n/m, "");
+  text = text.replace(/^import type (?:\{ z \}|\* as z) from "zod";\n/m, "").replace(/^import type \{[^}]*\} from "\.\/method-params\.js";\n/m, "");
   writeFileSync(methods, text);
   // Only the gateway imports these (the zod schemas): not part of any package's types.
   for (const f of ["method-params.d.ts", "param-issues.d.ts"]) rmSync(join(types, "protocol", f), { force: true });
@@ -102,6 +105,24 @@ async function buildDeclarations() {
     if (/(?:from |import\()["'](?:zod(?:\/[^"']*)?|[^"']*method-params[^"']*)["']|\bz\.(?:input|infer|output)</.test(body)) throw new Error(`build-packages: ${relative(types, f)} still refers to zod`);
   }
   return { out, types };
+}
+
+/** The SDK's entry imported from src/react is the package `tether-gateway-client`, left to the app. */
+const SDK_ENTRY = /^\.\.\/client\/index\.js$/;
+const SDK_AS_PACKAGE = {
+  name: "sdk-as-package",
+  setup(build) {
+    build.onResolve({ filter: SDK_ENTRY }, () => ({ path: "tether-gateway-client", external: true }));
+  },
+};
+
+/** The same in the declarations: react/*.d.ts import "tether-gateway-client"; anything else of the SDK's sources is an error. */
+function sdkImportsAsPackage(typesDir) {
+  for (const f of walk(join(typesDir, "react"))) {
+    const body = readFileSync(f, "utf8").replace(/(from |import\()"\.\.\/client\/index\.js"/g, '$1"tether-gateway-client"');
+    if (/["']\.\.\/(?:client|protocol)\//.test(body)) throw new Error(`build-packages: ${f} imports the SDK's sources other than through its entry`);
+    writeFileSync(f, body);
+  }
 }
 
 function walk(dir) {
@@ -148,8 +169,10 @@ export async function buildPackages({ force = false } = {}) {
           legalComments: "none",
           logLevel: "warning",
           external: pkg.external ?? [],
+          plugins: pkg.sdkExternal ? [SDK_AS_PACKAGE] : [],
         });
         for (const d of pkg.typeDirs) cpSync(join(types, d), join(dist, format, "types", d), { recursive: true });
+        if (pkg.sdkExternal) sdkImportsAsPackage(join(dist, format, "types"));
       }
       writeFileSync(join(dist, "cjs", "package.json"), `${JSON.stringify({ type: "commonjs" })}\n`);
       writeFileSync(stampOf(pkg), `${new Date().toISOString()}\n`);

@@ -3,6 +3,7 @@
  * durable in the delta log before a viewer sees it), and `message.complete` with the final text and status. Never throws for a
  * provider failure or an interrupt: the outcome is data, and the message is always completed.
  */
+import { withContinuation } from "./continuation.js";
 import {
   EventType,
   type MessageCompletePayload,
@@ -177,6 +178,7 @@ async function firstDeltaOut(ctx: TurnContext): Promise<void> {
 
 /** The system prompt is configuration, not conversation: sent every call, never stored in history. */
 function requestMessages(ctx: TurnContext): ChatMessage[] {
-  const history = [...ctx.history];
+  // A continue's note to the model (continuation.ts): in the call, never in the history.
+  const history = withContinuation(ctx.history, ctx.continueAt);
   return ctx.systemPrompt ? [{ role: "system", content: ctx.systemPrompt }, ...history] : history;
 }

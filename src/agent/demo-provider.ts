@@ -13,6 +13,7 @@
  *                     arguments; `call: A {…}; B {…}` calls several in one step (one per step with
  *                     parallel_tool_calls: false); then replies quoting each result (demo-call-cue.ts)
  *   recall            lists the earlier user prompts the model was sent (which branch it sees)
+ *   (a continue)      the cut reply's prompt answered again from where the reply stopped (demo-continue.ts)
  *   tool_choice       `required` or a named function with no `call:` cue calls that tool with `{}`
  *   anything else     a short reply quoting the prompt, word by word
  */
@@ -21,6 +22,7 @@ import type { Clock } from "../lib/clock.js";
 import { RETRYABLE_CODES } from "./error-classifier.js";
 import { describeResults, parseCallCue } from "./demo-call-cue.js";
 import { describeAttachments } from "./demo-attachments.js";
+import { planContinue } from "./demo-continue.js";
 import { DemoPacer } from "./demo-pacer.js";
 import { DemoStream, type DemoPlan } from "./demo-stream.js";
 import { ProviderError, type ChatMessage, type Provider, type ProviderChunk, type StreamRequest } from "./provider.js";
@@ -54,6 +56,8 @@ export class DemoProvider implements Provider {
 }
 
 function plan(req: StreamRequest): Plan {
+  const going = planContinue(req, plan);
+  if (going) return going;
   const { prompt, toolResultSeen, userIndex } = lastUserTurn(req.messages);
   const cue = /^call:\s*([\s\S]*)$/i.exec(prompt);
   return cue

@@ -66,6 +66,11 @@ export interface TurnContext {
   callOptions?: () => CallOptions | undefined;
   /** The turn has no new user message: the model answers the history as it stands (tool results a client sent). */
   noInput?: boolean;
+  /**
+   * Set by the runner on a turn without input whose history ends with the assistant's text: where
+   * the continue note goes in this turn's model calls (continuation.ts). Never stored.
+   */
+  continueAt?: number;
   /** The session's cwd (workspace tools). */
   cwd?: string;
   /** The session's background processes (workspace terminal). */

@@ -38,6 +38,7 @@ import type { PendingCall, PendingDecision } from "./turn-requests.js";
 import { endTurnSpan, startTurnSpan } from "./turn-tracing.js";
 import { joinSteers } from "./turn-steering.js";
 import { stopReasonOf } from "./stop-reason.js";
+import { continuationPoint } from "./continuation.js";
 import type { SpanHandle } from "../lib/tracing.js";
 
 export type { TurnContext, TurnOutcome } from "./turn-context.js";
@@ -67,7 +68,9 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
       ctx.startOps ?? [],
     );
     // A turn without input continues the history as it stands (tool results a client sent).
+    // One ending with the assistant's own text goes on with that reply (continuation.ts).
     if (!ctx.noInput) commitUserMessage(ctx, frames);
+    else ctx.continueAt = continuationPoint(ctx.history);
     result = await agentLoop(ctx, frames, logger, totals, span);
   } catch (err) {
     logger.error({ err }, "turn failed unexpectedly");

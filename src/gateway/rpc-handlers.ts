@@ -49,6 +49,7 @@ export function connectionHandlers(
       }),
     [Method.SessionDelete]: (p, sessions, ctx) => sessions.delete(who(ctx), p.session_id),
     [Method.PromptCancel]: async (p, sessions, ctx) => ({ status: await sessions.cancelTurn(who(ctx), p.session_id, p.turn_id) }),
+    [Method.PromptEdit]: async (p, sessions, ctx) => ({ status: await sessions.editQueued(who(ctx), p.session_id, p.turn_id, p.text) }),
     [Method.SessionList]: (p, sessions, ctx) => sessions.list(who(ctx), p ?? {}),
     [Method.SessionMessages]: (p, sessions, ctx) => sessions.messages(who(ctx), p.session_id, p.after_message_id, p.limit),
     [Method.SessionClose]: (p, sessions, ctx) => sessions.close(who(ctx), p.session_id),
@@ -58,8 +59,10 @@ export function connectionHandlers(
         await sessions.startTurn({
           caller: who(ctx),
           session: { id: p.session_id },
-          // Absent only for a regenerate (from_message_id): the branch point's own text again.
+          // Absent only for a regenerate (from_message_id): the branch point's own text again — or a
+          // continue: no user message, the model goes on with its last reply (agent/continuation.ts).
           text: p.text ?? "",
+          ...(p.continue ? { noInput: true } : {}),
           ...(p.parts ? { parts: p.parts as PartInput[] } : {}),
           requestId: p.request_id,
           ...(p.from_message_id !== undefined ? { fromMessageId: p.from_message_id } : {}),
@@ -80,6 +83,7 @@ export function connectionHandlers(
       sessions.respond(who(ctx), p.session_id, p.request_id, { choice: p.choice, note: p.note, content: p.content, output: p.output, error: p.error }),
     [Method.ApprovalsList]: (_p, sessions, ctx) => sessions.approvals(who(ctx)),
     [Method.ApprovalsRevoke]: (p, sessions, ctx) => sessions.revokeApproval(who(ctx), p.tool),
+    [Method.WorkspaceFolders]: (p, sessions, ctx) => sessions.workspaceFolders(who(ctx), p?.path),
     [Method.ProcessList]: (p, sessions, ctx) => sessions.processList(who(ctx), p.session_id),
     [Method.ProcessKill]: (p, sessions, ctx) => sessions.processKill(who(ctx), p.session_id, p.id),
     [Method.ProcessOutput]: (p, sessions, ctx) => sessions.processOutput(who(ctx), p.session_id, p.id, { afterOffset: p.after_offset, tail: p.tail }),

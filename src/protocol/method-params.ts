@@ -4,7 +4,7 @@
  * imports this module directly (protocol/index.ts does not re-export it), so the SDK and the web
  * client, which only need the param TYPES (methods.ts, `MethodMap`), never bundle zod.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { Method, type MethodName } from "./methods.js";
 import { traceparentProblem, tracestateProblem } from "./trace-context.js";
 
@@ -87,6 +87,9 @@ export const SessionUpdateParams = z.strictObject({
 /** `prompt.cancel`: a queued prompt is dropped (a running one is interrupted). */
 export const PromptCancelParams = z.strictObject({ session_id: sessionId, profile, turn_id: z.string().min(1).max(200) });
 
+/** `prompt.edit`: new text for a prompt still waiting in the queue (`turn_id` as `prompt.submit` answered); it keeps its place. */
+export const PromptEditParams = z.strictObject({ session_id: sessionId, profile, turn_id: z.string().min(1).max(200), text: z.string().min(1).max(1_000_000) });
+
 const b64 = z.string().max(100_000_000);
 /** One content part as a client sends it (parts.ts, PartInput): exactly one of data, url, sha256. */
 export const PartInputParam = z.union([
@@ -118,11 +121,21 @@ export const PromptSubmitParams = z
     parts: PartsParam.optional(),
     request_id: z.string().min(1).max(200).optional(),
     from_message_id: z.string().min(1).max(200).optional(),
+    /** Continue: a turn with no user message — the model goes on with its last reply (no text, parts or from_message_id). */
+    continue: z.literal(true).optional(),
     /** W3C Trace Context of the caller: the turn continues its trace (trace-context.ts). */
     traceparent: z.string().max(256).superRefine(traceContextCheck(traceparentProblem)).optional(),
     tracestate: z.string().superRefine(traceContextCheck(tracestateProblem)).optional(),
   })
-  .refine((p) => p.text !== undefined || p.parts !== undefined || p.from_message_id !== undefined, { message: "Required (only a regenerate, with from_message_id, may leave it out)", path: ["text"] })
+  .refine((p) => p.text !== undefined || p.parts !== undefined || p.from_message_id !== undefined || p.continue === true, {
+    message: "Required (only a regenerate, with from_message_id, or a continue may leave it out)",
+    path: ["text"],
+  })
+  // A continue sends no prompt: a text, parts or a branch point with it would be dropped, so they are refused.
+  .refine((p) => p.continue === undefined || (p.text === undefined && p.parts === undefined && p.from_message_id === undefined), {
+    message: "continue takes no text, parts or from_message_id",
+    path: ["continue"],
+  })
   // A tracestate belongs to a traceparent (W3C): alone it would be dropped, so it is refused.
   .refine((p) => p.tracestate === undefined || p.traceparent !== undefined, { message: "tracestate needs traceparent", path: ["tracestate"] });
 
@@ -175,6 +188,9 @@ export const RequestRespondParams = z.strictObject({
 
 export const ProfileParams = z.strictObject({ profile }).optional();
 
+/** `workspace.folders`: the profile's workspace roots; with `path` (inside one), its sub-folders. */
+export const WorkspaceFoldersParams = z.strictObject({ profile, path: z.string().min(1).max(4096).optional() }).optional();
+
 export const ApprovalsRevokeParams = z.strictObject({ profile, tool: z.string().min(1).max(200) });
 
 /** `bot.chat`: the bot is the profile the call names (its scope). */
@@ -224,6 +240,7 @@ export const METHOD_PARAMS = {
   [Method.SessionUpdate]: SessionUpdateParams,
   [Method.SessionDelete]: SessionIdParams,
   [Method.PromptCancel]: PromptCancelParams,
+  [Method.PromptEdit]: PromptEditParams,
   [Method.SessionInterrupt]: SessionIdParams,
   [Method.PromptSubmit]: PromptSubmitParams,
   [Method.SessionBranchSelect]: BranchSelectParams,
@@ -236,6 +253,7 @@ export const METHOD_PARAMS = {
   [Method.RequestRespond]: RequestRespondParams,
   [Method.ApprovalsList]: ProfileParams,
   [Method.ApprovalsRevoke]: ApprovalsRevokeParams,
+  [Method.WorkspaceFolders]: WorkspaceFoldersParams,
   [Method.ProcessList]: SessionIdParams,
   [Method.ProcessKill]: ProcessIdParams,
   [Method.ProcessOutput]: ProcessOutputParams,

@@ -5,10 +5,11 @@
  * which only the gateway imports — so the SDK and the web client never bundle zod (the type-only
  * imports below are erased). test/unit/web-imports.test.ts keeps it that way.
  */
-import type { z } from "zod";
+import type * as z from "zod";
 import type { Frame } from "./events.js";
 import type {
   ApprovalsRevokeParams,
+  WorkspaceFoldersParams,
   ConfigSetParams,
   EmptyParams,
   ProfileParams,
@@ -19,6 +20,7 @@ import type {
   SessionSteerParams,
   SessionCreateParams,
   PromptCancelParams,
+  PromptEditParams,
   SessionIdParams,
   SessionListParams,
   SessionMessagesParams,
@@ -51,6 +53,7 @@ export const Method = {
   SessionUpdate: "session.update",
   SessionDelete: "session.delete",
   PromptCancel: "prompt.cancel",
+  PromptEdit: "prompt.edit",
   SessionInterrupt: "session.interrupt",
   PromptSubmit: "prompt.submit",
   SessionBranchSelect: "session.branch.select",
@@ -63,6 +66,7 @@ export const Method = {
   RequestRespond: "request.respond",
   ApprovalsList: "approvals.list",
   ApprovalsRevoke: "approvals.revoke",
+  WorkspaceFolders: "workspace.folders",
   ProcessList: "process.list",
   ProcessKill: "process.kill",
   ProcessOutput: "process.output",
@@ -76,6 +80,18 @@ export const Method = {
 } as const;
 
 export type MethodName = (typeof Method)[keyof typeof Method];
+
+/** `workspace.folders`: what a folder picker offers (only folders inside the operator's roots). */
+export interface WorkspaceFoldersResult {
+  /** The profile's workspace roots that exist (real paths); empty when it has no workspace tools. */
+  roots: string[];
+  /** The folder listed (real path), or null when no `path` was asked. */
+  path: string | null;
+  /** Its sub-folders' names (hidden ones and symlinks left out), sorted. */
+  folders: string[];
+  /** More than 500: the rest were left out. */
+  truncated: boolean;
+}
 
 export interface PingResult {
   pong: true;
@@ -162,6 +178,7 @@ export interface MethodMap {
   "session.update": { params: z.input<typeof SessionUpdateParams>; result: SessionSummary };
   "session.delete": { params: z.input<typeof SessionIdParams>; result: { deleted: true } };
   "prompt.cancel": { params: z.input<typeof PromptCancelParams>; result: { status: "dequeued" | "interrupted" | "idle" } };
+  "prompt.edit": { params: z.input<typeof PromptEditParams>; result: { status: "edited" | "started" | "idle" } };
   "session.interrupt": {
     params: z.input<typeof SessionIdParams>;
     result: { status: "interrupted" | "idle" };
@@ -178,6 +195,7 @@ export interface MethodMap {
   "todo.get": { params: z.input<typeof SessionIdParams>; result: TodoState };
   "delegation.list": { params: z.input<typeof SessionIdParams>; result: { delegations: DelegationSummary[] } };
   "request.respond": { params: z.input<typeof RequestRespondParams>; result: RequestRespondResult };
+  "workspace.folders": { params: z.input<typeof WorkspaceFoldersParams>; result: WorkspaceFoldersResult };
   "approvals.list": { params: z.input<typeof ProfileParams>; result: { approvals: StoredApproval[] } };
   "approvals.revoke": { params: z.input<typeof ApprovalsRevokeParams>; result: { revoked: boolean } };
   "process.list": { params: z.input<typeof SessionIdParams>; result: { processes: ProcessInfo[] } };

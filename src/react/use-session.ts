@@ -8,7 +8,7 @@
  *   session.blocks.map((b) => …);  await session.submit("hello");
  */
 import { useEffect, useState, useSyncExternalStore } from "react";
-import { SessionView, type SessionViewOptions, type SessionViewSnapshot, type SubmitOptions, type TetherClient } from "../client/index.js";
+import { SessionView, type ProcessInfo, type SessionViewOptions, type SessionViewSnapshot, type SubmitOptions, type TetherClient } from "../client/index.js";
 
 export interface UseSession extends SessionViewSnapshot {
   /** The SessionView under the hook (undefined until the client is given). */
@@ -17,7 +17,13 @@ export interface UseSession extends SessionViewSnapshot {
   submit(text: string, opts?: SubmitOptions): Promise<boolean>;
   /** A new version of user message `userKey` (an edit with `text`, else the same prompt). */
   regenerate(userKey: string, text?: string): Promise<boolean>;
+  /** Continue: the last reply goes on, with no user message (`prompt.submit { continue: true }`). */
+  continueReply(): Promise<boolean>;
+  /** New text for a queued prompt, in its place (`prompt.edit`). */
+  editQueued(requestId: string, text: string): Promise<"edited" | "started" | "idle">;
   dismissPending(requestId: string): void;
+  /** Stops a background process of the session (`process.kill`); rejects with the SDK's RpcError. */
+  killProcess(id: string): Promise<ProcessInfo>;
 }
 
 const EMPTY: SessionViewSnapshot = {
@@ -65,6 +71,9 @@ export function useSession(client: TetherClient | undefined, sessionId: string |
     view,
     submit: (text, opts) => (view ? view.submit(text, opts) : Promise.resolve(false)),
     regenerate: (key, text) => (view ? view.regenerate(key, text) : Promise.resolve(false)),
+    continueReply: () => (view ? view.continueReply() : Promise.resolve(false)),
+    editQueued: (id, text) => (view ? view.editQueued(id, text) : Promise.resolve("idle" as const)),
     dismissPending: (id) => view?.dismissPending(id),
+    killProcess: (id) => (view ? view.killProcess(id) : Promise.reject(new Error("no session is open"))),
   };
 }

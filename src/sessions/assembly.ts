@@ -33,6 +33,11 @@ import { RuntimeAssembly } from "./runtime-assembly.js";
 import { RequestService } from "./requests/request-service.js";
 import { ProcessService } from "./processes/process-service.js";
 import { SessionWork } from "./messaging/session-work.js";
+import { CommandResolver } from "./commands/resolver.js";
+import { CommandHandlers } from "./commands/handlers.js";
+import { Approvals } from "./requests/approvals.js";
+import { openRequestsOf } from "./views/snapshots.js";
+import type { SessionRuntime } from "./core/session-runtime.js";
 
 /** The parts of one manager: for the SessionManager, the composition root and tests — never transports. */
 export interface SessionParts {
@@ -59,6 +64,10 @@ export interface SessionParts {
   readonly routing: NodeRouting | null;
   /** What bots, rooms and the agent outbox do with this profile's sessions (messaging/). */
   readonly work: SessionWork;
+  /** Session commands: resolved once (tip → owner → runtime) and run (commands/). */
+  readonly commands: CommandHandlers;
+  /** Stored `always` approvals and open requests, read from the store. */
+  readonly approvals: Approvals;
 }
 
 type LifecycleParts = Pick<SessionParts, "ownership" | "logs" | "ending" | "lifecycle" | "binding" | "recovery">;
@@ -87,9 +96,14 @@ export function assembleSessions(deps: SessionManagerDeps): SessionParts {
   const work = new SessionWork({ profile: settings.profile?.name ?? "default", store, clock, ids, logger, committer: deps.committer, registry, binding, ownership, switching, logs: lifecycle.logs, epoch: deps.epoch });
   // views (a Snapshot lists the session's delegations: the wing is handed down as a lister)
   const views = new SessionViews({ store, epoch: deps.epoch, clock, registry, ownership, delegations });
+  // commands: one resolver for every command a transport or a sibling node asks of a session
+  const supersede = (rt: SessionRuntime) => lifecycle.ending.supersede(rt);
+  const resolver = new CommandResolver({ store, committer: deps.committer, clock, logger, processId: deps.processId, registry, ownership, binding, supersede, routing });
+  const commands = new CommandHandlers({ ...deps, settings, registry, lifecycle: lifecycle.lifecycle, switching, requests, processes, views, resolver });
+  const approvals = new Approvals({ store, committer: deps.committer }, openRequestsOf);
   // the top: the one assembler of a runtime, installed last in the registry's door
   registry.useOpener(new RuntimeAssembly({ store, clock, ids, logger, tools: deps.tools, settings, registry, switching, compressor, delegations, requests, processes, ...lifecycle }));
-  return { settings, registry, globals, switching, views, compressor, delegations, requests, processes, routing, work, ...lifecycle };
+  return { settings, registry, globals, switching, views, compressor, delegations, requests, processes, routing, work, commands, approvals, ...lifecycle };
 }
 
 /** Live reload: every part reads the new values at its next decision (providers: at the next open). */

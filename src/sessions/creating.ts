@@ -7,7 +7,7 @@
  * SessionManager.createForTurn).
  */
 import { ErrorCode, EventType, TetherError, type Snapshot } from "../protocol/index.js";
-import { CwdRefused } from "../agent/tools/workspace/index.js";
+import { CwdRefused, type WorkspaceFolders } from "../agent/tools/workspace/index.js";
 import { storage } from "./core/session-access.js";
 import { checkClientTools } from "./core/client-tools.js";
 import { sessionInfo } from "./core/session-info.js";
@@ -37,6 +37,24 @@ export async function confinedCwd(deps: Pick<SessionManagerDeps, "workspace">, c
     if (err instanceof CwdRefused) throw new TetherError(ErrorCode.CwdOutsideWorkspace, err.message, { cwd, roots: [...err.roots] });
     throw err;
   }
+}
+
+/**
+ * `workspace.folders`: the folder picker's listing — the profile's roots, and with `path` (confined
+ * as a cwd is: 4080 outside them) its sub-folders. No workspace tools: no roots, nothing to pick.
+ */
+export async function listWorkspaceFolders(deps: Pick<SessionManagerDeps, "workspace">, path: string | undefined): Promise<WorkspaceFolders> {
+  try {
+    return (await deps.workspace?.folders(path)) ?? { roots: [], path: null, folders: [], truncated: false };
+  } catch (err) {
+    if (err instanceof CwdRefused) throw new TetherError(ErrorCode.CwdOutsideWorkspace, err.message, { cwd: path, roots: [...err.roots] });
+    throw err;
+  }
+}
+
+/** The live-session and creation-rate quotas around `create`, which registers one live session. */
+export function admitSession<T>(deps: Pick<SessionManagerDeps, "quotas">, caller: Caller, create: () => Promise<T>): Promise<T> {
+  return deps.quotas ? deps.quotas.admitSession(caller, create) : create();
 }
 
 export function createSession(

@@ -88,10 +88,10 @@ export class ProfileRegistry {
           const bot = this.deps.botOf?.(profile);
           return { profile, name: bot?.name ?? profile, description: bot?.description ?? "", bot: bot !== undefined };
         }),
-      wing: async (profile) => (await this.profile(profile)).sessions.parts.work,
+      wing: async (profile) => (await this.profile(profile)).sessions.work,
       senders: async () => {
         const names = new Set([DEFAULT_PROFILE, ...this.deps.profileNames().filter((p) => this.deps.botOf?.(p)), ...this.profiles.keys()]);
-        const wings = await Promise.allSettled([...names].map(async (p) => (await this.profile(p)).sessions.parts.work));
+        const wings = await Promise.allSettled([...names].map(async (p) => (await this.profile(p)).sessions.work));
         return wings.flatMap((w) => (w.status === "fulfilled" ? [w.value] : []));
       },
     };

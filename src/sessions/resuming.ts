@@ -9,7 +9,8 @@ import { ErrorCode, TetherError, type Snapshot } from "../protocol/index.js";
 import type { GroupCommitter } from "../events/index.js";
 import type { Store } from "../store/types.js";
 import type { Logger } from "../lib/logger.js";
-import { assertOwner } from "./core/session-access.js";
+import { assertOwner, requireRow } from "./core/session-access.js";
+import type { PrincipalQuotas } from "./core/principal-quotas.js";
 import type { SessionRuntime } from "./core/session-runtime.js";
 import type { Caller } from "./core/types.js";
 import type { Viewer } from "./core/viewer.js";
@@ -33,11 +34,14 @@ export interface ResumeRequest {
   /** Which ends may be undone: the recoverable ones for a resume, all but compression for a reopen. */
   reopenable: (endReason: string | null) => boolean;
   /** The client's watermark: the Snapshot then carries only messages created after it. */
-  afterSeq?: number;
+  afterSeq?: number | undefined;
+  /** A resume that would open one more live session here holds to the live-session quota. */
+  quotas?: PrincipalQuotas | undefined;
 }
 
 export function resumeSession(deps: ResumeDeps, req: ResumeRequest): Promise<Snapshot> {
   const { registry, binding } = deps.parts;
+  if (req.quotas && !registry.has(req.sessionId)) req.quotas.assertLiveRoom(req.caller.principal);
   return binding.binding(req.sessionId, async () => {
     const tip = await tipOf({ store: deps.store, registry }, req.caller, req.sessionId);
     if (!tip.resolvedFrom) return attachTip(deps, req);
@@ -73,4 +77,25 @@ async function attachTip(deps: ResumeDeps, req: ResumeRequest): Promise<Snapshot
   else if (viewer) binding.attach(runtime, viewer);
   else runtime.touch();
   return deps.parts.views.snapshot(runtime, req.afterSeq);
+}
+
+/** Stops `viewer` viewing the session without closing it (`detached: false` when it was not). */
+export async function detachFrom(deps: ResumeDeps, caller: Caller, sessionId: string, viewer: Viewer): Promise<{ detached: boolean }> {
+  const { registry, routing, binding } = deps.parts;
+  const runtime = registry.get(sessionId);
+  if (!runtime) {
+    if (routing?.remote.unfollow(sessionId, viewer)) return { detached: true };
+    await requireRow(deps.store, caller, sessionId);
+    return { detached: false };
+  }
+  assertOwner(caller, runtime.row);
+  const wasViewing = runtime.viewers.has(viewer.id);
+  binding.detachFrom(runtime, viewer);
+  return { detached: wasViewing };
+}
+
+/** A transport lost `viewer`: it stops viewing every session it was attached to. */
+export function detachViewer(parts: SessionParts, viewer: Viewer): void {
+  parts.routing?.remote.unfollowAll(viewer);
+  for (const rt of [...parts.registry.values()]) parts.binding.detachFrom(rt, viewer);
 }

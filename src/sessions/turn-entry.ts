@@ -18,10 +18,13 @@
  *   const turn = await manager.startTurn({ caller, session: { id, resume: true }, text, viewer: tap });
  */
 import type { ClientToolSpec, PartInput, Snapshot, SubmitResult, TraceParent } from "../protocol/index.js";
+import type { TurnRan, TurnSteps } from "./commands/turn-steps.js";
 import type { CallOptions } from "../agent/provider.js";
 import type { SeedMessage } from "./core/seed-history.js";
 import type { Caller, CreateParams } from "./core/types.js";
 import type { Viewer } from "./core/viewer.js";
+
+export type { SubmitOptions, TurnConfig, TurnRan, TurnSteps } from "./commands/turn-steps.js";
 
 /** Runs `start` if the caller may start one more turn now; otherwise throws (429). */
 export type Admission = <T>(caller: Caller, start: () => Promise<T>) => Promise<T>;
@@ -72,30 +75,14 @@ export interface TurnEntrance {
   /** A new session for this turn, answered before its row is stored; `durable` settles when it is. */
   createForTurn(caller: Caller, params: CreateParams, viewer?: Viewer): Promise<{ snapshot: Snapshot; durable: Promise<void> }>;
   resume(caller: Caller, sessionId: string, viewer?: Viewer): Promise<Snapshot>;
-  /** `wait: false`: answered before the messages are stored; `stored` settles when they are. */
-  appendHistory(caller: Caller, sessionId: string, messages: readonly SeedMessage[], opts?: { wait?: boolean }): Promise<{ latest_seq: number; stored?: Promise<void> }>;
-  submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts?: SubmitOptions): Promise<SubmitResult>;
-  /** The session's client tools and call options for what follows (see TurnRequest). */
-  configure(caller: Caller, sessionId: string, cfg: TurnConfig): Promise<void>;
+  /**
+   * The turn's steps on its session, resolved once (tip → owner → live runtime: commands/resolver.ts):
+   * its settings, its history, its prompt. `latestSeq` is the seq after the history, when one was written.
+   */
+  runTurn(caller: Caller, sessionId: string, steps: TurnSteps): Promise<TurnRan>;
   detach(caller: Caller, sessionId: string, viewer: Viewer): Promise<{ detached: boolean }>;
   /** The principal's turn quotas around `start` (principal-quotas.ts): every transport's turn passes here. */
   admitTurn<T>(caller: Caller, bytes: number, start: () => Promise<T>): Promise<T>;
-}
-
-/** How a submit differs from a plain prompt. */
-export interface SubmitOptions {
-  noInput?: boolean;
-  fromMessageId?: string;
-  /** The caller's span: the turn's trace id is its trace id, the turn span its child. */
-  trace?: TraceParent;
-  /** Content parts of the prompt (taken in by the session's owner: core/attachments.ts). */
-  parts?: readonly PartInput[];
-}
-
-/** What `configure` sets: client tools (absent = unchanged) and call options (absent = none). */
-export interface TurnConfig {
-  clientTools?: readonly ClientToolSpec[] | undefined;
-  callOptions?: CallOptions | undefined;
 }
 
 const admitAll: Admission = (_caller, start) => start();
@@ -113,34 +100,29 @@ export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then?: (t
       const opened = await open(sessions, req);
       snap = opened?.snapshot;
       durable = opened?.durable;
-      // Tools and call options before anything is written: a client tool named like a server tool fails here.
-      const configured = snap?.session_id ?? idOf(req);
-      if (configured) {
-        await sessions.configure(caller, configured, {
-          ...("create" in req.session ? {} : { clientTools: req.clientTools }),
-          callOptions: req.callOptions,
-        });
-      }
-      let latestSeq = snap?.latest_seq ?? 0;
-      if (req.history && req.history.length > 0) {
-        // On a new session the history joins the row's commit, which the model call does not wait for.
-        const seeded = await sessions.appendHistory(caller, snap?.session_id ?? idOf(req), req.history, durable ? { wait: false } : {});
-        latestSeq = seeded.latest_seq;
-        if (durable && seeded.stored) {
-          const both = Promise.all([durable, seeded.stored]).then(() => undefined);
-          both.catch(() => undefined); // awaited below, unless a step before fails first
-          durable = both;
-        }
-      }
-      // The asked id, not the tip the resume found: submit resolves it, and says so in its answer.
+      // The asked id, not the tip the resume found: the turn resolves it once, and says so in its answer.
       const target = "create" in req.session ? snap!.session_id : req.session.id;
-      const opts: SubmitOptions = {
-        ...(req.noInput ? { noInput: true } : {}),
-        ...(req.fromMessageId !== undefined ? { fromMessageId: req.fromMessageId } : {}),
-        ...(req.trace ? { trace: req.trace } : {}),
-        ...(req.parts && req.parts.length > 0 ? { parts: req.parts } : {}),
-      };
-      const result = await sessions.submit(caller, target, req.text, req.requestId, opts);
+      const ran = await sessions.runTurn(caller, target, {
+        // Tools and call options before anything is written: a client tool named like a server tool fails there.
+        config: { ...("create" in req.session ? {} : { clientTools: req.clientTools }), callOptions: req.callOptions },
+        // On a new session the history joins the row's commit, which the model call does not wait for.
+        ...(req.history && req.history.length > 0 ? { history: { messages: req.history, wait: !durable } } : {}),
+        text: req.text,
+        ...(req.requestId !== undefined ? { requestId: req.requestId } : {}),
+        opts: {
+          ...(req.noInput ? { noInput: true } : {}),
+          ...(req.fromMessageId !== undefined ? { fromMessageId: req.fromMessageId } : {}),
+          ...(req.trace ? { trace: req.trace } : {}),
+          ...(req.parts && req.parts.length > 0 ? { parts: req.parts } : {}),
+        },
+      });
+      const result = ran.result;
+      const latestSeq = ran.latestSeq ?? snap?.latest_seq ?? 0;
+      if (durable && ran.stored) {
+        const both = Promise.all([durable, ran.stored]).then(() => undefined);
+        both.catch(() => undefined); // awaited below
+        durable = both;
+      }
       // A new session's row commits while the turn's model call is on its way: answered once it is stored.
       if (durable) await durable;
       const turn: StartedTurn = {
@@ -165,6 +147,3 @@ async function open(sessions: TurnEntrance, req: TurnRequest): Promise<{ snapsho
   return s.resume ? { snapshot: await sessions.resume(req.caller, s.id, req.viewer) } : undefined;
 }
 
-function idOf(req: TurnRequest): string {
-  return "create" in req.session ? "" : req.session.id;
-}

@@ -135,3 +135,75 @@ describe("attachments with unchanged OpenAI clients", () => {
     expect((await get(`/api/blobs/${sha256(PNG)}`)).bytes.equals(PNG)).toBe(true);
   });
 });
+
+describe("attachments in earlier messages of a stateless request: carried, never dropped", () => {
+  const messagesOf = async (sessionId: string) => {
+    const res = await fetch(`${server!.url}/api/sessions/${sessionId}/messages`, { headers: { authorization: "Bearer alice-key" } });
+    return ((await res.json()) as { messages: Array<{ role: string; content: string; parts?: Array<{ type: string; sha256?: string }> }> }).messages;
+  };
+  const userContents = (f: FakeOpenAI) => (f.requests.at(-1)!.body.messages as Array<{ role: string; content: unknown }>).filter((m) => m.role === "user").map((m) => m.content);
+
+  it("Chat Completions: an earlier user message's image reaches the upstream as history and is stored by sha256; a model without vision refuses it by path", async () => {
+    ai = await startFakeOpenAI();
+    ai.script(reply.text(["the file is a report"]));
+    server = await startTestServer({ providerUrl: ai.url, config });
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "alice-key", maxRetries: 0 });
+    const { response } = await client.chat.completions
+      .create({
+        model: "test-model",
+        messages: [
+          { role: "user", content: [upstreamParts[0] as { type: "text"; text: string }, upstreamParts[1] as { type: "image_url"; image_url: { url: string } }] },
+          { role: "assistant", content: "a red dot" },
+          { role: "user", content: [{ type: "text", text: "and this?" }, upstreamParts[2] as { type: "file"; file: { filename: string; file_data: string } }] },
+        ],
+      })
+      .withResponse();
+    expect(userContents(ai)).toEqual([[upstreamParts[0], upstreamParts[1]], [{ type: "text", text: "and this?" }, upstreamParts[2]]]);
+    const stored = await messagesOf(response.headers.get("x-session-id")!);
+    expect(stored.filter((m) => m.role === "user").map((m) => m.parts!.map((p) => p.sha256))).toEqual([[undefined, sha256(PNG)], [undefined, sha256(PDF)]]);
+    await expectBlobs();
+
+    await server.close();
+    server = await startTestServer({ providerUrl: ai.url, config: { auth: { keys: KEYS } } });
+    const blind = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "alice-key", maxRetries: 0 });
+    const err = (await blind.chat.completions
+      .create({ model: "test-model", messages: [{ role: "user", content: [upstreamParts[1] as { type: "image_url"; image_url: { url: string } }] }, { role: "assistant", content: "?" }, { role: "user", content: "well?" }] })
+      .catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect([err.status, err.code]).toEqual([400, "model_cannot_take_part"]);
+    expect(err.message).toContain("messages.0.content.0");
+    expect(err.message).toContain("test-model");
+    expect(ai.requests).toHaveLength(1);
+  });
+
+  it("Responses: an earlier user message's input_image is history; one in an assistant message or a function_call_output is refused by path", async () => {
+    ai = await startFakeOpenAI();
+    ai.script(reply.text(["still a dot"]));
+    server = await startTestServer({ providerUrl: ai.url, config });
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "alice-key", maxRetries: 0 });
+    const image = { type: "input_image" as const, image_url: `data:image/png;base64,${PNG_B64}`, detail: "auto" as const };
+    const r = await client.responses.create({
+      model: "test-model",
+      input: [
+        { role: "user", content: [{ type: "input_text", text: "Describe" }, image] },
+        { role: "assistant", content: "a red dot" },
+        { role: "user", content: "sure?" },
+      ],
+    });
+    expect(r.output_text).toBe("still a dot");
+    expect(userContents(ai)).toEqual([[upstreamParts[0], { type: "image_url", image_url: { url: `data:image/png;base64,${PNG_B64}`, detail: "auto" } }], "sure?"]);
+    const refused = async (input: unknown[]) => {
+      const res = await fetch(`${server!.url}/v1/responses`, { method: "POST", headers: { authorization: "Bearer alice-key", "content-type": "application/json" }, body: JSON.stringify({ model: "test-model", input }) });
+      return { status: res.status, error: ((await res.json()) as { error: { param: string; message: string } }).error };
+    };
+    const byAssistant = await refused([{ role: "user", content: "hi" }, { role: "assistant", content: [image] }, { role: "user", content: "so?" }]);
+    expect([byAssistant.status, byAssistant.error.param]).toEqual([400, "input.1.content.0"]);
+    const byTool = await refused([
+      { role: "user", content: "hi" },
+      { type: "function_call", call_id: "c1", name: "f", arguments: "{}" },
+      { type: "function_call_output", call_id: "c1", output: [image] },
+    ]);
+    expect([byTool.status, byTool.error.param]).toEqual([400, "input.2.output.0.type"]);
+    expect(byTool.error.message).toContain("input_image");
+    expect(ai.requests).toHaveLength(1);
+  });
+});

@@ -7,6 +7,7 @@ import { normalizeGatewayUrl } from "../../src/cli/gateway-url.js";
 import { styleFor } from "../../src/cli/terminal-style.js";
 import { runSessionsList } from "../../src/cli/sessions-list.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 let srv: TestServer;
 beforeAll(async () => {
@@ -180,8 +181,8 @@ describe("a session the gateway reaped, in the terminal", () => {
   it("tether sessions list and /sessions show it as idle (it resumes on open), not gone", async () => {
     const first = await chat("count to 1\n");
     const id = /session (\S+) \(/.exec(first)![1]!;
-    const rt = [...srv.server.manager.parts.registry.values()].find((r) => r.id === id);
-    if (rt) await srv.server.manager.parts.ending.end(rt, "orphan_reap", { broadcast: true });
+    const rt = [...sessionRooms(srv.server.manager).registry.values()].find((r) => r.id === id);
+    if (rt) await sessionRooms(srv.server.manager).ending.end(rt, "orphan_reap", { broadcast: true });
     const out = collect();
     await runSessionsList({ url: srv.wsUrl, token: "k-chat", output: out.stream });
     const row = out.text().split("\n").find((l) => l.startsWith(id))!;

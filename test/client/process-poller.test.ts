@@ -14,6 +14,7 @@ import { EndReason } from "../../src/protocol/index.js";
 import { FakeClock } from "../../src/lib/clock.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { newClient, waitFor } from "./client-support.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const work = realpathSync(mkdtempSync(join(tmpdir(), "tether-poller-")));
 let srv: TestServer;
@@ -84,8 +85,8 @@ describe("ProcessPoller", () => {
     expect(calls).toHaveLength(4);
 
     // The gateway reclaims A (idle TTL): it is no longer live, so process.list answers 4001.
-    const rt = srv.server.manager.parts.registry.get(a)!;
-    await srv.server.manager.parts.ending.end(rt, EndReason.IdleTtl, { broadcast: true });
+    const rt = sessionRooms(srv.server.manager).registry.get(a)!;
+    await sessionRooms(srv.server.manager).ending.end(rt, EndReason.IdleTtl, { broadcast: true });
     await clock.advance(3000);
     await settled(calls);
     expect(calls.slice(4).map((c) => [c.session_id === a ? "a" : "b", c.outcome])).toEqual([["a", "rpc 4001"], ["b", "ok"]]);
@@ -144,7 +145,7 @@ describe("ProcessPoller", () => {
     await client.resumeSession(sid);
     await settled(calls);
     await client.call("prompt.submit", { session_id: sid, text: `call: terminal {"command": "sleep 30", "background": true}` });
-    await waitFor(() => srv.server.manager.parts.processes.running(srv.server.manager.parts.registry.get(sid)!), 10_000, "the process");
+    await waitFor(() => sessionRooms(srv.server.manager).processes.running(sessionRooms(srv.server.manager).registry.get(sid)!), 10_000, "the process");
     await clock.advance(3000);
     await settled(calls);
     expect(lists.at(-1)).toEqual([expect.objectContaining({ command: "sleep 30", status: "running" })]);

@@ -16,6 +16,7 @@ import { EventType, Method, RpcError, type ClientStatus, type TetherClient } fro
 import { EndReason, ErrorCode, type Frame, type MessageSnapshot } from "../../src/protocol/index.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { countText, FrameLog, newClient, waitFor } from "./client-support.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 /** Soft send-buffer limit: a 256-delta burst of S1 passes it; a 20-delta turn stays far below. */
 const SOFT_BYTES = 32 * 1024;
@@ -123,13 +124,13 @@ describe("SDK 4001 suspension, end to end", () => {
     await driver.connect();
     await driver.call(Method.PromptSubmit, { session_id: s1, text: "count to 600" });
     await driver.close();
-    const rt1 = [...srv.server.manager.parts.registry.values()].find((rt) => rt.id === s1)!;
+    const rt1 = [...sessionRooms(srv.server.manager).registry.values()].find((rt) => rt.id === s1)!;
     await waitFor(() => !rt1.running, 10_000, "S1's turn to end on the server");
     expect(srv.server.ws.flowStats().skippedFrames).toBeGreaterThan(0);
 
     // The gateway reclaims S1 while the app still is not reading; then the app reads again.
-    await srv.server.manager.parts.ending.end(rt1, EndReason.IdleTtl, { broadcast: true });
-    expect([...srv.server.manager.parts.registry.values()].some((rt) => rt.id === s1)).toBe(false);
+    await sessionRooms(srv.server.manager).ending.end(rt1, EndReason.IdleTtl, { broadcast: true });
+    expect([...sessionRooms(srv.server.manager).registry.values()].some((rt) => rt.id === s1)).toBe(false);
     rec.rawSocket(0).resume();
 
     // (a)+(b) The resync-driven catch-up of S1 got a real 4001: S1 alone is suspended, once.

@@ -1,9 +1,12 @@
 /**
  * SessionView and the transcript reducer over frame logs recorded from a real gateway (real
  * sockets, real SQLite, the demo provider): what frames build equals what the store holds, a
- * snapshot after a gap puts the text right once, versions (branching) follow, and the submit's
- * retry never runs a prompt twice.
+ * snapshot after a gap puts the text right once, versions (branching) follow, the submit's
+ * retry never runs a prompt twice, and background processes follow their frames and process.list.
  */
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -14,6 +17,7 @@ import {
   SessionView,
   type Block,
   type Frame,
+  type ProcessInfo,
   type SessionModel,
   type TetherClient,
 } from "../../src/client/index.js";
@@ -226,6 +230,65 @@ describe("SessionView submit", () => {
     await view.open(created.session_id);
     expect(await view.submit("count to 3")).toBe(false);
     expect(view.getSnapshot().pending.map((p) => p.status)).toEqual(["failed"]);
+    view.dispose();
+  }, 60_000);
+});
+
+describe("SessionView: background processes", () => {
+  const work = realpathSync(mkdtempSync(join(tmpdir(), "tether-view-proc-")));
+  let procSrv: TestServer;
+  beforeAll(async () => {
+    procSrv = await startTestServer({ demoDelayMs: 0, config: { tools: { workspace: { roots: [work] }, policy: { terminal: "auto" } } } as never });
+  });
+  afterAll(async () => {
+    await procSrv?.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  /** What a panel shows of a process. */
+  const shown = (p: ProcessInfo) => ({ id: p.id, command: p.command, cwd: p.cwd, pid: p.pid, status: p.status, exit_code: p.exit_code ?? null, signal: p.signal ?? null });
+
+  it("follows a process from its frames (started, output, killed), as process.list has it, and a view opened later is seeded from the list", async () => {
+    const client = newClient(procSrv.wsUrl);
+    clients.push(client);
+    await client.connect();
+    const created = await client.createSession({ cwd: work });
+    const log: Frame[] = [];
+    const view = new SessionView(client, { onFrame: (f) => void log.push(f) });
+    await view.open(created.session_id);
+    // Writes "two" only once the test creates ./go: that text reaches the view by process.output frames alone.
+    const command = "echo one; while [ ! -f go ]; do sleep 0.05; done; echo two; sleep 60";
+    await view.submit(`call: terminal ${JSON.stringify({ command, background: true })}`);
+    await waitFor(() => view.getSnapshot().processes.length === 1 && idle(view)(), 20_000, "the process in the view");
+    const [proc] = view.getSnapshot().processes;
+    writeFileSync(join(work, "go"), "");
+    await waitFor(() => view.getSnapshot().processes[0]!.output_tail.includes("two\n"), 10_000, "the output after ./go");
+    expect(view.getSnapshot().processes[0]!.output_tail).toBe("one\ntwo\n");
+    const listed = (await client.call("process.list", { session_id: created.session_id })).processes;
+    expect(view.getSnapshot().processes.map(shown)).toEqual(listed.map(shown));
+    expect(proc!.status).toBe("running");
+
+    // Another view of the session, opened after the process started: seeded from process.list.
+    const later = new SessionView(client);
+    await later.open(created.session_id);
+    await waitFor(() => later.getSnapshot().processes.length === 1, 10_000, "the later view's processes");
+    expect(later.getSnapshot().processes.map(shown)).toEqual(listed.map(shown));
+
+    // Stop: the process.exited frame ends it in every view.
+    const killed = await view.killProcess(proc!.id);
+    expect(killed.status).toBe("killed");
+    await waitFor(() => view.getSnapshot().processes[0]?.status === "killed", 10_000, "the view sees it killed");
+    await waitFor(() => later.getSnapshot().processes[0]?.status === "killed", 10_000, "the later view sees it killed");
+    const after = (await client.call("process.list", { session_id: created.session_id })).processes;
+    expect(view.getSnapshot().processes.map(shown)).toEqual(after.map(shown));
+    expect(later.getSnapshot().processes.map(shown)).toEqual(after.map(shown));
+
+    // The reducer alone over the recorded log, from the creation Snapshot: the same processes.
+    const replayed = fromSnapshot(created);
+    for (const f of log) applyFrame(replayed, f);
+    expect(Object.values(replayed.processes ?? {}).map(shown)).toEqual(after.map(shown));
+    expect(log.filter((f) => f.type === "process.output").length).toBeGreaterThan(0);
+    later.dispose();
     view.dispose();
   }, 60_000);
 });

@@ -126,12 +126,12 @@ describe("tether acp with @agentclientprotocol/sdk's client", () => {
     expect(second.updates.slice(before).some((u) => u.update.sessionUpdate === "agent_message_chunk")).toBe(true);
   });
 
-  it("refuses what it does not take, by name: an unknown session, MCP servers, an image block, modes", async () => {
+  it("refuses what it does not take, by name: an unknown session, MCP servers, an audio block, modes", async () => {
     const e = shared;
     await expect(e.agent.request(acp.methods.agent.session.load, { sessionId: "ses_nobody", cwd: tmpdir(), mcpServers: [] })).rejects.toMatchObject({ code: -32002 });
     await expect(e.agent.request(acp.methods.agent.session.new, { cwd: tmpdir(), mcpServers: [{ name: "x", command: "x", args: [], env: [] }] })).rejects.toMatchObject({ code: -32602 });
     const sessionId = await newSession(e);
-    await expect(e.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "image", data: "AA==", mimeType: "image/png" }] })).rejects.toMatchObject({ code: -32602 });
+    await expect(e.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "audio", data: "AA==", mimeType: "audio/wav" }] })).rejects.toMatchObject({ code: -32602 });
     await expect(e.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "code" })).rejects.toMatchObject({ code: -32602 });
   });
 

@@ -13,6 +13,7 @@ import { silentLogger } from "../../src/lib/logger.js";
 import { openStore } from "../../src/store/index.js";
 import { RpcSocket } from "../support/rpc-socket.js";
 import { tempDbPath } from "../support/temp-db.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const running: Array<{ server: RunningServer; sock?: RpcSocket }> = [];
 afterEach(async () => {
@@ -103,7 +104,7 @@ describe("approval timeout from the config at start", () => {
         events = await store.readEvents(session_id, 0, 10_000);
       }
       expect(events.filter((e) => e.type === "turn.complete" && e.turn_id === sub.turn_id).map((e) => JSON.parse(e.payload).status)).toEqual(["complete"]);
-      expect(second.server.manager.parts.registry.has(session_id)).toBe(true);
+      expect(sessionRooms(second.server.manager).registry.has(session_id)).toBe(true);
     } finally {
       await store.close();
     }

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { RpcSocket } from "../support/rpc-socket.js";
 import { capturingLogger } from "../support/manager-harness.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 let server: TestServer | undefined;
 afterEach(async () => {
@@ -20,8 +21,8 @@ describe("the 4001 warning", () => {
     server = await startTestServer({ logger });
     const sock = await RpcSocket.open(server.wsUrl);
     const snap = await sock.call("session.create", {});
-    const rt = [...server.server.manager.parts.registry.values()].find((r) => r.id === snap.session_id)!;
-    await server.server.manager.parts.ending.end(rt, "orphan_reap", { broadcast: true }); // reaped: no longer live here
+    const rt = [...sessionRooms(server.server.manager).registry.values()].find((r) => r.id === snap.session_id)!;
+    await sessionRooms(server.server.manager).ending.end(rt, "orphan_reap", { broadcast: true }); // reaped: no longer live here
 
     for (const [id, method, params] of [
       [77, "prompt.submit", { session_id: snap.session_id, text: "hello?" }],

@@ -13,6 +13,7 @@ import type { EnvelopeRow } from "../../src/store/types.js";
 import { RpcSocket } from "../support/rpc-socket.js";
 import { dropTestSchemas, pgAvailable, pgTestUrl } from "../support/pg.js";
 import { dropTestKeys, redisAvailable, redisTestUrl } from "../support/redis.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const running: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
@@ -75,7 +76,7 @@ describe.skipIf(!pgAvailable || !redisAvailable)("the outbox across nodes (Postg
       delivered_message_id: null,
     };
     const alphaOnA = await a.profiles.profile("alpha");
-    await alphaOnA.sessions.parts.work.store.commit([{ op: "envelope.insert", row: envelope }]);
+    await sessionRooms(alphaOnA.sessions).work.store.commit([{ op: "envelope.insert", row: envelope }]);
 
     // Node A takes it up (its poll would): the tip is live on B, so A cannot write it — B does.
     await a.profiles.messaging.outbox.process("alpha", envelope.id);

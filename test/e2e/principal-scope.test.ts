@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { RpcSocket } from "../support/rpc-socket.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 let server: TestServer | undefined;
 afterEach(async () => {
@@ -76,9 +77,9 @@ describe("principal scope of reads over every live session", () => {
     const alice = await RpcSocket.open(server.wsUrl, { authorization: "Bearer alice-key" });
     const bob = await RpcSocket.open(server.wsUrl, { authorization: "Bearer bob-key" });
     const a = await alice.call("session.create", {});
-    const runtime = [...server.server.manager.parts.registry.values()].find((rt) => rt.id === a.session_id)!;
+    const runtime = [...sessionRooms(server.server.manager).registry.values()].find((rt) => rt.id === a.session_id)!;
     // The gateway reclaims it on its own (as the LRU cap or idle TTL would), with a broadcast.
-    await server.server.manager.parts.ending.end(runtime, "idle_ttl", { broadcast: true });
+    await sessionRooms(server.server.manager).ending.end(runtime, "idle_ttl", { broadcast: true });
     await alice.waitFor(() => alice.events.some((f) => f.type === "session.reclaimed"));
     expect(alice.events.find((f) => f.type === "session.reclaimed")!.payload).toEqual({ session_id: a.session_id, reason: "idle_ttl" });
     // Bob's connection got nothing about it: a ping round trip proves anything sent before has arrived.

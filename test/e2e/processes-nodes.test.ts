@@ -12,6 +12,7 @@ import { RpcSocket } from "../support/rpc-socket.js";
 import { dropTestSchemas, pgAvailable, pgTestUrl } from "../support/pg.js";
 import { dropTestKeys, redisAvailable, redisTestUrl } from "../support/redis.js";
 import { eventually } from "../support/mcp-fixture.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const servers: TestServer[] = [];
 const sockets: RpcSocket[] = [];
@@ -40,14 +41,14 @@ describe.skipIf(!pgAvailable || !redisAvailable)("background processes across no
     const started = onA.sessionEvents(session_id).find((f) => f.type === "process.started")!.payload;
 
     // B does not hold the session: each call goes to A, which runs the process.
-    expect(b!.server.manager.parts.registry.get(session_id)).toBeUndefined();
+    expect(sessionRooms(b!.server.manager).registry.get(session_id)).toBeUndefined();
     const listed = await onB.call("process.list", { session_id });
     expect(listed.processes).toEqual([expect.objectContaining({ id: started.id, pid: started.pid, status: "running" })]);
     await eventually(async () => (await onB.call("process.output", { session_id, id: started.id })).output === "from-a\n", 10_000, "the output via B");
     expect((await onB.request("process.kill", { session_id, id: "proc_nope" })).error).toMatchObject({ code: 4030 });
     const killed = await onB.call("process.kill", { session_id, id: started.id });
     expect(killed.process).toMatchObject({ id: started.id, status: "killed" });
-    expect(b!.server.manager.parts.registry.get(session_id)).toBeUndefined();
+    expect(sessionRooms(b!.server.manager).registry.get(session_id)).toBeUndefined();
     expect((await onA.call("process.list", { session_id })).processes[0].status).toBe("killed");
   });
 });

@@ -9,6 +9,7 @@ import { startTestServer, type TestServer } from "../support/start-server.js";
 import { RpcSocket } from "../support/rpc-socket.js";
 import { dropTestSchemas, pgAvailable, pgTestUrl } from "../support/pg.js";
 import { dropTestKeys, redisAvailable, redisTestUrl } from "../support/redis.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const servers: TestServer[] = [];
 const sockets: RpcSocket[] = [];
@@ -192,7 +193,7 @@ describe.skipIf(!pgAvailable || !redisAvailable)("scale-out: PostgreSQL store + 
     const reply = onB.sessionEvents(sid).find((f) => f.type === "message.complete" && f.turn_id === turn.turn_id && f.payload.role === "assistant");
     expect(reply!.payload.content).toContain(Array.from({ length: 20 }, (_, i) => i + 1).join(" "));
     expect(b!.server.manager.liveCount).toBe(1);
-    expect(b!.server.manager.parts.lifecycle.timers.has(sid)).toBe(false); // watched, so not parked
+    expect(sessionRooms(b!.server.manager).lifecycle.timers.has(sid)).toBe(false); // watched, so not parked
   });
   it("session.reclaimed relayed from another node reaches only the session's principal", async () => {
     const keys = { auth: { keys: { "alice-key": "alice", "bob-key": "bob" } } };
@@ -205,8 +206,8 @@ describe.skipIf(!pgAvailable || !redisAvailable)("scale-out: PostgreSQL store + 
     const aliceOnB = await open(`${b.wsUrl}?token=alice-key`);
     const bobOnB = await open(`${b.wsUrl}?token=bob-key`);
     const sid = (await aliceOnA.call("session.create", {})).session_id;
-    const runtime = [...a.server.manager.parts.registry.values()].find((rt) => rt.id === sid)!;
-    await a.server.manager.parts.ending.end(runtime, "idle_ttl", { broadcast: true });
+    const runtime = [...sessionRooms(a.server.manager).registry.values()].find((rt) => rt.id === sid)!;
+    await sessionRooms(a.server.manager).ending.end(runtime, "idle_ttl", { broadcast: true });
     await aliceOnB.waitFor(() => aliceOnB.events.some((f) => f.type === "session.reclaimed"));
     expect(aliceOnB.events.find((f) => f.type === "session.reclaimed")!.payload).toEqual({ session_id: sid, reason: "idle_ttl" });
     // A later global frame to everyone would arrive after it: a ping round trip on B is enough here,

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
 import { RpcSocket } from "../support/rpc-socket.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 let srv: TestServer;
 beforeAll(async () => {
@@ -56,8 +57,8 @@ describe("sessions", () => {
       await sock.call("session.close", { session_id: closed.session_id });
       const manager = p2.server.manager;
       for (const id of [reaped.session_id, plumbing.session_id]) {
-        const rt = [...manager.parts.registry.values()].find((r) => r.id === id)!;
-        await manager.parts.ending.end(rt, "orphan_reap", { broadcast: true }); // what the grace does to a detached session
+        const rt = [...sessionRooms(manager).registry.values()].find((r) => r.id === id)!;
+        await sessionRooms(manager).ending.end(rt, "orphan_reap", { broadcast: true }); // what the grace does to a detached session
       }
       const listed = (await sock.call("session.list", {})).sessions;
       expect(listed.map((s: any) => s.session_id)).toEqual([reaped.session_id]);

@@ -3,13 +3,19 @@
  * outside the repo (dependencies from the npm cache or registry — never the repo's own
  * node_modules or sources, but for better-sqlite3's compiled binary, below), and there:
  *
- * The SDK (`tether-gateway-client`) and the protocol types (`tether-gateway-protocol`), each
- * installed alone:
- * - the install pulls nothing at all (no better-sqlite3, pg, ioredis, OpenTelemetry: no dependency);
- * - the SDK completes a turn against a gateway when imported from an ES module and from CommonJS;
- * - esbuild bundles it for a browser (`platform: "browser"`: a Node built-in would fail the build);
- * - strict TypeScript consumers of both formats type-check against the shipped declarations
- *   (`skipLibCheck: false`, zod not installed).
+ * The SDK (`tether-gateway-client`), the protocol types (`tether-gateway-protocol`) and the React
+ * hook (`tether-gateway-react`), installed together in one app with what such an app has (ws,
+ * TypeScript, react, react-dom, @types/react):
+ * - none of them pulls a dependency (no better-sqlite3, pg, ioredis, OpenTelemetry, zod: the app's
+ *   node_modules is what it asked for and their own dependencies, nothing more), and the React
+ *   package uses the app's react and the app's SDK (peer dependencies: one TetherClient, one
+ *   RpcError class);
+ * - the SDK completes a turn when imported from an ES module and from CommonJS;
+ * - `useSession` runs in react-dom's own renderer in Node: it opens a session, submits, shows the
+ *   reply, and opens a session a user closed read-only;
+ * - esbuild bundles the SDK for a browser (`platform: "browser"`: a Node built-in would fail the build);
+ * - strict TypeScript consumers of both formats, and a TSX component using `useSession`, type-check
+ *   against the shipped declarations (`skipLibCheck: false`, zod not installed).
  *
  * The server (`tether-gateway`):
  * - `npx tether --help` works;
@@ -19,9 +25,10 @@
  * - `require("tether-gateway")` fails with the documented ERR_PACKAGE_PATH_NOT_EXPORTED (ES modules
  *   only), and `import()` of it from CommonJS works.
  *
- * In the faults project because it installs four projects and runs gateways (a few minutes on a
- * busy 2-core machine). better-sqlite3's binary comes from a local prebuild of this checkout's
- * (see the server's beforeAll), not a 20-minute compile.
+ * In the faults project because it installs two projects and runs gateways. The server's pack and
+ * install start with the SDK's (they share nothing), so the file takes about as long as the slower
+ * of the two. better-sqlite3's binary comes from a local prebuild of this checkout's (see
+ * prepareServer), not a 20-minute compile.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -107,7 +114,9 @@ function installed(dir: string): string[] {
     .sort();
 }
 
-const SERVER_PACKAGES = /^(better-sqlite3|pg|ioredis|@opentelemetry\/.*|hono|@hono\/.*|ws|pino|zod|@modelcontextprotocol\/.*|@a2a-js\/.*)$/;
+/** What the SDK app asks for besides the tarballs, and what those bring of their own (react-dom: scheduler; @types/react: csstype). */
+const APP_SPECS = ["ws", "typescript", "react", "react-dom", "@types/react"];
+const APP_EXPECTED = ["tether-gateway-client", "tether-gateway-protocol", "tether-gateway-react", ...APP_SPECS, "scheduler", "csstype"].sort();
 
 /** A turn through the SDK; `head` imports TetherClient, Method, EventType, ErrorCode and WebSocket. */
 const sdkTurn = (head: string) => `${head}
@@ -130,6 +139,61 @@ async function main() {
   await client.close();
 }
 main();
+`;
+
+/**
+ * useSession in react-dom's client renderer, in Node: a component that renders no element (so
+ * react-dom needs no more of a DOM than the few globals below) and reports what the hook shows.
+ * It submits once the session is open, resolves when the reply is complete; then a session a user
+ * closed opens read-only (the SDK's RpcError recognised: one class, the app's SDK's).
+ */
+const REACT_RUN = `
+import WebSocket from "ws";
+import { createElement as h, useEffect } from "react";
+import { createRoot } from "react-dom/client";
+import { TetherClient, Method } from "tether-gateway-client";
+import { useSession } from "tether-gateway-react";
+
+const noop = () => {};
+globalThis.window = globalThis;
+globalThis.HTMLIFrameElement = class {};
+globalThis.document = { nodeType: 9, activeElement: null, addEventListener: noop, removeEventListener: noop };
+const container = () => ({ nodeType: 1, tagName: "DIV", ownerDocument: document, addEventListener: noop, removeEventListener: noop });
+
+const client = new TetherClient({ url: process.argv[2], WebSocket });
+await client.connect();
+
+/** Renders useSession(client, id); resolves with \`until\`'s first non-undefined answer over its snapshots. */
+function watch(id, until) {
+  return new Promise((resolve, reject) => {
+    const root = createRoot(container(), { onUncaughtError: reject });
+    function Probe() {
+      const s = useSession(client, id);
+      useEffect(() => {
+        const out = until(s);
+        if (out !== undefined) { root.unmount(); resolve(out); }
+      });
+      return null;
+    }
+    root.render(h(Probe));
+  });
+}
+
+const live = await client.createSession({ title: "from the React package" });
+let sent = false;
+const turn = await watch(live.session_id, (s) => {
+  if (!sent && s.model && !s.loading && s.link.state === "connected") { sent = true; void s.submit("count to 3"); }
+  const reply = s.blocks.find((b) => b.kind === "assistant");
+  if (!sent || s.running || s.pending.length > 0 || reply?.status !== "complete") return undefined;
+  return { blocks: s.blocks.map((b) => b.kind + ":" + b.text), tokens: s.usage.total_tokens > 0 };
+});
+
+const closed = await client.createSession({ title: "closed" });
+await client.call(Method.SessionClose, { session_id: closed.session_id });
+const ended = await watch(closed.session_id, (s) => (s.loading || (!s.model && !s.error) ? undefined : { state: s.model?.state, error: s.error?.message ?? null }));
+
+console.log(JSON.stringify({ turn, ended }));
+await client.close();
 `;
 
 /** Strict TypeScript consumers: one ES module and one CommonJS file, browser-typed (DOM, no @types/node). */
@@ -155,6 +219,30 @@ export async function send(): Promise<Submit["result"]> {
 void wrong;
 `;
 
+/** A React component as the package's README has it (a TetherClient of tether-gateway-client given to useSession). */
+const CONSUMER_TSX = `
+import { TetherClient } from "tether-gateway-client";
+import { useSession, type Block } from "tether-gateway-react";
+
+const client = new TetherClient({ url: "wss://gateway.example/ws", token: "k" });
+
+export function Chat({ sessionId }: { sessionId: string }) {
+  const s = useSession(client, sessionId);
+  const text = (b: Block) => (b.kind === "user" || b.kind === "assistant" ? b.text : "");
+  const submitted: Promise<boolean> = s.submit("hello");
+  void submitted;
+  // @ts-expect-error — the snapshot is read-only.
+  s.running = true;
+  return (
+    <div data-link={s.link.state} data-todo={s.todo.items.length} data-tokens={s.usage.total_tokens}>
+      {s.blocks.map((b) => <p key={b.key}>{text(b)}</p>)}
+      {s.processes.map((p) => <code key={p.id}>{p.command} {p.status}</code>)}
+      <button disabled={s.link.state !== "connected"} onClick={() => void s.submit("hi")}>Send</button>
+    </div>
+  );
+}
+`;
+
 const CONSUMER_TSCONFIG = {
   compilerOptions: {
     target: "ES2022",
@@ -165,29 +253,41 @@ const CONSUMER_TSCONFIG = {
     exactOptionalPropertyTypes: true,
     lib: ["ES2022", "DOM"],
     types: [],
+    jsx: "react-jsx",
     noEmit: true,
     skipLibCheck: false,
   },
-  files: ["consumer.mts", "consumer.cts"],
+  files: ["consumer.mts", "consumer.cts", "chat.tsx"],
 };
 
-describe("the SDK and the protocol packages, each installed alone in an empty project", () => {
+/** The server's tarball installed in its own app (started by the SDK's beforeAll, so both installs overlap). */
+let serverPrep: Promise<{ dir: string; app: string; files: string[] }> | undefined;
+const prepareServer = () => (serverPrep ??= prepareServerApp());
+
+afterAll(async () => {
+  // After the server's describe (which stopped its server); also when only the SDK's tests ran.
+  // A node_modules of ~190 packages to delete: more than the default 30 s on a busy machine.
+  const prep = await serverPrep?.catch(() => undefined);
+  if (prep) rmSync(prep.dir, { recursive: true, force: true });
+}, 120_000);
+
+describe("the SDK, the protocol and the React packages, installed in an empty project", () => {
   let dir: string;
   let app: string;
   let gateway: TestServer | undefined;
-  const packed: Record<"client" | "protocol", { tarball: string; files: string[] }> = {} as never;
-  const alone: Record<"client" | "protocol", string[]> = {} as never;
+  const packed: Record<"client" | "protocol" | "react", { tarball: string; files: string[] }> = {} as never;
 
   beforeAll(async () => {
+    // Not awaited here: the server describe's beforeAll does (its failure shows there).
+    prepareServer().catch(() => undefined);
     dir = mkdtempSync(join(tmpdir(), "tether-pack-sdk-"));
     await buildPackages();
-    packed.client = await pack(join(REPO, "packages/client"), dir);
-    packed.protocol = await pack(join(REPO, "packages/protocol"), dir);
-    alone.client = await project(join(dir, "client-alone"), "commonjs", [packed.client.tarball]);
-    alone.protocol = await project(join(dir, "protocol-alone"), "commonjs", [packed.protocol.tarball]);
-    // The app that uses them: both packages, ws (Node 20 has no global WebSocket) and TypeScript.
+    const names = ["client", "protocol", "react"] as const;
+    const tarballs = await Promise.all(names.map((p) => pack(join(REPO, "packages", p), dir)));
+    names.forEach((p, i) => (packed[p] = tarballs[i]!));
+    // The app that uses them: the three packages, ws (Node 20 has no global WebSocket), TypeScript and React.
     app = join(dir, "app");
-    await project(app, "module", [packed.client.tarball, packed.protocol.tarball, pinned("ws"), pinned("typescript")]);
+    await project(app, "module", [packed.client.tarball, packed.protocol.tarball, packed.react.tarball, ...APP_SPECS.map(pinned)]);
     gateway = await startTestServer({ demoDelayMs: 0 });
   }, 600_000);
 
@@ -196,14 +296,18 @@ describe("the SDK and the protocol packages, each installed alone in an empty pr
     if (dir) rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 
-  it("installs nothing but itself: no better-sqlite3, pg, ioredis, OpenTelemetry or any other dependency", () => {
-    expect(alone.client).toEqual(["tether-gateway-client"]);
-    expect(alone.protocol).toEqual(["tether-gateway-protocol"]);
-    expect(installed(app).filter((p) => SERVER_PACKAGES.test(p))).toEqual(["ws"]);
+  it("installs nothing but what the app asked for: no better-sqlite3, pg, ioredis, OpenTelemetry, zod or any other dependency", () => {
+    expect(installed(app)).toEqual(APP_EXPECTED);
+    const manifest = (name: string) => JSON.parse(readFileSync(join(app, "node_modules", name, "package.json"), "utf8")) as Record<string, unknown>;
+    expect(manifest("tether-gateway-client").dependencies).toBeUndefined();
+    expect(manifest("tether-gateway-protocol").dependencies).toBeUndefined();
+    expect(manifest("tether-gateway-react").dependencies).toBeUndefined();
+    // The hook runs on the app's React and the app's SDK: one copy of each.
+    expect(Object.keys(manifest("tether-gateway-react").peerDependencies as object).sort()).toEqual(["react", "tether-gateway-client"]);
   });
 
   it("ships both builds with their declarations, a license and a README, and no sources", () => {
-    for (const [name, typesEntry] of [["client", "client/index.d.ts"], ["protocol", "protocol/index.d.ts"]] as const) {
+    for (const [name, typesEntry] of [["client", "client/index.d.ts"], ["protocol", "protocol/index.d.ts"], ["react", "react/index.d.ts"]] as const) {
       const files = packed[name].files;
       for (const f of ["package.json", "LICENSE", "README.md", "dist/esm/index.js", "dist/cjs/index.js", "dist/cjs/package.json", `dist/esm/types/${typesEntry}`, `dist/cjs/types/${typesEntry}`]) {
         expect(files, `${name}: ${f}`).toContain(f);
@@ -221,10 +325,14 @@ describe("the SDK and the protocol packages, each installed alone in an empty pr
       join(app, "turn.cjs"),
       sdkTurn(`const WebSocket = require("ws");\nconst { TetherClient, Method, EventType } = require("tether-gateway-client");\nconst { ErrorCode } = require("tether-gateway-protocol");`),
     );
-    for (const file of ["turn.mjs", "turn.cjs"]) {
-      const { stdout } = await run(process.execPath, [join(app, file), gateway!.wsUrl], { cwd: app, timeout: 30_000 });
-      expect(JSON.parse(stdout.trim()), file).toEqual({ status: "started", text: "1 2 3 4", notFound: 4007, known: true });
-    }
+    const results = await Promise.all(["turn.mjs", "turn.cjs"].map((file) => run(process.execPath, [join(app, file), gateway!.wsUrl], { cwd: app, timeout: 30_000 })));
+    for (const { stdout } of results) expect(JSON.parse(stdout.trim())).toEqual({ status: "started", text: "1 2 3 4", notFound: 4007, known: true });
+  });
+
+  it("useSession runs in react-dom in Node: opens a session, submits, shows the reply; a closed session opens read-only", async () => {
+    writeFileSync(join(app, "react-run.mjs"), REACT_RUN);
+    const { stdout } = await run(process.execPath, [join(app, "react-run.mjs"), gateway!.wsUrl], { cwd: app, timeout: 30_000, env: { ...process.env, NODE_ENV: "production" } });
+    expect(JSON.parse(stdout.trim())).toEqual({ turn: { blocks: ["user:count to 3", "assistant:1 2 3"], tokens: true }, ended: { state: "ended", error: null } });
   });
 
   it("bundles for a browser with esbuild, from the ES module build, with no Node built-in", async () => {
@@ -242,9 +350,10 @@ describe("the SDK and the protocol packages, each installed alone in an empty pr
     expect(result.outputFiles[0]!.text).toContain("session.events.since");
   });
 
-  it("type-checks strict TypeScript consumers of both builds, with no @types/node and no zod", async () => {
+  it("type-checks strict TypeScript consumers of both builds and a useSession component, with no @types/node and no zod", async () => {
     writeFileSync(join(app, "consumer.mts"), CONSUMER_TS);
     writeFileSync(join(app, "consumer.cts"), CONSUMER_TS);
+    writeFileSync(join(app, "chat.tsx"), CONSUMER_TSX);
     writeFileSync(join(app, "tsconfig.json"), JSON.stringify(CONSUMER_TSCONFIG, null, 2));
     expect(installed(app)).not.toContain("zod");
     // Type errors fail here with tsc's own message.
@@ -255,6 +364,35 @@ describe("the SDK and the protocol packages, each installed alone in an empty pr
   });
 });
 
+/**
+ * The server's tarball in an app of its own (with TypeScript and the types a Node app has). What
+ * `prepare` builds before `npm pack` is built here, so the pack itself can skip scripts (and never
+ * rewrites dist/ under a test that runs the gateway).
+ */
+async function prepareServerApp(): Promise<{ dir: string; app: string; files: string[] }> {
+  const dir = mkdtempSync(join(tmpdir(), "tether-pack-"));
+  await build({ js: true, types: true });
+  await buildWeb({ quiet: true });
+  const { tarball, files } = await pack(REPO, dir);
+  const app = join(dir, "app");
+  mkdirSync(app);
+  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module", allowScripts: { "better-sqlite3": true } }, null, 2));
+  // better-sqlite3's binary: prebuild-install's "local prebuild" (the path it takes when a
+  // prebuilt binary fits), packed from the one this checkout compiled for this Node. Compiling
+  // it again took over 20 minutes on a busy 2-core machine, and is better-sqlite3's own work.
+  const prebuilds = join(dir, "prebuilds");
+  mkdirSync(prebuilds);
+  const sqlite = `better-sqlite3-v${lock.packages["node_modules/better-sqlite3"]!.version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  await run("tar", ["czf", join(prebuilds, sqlite), "-C", join(REPO, "node_modules", "better-sqlite3"), "build/Release/better_sqlite3.node"]);
+  await run(
+    "npm",
+    ["install", tarball, pinned("typescript"), pinned("@types/node"), pinned("@types/ws"), "--prefer-offline", "--no-audit", "--no-fund"],
+    // JOBS: if node-gyp compiles better-sqlite3 after all, on every core.
+    { cwd: app, env: { ...process.env, JOBS: "max", npm_config_better_sqlite3_local_prebuilds: prebuilds }, maxBuffer: 16 * 2 ** 20, timeout: 1_140_000 },
+  );
+  return { dir, app, files };
+}
+
 describe("the server package, installed in an empty project", () => {
   let dir: string;
   let app: string;
@@ -263,35 +401,7 @@ describe("the server package, installed in an empty project", () => {
   let files: string[] = [];
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "tether-pack-"));
-    // What `prepare` builds before `npm pack`; built here so the pack itself can skip scripts
-    // (and never rewrites dist/ under a test that runs the gateway).
-    await build({ js: true, types: true });
-    await buildWeb({ quiet: true });
-    const packed = await run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", dir], { cwd: REPO, maxBuffer: 16 * 2 ** 20 });
-    const info = JSON.parse(packed.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
-    files = info[0]!.files.map((f) => f.path);
-    const tarball = join(dir, info[0]!.filename);
-
-    app = join(dir, "app");
-    await run("mkdir", ["-p", app]);
-    writeFileSync(
-      join(app, "package.json"),
-      JSON.stringify({ name: "app", private: true, type: "module", allowScripts: { "better-sqlite3": true } }, null, 2),
-    );
-    // better-sqlite3's binary: prebuild-install's "local prebuild" (the path it takes when a
-    // prebuilt binary fits), packed from the one this checkout compiled for this Node. Compiling
-    // it again took over 20 minutes on a busy 2-core machine, and is better-sqlite3's own work.
-    const prebuilds = join(dir, "prebuilds");
-    mkdirSync(prebuilds);
-    const sqlite = `better-sqlite3-v${lock.packages["node_modules/better-sqlite3"]!.version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
-    await run("tar", ["czf", join(prebuilds, sqlite), "-C", join(REPO, "node_modules", "better-sqlite3"), "build/Release/better_sqlite3.node"]);
-    await run(
-      "npm",
-      ["install", tarball, pinned("typescript"), pinned("@types/node"), pinned("@types/ws"), "--prefer-offline", "--no-audit", "--no-fund"],
-      // JOBS: if node-gyp compiles better-sqlite3 after all, on every core.
-      { cwd: app, env: { ...process.env, JOBS: "max", npm_config_better_sqlite3_local_prebuilds: prebuilds }, maxBuffer: 16 * 2 ** 20, timeout: 1_140_000 },
-    );
+    ({ dir, app, files } = await prepareServer());
   }, 1_200_000);
 
   afterAll(async () => {
@@ -306,9 +416,6 @@ describe("the server package, installed in an empty project", () => {
       }
       await exited;
     }
-    // A graceful stop, then a node_modules of ~190 packages to delete: more than the default 30 s
-    // on a busy machine.
-    if (dir) rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 
   it("ships the build, the declarations and the web client, and no sources or tests", () => {

@@ -211,7 +211,7 @@ describe("the attackers", () => {
     expect((await fetch(`${srv.url}/ag-ui`, { method: "POST", headers: { "content-type": "application/json" }, body })).status).toBe(401);
   });
 
-  it("fields it does not take are 400 naming them: unknown keys, forwardedProps, state keys that are not Tether's, an image", async () => {
+  it("fields it does not take are 400 naming them: unknown keys, forwardedProps, state keys that are not Tether's, a video", async () => {
     const post = (body: Record<string, unknown>) =>
       fetch(`${srv.url}/ag-ui`, {
         method: "POST",
@@ -222,7 +222,7 @@ describe("the attackers", () => {
       [{ model: "x" }, "model"],
       [{ forwardedProps: { temperature: 2 } }, "forwardedProps.temperature"],
       [{ state: { cart: [] } }, "state.cart"],
-      [{ messages: [{ id: "m", role: "user", content: [{ type: "image", source: { type: "url", value: "https://x/y.png" } }] }] }, "messages.0.content.0.type"],
+      [{ messages: [{ id: "m", role: "user", content: [{ type: "video", source: { type: "url", value: "https://x/y.mp4" } }] }] }, "messages.0.content.0.type"],
       [{ threadId: "" }, "threadId"],
       [{ parentRunId: "run-0" }, "parentRunId"],
       [{ protocolVersion: "2.0" }, "protocolVersion"],

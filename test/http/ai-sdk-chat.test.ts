@@ -232,13 +232,14 @@ describe("the attackers", () => {
     expect(anonymous.status).toBe(401);
   });
 
-  it("a field the route does not take, a file part or a bad trigger is a 400 naming it", async () => {
+  it("a field the route does not take, a part it does not take or a bad trigger is a 400 naming it", async () => {
     const post = (body: unknown) => fetch(`${srv.url}/api/chat`, { method: "POST", headers: { ...auth(KEY_A), "content-type": "application/json" }, body: JSON.stringify(body) });
     const message = { id: "m1", role: "user", parts: [{ type: "text", text: "hi" }] };
     const cases: Array<[unknown, string]> = [
       [{ id: chatId(), messages: [message], trigger: "submit-message", temperature: 2 }, "temperature"],
       [{ id: chatId(), messages: [message], trigger: "resume-stream" }, "trigger"],
-      [{ id: chatId(), messages: [{ ...message, parts: [{ type: "file", mediaType: "image/png", url: "data:image/png;base64,AA==" }] }], trigger: "submit-message" }, "messages.0.parts.0.type"],
+      [{ id: chatId(), messages: [{ ...message, parts: [{ type: "source-url", sourceId: "s", url: "https://x.example/" }] }], trigger: "submit-message" }, "messages.0.parts.0.type"],
+      [{ id: chatId(), messages: [{ ...message, parts: [{ type: "file", mediaType: "image/png", url: "data:image/png;base64,AA==", providerMetadata: { openai: {} } }] }], trigger: "submit-message" }, "messages.0.parts.0.providerMetadata"],
       [{ id: "", messages: [message], trigger: "submit-message" }, "id"],
       [{ id: chatId(), messages: [{ id: "a1", role: "assistant", parts: [] }], trigger: "submit-message" }, "id"],
     ];

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
 import { eventually, openSse } from "../support/sse-client.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 let server: TestServer | undefined;
 let upstream: FakeOpenAI | undefined;
@@ -60,8 +61,8 @@ describe("chat completions with the demo provider", () => {
       .chat.completions.create({ model: "demo", messages: [{ role: "user", content: "count to 1" }] })
       .withResponse();
     const sessionId = first.response.headers.get("x-session-id")!;
-    const runtime = [...server.server.manager.parts.registry.values()].find((rt) => rt.id === sessionId)!;
-    await server.server.manager.parts.ending.end(runtime, "orphan_reap", { broadcast: true }); // what the grace does
+    const runtime = [...sessionRooms(server.server.manager).registry.values()].find((rt) => rt.id === sessionId)!;
+    await sessionRooms(server.server.manager).ending.end(runtime, "orphan_reap", { broadcast: true }); // what the grace does
     expect((await getJson(`${server.url}/api/sessions/${sessionId}`)).end_reason).toBe("orphan_reap");
     const again = await client(server).chat.completions.create(
       { model: "demo", messages: [{ role: "user", content: "count to 2" }] },

@@ -7,6 +7,7 @@ import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 let server: TestServer | undefined;
 let upstream: FakeOpenAI | undefined;
@@ -70,7 +71,7 @@ describe("responses with the demo provider", () => {
       events.push(e);
       if (e.type !== "response.output_text.delta") continue;
       const sessionId = (events[0] as OpenAI.Responses.ResponseCreatedEvent).response as unknown as { session_id: string };
-      const rt = [...server.server.manager.parts.registry.values()].find((r) => r.id === sessionId.session_id);
+      const rt = [...sessionRooms(server.server.manager).registry.values()].find((r) => r.id === sessionId.session_id);
       if (rt) viewerCounts.push(rt.viewers.size);
     }
     expect(viewerCounts.length).toBeGreaterThan(0);

@@ -9,11 +9,12 @@ import { FakeClock } from "../../src/lib/clock.js";
 import { silentLogger } from "../../src/lib/logger.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const harnesses: Harness[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.parts.lifecycle.stop();
+    sessionRooms(h.manager).lifecycle.stop();
     await h.store.close();
   }
 });
@@ -35,7 +36,7 @@ describe("approval timeout", () => {
     await settle();
     const opened = viewer.frames.find((f) => f.type === "request.opened")!;
     expect(opened.payload.expires_at).toBe(h.clock.now() + 30_000);
-    expect(h.manager.parts.registry.stateOfId(snap.session_id)).toBe("awaiting");
+    expect(sessionRooms(h.manager).registry.stateOfId(snap.session_id)).toBe("awaiting");
 
     await h.clock.advance(29_999);
     expect(viewer.frames.some((f) => f.type === "request.resolved")).toBe(false);
@@ -46,6 +47,6 @@ describe("approval timeout", () => {
     expect(done.payload.status).toBe("complete");
     expect(viewer.frames.find((f) => f.type === "tool.complete")!.payload.error_info).toMatchObject({ code: "denied", message: "denied: nobody answered the approval in time" });
     expect(ran).toBe(0);
-    expect(h.manager.parts.registry.stateOfId(snap.session_id)).toBe("live");
+    expect(sessionRooms(h.manager).registry.stateOfId(snap.session_id)).toBe("live");
   });
 });

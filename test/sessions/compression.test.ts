@@ -12,12 +12,13 @@ import type { SessionRuntime } from "../../src/sessions/core/session-runtime.js"
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const harnesses: Harness[] = [];
 const upstreams: FakeOpenAI[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.parts.lifecycle.stop();
+    sessionRooms(h.manager).lifecycle.stop();
     await h.store.close();
   }
   for (const ai of upstreams.splice(0)) await ai.close();
@@ -36,7 +37,7 @@ async function harness(config: ConfigInput = {}, clock = new FakeClock()) {
   return h;
 }
 
-const runtimeOf = (h: Harness, id: string): SessionRuntime | undefined => [...h.manager.parts.registry.values()].find((rt) => rt.id === id);
+const runtimeOf = (h: Harness, id: string): SessionRuntime | undefined => [...sessionRooms(h.manager).registry.values()].find((rt) => rt.id === id);
 
 async function idle(h: Harness, id: string): Promise<void> {
   for (let i = 0; i < 400; i++) {
@@ -67,7 +68,7 @@ describe("compression with the demo provider", () => {
     let rotatedAt = -1;
     for (let i = 0; i < 12 && rotatedAt < 0; i++) {
       const rt = runtimeOf(h, parent)!;
-      counts.push(h.manager.parts.compressor.tokens(rt));
+      counts.push(sessionRooms(h.manager).compressor.tokens(rt));
       await turn(h, parent, `hello number ${i}`);
       if ((await h.store.getSession(parent))!.ended_at !== null) rotatedAt = i;
     }
@@ -163,16 +164,16 @@ describe("compression with the demo provider", () => {
     const h = await harness({ providers, compression: { threshold: 0.3 } });
     const snap = await h.manager.create(ME, { provider: "x", model: "m" }, new TestViewer("v"));
     const rt = runtimeOf(h, snap.session_id)!;
-    expect(h.manager.parts.compressor.threshold(rt)).toBe(300);
+    expect(sessionRooms(h.manager).compressor.threshold(rt)).toBe(300);
     const withCap = resolveConfig({}, { providers, compression: { threshold: 0.25, threshold_tokens: 100 } });
     h.manager.applyConfig(withCap, buildProviderCatalog(withCap, h.clock));
-    expect(h.manager.parts.compressor.threshold(rt)).toBe(100);
+    expect(sessionRooms(h.manager).compressor.threshold(rt)).toBe(100);
     const removed = resolveConfig({}, { providers });
     h.manager.applyConfig(removed, buildProviderCatalog(removed, h.clock));
-    expect(h.manager.parts.compressor.threshold(rt)).toBe(500); // the 0.5 default, no cap
+    expect(sessionRooms(h.manager).compressor.threshold(rt)).toBe(500); // the 0.5 default, no cap
     // The demo has no context window: only the cap (or /compress) compresses it.
     const demo = await h.manager.create(ME, { provider: "demo" }, new TestViewer("w"));
-    expect(h.manager.parts.compressor.threshold(runtimeOf(h, demo.session_id)!)).toBe(Number.POSITIVE_INFINITY);
+    expect(sessionRooms(h.manager).compressor.threshold(runtimeOf(h, demo.session_id)!)).toBe(Number.POSITIVE_INFINITY);
   });
 });
 

@@ -13,11 +13,12 @@ import type { Store } from "../../src/store/types.js";
 import { dropTestSchemas, pgAvailable, pgTestUrl } from "../support/pg.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const harnesses: Harness[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.parts.lifecycle.stop();
+    sessionRooms(h.manager).lifecycle.stop();
     await h.store.close().catch(() => undefined);
   }
 });
@@ -61,7 +62,7 @@ async function eventuallyState(h: Harness, sessionId: string, want: string): Pro
     if (got === want) return;
     await new Promise((r) => setTimeout(r, 20));
   }
-  expect(got, `state of ${sessionId} on ${h.manager.parts.ownership.processId}`).toBe(want);
+  expect(got, `state of ${sessionId} on ${sessionRooms(h.manager).ownership.processId}`).toBe(want);
 }
 
 const backends: Array<[string, () => OpenStore, boolean]> = [
@@ -129,7 +130,7 @@ for (const [name, stores, available] of backends) {
       await eventuallyState(b, sid, "live");
 
       // A dies with its viewer attached: no more beats, nothing released, the lease still says attached.
-      a.manager.parts.lifecycle.stop();
+      sessionRooms(a.manager).lifecycle.stop();
       await clock.advance(25_000); // 2 beats missed: A still counts as alive
       await settle();
       expect(await stateOn(b, sid)).toBe("live");

@@ -12,12 +12,13 @@ import type { SessionRuntime } from "../../src/sessions/core/session-runtime.js"
 import { MIGRATIONS } from "../../src/store/sqlite/migrations.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const harnesses: Harness[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.parts.lifecycle.stop();
-    h.manager.parts.delegations.stop();
+    sessionRooms(h.manager).lifecycle.stop();
+    sessionRooms(h.manager).delegations.stop();
     await h.store.close();
   }
 });
@@ -38,7 +39,7 @@ async function harness(
   return h;
 }
 
-const runtimeOf = (h: Harness, id: string): SessionRuntime | undefined => [...h.manager.parts.registry.values()].find((rt) => rt.id === id);
+const runtimeOf = (h: Harness, id: string): SessionRuntime | undefined => [...sessionRooms(h.manager).registry.values()].find((rt) => rt.id === id);
 
 async function until(h: Harness, pred: () => Promise<boolean> | boolean, stepMs = 0, max = 2000): Promise<void> {
   for (let i = 0; i < max; i++) {
@@ -99,7 +100,7 @@ describe("delegate_task with the demo provider", () => {
     const h = await harness();
     const viewer = new TestViewer("v");
     const { session_id: origin } = await h.manager.create(ME, {}, viewer);
-    h.manager.parts.delegations.stop();
+    sessionRooms(h.manager).delegations.stop();
     const sub = await h.manager.submit(ME, origin, "/review now");
     await until(h, () => viewer.frames.some((f) => f.type === "turn.complete" && f.turn_id === sub.turn_id));
     const live = viewer.frames.find((f) => f.type === "turn.error")!;
@@ -176,8 +177,8 @@ describe("delegate_task with the demo provider", () => {
     expect(await deliveries(h, origin)).toHaveLength(0);
     expect(viewer.frames.filter((f) => f.type === "delegation.delivered").map((f) => f.session_id)).toEqual([tip]);
     // Once: another attempt (a recovery pass) changes nothing.
-    await h.manager.parts.delegations.deliver(d.id);
-    await h.manager.parts.delegations.recover();
+    await sessionRooms(h.manager).delegations.deliver(d.id);
+    await sessionRooms(h.manager).delegations.recover();
     expect(await deliveries(h, tip)).toHaveLength(1);
     // delegation.list of the old id shows it (the id resolves to the tip, the lineage is searched).
     expect((await h.manager.delegationList(ME, origin)).delegations).toEqual([expect.objectContaining({ delegation_id: d.id, status: "delivered" })]);
@@ -253,7 +254,7 @@ describe("a delegation whose process died is resumed", () => {
     await b.manager.start();
     await until(b, async () => (await delegationOf(b, origin))!.owner === "B");
     expect(await delegationOf(b, origin)).toMatchObject({ status: "running", owner: "B", resumes: 1 });
-    expect(b.manager.parts.delegations.runningFor([origin])).toBe(true);
+    expect(sessionRooms(b.manager).delegations.runningFor([origin])).toBe(true);
     await until(b, delivered(b, origin), 100);
 
     const d = (await delegationOf(b, origin))!;
@@ -276,7 +277,7 @@ describe("a delegation whose process died is resumed", () => {
 
     // A was only judged dead: it wakes up and finishes its copy of task 2. Its writes are fenced
     // by the owner it no longer is: nothing is stored, nothing delivered a second time.
-    await until(a, () => !a.manager.parts.delegations.runningFor([origin]), 100);
+    await until(a, () => !sessionRooms(a.manager).delegations.runningFor([origin]), 100);
     await settle();
     expect(await deliveries(b, origin)).toHaveLength(1);
     expect(await delegationOf(b, origin)).toMatchObject({ status: "delivered", owner: "B", tasks: d.tasks });
@@ -316,16 +317,16 @@ describe("a delegation whose process died is resumed", () => {
 
     const tookB = vi.spyOn(b.store.delegations!, "takeOverDelegation");
     const tookC = vi.spyOn(c.store.delegations!, "takeOverDelegation");
-    await Promise.all([b.manager.parts.delegations.recover(), c.manager.parts.delegations.recover()]);
+    await Promise.all([sessionRooms(b.manager).delegations.recover(), sessionRooms(c.manager).delegations.recover()]);
     // Both saw A dead and tried; the store let exactly one of them take it.
     const results = await Promise.all([...tookB.mock.results, ...tookC.mock.results].map((r) => r.value as Promise<boolean>));
     expect(results.sort()).toEqual([false, true]);
     const [winner, loser] = (await b.store.delegations!.getDelegation(id))!.owner === "B" ? [b, c] : [c, b];
-    expect(winner.manager.parts.delegations.runningFor([origin])).toBe(true);
-    expect(loser.manager.parts.delegations.runningFor([origin])).toBe(false);
+    expect(sessionRooms(winner.manager).delegations.runningFor([origin])).toBe(true);
+    expect(sessionRooms(loser.manager).delegations.runningFor([origin])).toBe(false);
     // Later recovery passes of the loser leave the live winner's row alone.
-    await loser.manager.parts.delegations.recover();
-    expect(loser.manager.parts.delegations.runningFor([origin])).toBe(false);
+    await sessionRooms(loser.manager).delegations.recover();
+    expect(sessionRooms(loser.manager).delegations.runningFor([origin])).toBe(false);
 
     for (let i = 0; i < 2000 && (await delegationOf(b, origin))!.status !== "delivered"; i++) {
       await clockB.advance(100);
@@ -369,7 +370,7 @@ describe("a delegation whose process died is resumed", () => {
     expect(d.tasks[1]!.error).toBe(
       "interrupted: the gateway process running it stopped before the task finished (it was resumed 2 times already, so it is not run again)",
     );
-    expect(last.manager.parts.delegations.runningFor([origin])).toBe(false);
+    expect(sessionRooms(last.manager).delegations.runningFor([origin])).toBe(false);
     const [message, ...more] = await deliveries(last, origin);
     expect(more).toHaveLength(0);
     expect(message!.display_metadata).toMatchObject({ completed: 1, failed: 1, total: 2 });

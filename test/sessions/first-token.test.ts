@@ -10,6 +10,7 @@ import { FakeClock } from "../../src/lib/clock.js";
 import type { Provider, ProviderChunk } from "../../src/agent/provider.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 /** Yields `n` text chunks back to back, with no I/O between them (one socket read's worth). */
 class BurstProvider implements Provider {
@@ -29,7 +30,7 @@ class BurstProvider implements Provider {
 const harnesses: Harness[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.parts.lifecycle.stop();
+    sessionRooms(h.manager).lifecycle.stop();
     await h.store.close();
   }
 });

@@ -5,11 +5,12 @@ import { FakeClock } from "../../src/lib/clock.js";
 import { INTERRUPT_POLLS } from "../../src/sessions/lifecycle/lifecycle.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const harnesses: Harness[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.parts.lifecycle.stop();
+    sessionRooms(h.manager).lifecycle.stop();
     await h.store.close();
   }
 });
@@ -20,7 +21,7 @@ async function harness(lifecycle: Record<string, unknown> = {}, clock = new Fake
   return h;
 }
 
-const isLive = (h: Harness, id: string) => [...h.manager.parts.registry.values()].some((rt) => rt.id === id);
+const isLive = (h: Harness, id: string) => [...sessionRooms(h.manager).registry.values()].some((rt) => rt.id === id);
 
 describe("orphan grace", () => {
   it("reaps a detached idle session after the grace, broadcasting session.reclaimed once", async () => {
@@ -28,7 +29,7 @@ describe("orphan grace", () => {
     const a = new TestViewer("a");
     const snap = await h.manager.create(ME, {}, a);
     h.manager.detachViewer(a);
-    expect(h.manager.parts.lifecycle.timers.has(snap.session_id)).toBe(true);
+    expect(sessionRooms(h.manager).lifecycle.timers.has(snap.session_id)).toBe(true);
     await h.clock.advance(19_900);
     expect(isLive(h, snap.session_id)).toBe(true);
     await h.clock.advance(200);
@@ -52,7 +53,7 @@ describe("orphan grace", () => {
     h.manager.detachViewer(a);
     await h.clock.advance(10_000);
     await h.manager.resume(ME, snap.session_id, new TestViewer("b"));
-    expect(h.manager.parts.lifecycle.timers.has(snap.session_id)).toBe(false);
+    expect(sessionRooms(h.manager).lifecycle.timers.has(snap.session_id)).toBe(false);
     await h.clock.advance(60_000);
     expect(isLive(h, snap.session_id)).toBe(true);
   });
@@ -77,7 +78,7 @@ describe("orphan grace", () => {
     const a = new TestViewer("a");
     const snap = await h.manager.create(ME, {}, a);
     h.manager.detachViewer(a);
-    expect(h.manager.parts.lifecycle.timers.size).toBe(0);
+    expect(sessionRooms(h.manager).lifecycle.timers.size).toBe(0);
     await h.clock.advance(3_600_000);
     expect(isLive(h, snap.session_id)).toBe(true);
   });
@@ -99,7 +100,7 @@ describe("disconnect and rebind races", () => {
     const resuming = h.manager.resume(ME, snap.session_id, new TestViewer("b"));
     h.manager.detachViewer(a); // the old connection's close lands while the resume is in flight
     await resuming;
-    expect(h.manager.parts.lifecycle.timers.has(snap.session_id)).toBe(false);
+    expect(sessionRooms(h.manager).lifecycle.timers.has(snap.session_id)).toBe(false);
     await h.clock.advance(60_000);
     expect(isLive(h, snap.session_id)).toBe(true);
   });
@@ -154,7 +155,7 @@ describe("disconnect and rebind races", () => {
     await expect(h.manager.resume({ principal: "intruder" }, snap.session_id, new TestViewer("x"))).rejects.toMatchObject({
       code: 4007,
     });
-    expect(h.manager.parts.lifecycle.timers.has(snap.session_id)).toBe(true);
+    expect(sessionRooms(h.manager).lifecycle.timers.has(snap.session_id)).toBe(true);
     await h.clock.advance(20_001);
     await settle();
     expect(isLive(h, snap.session_id)).toBe(false);
@@ -170,7 +171,7 @@ describe("detached running turns", () => {
     h.manager.detachViewer(a);
     await h.clock.advance(120_000);
     expect(isLive(h, snap.session_id)).toBe(true);
-    const rt = [...h.manager.parts.registry.values()][0]!;
+    const rt = [...sessionRooms(h.manager).registry.values()][0]!;
     expect(rt.running).toBe(true);
     await h.clock.advance(100_000); // the turn finishes, then the grace runs out
     await h.clock.advance(21_000);
@@ -188,7 +189,7 @@ describe("detached running turns", () => {
     await settle(); // the first chunk streams at t=0
     h.manager.detachViewer(a);
     await h.clock.advance(59_000);
-    expect([...h.manager.parts.registry.values()][0]!.running).toBe(true);
+    expect([...sessionRooms(h.manager).registry.values()][0]!.running).toBe(true);
     await h.clock.advance(3_000);
     await settle();
     expect(isLive(h, snap.session_id)).toBe(false);

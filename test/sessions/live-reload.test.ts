@@ -5,16 +5,17 @@ import { FakeClock } from "../../src/lib/clock.js";
 import { buildProviderCatalog } from "../../src/agent/provider-catalog.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const harnesses: Harness[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.parts.lifecycle.stop();
+    sessionRooms(h.manager).lifecycle.stop();
     await h.store.close();
   }
 });
 
-const isLive = (h: Harness, id: string) => [...h.manager.parts.registry.values()].some((rt) => rt.id === id);
+const isLive = (h: Harness, id: string) => [...sessionRooms(h.manager).registry.values()].some((rt) => rt.id === id);
 
 describe("live reload", () => {
   it("applies lifecycle settings to live sessions, and a removed key returns to its default", async () => {

@@ -5,11 +5,12 @@ import { mergeModelConfig } from "../../src/sessions/models/model-identity.js";
 import type { ConfigInput } from "../../src/config/index.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const harnesses: Harness[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.parts.lifecycle.stop();
+    sessionRooms(h.manager).lifecycle.stop();
     await h.store.close().catch(() => undefined);
   }
 });
@@ -151,7 +152,7 @@ describe("model identity", () => {
       { profile: "work", cwd: "/srv/app", system_prompt: "cwd={cwd} date={date} profile={profile}" },
       new TestViewer("v"),
     );
-    const rt = [...h.manager.parts.registry.values()].find((r) => r.id === snap.session_id)!;
+    const rt = [...sessionRooms(h.manager).registry.values()].find((r) => r.id === snap.session_id)!;
     expect(rt.systemPrompt).toBe(
       "cwd=/srv/app date=2026-11-29 profile=work",
     );

@@ -11,11 +11,12 @@ import { SqliteStore } from "../../src/store/index.js";
 import type { WriteOp } from "../../src/store/types.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const harnesses: Harness[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.parts.lifecycle.stop();
+    sessionRooms(h.manager).lifecycle.stop();
     await h.store.close().catch(() => undefined);
   }
 });
@@ -26,7 +27,7 @@ async function proc(dbPath: string, clock: FakeClock, processId: string, lifecyc
   return h;
 }
 
-const isLive = (h: Harness, id: string) => [...h.manager.parts.registry.values()].some((rt) => rt.id === id);
+const isLive = (h: Harness, id: string) => [...sessionRooms(h.manager).registry.values()].some((rt) => rt.id === id);
 
 describe("ownership across processes", () => {
   it("refuses to open a session a live sibling holds attached (4009)", async () => {
@@ -50,7 +51,7 @@ describe("ownership across processes", () => {
     const va = new TestViewer("va");
     const snap = await a.manager.create(ME, {}, va);
     const sid = snap.session_id;
-    const rtA = [...a.manager.parts.registry.values()][0]!;
+    const rtA = [...sessionRooms(a.manager).registry.values()][0]!;
     a.manager.detachViewer(va); // parked detached: the lease says so
     await settle();
     const back = await b.manager.resume(ME, sid, new TestViewer("vb"));
@@ -100,7 +101,7 @@ describe("ownership across processes", () => {
     await clock.advance(1_000);
     const theirs = await sibling.manager.create(ME, {}, new TestViewer("v2"));
     // DEAD dies: no more beats, no cleanup.
-    dead.manager.parts.lifecycle.stop();
+    sessionRooms(dead.manager).lifecycle.stop();
     await settle();
     await clock.advance(40_000); // DEAD's heartbeat is now > 3 beats old; SIBLING kept beating
 
@@ -154,7 +155,7 @@ describe.skipIf(process.platform !== "linux")("a crashed process on this host is
     const clock = new FakeClock();
     const crashed = await proc(db, clock, "CRASHED");
     const snap = await crashed.manager.create(ME, {}, new TestViewer("v")); // held with a viewer
-    crashed.manager.parts.lifecycle.stop(); // it was SIGKILLed: no more beats, no cleanup…
+    sessionRooms(crashed.manager).lifecycle.stop(); // it was SIGKILLed: no more beats, no cleanup…
     const { pid, parent } = await zombie();
     try {
       // …and its heartbeat row names a pid on this host that is now a zombie, beaten just now.
@@ -188,7 +189,7 @@ describe("automatic ends of a session another live process took over", () => {
     const takenOver = async () => {
       const va = new TestViewer("va");
       const snap = await a.manager.create(ME, {}, va);
-      const rt = [...a.manager.parts.registry.values()].find((r) => r.id === snap.session_id)!;
+      const rt = [...sessionRooms(a.manager).registry.values()].find((r) => r.id === snap.session_id)!;
       a.manager.detachViewer(va);
       await settle();
       await b.manager.resume(ME, snap.session_id, new TestViewer(`vb-${snap.session_id}`));
@@ -210,7 +211,7 @@ describe("automatic ends of a session another live process took over", () => {
 
     for (const reason of ["idle_ttl", "lru_evicted"]) {
       const s = await takenOver();
-      await a.manager.parts.ending.end(s.rt, reason, { broadcast: true }); // as reclaimIdle / enforceCap do
+      await sessionRooms(a.manager).ending.end(s.rt, reason, { broadcast: true }); // as reclaimIdle / enforceCap do
       await expectUntouched(s.sid);
     }
 
@@ -228,16 +229,16 @@ describe("automatic ends of a session another live process took over", () => {
     // The SQL filter would leave it out; a stale read (the sibling took the lease right after it)
     // must not be enough to end it: the sweep checks the lease again itself.
     sweeper.store.findOrphanedSessions = async () => (await sweeper.store.listOpenSessions()).map((r) => r.id);
-    expect(await sweeper.manager.parts.lifecycle.sweep()).toBe(0);
+    expect(await sessionRooms(sweeper.manager).lifecycle.sweep()).toBe(0);
     expect((await sweeper.store.getSession(theirs.session_id))!.ended_at).toBeNull();
     expect((await sweeper.store.getLease(theirs.session_id))!.owner).toBe("SIBLING");
     expect(isLive(sibling, theirs.session_id)).toBe(true);
     // Its own (dead-owner) orphans it does end: the override did not break the sweep.
     const dead = await proc(db, clock, "DEAD");
     const orphan = await dead.manager.create(ME, {}, new TestViewer("d"));
-    dead.manager.parts.lifecycle.stop();
+    sessionRooms(dead.manager).lifecycle.stop();
     await dead.store.removeHeartbeat("DEAD");
-    expect(await sweeper.manager.parts.lifecycle.sweep()).toBe(1);
+    expect(await sessionRooms(sweeper.manager).lifecycle.sweep()).toBe(1);
     expect((await sweeper.store.getSession(orphan.session_id))!.end_reason).toBe("startup_orphan_reap");
   });
 });

@@ -18,6 +18,7 @@ import { tempDbPath } from "../support/temp-db.js";
 import { launchFor, sandboxStatus } from "../../src/agent/tools/workspace/index.js";
 import { killSurvivors, survivors, uniqueMarker } from "../support/proc-scan.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const work = realpathSync(mkdtempSync(join(tmpdir(), "tether-proc-")));
 const harnesses: Harness[] = [];
@@ -31,7 +32,7 @@ afterEach(async () => {
     }
   }
   for (const h of harnesses.splice(0)) {
-    h.manager.parts.lifecycle.stop();
+    sessionRooms(h.manager).lifecycle.stop();
     await h.store.close();
   }
 });
@@ -76,7 +77,7 @@ async function whileTicking<T>(promise: Promise<T>, what: string, clock: FakeClo
 
 async function liveSession(h: Harness, viewer = new TestViewer("v")): Promise<{ rt: SessionRuntime; viewer: TestViewer }> {
   const snap = await h.manager.create(ME, { cwd: work }, viewer);
-  return { rt: h.manager.parts.registry.get(snap.session_id)!, viewer };
+  return { rt: sessionRooms(h.manager).registry.get(snap.session_id)!, viewer };
 }
 
 const sandbox = await sandboxStatus();
@@ -84,7 +85,7 @@ if (!sandbox.available) console.warn(`SKIPPED background process tests: ${sandbo
 
 const start = async (h: Harness, rt: SessionRuntime, command: string, maxRunning = 8) => {
   const launch = await launchFor({ mode: "bwrap", root: work, network: false, protect: [], envNames: [] }, work, command, process.env);
-  const p = await h.manager.parts.processes.start(rt, { command, cwd: work, launch, maxRunning, turnId: "turn_x", traceId: "t".repeat(32) });
+  const p = await sessionRooms(h.manager).processes.start(rt, { command, cwd: work, launch, maxRunning, turnId: "turn_x", traceId: "t".repeat(32) });
   pids.push(p.pid);
   return p;
 };
@@ -141,7 +142,7 @@ describe.skipIf(!sandbox.available)("background processes", () => {
     h.manager.detachViewer(viewer);
     await h.clock.advance(21_000);
     await settle();
-    expect(h.manager.parts.registry.get(rt.id)).toBeUndefined();
+    expect(sessionRooms(h.manager).registry.get(rt.id)).toBeUndefined();
     await expect(h.manager.processList(ME, rt.id)).rejects.toMatchObject({ code: 4001 });
   });
 
@@ -154,7 +155,7 @@ describe.skipIf(!sandbox.available)("background processes", () => {
     h.manager.detachViewer(viewer);
     await h.clock.advance(60_000);
     await settle();
-    expect(h.manager.parts.registry.get(rt.id)).toBe(rt);
+    expect(sessionRooms(h.manager).registry.get(rt.id)).toBe(rt);
     expect(alive(info.pid)).toBe(true);
 
     await whileTicking(h.manager.close(ME, rt.id), "the close", h.clock);
@@ -188,7 +189,7 @@ describe.skipIf(!sandbox.available)("background processes", () => {
       await until(() => !rt.running && rt.turns.length === 0, "the turn");
     }
     const childId = await until(async () => (await h.store.getSession(rt.id))!.flags.continued_in, "the rotation");
-    const child = await until(() => h.manager.parts.registry.get(childId), "the continuation");
+    const child = await until(() => sessionRooms(h.manager).registry.get(childId), "the continuation");
     expect((await h.manager.processList(ME, childId)).processes).toEqual([expect.objectContaining({ id: info.id, status: "running" })]);
     await until(async () => (await h.store.processes.listProcesses(childId)).length === 1, "the record to move");
     const { process: killed } = await whileTicking(h.manager.processKill(ME, childId, info.id), "the kill", h.clock);

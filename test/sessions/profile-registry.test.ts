@@ -9,6 +9,7 @@ import { silentLogger } from "../../src/lib/logger.js";
 import { HttpRecords, ProfileRegistry, type Profile, type SessionManager } from "../../src/sessions/index.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, type Harness } from "../support/manager-harness.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const harnesses: Harness[] = [];
 
@@ -18,7 +19,7 @@ function profileOf(name: string, h: Harness): Profile {
 }
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.parts.lifecycle.stop();
+    sessionRooms(h.manager).lifecycle.stop();
     await h.store.close().catch(() => undefined);
   }
 });

@@ -10,11 +10,12 @@ import { ErrorCode, TetherError } from "../../src/protocol/index.js";
 import { FakeClock } from "../../src/lib/clock.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const harnesses: Harness[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
-    h.manager.parts.lifecycle.stop();
+    sessionRooms(h.manager).lifecycle.stop();
     await h.store.close();
   }
 });
@@ -28,7 +29,7 @@ async function harness() {
 /** Waits until the session runs no turn; a turn that never ends fails the test (no quiet return). */
 async function turnDone(h: Harness, sessionId: string, timeoutMs = 10_000) {
   const deadline = Date.now() + timeoutMs;
-  while (h.manager.parts.registry.get(sessionId)?.running) {
+  while (sessionRooms(h.manager).registry.get(sessionId)?.running) {
     if (Date.now() > deadline) throw new Error(`the turn in ${sessionId} was still running after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -69,7 +70,7 @@ describe("startTurn", () => {
     const viewer = new TestViewer("v");
     const turn = await h.manager.startTurn({ caller: ME, session: { id: snap.session_id, resume: true }, text: "hello", viewer });
     expect(turn.sessionId).toBe(snap.session_id);
-    expect(h.manager.parts.registry.get(snap.session_id)!.viewers.has("v")).toBe(true);
+    expect(sessionRooms(h.manager).registry.get(snap.session_id)!.viewers.has("v")).toBe(true);
     await turnDone(h, snap.session_id);
   });
 
@@ -82,9 +83,9 @@ describe("startTurn", () => {
       throw new Error("could not record the response");
     });
     await expect(failing).rejects.toThrow("could not record the response");
-    const rt = h.manager.parts.registry.get(sessionId)!;
+    const rt = sessionRooms(h.manager).registry.get(sessionId)!;
     expect(rt.viewers.has("v")).toBe(false);
-    expect(h.manager.parts.registry.stateOf(rt)).toBe("parked");
+    expect(sessionRooms(h.manager).registry.stateOf(rt)).toBe("parked");
     await turnDone(h, sessionId);
   });
 
@@ -94,7 +95,7 @@ describe("startTurn", () => {
       throw new TetherError(ErrorCode.RateLimited, "too many turns");
     };
     await expect(h.manager.startTurn({ caller: ME, session: { create: {} }, text: "hello", admit: refuse })).rejects.toThrow("too many turns");
-    expect(h.manager.parts.registry.size).toBe(0);
+    expect(sessionRooms(h.manager).registry.size).toBe(0);
     expect((await h.manager.list(ME, { include_hidden: true, include_ended: true })).sessions).toEqual([]);
   });
 });

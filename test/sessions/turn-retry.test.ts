@@ -4,11 +4,12 @@ import { FakeClock } from "../../src/lib/clock.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 let h: Harness;
 let ai: FakeOpenAI;
 afterEach(async () => {
-  h.manager.parts.lifecycle.stop();
+  sessionRooms(h.manager).lifecycle.stop();
   await h.store.close();
   await ai.close();
 });

@@ -14,6 +14,7 @@ import type { WriteOp } from "../../src/store/types.js";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 /** A SQLite store whose commits wait while the gate is held (a slow disk, made deterministic). */
 class GatedStore extends SqliteStore {
@@ -42,7 +43,7 @@ const harnesses: Harness[] = [];
 afterEach(async () => {
   for (const h of harnesses.splice(0)) {
     (h.store as GatedStore).release();
-    h.manager.parts.lifecycle.stop();
+    sessionRooms(h.manager).lifecycle.stop();
     await h.store.close();
   }
   await ai?.close();

@@ -70,7 +70,7 @@ describe("the package's name and metadata", () => {
 });
 
 describe("the workspace packages (packages/client, packages/protocol, packages/react)", () => {
-  // react: the hook, with React as a peer dependency (never a dependency of its own).
+  // react: the hook, with React and the SDK as peer dependencies (never a dependency of its own).
   const members = ["client", "protocol", "react"] as const;
   const manifest = (m: string) =>
     JSON.parse(read(`packages/${m}/package.json`)) as { name: string; version: string; license: string; dependencies?: object; repository?: { url: string; directory?: string }; exports: Record<string, unknown> };
@@ -86,6 +86,11 @@ describe("the workspace packages (packages/client, packages/protocol, packages/r
       // Both module systems, each with its own declarations.
       expect(Object.keys(p.exports["."] as object)).toEqual(["import", "require"]);
     }
+  });
+
+  it("react: React and the SDK are peers (the app's one TetherClient and RpcError), at the SDK's version", () => {
+    const react = manifest("react") as ReturnType<typeof manifest> & { peerDependencies?: Record<string, string> };
+    expect(react.peerDependencies).toEqual({ react: "^18.3.0 || ^19.0.0", [`${pkg.name}-client`]: `^${manifest("client").version}` });
   });
 
   it("carry the root's MIT license and a README each", () => {

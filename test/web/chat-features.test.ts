@@ -80,31 +80,36 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
     await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
     // While it streams the live region is not read word by word: it still says the last finished reply.
     expect(await announcer.innerText()).toBe("Reply finished (62 words)");
-    // Queued prompts: Edit puts the text back in the composer, Cancel drops it; neither runs.
+    // Queued prompts: Edit changes one in its place (it keeps its turn), Cancel drops another.
     await send(page, "count to 7");
+    await send(page, "count to 9");
     const queued = page.locator('[data-kind="pending"][data-status="queued"]');
-    await queued.waitFor();
-    await queued.getByRole("button", { name: "Edit" }).click();
-    await expect.poll(() => queued.count()).toBe(0);
-    expect(await page.getByLabel("Message").inputValue()).toBe("count to 7");
-    await page.getByLabel("Message").fill("count to 8");
-    await page.getByLabel("Message").press("Enter");
-    await queued.waitFor();
-    await queued.getByRole("button", { name: "Cancel" }).click();
-    await expect.poll(() => queued.count()).toBe(0);
+    await expect.poll(() => queued.count()).toBe(2);
+    await queued.first().getByRole("button", { name: "Edit" }).click();
+    const editor = page.getByLabel("Edit queued prompt");
+    await editor.fill("count to 8");
+    await editor.press("Escape"); // Esc leaves the editor unchanged
+    expect(await queued.allInnerTexts()).toEqual([expect.stringContaining("count to 7"), expect.stringContaining("count to 9")]);
+    await queued.first().getByRole("button", { name: "Edit" }).click();
+    await editor.fill("count to 8");
+    await page.getByRole("button", { name: "Save" }).click();
+    await expect.poll(() => queued.first().locator(".user-text").innerText()).toBe("count to 8");
+    expect(await queued.nth(1).locator(".user-text").innerText()).toBe("count to 9");
+    await queued.nth(1).getByRole("button", { name: "Cancel" }).click();
+    await expect.poll(() => queued.count()).toBe(1);
     // Scrolled up while it streams: a button brings the reply back.
     await page.getByRole("log", { name: "Transcript" }).evaluate((el) => el.scrollTo({ top: 0 }));
-    const jump = page.getByRole("button", { name: "Jump to latest ↓" });
+    const jump = page.getByRole("button", { name: "Jump to latest" });
     await jump.waitFor();
     await screenshot(page, "14-jump-to-latest-desktop");
     await jump.click();
     await expect
       .poll(() => page.getByRole("log", { name: "Transcript" }).evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight))
       .toBeLessThan(80);
-    await page.locator('[data-kind="assistant"]').nth(4).and(page.locator('[data-status="complete"]')).waitFor({ timeout: 20_000 });
-    // Neither queued prompt ran.
+    // The edited prompt ran as edited, right after the turn it queued behind; the cancelled one never ran.
+    await page.locator('[data-kind="assistant"]').nth(5).and(page.locator('[data-status="complete"]')).waitFor({ timeout: 20_000 });
     await page.waitForTimeout(300);
-    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 20", "count to 60", "count to 61", "count to 62", "count to 1500"]);
+    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 20", "count to 60", "count to 61", "count to 62", "count to 1500", "count to 8"]);
 
     // A new error is an alert; the same card rebuilt on reopening is not (no re-announcing).
     await send(page, "fail: provider/rate_limited");

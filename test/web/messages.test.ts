@@ -100,19 +100,27 @@ describe.skipIf(!chromiumAvailable)("web client per-message actions in Chromium"
     await expect.poll(() => versions.locator(".versions-count").innerText()).toBe("4 / 4");
     expect(await userTexts(page)).toEqual(["count to 2", "recall"]);
 
-    // Continue on a reply the user stopped.
+    // Continue on a reply the user stopped: no prompt of the user's, the rest joins the same reply.
     await send(page, "count to 500");
     await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
     await page.getByRole("button", { name: "Stop" }).click();
     const badge = page.getByTestId("interrupted-badge");
     await badge.waitFor();
     expect(await badge.innerText()).toBe("You stopped this");
-    await page.getByRole("button", { name: "Continue" }).click();
-    await expect.poll(() => userTexts(page)).toEqual(["count to 2", "recall", "count to 500", "Continue exactly where your previous reply stopped."]);
-    await expect.poll(() => page.locator('[data-kind="assistant"]').last().getAttribute("data-status")).toBe("complete");
     // The stop cause is the gateway's (stored with the reply), not this browser's memory.
     await reloadForgetting(page);
     await expect.poll(() => badge.innerText()).toBe("You stopped this");
+    await page.getByRole("button", { name: "Continue" }).click();
+    const rest = page.locator('[data-kind="assistant"][data-continues="true"]');
+    await expect.poll(() => rest.getAttribute("data-status"), { timeout: 20_000 }).toBe("complete");
+    expect(await userTexts(page)).toEqual(["count to 2", "recall", "count to 500"]);
+    // One reply: the cut's badge is gone and its Copy copies both parts, 1 to 500 — after a reload too.
+    await reloadForgetting(page);
+    await rest.waitFor();
+    expect(await badge.count()).toBe(0);
+    const whole = await clipboardAfter(page, () => page.getByRole("button", { name: "Copy reply" }).last().click());
+    expect(whole).toBe(Array.from({ length: 500 }, (_, i) => i + 1).join(" "));
+    await screenshot(page, "19-continue-desktop");
 
     // A code block: its language in a head bar above the code (never over it), and a Copy button.
     await send(page, "show code:\n```js\nconst a = 1;\n```");

@@ -1,10 +1,11 @@
 /**
  * Background processes in the web client, with Debian's Chromium against a real gateway: a
  * session whose model started a background process shows it above the composer (command,
- * running, pid), its output on demand, and Stop ends it.
+ * running, pid) from the SDK's SessionView, its output on demand (read on as the process writes
+ * more), and Stop ends it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, realpathSync } from "node:fs";
+import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../support/start-server.js";
@@ -31,7 +32,10 @@ describe.skipIf(!chromiumAvailable)("web client: background processes", () => {
   it("lists the session's running process with its output, and Stop ends it", async () => {
     const sock = await RpcSocket.open(srv.wsUrl);
     const { session_id } = await sock.call("session.create", { cwd: work, title: "dev server" });
-    await sock.call("prompt.submit", { session_id, text: `call: terminal {"command": "echo web-output; sleep 60", "background": true}` });
+    // Prints more once the test creates ./go: that part reaches the open output pane only because
+    // its process.output frames make the pane read on (nothing polls).
+    const command = "echo web-output; while [ ! -f go ]; do sleep 0.1; done; echo more-output; sleep 60";
+    await sock.call("prompt.submit", { session_id, text: `call: terminal ${JSON.stringify({ command, background: true })}` });
     const started = await sock.waitForEvent(session_id, (f) => f.type === "process.started", 20_000);
     await sock.waitForEvent(session_id, (f) => f.type === "turn.complete", 20_000);
 
@@ -40,11 +44,13 @@ describe.skipIf(!chromiumAvailable)("web client: background processes", () => {
     const row = page.locator(`.process[data-process-id="${started.payload.id}"]`);
     await row.waitFor({ timeout: 20_000 });
     expect(await row.getAttribute("data-status")).toBe("running");
-    expect(await row.locator(".process-command").innerText()).toBe("echo web-output; sleep 60");
+    expect(await row.locator(".process-command").innerText()).toBe(command);
     expect(await row.locator(".process-status").innerText()).toBe(`running · pid ${started.payload.pid}`);
 
     await row.getByRole("button", { name: "Output" }).click();
     await row.locator(".process-output").getByText("web-output").waitFor({ timeout: 10_000 });
+    writeFileSync(join(work, "go"), "");
+    await page.waitForFunction((id) => document.querySelector(`.process[data-process-id="${id}"] .process-output`)?.textContent === "web-output\nmore-output\n", started.payload.id, { timeout: 10_000 });
     await screenshot(page, "13-processes-desktop");
 
     await row.getByRole("button", { name: "Stop" }).click();

@@ -11,6 +11,7 @@ import type { Message } from "../../src/protocol/index.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
 import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, pickModel, rowAction, screenshot, send, sessionIdOf, shownModel, startSession, type Browser } from "./browser.js";
+import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 /** Reloads and waits until the transcript is rebuilt from the Snapshot. */
 async function reload(page: Page): Promise<void> {
@@ -53,7 +54,7 @@ async function errorCardView(card: Locator) {
 async function copiedDiagnostics(page: Page, card: Locator): Promise<Record<string, unknown>> {
   await page.evaluate(() => navigator.clipboard.writeText("nothing yet"));
   await card.getByRole("button", { name: "Copy diagnostics" }).click();
-  await card.getByRole("button", { name: "Copied ✓" }).waitFor();
+  await card.getByRole("button", { name: "Copied" }).waitFor();
   return JSON.parse(await page.evaluate(() => navigator.clipboard.readText())) as Record<string, unknown>;
 }
 
@@ -208,7 +209,7 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
 
     await page.evaluate(() => navigator.clipboard.writeText("nothing yet"));
     await card.getByRole("button", { name: "Copy diagnostics" }).click();
-    await card.getByRole("button", { name: "Copied ✓" }).waitFor();
+    await card.getByRole("button", { name: "Copied" }).waitFor();
     const copied = JSON.parse(await page.evaluate(() => navigator.clipboard.readText())) as Record<string, unknown>;
     expect(copied).toEqual({
       turn_id: turnId,
@@ -395,8 +396,8 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     // Another one, made over HTTP and watched by nobody; then reaped as the orphan grace would.
     const made = await (await fetch(`${srv.url}/api/sessions`, { method: "POST", body: JSON.stringify({ title: "reaped one" }) })).json();
     const id = made.session_id as string;
-    const rt = [...srv.server.manager.parts.registry.values()].find((r) => r.id === id)!;
-    await srv.server.manager.parts.ending.end(rt, "orphan_reap", { broadcast: true });
+    const rt = [...sessionRooms(srv.server.manager).registry.values()].find((r) => r.id === id)!;
+    await sessionRooms(srv.server.manager).ending.end(rt, "orphan_reap", { broadcast: true });
     await reload(page);
     const item = sidebarItem(page, id);
     await item.waitFor();

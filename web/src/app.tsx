@@ -7,6 +7,7 @@ import type { AppController } from "./controller.js";
 import { endedSentence } from "./labels.js";
 import type { SessionModel } from "./model.js";
 import { ModelMenu } from "./model-menu.js";
+import { FolderPicker } from "./folders.js";
 import { HelpDialog, SettingsDialog } from "./settings.js";
 import { Sidebar } from "./sidebar.js";
 import { visibleText } from "./visible-text.js";
@@ -299,6 +300,7 @@ function DraftView({ ctl }: { ctl: AppController }) {
             <span class="logo" aria-hidden="true" />
             <p>Tether keeps every reply: a dropped connection or a restart never loses or repeats a word.</p>
           </div>
+          <FolderPicker ctl={ctl} />
           {ctl.starting !== undefined ? (
             <div class="msg msg-user" data-kind="pending" data-status="sending">
               <div class="bubble">{ctl.starting}</div>
@@ -361,7 +363,7 @@ function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionM
       </div>
       {away && model.running && <JumpToLatest onJump={jump} />}
       <Toasts ctl={ctl} />
-      {!ended && <ProcessPanel client={ctl.sdk} sessionId={model.sessionId} />}
+      {!ended && <ProcessPanel ctl={ctl} sessionId={model.sessionId} />}
       {ended ? (
         <div class="ended-bar" role="status">
           <span>{endedSentence(model.endReason)}</span>
@@ -392,7 +394,7 @@ function Composer({ ctl, model }: { ctl: AppController; model?: SessionModel }) 
   const att = useAttachments((message) => ctl.toast(message, "error", 8000));
   const area = useRef<HTMLTextAreaElement>(null);
   useEffect(() => area.current?.focus(), [model?.sessionId]);
-  // An edited queued prompt comes back here.
+  // A first prompt whose session could not be created comes back here.
   useEffect(() => {
     if (ctl.composerDraft.seq === 0) return;
     setText(ctl.composerDraft.text);

@@ -5,8 +5,8 @@ import { MessageAttachments } from "./attachments.js";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Usage } from "../../src/protocol/index.js";
 import { interruptedLabel } from "./labels.js";
-import type { Block, DelegationTaskView, PendingPrompt } from "./model.js";
-import { highlightJson, renderMarkdown } from "./markdown.js";
+import type { Block, DelegationTaskView } from "./model.js";
+import { hasMath, highlightJson, renderMarkdown } from "./markdown.js";
 
 const LAYER_TITLES: Record<string, string> = {
   provider: "Provider error",
@@ -36,13 +36,18 @@ export function Markdown({ text, className, copy }: { text: string; className?: 
         const code = head.parentElement?.querySelector("code")?.textContent ?? "";
         void copy(code).then((ok) => {
           if (!ok) return;
-          btn.textContent = "Copied ✓";
+          btn.textContent = "Copied";
           setTimeout(() => (btn.textContent = "Copy"), 2000);
         });
       });
       head.appendChild(btn);
     }
   }, [html, copy]);
+  // Formulas are typeset by KaTeX, loaded the first time a message holds one (math.ts).
+  useEffect(() => {
+    if (!hasMath(html)) return;
+    void import("./math.js").then((m) => root.current && m.typesetMath(root.current));
+  }, [html]);
   return <div ref={root} class={`md ${className ?? ""}`} dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
@@ -82,6 +87,17 @@ export interface ExchangeActions {
   edit?: (text: string) => void;
 }
 
+/**
+ * A reply that a Continue went on with (prompt.submit { continue: true }) shows as one reply:
+ * `after` — this part continues the one above (no avatar, flush); `before` — a continuation follows
+ * (its cut badge and actions go: the last part has them); `text` — the whole reply (the last part's Copy).
+ */
+export interface ReplyJoin {
+  after?: boolean;
+  before?: boolean;
+  text?: string;
+}
+
 function CopyButton({ text, copy, label = "Copy" }: { text: string; copy(text: string): Promise<boolean>; label?: string }) {
   const [copied, setCopied] = useState(false);
   return (
@@ -97,7 +113,7 @@ function CopyButton({ text, copy, label = "Copy" }: { text: string; copy(text: s
         }
       }}
     >
-      {copied ? "Copied ✓" : "Copy"}
+      {copied ? "Copied" : "Copy"}
     </button>
   );
 }
@@ -177,13 +193,20 @@ function usageText(u: Usage): string {
   return `${u.prompt_tokens.toLocaleString()} in · ${u.completion_tokens.toLocaleString()} out`;
 }
 
-function AssistantBlock({ block, actions, ex }: { block: Extract<Block, { kind: "assistant" }>; actions: BlockActions; ex: ExchangeActions }) {
+function AssistantBlock({ block, actions, ex, join = {} }: { block: Extract<Block, { kind: "assistant" }>; actions: BlockActions; ex: ExchangeActions; join?: ReplyJoin }) {
   const paused = block.status === "streaming" && actions.paused;
   const usage = actions.usage(block.key);
   return (
-    <div class="row row-assistant" data-kind="assistant" data-key={block.key} data-status={block.status} data-paused={paused ? "true" : undefined}>
-      <div class="avatar" aria-hidden="true">
-        T
+    <div
+      class={`row row-assistant${join.after ? " row-continued" : ""}`}
+      data-kind="assistant"
+      data-key={block.key}
+      data-status={block.status}
+      data-paused={paused ? "true" : undefined}
+      data-continues={join.after ? "true" : undefined}
+    >
+      <div class={join.after ? "avatar avatar-blank" : "avatar"} aria-hidden="true">
+        {join.after ? "" : "T"}
       </div>
       <div class="assistant-body">
         {block.reasoning && (
@@ -201,14 +224,14 @@ function AssistantBlock({ block, actions, ex }: { block: Extract<Block, { kind: 
         ) : (
           block.status === "streaming" && <span class="sr-only">Streaming…</span>
         )}
-        {block.status === "interrupted" && (
+        {block.status === "interrupted" && !join.before && (
           <div class="badge badge-warn" role="note" data-testid="interrupted-badge" data-cause={block.stopReason ?? "unknown"}>
             {interruptedLabel(block.stopReason)}
           </div>
         )}
-        {block.status !== "streaming" && (
+        {block.status !== "streaming" && !join.before && (
           <div class="msg-actions">
-            {block.text && <CopyButton text={block.text} copy={actions.copy} label="Copy reply" />}
+            {block.text && <CopyButton text={join.text ?? block.text} copy={actions.copy} label="Copy reply" />}
             {ex.resume && block.status === "interrupted" && (
               <button type="button" class="msg-action" onClick={ex.resume}>
                 Continue
@@ -231,12 +254,12 @@ function AssistantBlock({ block, actions, ex }: { block: Extract<Block, { kind: 
   );
 }
 
-export function BlockView({ block, actions, ex = {} }: { block: Block; actions: BlockActions; ex?: ExchangeActions }) {
+export function BlockView({ block, actions, ex = {}, join }: { block: Block; actions: BlockActions; ex?: ExchangeActions; join?: ReplyJoin }) {
   switch (block.kind) {
     case "user":
       return <UserBlock block={block} actions={actions} ex={ex} />;
     case "assistant":
-      return <AssistantBlock block={block} actions={actions} ex={ex} />;
+      return <AssistantBlock block={block} actions={actions} ex={ex} {...(join ? { join } : {})} />;
     case "tool":
       return <ToolCard block={block} />;
     case "error":
@@ -307,7 +330,7 @@ function DelegationCard({ block }: { block: Extract<Block, { kind: "delegation" 
     >
       <div class="card-head">
         <span class="card-icon" aria-hidden="true">
-          {block.delegationKind === "review" ? "✎" : "⇄"}
+          <Icon name={block.delegationKind === "review" ? "review" : "delegate"} />
         </span>
         <span class="card-title">{delegationTitle(block.delegationKind, total)}</span>
         {duration && <span class="card-meta">{duration}</span>}
@@ -321,7 +344,7 @@ function DelegationCard({ block }: { block: Extract<Block, { kind: "delegation" 
             class="link"
             onClick={() => document.querySelector(`[data-kind="delegation-result"][data-key="${CSS.escape(block.resultKey!)}"]`)?.scrollIntoView({ behavior: "smooth", block: "center" })}
           >
-            Show the result ↓
+            Show the result <Icon name="down" size={14} />
           </button>
         </div>
       )}
@@ -343,7 +366,7 @@ function DelegationResultCard({ block }: { block: Extract<Block, { kind: "delega
     >
       <div class="card-head">
         <span class="card-icon" aria-hidden="true">
-          {review ? "✎" : "↩"}
+          <Icon name={review ? "review" : "result"} />
         </span>
         <span class="card-title">{review ? "Review result" : block.total === 1 ? "Sub-agent result" : "Sub-agent results"}</span>
         {block.durationMs !== undefined && <span class="card-meta">{formatDuration(block.durationMs)}</span>}
@@ -443,7 +466,7 @@ function ErrorCard({ block, actions, ex }: { block: Extract<Block, { kind: "erro
             }
           }}
         >
-          {copied ? "Copied ✓" : "Copy diagnostics"}
+          {copied ? "Copied" : "Copy diagnostics"}
         </button>
       </div>
       {(block.turnId || block.traceId) && (
@@ -452,55 +475,6 @@ function ErrorCard({ block, actions, ex }: { block: Extract<Block, { kind: "erro
           {block.traceId && <span>trace {block.traceId}</span>}
         </div>
       )}
-    </div>
-  );
-}
-
-export function PendingView({
-  prompt,
-  paused,
-  onDismiss,
-  onRetry,
-  onCancel,
-  onEdit,
-}: {
-  prompt: PendingPrompt;
-  paused: boolean;
-  onDismiss(): void;
-  onRetry(): void;
-  onCancel(): void;
-  onEdit(): void;
-}) {
-  return (
-    <div class="row row-user pending" data-kind="pending" data-status={prompt.status}>
-      <div class="bubble bubble-user bubble-pending">
-        <div class="user-text">{prompt.text}</div>
-        <div class="pending-meta">
-          {prompt.status === "queued" && (
-            <>
-              <span class="badge badge-queued">Queued — runs after the current turn</span>
-              <button type="button" class="link" onClick={onEdit}>
-                Edit
-              </button>
-              <button type="button" class="link" onClick={onCancel}>
-                Cancel
-              </button>
-            </>
-          )}
-          {prompt.status === "sending" && <span class="badge badge-queued">{paused ? "Waiting for the connection…" : "Sending…"}</span>}
-          {prompt.status === "failed" && (
-            <>
-              <span class="badge badge-error">Not sent: {prompt.error}</span>
-              <button type="button" class="link" onClick={onRetry}>
-                Retry
-              </button>
-              <button type="button" class="link" onClick={onDismiss}>
-                Dismiss
-              </button>
-            </>
-          )}
-        </div>
-      </div>
     </div>
   );
 }

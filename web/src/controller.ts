@@ -14,9 +14,11 @@ import {
   type ClientStatus,
   type Frame,
   type PartInput,
+  type ProcessInfo,
   type SessionSummary,
 } from "../../src/client/index.js";
 import { isRecoverableEnd } from "../../src/protocol/end-reasons.js";
+import type { WorkspaceFoldersResult } from "../../src/protocol/methods.js";
 import { BROWSER_TOOLS, installBrowserTools } from "./browser-tools.js";
 import type { SessionModel } from "./model.js";
 
@@ -72,12 +74,14 @@ export class AppController {
   currentId: string | undefined;
   confirm: ConfirmRequest | undefined;
   toasts: Toast[] = [];
-  /** What the composer should show next (an edited queued prompt): `seq` tells a new one. */
+  /** What the composer should show next (a first prompt whose session could not be created): `seq` tells a new one. */
   composerDraft = { text: "", seq: 0 };
   /** What the page's live region says: a reply that finished (never each word as it streams). */
   announcement = "";
   /** The model a draft's session is created on (picked in the draft's model menu; absent: the profile's). */
   draftModel: string | undefined;
+  /** The folder a draft's session is created in (picked among the workspace roots: folders.tsx); absent: none. */
+  draftCwd: string | undefined;
   /** The draft's first prompt while its session is being created (`startSession`). */
   starting: string | undefined;
   /** The system prompt new sessions start with ("" = the profile's). */
@@ -105,7 +109,7 @@ export class AppController {
     if (!err) return undefined;
     return err instanceof RpcError && err.code === ErrorCode.NotFound ? "This session does not exist (or belongs to someone else)." : errorText(err);
   }
-  /** The tab's SDK client, for panels that make their own calls (processes.tsx). */
+  /** The tab's SDK client, for panels that make their own calls (processes.tsx pages a process's output). */
   get sdk(): TetherClient | undefined {
     return this.client;
   }
@@ -419,6 +423,7 @@ export class AppController {
         client_tools: BROWSER_TOOLS,
         ...(this.newSessionPrompt ? { system_prompt: this.newSessionPrompt } : {}),
         ...(this.draftModel ? { model: this.draftModel } : {}),
+        ...(this.draftCwd ? { cwd: this.draftCwd } : {}),
       });
       // currentId first: the hash change that follows finds the session already open.
       this.currentId = snap.session_id;
@@ -516,12 +521,37 @@ export class AppController {
     return q.text;
   }
 
-  /** Cancels a queued prompt and puts its text back in the composer, to edit and send again. */
-  async editPending(requestId: string): Promise<void> {
-    await this.cancelPending(requestId, (text) => {
-      this.composerDraft = { text, seq: this.composerDraft.seq + 1 };
-    });
+  /** `workspace.folders`: the folder picker's listing — the profile's roots, or a folder's sub-folders. */
+  listFolders(path?: string): Promise<WorkspaceFoldersResult> {
+    if (!this.client) return Promise.reject(new Error("not connected"));
+    return this.client.call(Method.WorkspaceFolders, path ? { path } : {});
+  }
+
+  /** The draft's folder (one `listFolders` offered; the gateway checks it again at create). */
+  chooseFolder(path: string | undefined): void {
+    this.draftCwd = path;
     this.changed();
+  }
+
+  /**
+   * Edits a queued prompt in its place (`prompt.edit`): it keeps its turn in the queue. Too late
+   * (it started) or gone, the toast says so and nothing changes.
+   */
+  async editQueued(requestId: string, text: string): Promise<void> {
+    try {
+      const status = await this.requireView().editQueued(requestId, text);
+      if (status === "started") this.toast("It had started: the edit was not applied", "info");
+      else if (status === "idle") this.toast("That prompt no longer waits: the edit was not applied", "info");
+    } catch (err) {
+      this.toast(`Edit failed: ${errorText(err)}`, "error");
+    }
+  }
+
+  /** Continue: the stopped reply goes on in the same exchange, with no prompt of the user's (`prompt.submit { continue: true }`). */
+  continueReply(): Promise<boolean> {
+    const model = this.current;
+    if (!model || !this.client || model.state === "ended") return Promise.resolve(false);
+    return this.requireView().continueReply();
   }
 
   dismissPending(requestId: string): void {
@@ -699,6 +729,20 @@ export class AppController {
       await this.view?.refreshTodo();
     } catch {
       // shown from frames anyway
+    }
+  }
+
+  /** The open session's background processes, as the SDK's view keeps them (process.list at open, then frames). */
+  get processes(): readonly ProcessInfo[] {
+    return this.view?.getSnapshot().processes ?? [];
+  }
+
+  /** Stop on a process row: the view shows it ended once the gateway answers. */
+  async killProcess(id: string): Promise<void> {
+    try {
+      await this.requireView().killProcess(id);
+    } catch (err) {
+      this.toast(`Could not stop the process: ${errorText(err)}`, "error");
     }
   }
 }

@@ -1,41 +1,28 @@
 /**
  * The session's background processes (the workspace terminal's `background: true`): a small
  * panel above the composer listing them — command, status, pid — with each one's output on
- * demand and a Stop button. It polls `process.list` through the SDK's ProcessPoller, so a session
- * that is gone (4001) stops being polled until the page binds it again; the output of an opened
- * process is paged with `process.output { after_offset }`. Renders nothing while there are none.
+ * demand and a Stop button. The list is the SDK's SessionView's (`process.list` when the session
+ * opens, then the `process.*` frames: no poll of its own); an opened process's output is paged
+ * with `process.output { after_offset }`, read again when its frames say there is more.
+ * Renders nothing while there are none.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { Method, ProcessPoller, type ProcessInfo, type TetherClient } from "../../src/client/index.js";
+import { Method, type ProcessInfo, type TetherClient } from "../../src/client/index.js";
+import type { AppController } from "./controller.js";
 
 /** Ended processes still shown under the running ones. */
 const KEEP_ENDED = 3;
-const OUTPUT_POLL_MS = 2000;
 
-export function ProcessPanel({ client, sessionId }: { client: TetherClient | undefined; sessionId: string }) {
-  const [procs, setProcs] = useState<ProcessInfo[]>([]);
+export function ProcessPanel({ ctl, sessionId }: { ctl: AppController; sessionId: string }) {
   const [open, setOpen] = useState<string | null>(null);
-  useEffect(() => {
-    setProcs([]);
-    setOpen(null);
-    if (!client) return;
-    const poller = new ProcessPoller({ client });
-    const stop = poller.watch(sessionId, (p) => setProcs(p));
-    return () => {
-      stop();
-      poller.close();
-    };
-  }, [client, sessionId]);
-
+  useEffect(() => setOpen(null), [sessionId]);
+  const procs = ctl.processes;
+  const client = ctl.sdk;
   const running = procs.filter((p) => p.status === "running");
   const ended = procs.filter((p) => p.status !== "running").slice(-KEEP_ENDED);
   const shown = [...running, ...ended];
   if (!client || shown.length === 0) return null;
 
-  const kill = async (id: string) => {
-    const { process: p } = await client.call(Method.ProcessKill, { session_id: sessionId, id });
-    setProcs((all) => all.map((x) => (x.id === id ? p : x)));
-  };
   return (
     <section class="process-panel" aria-label="Background processes">
       <div class="process-head">
@@ -53,7 +40,7 @@ export function ProcessPanel({ client, sessionId }: { client: TetherClient | und
                 {open === p.id ? "Hide" : "Output"}
               </button>
               {p.status === "running" && (
-                <button type="button" class="btn btn-sm" onClick={() => void kill(p.id)}>
+                <button type="button" class="btn btn-sm" onClick={() => void ctl.killProcess(p.id)}>
                   Stop
                 </button>
               )}
@@ -73,38 +60,48 @@ function statusText(p: ProcessInfo): string {
   return `running · pid ${p.pid}`;
 }
 
-/** The output so far, paged from the gateway; polled while the process runs. */
+/**
+ * The output so far, paged from the gateway from where the last read ended. Read again whenever
+ * the view's copy of the process changes (a `process.output` frame grew its tail, or it ended):
+ * the frames say when, the pages say what, each byte once.
+ */
 function ProcessOutput({ client, sessionId, process: p }: { client: TetherClient; sessionId: string; process: ProcessInfo }) {
   const [text, setText] = useState("");
   const next = useRef(0);
+  const reading = useRef<{ again: boolean } | undefined>(undefined);
   const pre = useRef<HTMLPreElement>(null);
   useEffect(() => {
-    let stopped = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
     next.current = 0;
     setText("");
+    // Unmounted (Hide) or another process: a read in flight drops its answer.
+    return () => void (reading.current = undefined);
+  }, [sessionId, p.id]);
+  useEffect(() => {
+    if (reading.current) {
+      reading.current.again = true;
+      return;
+    }
+    const run = { again: false };
+    reading.current = run;
     const fetchMore = async () => {
       try {
         for (;;) {
+          run.again = false;
           const page = await client.call(Method.ProcessOutput, { session_id: sessionId, id: p.id, after_offset: next.current });
-          if (stopped) return;
+          if (reading.current !== run) return;
           if (page.dropped_bytes > 0 && next.current === 0) setText(`[… ${page.dropped_bytes} earlier bytes not kept …]\n`);
           if (page.output) setText((t) => t + page.output);
-          const more = page.next_offset > next.current && page.output.length > 0;
+          const full = page.next_offset - page.offset >= 65_536;
           next.current = page.next_offset;
-          if (!more || page.next_offset - page.offset < 65_536) break;
+          if (!full && !run.again) break;
         }
       } catch {
-        // A dropped link or a session gone: the next tick (or the panel's list) says what is true.
+        // A dropped link or a session gone: the view's next change reads again.
       }
-      if (!stopped && p.status === "running") timer = setTimeout(() => void fetchMore(), OUTPUT_POLL_MS);
+      if (reading.current === run) reading.current = undefined;
     };
     void fetchMore();
-    return () => {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-    };
-  }, [client, sessionId, p.id, p.status]);
+  }, [client, sessionId, p.id, p.status, p.output_tail]);
   useEffect(() => {
     const el = pre.current;
     if (el) el.scrollTop = el.scrollHeight;

@@ -4,15 +4,14 @@
  * kept), and a prompt with several versions shows "‹ n / N ›" to switch — a durable change every
  * browser sees. Continue is offered on the newest exchange only (it follows the last reply).
  */
+import { Icon } from "./icons.js";
 import { Fragment } from "preact";
-import { BlockView, PendingView, type BlockActions, type ExchangeActions } from "./blocks.js";
+import { BlockView, type BlockActions, type ExchangeActions, type ReplyJoin } from "./blocks.js";
+import { PendingView } from "./pending.js";
 import type { AppController } from "./controller.js";
-import type { SessionModel } from "./model.js";
+import type { Block, SessionModel } from "./model.js";
 import { exchanges, versionOf, type Exchange, type VersionPlace } from "./versions.js";
 import { VIRTUAL_FROM, VirtualList } from "./virtual-list.js";
-
-/** The words a Continue sends: the model picks up its interrupted reply. */
-export const CONTINUE_TEXT = "Continue exactly where your previous reply stopped.";
 
 function exchangeActions(ctl: AppController, model: SessionModel, ex: Exchange, latest: boolean): ExchangeActions {
   if (!ex.key || model.running || model.state === "ended") return {};
@@ -20,8 +19,29 @@ function exchangeActions(ctl: AppController, model: SessionModel, ex: Exchange, 
   return {
     regenerate: () => void ctl.regenerate(ex.key),
     edit: (text) => void ctl.regenerate(ex.key, text),
-    ...(latest ? { resume: () => void ctl.submit(CONTINUE_TEXT) } : {}),
+    // No prompt of the user's: the reply goes on in this exchange (prompt.submit { continue: true }).
+    ...(latest ? { resume: () => void ctl.continueReply() } : {}),
   };
+}
+
+/**
+ * How the blocks of one exchange join: an assistant message right after another is a Continue's
+ * (nothing else writes two in a row — tools, prompts and steering come between), so the two read
+ * as one reply.
+ */
+function joins(blocks: readonly Block[]): (ReplyJoin | undefined)[] {
+  const out: (ReplyJoin | undefined)[] = blocks.map(() => undefined);
+  let runText = "";
+  blocks.forEach((b, n) => {
+    if (b.kind !== "assistant") return;
+    const prev = blocks[n - 1];
+    const next = blocks[n + 1];
+    const after = prev?.kind === "assistant";
+    runText = after ? runText + b.text : b.text;
+    const before = next?.kind === "assistant";
+    if (after || before) out[n] = { after, before, ...(after && !before ? { text: runText } : {}) };
+  });
+  return out;
 }
 
 function VersionSwitch({ place, busy, onChoose }: { place: VersionPlace; busy: boolean; onChoose(messageId: string): void }) {
@@ -34,13 +54,13 @@ function VersionSwitch({ place, busy, onChoose }: { place: VersionPlace; busy: b
         disabled={busy || !place.previous}
         onClick={() => place.previous && onChoose(place.previous)}
       >
-        ‹
+        <Icon name="prev" size={14} />
       </button>
       <span class="versions-count">
         {place.n} / {place.of}
       </span>
       <button type="button" class="msg-action" aria-label="Next version" disabled={busy || !place.next} onClick={() => place.next && onChoose(place.next)}>
-        ›
+        <Icon name="next" size={14} />
       </button>
     </div>
   );
@@ -71,6 +91,7 @@ export function ExchangeList({
         // A version a newer one replaced: its Regenerate is used up (Edit still starts another version).
         const ea = place?.next ? { ...(all.edit ? { edit: all.edit } : {}) } : all;
         const regenerating = model.pending.some((q) => q.replaces === ex.key && q.status !== "failed");
+        const joined = joins(ex.blocks);
         let reply = -1;
         ex.blocks.forEach((b, n) => {
           if (b.kind === "assistant" || b.kind === "error") reply = n;
@@ -80,7 +101,12 @@ export function ExchangeList({
           <Fragment key={ex.key || "start"}>
             {ex.blocks.map((b, n) => (
               <Fragment key={b.key}>
-                <BlockView block={b} actions={actions} ex={b.kind === "user" ? { ...(ea.edit ? { edit: ea.edit } : {}) } : n === reply ? ea : {}} />
+                <BlockView
+                  block={b}
+                  actions={actions}
+                  ex={b.kind === "user" ? { ...(ea.edit ? { edit: ea.edit } : {}) } : n === reply ? ea : {}}
+                  {...(joined[n] ? { join: joined[n] } : {})}
+                />
                 {n === 0 && place && <VersionSwitch place={place} busy={busy} onChoose={(id) => void ctl.selectVersion(id)} />}
               </Fragment>
             ))}
@@ -106,13 +132,15 @@ export function ExchangeList({
             key={q.requestId}
             prompt={q}
             paused={ctl.linkDown}
-            onDismiss={() => ctl.dismissPending(q.requestId)}
-            onCancel={() => void ctl.cancelPending(q.requestId)}
-            onEdit={() => void ctl.editPending(q.requestId)}
-            onRetry={() => {
-              ctl.dismissPending(q.requestId);
-              // A failed regenerate or edit tries the same branch again, not a plain prompt.
-              void (q.replaces ? ctl.regenerate(q.replaces, q.text) : ctl.submit(q.text));
+            actions={{
+              onDismiss: () => ctl.dismissPending(q.requestId),
+              onCancel: () => void ctl.cancelPending(q.requestId),
+              onSave: (text) => void ctl.editQueued(q.requestId, text),
+              onRetry: () => {
+                ctl.dismissPending(q.requestId);
+                // A failed regenerate or edit tries the same branch again, not a plain prompt; a continue, a continue.
+                void (q.continues ? ctl.continueReply() : q.replaces ? ctl.regenerate(q.replaces, q.text) : ctl.submit(q.text));
+              },
             }}
           />
         ))}

@@ -3,10 +3,11 @@
  * method is a call of the project's SDK (TetherClient) on a gateway, so an ACP session IS a Tether
  * session — it outlives the editor, lists in `tether sessions`, shows on the web page.
  *
- *   initialize                  loadSession: true; text and resource links in prompts
+ *   initialize                  loadSession: true; prompts of text, images, resource links and embedded
+ *                               resources (promptCapabilities image, embeddedContext: acp-prompt.ts)
  *   session/new { cwd }         session.create (cwd confined to the profile's workspace roots: 4080 otherwise)
  *   session/load { sessionId }  session.resume; the transcript replayed as session/update, then live updates
- *   session/prompt              prompt.submit; updates stream (acp-updates.ts) until the turn's end:
+ *   session/prompt              prompt.submit (text, or parts with attachments); updates stream (acp-updates.ts) until the turn's end:
  *                               end_turn | cancelled (interrupted); a failed turn is an error with
  *                               Tether's { layer, code, retryable } as its data
  *   session/cancel              session.interrupt
@@ -22,6 +23,7 @@ import * as acp from "@agentclientprotocol/sdk";
 import { ErrorCode, Method, RequestKind, type Frame, type OpenRequest, type RequestOpenedPayload, type RequestResolvedPayload, type Snapshot, type TurnCompletePayload, type TurnErrorInfo, type TurnErrorPayload, EventType, type ClientToolSpec } from "../../protocol/index.js";
 import { RpcError, type TetherClient } from "../../client/index.js";
 import { AcpUpdates } from "./acp-updates.js";
+import { promptInput } from "./acp-prompt.js";
 
 export interface AcpAgentOptions {
   tether: TetherClient;
@@ -71,6 +73,9 @@ class AcpSession {
   }
 }
 
+/** An attachment the gateway refused (a limit, the model, unreadable bytes): the prompt's params were at fault. */
+const ATTACHMENT_REFUSALS: ReadonlySet<number> = new Set([ErrorCode.AttachmentTooLarge, ErrorCode.TooManyAttachments, ErrorCode.AttachmentTypeRefused, ErrorCode.ModelCannotTakePart, ErrorCode.InvalidAttachment, ErrorCode.BlobNotFound]);
+
 const PERMISSION_OPTIONS: acp.PermissionOption[] = [
   { optionId: "once", name: "Allow once", kind: "allow_once" },
   { optionId: "session", name: "Allow for this session", kind: "allow_always" },
@@ -94,7 +99,7 @@ export function createAcpAgent(o: AcpAgentOptions): acp.AgentApp {
     if (!(err instanceof RpcError)) return err;
     const data = err.data && typeof err.data === "object" ? err.data : {};
     if (err.code === ErrorCode.NotFound) return new acp.RequestError(-32002, err.message, { code: err.code });
-    if (err.code === ErrorCode.InvalidParams || err.code === ErrorCode.CwdOutsideWorkspace) return acp.RequestError.invalidParams({ code: err.code, ...data }, err.message);
+    if (err.code === ErrorCode.InvalidParams || err.code === ErrorCode.CwdOutsideWorkspace || ATTACHMENT_REFUSALS.has(err.code)) return acp.RequestError.invalidParams({ code: err.code, ...data }, err.message);
     return new acp.RequestError(-32603, err.message, { code: err.code, retryable: err.retryable, ...data });
   };
   const tetherCall = async <T>(call: () => Promise<T>): Promise<T> => {
@@ -202,7 +207,7 @@ export function createAcpAgent(o: AcpAgentOptions): acp.AgentApp {
       caps = params.clientCapabilities ?? {};
       return {
         protocolVersion: acp.PROTOCOL_VERSION,
-        agentCapabilities: { loadSession: true, promptCapabilities: { image: false, audio: false, embeddedContext: false } },
+        agentCapabilities: { loadSession: true, promptCapabilities: { image: true, audio: false, embeddedContext: true } },
         authMethods: [],
         agentInfo: { name: "tether", title: "Tether", version: o.version },
       };
@@ -228,9 +233,9 @@ export function createAcpAgent(o: AcpAgentOptions): acp.AgentApp {
     })
     .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
       const s = sessionOf(params.sessionId);
-      const text = promptText(params.prompt);
+      const { text, parts } = promptInput(params.prompt);
       s.updates.ownPrompt(text);
-      const submitted = await tetherCall(() => tether.call(Method.PromptSubmit, { session_id: s.id, text, ...profile }));
+      const submitted = await tetherCall(() => tether.call(Method.PromptSubmit, { session_id: s.id, ...(parts ? { parts } : { text }), ...profile }));
       const end = await s.turnEnded(submitted.turn_id);
       await s.chain;
       if (end.status === "error") {
@@ -272,16 +277,4 @@ function refuseMcpServers(servers: readonly unknown[] | undefined): void {
   if (servers && servers.length > 0) {
     throw acp.RequestError.invalidParams({ mcpServers: servers.length }, "mcpServers: this agent uses the MCP servers configured on the gateway (mcp_servers); pass none");
   }
-}
-
-/** A prompt's text: its text blocks, and resource links as Markdown links. */
-function promptText(blocks: readonly acp.ContentBlock[]): string {
-  const parts = blocks.map((b, i) => {
-    if (b.type === "text") return b.text;
-    if (b.type === "resource_link") return `[${b.name}](${b.uri})`;
-    throw acp.RequestError.invalidParams({ path: `prompt.${i}.type` }, `prompt.${i}: a "${b.type}" block is not taken (initialize said: text and resource links)`);
-  });
-  const text = parts.join("\n");
-  if (text.trim() === "") throw acp.RequestError.invalidParams({ path: "prompt" }, "the prompt has no text");
-  return text;
 }

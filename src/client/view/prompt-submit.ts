@@ -26,6 +26,8 @@ export interface SubmitOptions {
   sameText?: boolean;
   /** Attachments sent with the prompt (`prompt.submit { parts }`): the text stays `text`. */
   parts?: PartInput[];
+  /** A continue (`prompt.submit { continue: true }`): no text is sent; the last reply goes on. */
+  continues?: boolean;
 }
 
 export interface SubmitDeps {
@@ -51,7 +53,11 @@ export function isTransient(err: unknown): boolean {
 /** Sends the pending prompt `requestId` of the session's `current()` model until answered; false when it failed for good (it stays, `failed`). */
 export async function sendPrompt(deps: SubmitDeps, current: () => SessionModel, requestId: string, text: string, opts: SubmitOptions): Promise<boolean> {
   const sessionId = current().sessionId;
-  const base = opts.replaces ? { from_message_id: opts.replaces, ...(opts.sameText ? {} : { text }) } : { text };
+  const base = opts.continues
+    ? { continue: true as const }
+    : opts.replaces
+      ? { from_message_id: opts.replaces, ...(opts.sameText ? {} : { text }) }
+      : { text };
   const branch = opts.parts?.length ? { ...base, parts: opts.parts } : base;
   for (let attempt = 1; ; attempt++) {
     try {

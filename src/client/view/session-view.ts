@@ -10,6 +10,10 @@
  *   await view.open(sessionId);
  *   await view.submit("hello");
  *
+ * Background processes come from `process.list` when a session opens (the frames only say what
+ * changed) and from `process.started` / `process.exited` / `process.output` frames after it: an
+ * app shows them with no poll of its own.
+ *
  * `subscribe` / `getSnapshot` fit React's `useSyncExternalStore`: the snapshot is a new object
  * after every change and the same one between changes.
  */
@@ -288,9 +292,10 @@ export class SessionView {
    */
   async submit(text: string, opts: SubmitOptions = {}): Promise<boolean> {
     const model = this.current;
-    if (!model || !text.trim() || model.state === "ended") return false;
+    if (!model || (!text.trim() && !opts.continues) || model.state === "ended") return false;
     const requestId = (this.opts.newRequestId ?? defaultRequestId)();
-    model.pending = [...model.pending, { requestId, text, status: "sending", ...(opts.replaces ? { replaces: opts.replaces } : {}) }];
+    const kind = opts.continues ? { continues: true as const } : opts.replaces ? { replaces: opts.replaces } : {};
+    model.pending = [...model.pending, { requestId, text: opts.continues ? "" : text, status: "sending", ...kind }];
     model.version++;
     this.emit();
     const sessionId = model.sessionId;
@@ -316,11 +321,42 @@ export class SessionView {
     return this.submit(text ?? user.text, { replaces: userKey, ...(text === undefined ? { sameText: true } : {}) });
   }
 
+  /**
+   * Continue: the last reply goes on in a turn with no user message (`prompt.submit { continue:
+   * true }`), pending (`continues`) until its turn starts; sent as idempotently as any prompt.
+   */
+  continueReply(): Promise<boolean> {
+    return this.submit("", { continues: true });
+  }
+
+  /**
+   * New text for a queued prompt in its place (`prompt.edit`): the pending entry shows it once the
+   * gateway changed it. Answers the gateway's status; `started` or `idle` leave the entry as it was.
+   */
+  async editQueued(requestId: string, text: string): Promise<"edited" | "started" | "idle"> {
+    const model = this.current;
+    const q = model?.pending.find((x) => x.requestId === requestId);
+    if (!model || !q?.turnId || q.continues || !text.trim()) return "idle";
+    const { status } = await this.client.call(Method.PromptEdit, { session_id: model.sessionId, turn_id: q.turnId, text });
+    if (status === "edited") this.update((m) => (m.pending = m.pending.map((x) => (x.requestId === requestId ? { ...x, text } : x))));
+    return status;
+  }
+
   /** Removes a pending prompt from the view (one that failed, or one cancelled with `prompt.cancel`). */
   dismissPending(requestId: string): void {
     this.update((m) => {
       m.pending = m.pending.filter((q) => q.requestId !== requestId);
     });
+  }
+
+  /**
+   * Stops background process `id` of the open session (`process.kill`: SIGTERM, SIGKILL after
+   * 2 s); resolves with it ended. The view shows that from its `process.exited` frame.
+   */
+  async killProcess(id: string): Promise<ProcessInfo> {
+    const model = this.current;
+    if (!model) throw new Error("no session is open");
+    return (await this.client.call(Method.ProcessKill, { session_id: model.sessionId, id })).process;
   }
 
   /** Reads the todo again (`todo.get`): applied only when not older than the one shown. */

@@ -122,6 +122,8 @@ export interface PendingPrompt {
   error?: string;
   /** Regenerate / edit-and-resend: the user message this prompt is a new version of (`from_message_id`). */
   replaces?: string;
+  /** A continue (`prompt.submit { continue: true }`): no text, the last reply goes on. */
+  continues?: true;
 }
 
 export interface SessionModel {

@@ -15,7 +15,7 @@
  */
 import type { Context } from "hono";
 import type { Routes } from "./lazy-routes.js";
-import { z } from "zod";
+import * as z from "zod";
 import type { AgentCard, Task } from "@a2a-js/sdk";
 import type { AgentExecutor, ExecutionEventBus, RequestContext, ServerCallContext, TaskStore } from "@a2a-js/sdk/server";
 import { ErrorCode, TetherError } from "../../protocol/index.js";

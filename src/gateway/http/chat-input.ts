@@ -61,7 +61,6 @@ export function toChatConversation(messages: Message[]): ChatConversation {
   const seed: SeedMessage[] = [];
   for (const [i, m] of messages.slice(0, end).entries()) {
     if (m.role === "function") continue; // refused above
-    refuseEarlierAttachments(m, i);
     // An assistant message that only refused: its refusal is what the model said.
     const text = chatTextOf(m.content) || (m.role === "assistant" ? (m.refusal ?? "") : "");
     if (m.role === "system" || m.role === "developer") system.push(text);
@@ -69,20 +68,12 @@ export function toChatConversation(messages: Message[]): ChatConversation {
     else if (m.role === "assistant") {
       const calls = (m.tool_calls ?? []).map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments }));
       if (text !== "" || calls.length > 0) seed.push({ role: "assistant", content: text, ...(calls.length > 0 ? { tool_calls: calls } : {}) });
+    } else if (Array.isArray(m.content) && m.content.some(isAttachmentPart)) {
+      // An earlier image or file is history too: stored and sent to the model as the prompt's are.
+      seed.push({ role: "user", content: text, parts: partInputsOf(m.content as Parameters<typeof partInputsOf>[0]), parts_at: `messages.${i}.content` });
     } else if (text !== "") seed.push({ role: "user", content: text });
   }
   return { system: system.length > 0 ? system.join("\n\n") : undefined, seed, prompt, toolResults, ...(promptParts ? { promptParts } : {}) };
-}
-
-/**
- * Attachments ride in the prompt (the last user message) only: an earlier message's image would
- * need storing as history, which a seed does not do yet — refused by its path, never dropped.
- * A session continued with X-Session-Id keeps every earlier attachment in its transcript.
- */
-function refuseEarlierAttachments(m: Message, i: number): void {
-  if (m.role !== "user" || !Array.isArray(m.content)) return;
-  const at = m.content.findIndex(isAttachmentPart);
-  if (at >= 0) throw HttpErrors.invalid(`messages.${i}.content.${at}`, "Attachments are taken in the last user message only: continue the session (X-Session-Id) to keep earlier ones");
 }
 
 function toolResultOf(m: Message, index: number): ToolResult {

@@ -4,7 +4,7 @@
  * Used by /v1/runs (`input`); Chat Completions and Responses read their own shapes
  * (chat-messages.ts, responses-items.ts).
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { SeedMessage } from "../../sessions/index.js";
 import { HttpErrors } from "./errors.js";
 

@@ -18,7 +18,7 @@
  * answers from the profile the response was made in.
  */
 import type { Routes } from "./lazy-routes.js";
-import { z } from "zod";
+import * as z from "zod";
 import { ErrorCode, EventType, RequestKind, TetherError } from "../../protocol/index.js";
 import { DEFAULT_PROFILE, type Caller, type Profile, type ResponseRecord, type SeedMessage } from "../../sessions/index.js";
 import type { ToolResult } from "./chat-input.js";

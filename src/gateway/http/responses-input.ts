@@ -37,9 +37,12 @@ export function toResponsesConversation(items: ResponsesItem[], instructions: st
   for (const [i, item] of items.slice(0, end).entries()) {
     if (isMessage(item)) {
       const at = Array.isArray(item.content) ? item.content.findIndex(isAttachmentPart) : -1;
-      if (at >= 0) throw HttpErrors.invalid(`input.${i}.content.${at}`, "Attachments are taken in the last user message only: continue with previous_response_id to keep earlier ones");
+      // An earlier user message's images and files are history too, taken in as the prompt's are;
+      // instructions and what the assistant said are text.
+      if (at >= 0 && item.role !== "user") throw HttpErrors.invalid(`input.${i}.content.${at}`, `Attachments are taken in user messages only (this one is the ${item.role}'s)`);
       const text = itemTextOf(item.content);
       if (item.role === "system" || item.role === "developer") system.push(text);
+      else if (at >= 0) seed.push({ role: "user", content: text, parts: partInputsOf(item.content as Parameters<typeof partInputsOf>[0]), parts_at: `input.${i}.content` });
       else if (text !== "") seed.push({ role: item.role, content: text });
     } else if (item.type === "function_call") {
       const f = item as FunctionCallItem;

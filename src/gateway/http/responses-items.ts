@@ -1,8 +1,9 @@
 /**
  * A Responses `input` list, validated item by item as OpenAI validates it: each item's shape is
  * chosen by its `type` (a message may leave it out) and is strict — an unknown key is refused by
- * its path (`input.2.colour`, `input.0.content.1.detail`) as `unknown_parameter`. Content parts
- * other than text (images, files, audio) are refused by name with why. Items of other types
+ * its path (`input.2.colour`, `input.0.content.1.detail`) as `unknown_parameter`. Images, files
+ * and audio are taken in messages (openai-parts.ts); in a function_call_output they are refused by
+ * name with why. Items of other types
  * (`item_reference`, `reasoning`, …) are kept as they are for the conversation to refuse by type
  * (responses-input.ts).
  *
@@ -11,14 +12,14 @@
  *
  *   const items = inputItemsOf(body.input);   // string input → one user message
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ResponsesAudioPart, ResponsesFilePart, ResponsesImagePart } from "./openai-parts.js";
 import { paramIssues, UNKNOWN_KEY } from "../../protocol/param-issues.js";
 import { HttpError } from "./errors.js";
 import { objectAt } from "./function-tools.js";
 import { UNKNOWN_PARAMETER } from "./json-body.js";
 
-const TEXT_ONLY = "Tether's /v1/responses takes text only: send images and files with POST /api/sessions/{id}/prompt (parts)";
+const TEXT_ONLY = "a client function's output is text here (send images and files in a user message)";
 
 function refusedPart(type: string) {
   return z.object({ type: z.literal(type) }).check((ctx) => {

@@ -26,7 +26,7 @@
  * lagging, the end of the stream past the hard limit (session-events.ts, sse-flow.ts).
  */
 import type { Routes } from "./lazy-routes.js";
-import { z } from "zod";
+import * as z from "zod";
 import { PartsParam, RequestRespondParams, SessionCreateParams } from "../../protocol/method-params.js";
 import type { PartInput } from "../../protocol/index.js";
 import { EXPORT_FORMATS, isExportFormat, type SessionManager } from "../../sessions/index.js";

@@ -4,27 +4,31 @@
  *
  *   resume[] (answers to the interrupts a run ended with)   → approvals: each interrupt is an open request
  *   messages ending with tool messages (frontend tool results) → the outputs of the client tools the turn waits on
- *   messages ending with the user's message                  → a prompt (its text; `context` joins it)
+ *   messages ending with the user's message                  → a prompt (its text and media parts; `context` joins it)
  *   nothing new                                              → a reconnect: the thread's current run, again
  *
  * `tools` are the run's frontend tools (Tether client tools). `state` is Tether's own (the
  * STATE_SNAPSHOT a run sent): a client may send it back as it got it, not change its keys.
  * `forwardedProps` carry nothing Tether takes: sent, they are refused by name, never dropped.
+ * A user message's `image`, `audio` and `document` parts are its attachments (ui-parts.ts), in the
+ * prompt and in a new thread's earlier messages (its seeded history) alike.
  */
 import { RunAgentInputSchema } from "@ag-ui/core/schemas";
 import type { Context as AgContext, Message as AgMessage, ResumeEntry, RunAgentInput } from "@ag-ui/core";
-import type { ClientToolSpec } from "../../protocol/index.js";
+import type { ClientToolSpec, PartInput } from "../../protocol/index.js";
 import { ClientToolParam } from "../../protocol/method-params.js";
 import { paramIssues } from "../../protocol/param-issues.js";
 import { HttpErrors } from "../http/errors.js";
 import { checkKey } from "./session-keys.js";
 import { STATE_KEYS } from "./ag-ui-events.js";
+import { agUiMediaPart } from "./ui-parts.js";
 
 /** The fields of RunAgentInput (AG-UI 1.0): any other is refused by name. */
 const INPUT_KEYS = new Set(["threadId", "runId", "protocolVersion", "parentRunId", "state", "messages", "tools", "context", "forwardedProps", "resume"]);
 
 export type AgUiAsk =
-  | { kind: "prompt"; text: string; earlier: AgMessage[] }
+  /** `parts`: every part in order (text, then the context, included) when the message has media. */
+  | { kind: "prompt"; text: string; parts?: PartInput[]; earlier: AgMessage[] }
   | { kind: "answers"; toolResults: Array<{ callId: string; content: string; error: boolean; index: string }>; resume: Array<ResumeEntry & { index: string }> }
   | { kind: "reconnect" };
 
@@ -90,20 +94,20 @@ function askOf(input: RunAgentInput): AgUiAsk {
   if (resume.length > 0 || toolResults.length > 0) return { kind: "answers", toolResults, resume };
   const last = messages.at(-1);
   if (last?.role !== "user") return { kind: "reconnect" };
-  return { kind: "prompt", text: withContext(userText(last, messages.length - 1), input.context ?? []), earlier: messages.slice(0, -1) };
+  const index = messages.length - 1;
+  const context = input.context ?? [];
+  if (typeof last.content === "string") return { kind: "prompt", text: withContext(nonEmpty(last.content, index, false), context), earlier: messages.slice(0, -1) };
+  const parts: PartInput[] = last.content.map((p, j) => (p.type === "text" ? { type: "text", text: p.text } : agUiMediaPart(p, `messages.${index}.content.${j}`)));
+  const text = nonEmpty(parts.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("\n"), index, parts.some((p) => p.type !== "text"));
+  const prompt = { kind: "prompt" as const, text: withContext(text, context), earlier: messages.slice(0, -1) };
+  if (!parts.some((p) => p.type !== "text")) return prompt;
+  // The context rides as a text part after the message's own: the model reads it as a text-only prompt's.
+  if (context.length > 0) parts.push({ type: "text", text: withContext("", context).trimStart() });
+  return { ...prompt, parts };
 }
 
-function userText(m: Extract<AgMessage, { role: "user" }>, index: number): string {
-  if (typeof m.content === "string") return nonEmpty(m.content, index);
-  const texts = m.content.map((p, j) => {
-    if (p.type !== "text") throw HttpErrors.invalid(`messages.${index}.content.${j}.type`, `a "${p.type}" part is not taken in a prompt here: send text`);
-    return p.text;
-  });
-  return nonEmpty(texts.join("\n"), index);
-}
-
-function nonEmpty(text: string, index: number): string {
-  if (text.trim() === "") throw HttpErrors.invalid(`messages.${index}.content`, "the prompt has no text");
+function nonEmpty(text: string, index: number, attached: boolean): string {
+  if (text.trim() === "" && !attached) throw HttpErrors.invalid(`messages.${index}.content`, "the prompt has no text");
   if (text.length > 1_000_000) throw HttpErrors.invalid(`messages.${index}.content`, "the prompt is longer than 1,000,000 characters");
   return text;
 }
@@ -114,10 +118,16 @@ function withContext(text: string, context: readonly AgContext[]): string {
   return `${text}\n\nContext:\n${context.map((c) => `- ${c.description}: ${c.value}`).join("\n")}`;
 }
 
-/** The text of an earlier message (history for a new thread). */
+/** The text of an earlier message (history for a new thread): a user message's text parts joined. */
 export function historyText(m: AgMessage): string | null {
-  if (m.role === "user") return typeof m.content === "string" ? m.content : m.content.map((p) => (p.type === "text" ? p.text : "")).join("\n");
+  if (m.role === "user") return typeof m.content === "string" ? m.content : m.content.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("\n");
   if (m.role === "assistant") return m.content ?? null;
   if (m.role === "system" || m.role === "developer") return m.content;
   return null;
+}
+
+/** An earlier user message's parts in order, when it has media: history, taken in as a prompt's are. */
+export function historyParts(m: AgMessage, index: number): PartInput[] | undefined {
+  if (m.role !== "user" || typeof m.content === "string" || m.content.every((p) => p.type === "text")) return undefined;
+  return m.content.map((p, j): PartInput => (p.type === "text" ? { type: "text", text: p.text } : agUiMediaPart(p, `messages.${index}.content.${j}`)));
 }

@@ -11,7 +11,7 @@
  */
 import { EventEncoder } from "@ag-ui/encoder";
 import type { BaseEvent } from "@ag-ui/core";
-import { z } from "zod";
+import * as z from "zod";
 import { ErrorCode, RequestKind, TetherError, type OpenRequest } from "../../protocol/index.js";
 import type { Caller, Profile, SeedMessage, StartedTurn } from "../../sessions/index.js";
 import { callerOf, profileOf, PROFILE_HEADER, type AppContext, type HttpApi } from "../http/context.js";
@@ -20,7 +20,7 @@ import { FrameTap } from "../http/frame-tap.js";
 import { readJson } from "../http/json-body.js";
 import { refuseWhileCallsWait } from "../http/openai-chat.js";
 import { agUiMessages, AgUiTranslator, type TetherUiState } from "./ag-ui-events.js";
-import { historyText, readAgUiInput, type AgUiAsk, type AgUiRequest } from "./ag-ui-input.js";
+import { historyParts, historyText, readAgUiInput, type AgUiAsk, type AgUiRequest } from "./ag-ui-input.js";
 import { feedStream } from "./feed-stream.js";
 import { createForKey, sessionOfKey } from "./session-keys.js";
 
@@ -117,8 +117,11 @@ async function startRun(api: HttpApi, profile: Profile, caller: Caller, req: AgU
   } else {
     // A new thread: the conversation the client brought is its history.
     const system = ask.earlier.filter((m) => m.role === "system" || m.role === "developer").map(historyText).join("\n\n");
-    history = ask.earlier.flatMap((m): SeedMessage[] => {
-      const text = historyText(m);
+    history = ask.earlier.flatMap((m, i): SeedMessage[] => {
+      const text = historyText(m) ?? "";
+      // A user message's media are history too, taken in as a prompt's are.
+      const parts = historyParts(m, i);
+      if (parts) return [{ role: "user", content: text, parts, parts_at: `messages.${i}.content` }];
       return (m.role === "user" || m.role === "assistant") && text ? [{ role: m.role, content: text }] : [];
     });
     sessionId = await createForKey(profile, caller, req.input.threadId, system ? { system_prompt: system } : {});
@@ -127,7 +130,9 @@ async function startRun(api: HttpApi, profile: Profile, caller: Caller, req: AgU
     caller,
     session: { id: sessionId, resume: true },
     ...(history.length > 0 ? { history } : {}),
-    text: ask.text,
+    // With media every part goes in order, text included: the prompt's text is theirs.
+    text: ask.parts ? "" : ask.text,
+    ...(ask.parts ? { parts: ask.parts } : {}),
     clientTools: req.clientTools,
     requestId: `ag-ui:${req.input.runId}`,
     viewer: tap,

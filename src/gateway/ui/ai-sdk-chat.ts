@@ -30,7 +30,7 @@ import { HttpError, HttpErrors } from "../http/errors.js";
 import { FrameTap } from "../http/frame-tap.js";
 import { readJson } from "../http/json-body.js";
 import { refuseWhileCallsWait } from "../http/openai-chat.js";
-import { ChatBody, plainText, readChatAsk, type ChatAsk, type ToolAnswer, type UiMessage } from "./ai-sdk-input.js";
+import { ChatBody, earlierInput, readChatAsk, type ChatAsk, type ToolAnswer, type UiMessage } from "./ai-sdk-input.js";
 import { UiMessageChunker } from "./ai-sdk-chunks.js";
 import { feedStream } from "./feed-stream.js";
 import { checkKey, createForKey, sessionOfKey } from "./session-keys.js";
@@ -98,7 +98,9 @@ async function startOrContinue(api: HttpApi, profile: Profile, caller: Caller, b
       caller,
       session: { id: sessionId, resume: true },
       ...(history && history.length > 0 ? { history } : {}),
-      text: ask.text,
+      // With attachments every part goes in order, text included: the prompt's text is theirs.
+      text: ask.parts ? "" : ask.text,
+      ...(ask.parts ? { parts: ask.parts } : {}),
       ...(body.tools ? { clientTools: body.tools } : {}),
       // One turn per user message, across retries of the request and restarts of the gateway.
       requestId: `ai-sdk:${ask.clientMessageId}`,
@@ -110,7 +112,8 @@ async function startOrContinue(api: HttpApi, profile: Profile, caller: Caller, b
     started = await profile.sessions.startTurn({
       caller,
       session: { id: sessionId, resume: true },
-      text: ask.kind === "edit" ? ask.text : "",
+      text: ask.kind === "edit" && !ask.parts ? ask.text : "",
+      ...(ask.kind === "edit" && ask.parts ? { parts: ask.parts } : {}),
       fromMessageId: from,
       ...(body.tools ? { clientTools: body.tools } : {}),
       viewer: tap,
@@ -130,14 +133,16 @@ function requireSession(existing: string | null, key: string): string {
   return existing;
 }
 
-/** The text of a new key's earlier messages: its history, and the system prompt its system messages make. */
+/** A new key's earlier messages: its history (user files included), and the system prompt its system messages make. */
 function seedOf(earlier: readonly UiMessage[]): { history: SeedMessage[]; system?: string } {
   const history: SeedMessage[] = [];
   const system: string[] = [];
-  for (const m of earlier) {
-    const text = plainText(m);
-    if (text === "") continue;
-    if (m.role === "system") system.push(text);
+  for (const [i, m] of earlier.entries()) {
+    const { text, parts } = earlierInput(m, i);
+    // A user message's files are history too, taken in as a prompt's are.
+    if (parts) history.push({ role: "user", content: text, parts, parts_at: `messages.${i}.parts` });
+    else if (text === "") continue;
+    else if (m.role === "system") system.push(text);
     else history.push({ role: m.role, content: text });
   }
   return { history, ...(system.length > 0 ? { system: system.join("\n\n") } : {}) };

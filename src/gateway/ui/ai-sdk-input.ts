@@ -3,20 +3,24 @@
  * `{ id, messages, trigger, messageId }` (plus `tools`, the client's own tools, through the
  * transport's `body` option). Only the end of `messages` is read — the history is the store's:
  *
- *   last message is the user's, trigger submit-message            → a prompt (its text parts)
+ *   last message is the user's, trigger submit-message            → a prompt (its text and file parts)
  *     … and `messageId` names it (useChat's sendMessage({ messageId }))  → an edit: a new version of that prompt
  *   trigger regenerate-message (the list ends at the user message) → a regenerate: a new version of it
  *   last message is the assistant's                                → answers: the client tools it ran
  *                                                                    (`addToolOutput`) and the approvals it gave
  *                                                                    (`addToolApprovalResponse`), continuing the turn
  *
- * Anything the gateway cannot honour is refused by name (a file part: attachments are not taken
- * here yet), never dropped.
+ * A user message's `file` parts (what `sendMessage({ files })` sends: data: URLs with their
+ * mediaType) are its attachments, taken in as every entry point's are (ui-parts.ts). Anything the
+ * gateway cannot honour is refused by name, never dropped. A new chat's earlier user messages keep
+ * their files too (the history the session is seeded with).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ClientToolParam } from "../../protocol/method-params.js";
+import type { PartInput } from "../../protocol/index.js";
 import { HttpErrors } from "../http/errors.js";
 import { MAX_KEY_LENGTH } from "./session-keys.js";
+import { aiSdkFilePart } from "./ui-parts.js";
 
 const UiPart = z.looseObject({ type: z.string().min(1).max(200) });
 
@@ -45,9 +49,10 @@ export type ToolAnswer =
   | { kind: "approval"; approvalId: string; approved: boolean; reason?: string; index: string };
 
 export type ChatAsk =
-  | { kind: "prompt"; text: string; clientMessageId: string; earlier: UiMessage[] }
+  /** `parts`: every part in order (text included) when the message has attachments. */
+  | { kind: "prompt"; text: string; parts?: PartInput[]; clientMessageId: string; earlier: UiMessage[] }
   /** `userOrdinal`: which of the user's prompts (0-based, in order) gets a new version. */
-  | { kind: "edit"; text: string; userOrdinal: number }
+  | { kind: "edit"; text: string; parts?: PartInput[]; userOrdinal: number }
   | { kind: "regenerate"; userOrdinal: number; assistantId: string | undefined }
   | { kind: "answers"; messageId: string; answers: ToolAnswer[]; knownCalls: Map<string, { providerExecuted: boolean }> };
 
@@ -61,34 +66,51 @@ export function readChatAsk(body: ChatBody): ChatAsk {
   }
   if (last.role === "assistant") return readAnswers(last, lastIndex);
   if (last.role !== "user") throw HttpErrors.invalid(`messages.${lastIndex}.role`, "the last message must be the user's (a prompt) or the assistant's (tool outputs, approvals)");
-  const text = promptText(last, lastIndex);
+  const { text, parts } = promptInput(last, lastIndex);
+  const attached = parts ? { parts } : {};
   if (body.messageId !== undefined) {
     if (body.messageId !== last.id) throw HttpErrors.invalid("messageId", "messageId must name the last message (an edited prompt, or the assistant message answered)");
-    return { kind: "edit", text, userOrdinal };
+    return { kind: "edit", text, ...attached, userOrdinal };
   }
-  return { kind: "prompt", text, clientMessageId: last.id, earlier: body.messages.slice(0, -1) };
+  return { kind: "prompt", text, ...attached, clientMessageId: last.id, earlier: body.messages.slice(0, -1) };
 }
 
-/** The text of a user message: its text parts, in order. */
-export function promptText(m: UiMessage, index: number): string {
+/** A user message: its text parts joined, and every part in order when it has files. */
+export function promptInput(m: UiMessage, index: number): { text: string; parts?: PartInput[] } {
   const texts: string[] = [];
+  const parts: PartInput[] = [];
+  let files = 0;
   m.parts.forEach((p, j) => {
-    if (p.type === "text" && typeof p.text === "string") texts.push(p.text);
-    else if (p.type === "step-start") return;
-    else throw HttpErrors.invalid(`messages.${index}.parts.${j}.type`, `a "${p.type}" part is not taken in a prompt here: send text parts`);
+    const at = `messages.${index}.parts.${j}`;
+    if (p.type === "text" && typeof p.text === "string") {
+      texts.push(p.text);
+      parts.push({ type: "text", text: p.text });
+    } else if (p.type === "file") {
+      parts.push(aiSdkFilePart(p, at));
+      files++;
+    } else if (p.type !== "step-start") throw HttpErrors.invalid(`${at}.type`, `a "${p.type}" part is not taken in a prompt here: send text and file parts`);
   });
   const text = texts.join("\n");
-  if (text.trim() === "") throw HttpErrors.invalid(`messages.${index}.parts`, "the prompt has no text");
+  if (text.trim() === "" && files === 0) throw HttpErrors.invalid(`messages.${index}.parts`, "the prompt has no text");
   if (text.length > 1_000_000) throw HttpErrors.invalid(`messages.${index}.parts`, "the prompt is longer than 1,000,000 characters");
-  return text;
+  return files > 0 ? { text, parts } : { text };
 }
 
-/** The text of any earlier message (history for a new session): its text parts. */
-export function plainText(m: UiMessage): string {
-  return m.parts
+/**
+ * An earlier message (history for a new session): its text parts, and a user message's files as
+ * the prompt's are taken (`parts`, in order). A file in another role's message is refused by its
+ * path: the history's assistant and system messages are text, and an attachment is never dropped.
+ */
+export function earlierInput(m: UiMessage, index: number): { text: string; parts?: PartInput[] } {
+  const file = m.parts.findIndex((p) => p.type === "file");
+  if (file >= 0 && m.role !== "user") throw HttpErrors.invalid(`messages.${index}.parts.${file}`, `Attachments are taken in user messages only (this one is the ${m.role}'s)`);
+  const text = m.parts
     .filter((p) => p.type === "text" && typeof p.text === "string")
     .map((p) => p.text as string)
     .join("\n");
+  if (file < 0) return { text };
+  const parts = m.parts.flatMap((p, j): PartInput[] => (p.type === "text" && typeof p.text === "string" ? [{ type: "text", text: p.text }] : p.type === "file" ? [aiSdkFilePart(p, `messages.${index}.parts.${j}`)] : []));
+  return { text, parts };
 }
 
 function readAnswers(m: UiMessage, index: number): ChatAsk {

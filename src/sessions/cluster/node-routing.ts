@@ -4,11 +4,11 @@
  * lease expired, this node takes the session over. A session only viewed here is served by the
  * RemoteView (store + bus). On one node (in-process bus) none of this exists.
  */
-import { ErrorCode, isRecoverableEnd, parseTraceparent, TetherError, type ClientToolSpec, type PartInput, type Snapshot, type SubmitResult } from "../../protocol/index.js";
+import { ErrorCode, isRecoverableEnd, TetherError, type Snapshot } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
 import type { GroupCommitter } from "../../events/index.js";
-import { NodeUnreachable, type Bus, type BusRequest } from "../../events/bus/index.js";
+import { NodeUnreachable, type Bus } from "../../events/bus/index.js";
 import type { Store } from "../../store/types.js";
 import type { LiveRegistry } from "../core/live-registry.js";
 import { requireRow, storage } from "../core/session-access.js";
@@ -18,9 +18,10 @@ import type { Ownership } from "../lifecycle/ownership.js";
 import { stillOwnsParked } from "../lifecycle/parked-lease.js";
 import { reopenStored } from "../lifecycle/reopening.js";
 import type { ViewerBinding } from "../lifecycle/viewer-binding.js";
-import type { ConfigSetResult } from "../models/model-switching.js";
 import type { RemoteView, StoredCut } from "./remote-view.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
+import type { SessionCommand } from "../core/session-commands.js";
+import { decodeCommand, encodeCommand, versionNeeded } from "./command-wire.js";
 
 /** Marks a call forwarded from another node: it runs here, never forwarded again. */
 const FORWARDED = Symbol("forwarded");
@@ -31,28 +32,8 @@ export function placeholderFor(viewer: Viewer): Viewer {
   return { id: viewer.id, send: () => undefined };
 }
 
-/** The calls a sibling node may forward here: the manager's own. */
-export interface ForwardedCalls {
-  submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts?: { fromMessageId?: string }): Promise<SubmitResult>;
-  selectBranch(caller: Caller, sessionId: string, messageId: string): Promise<unknown>;
-  interrupt(caller: Caller, sessionId: string): Promise<{ status: "interrupted" | "idle" }>;
-  steer(caller: Caller, sessionId: string, text: string, turnId?: string): Promise<unknown>;
-  cancelTurn(caller: Caller, sessionId: string, turnId: string): Promise<"interrupted" | "dequeued" | "idle">;
-  configSet(caller: Caller, sessionId: string, key: string, value: unknown, confirm?: boolean): Promise<ConfigSetResult>;
-  respond(caller: Caller, sessionId: string, requestId: string, answer: Record<string, unknown>): Promise<unknown>;
-  processList(caller: Caller, sessionId: string): Promise<unknown>;
-  processKill(caller: Caller, sessionId: string, id: string): Promise<unknown>;
-  processOutput(caller: Caller, sessionId: string, id: string, opts: { afterOffset?: number | undefined; tail?: number | undefined }): Promise<unknown>;
-  update(caller: Caller, sessionId: string, patch: SessionPatch): Promise<unknown>;
-}
-
-/** What `session.update` changes (each field optional: absent = unchanged). */
-export interface SessionPatch {
-  title?: string;
-  client_tools?: ClientToolSpec[];
-  archived?: boolean;
-  system_prompt?: string;
-}
+/** Runs a command another node forwarded here (commands/resolver.ts: the same path as a local one). */
+export type CommandRunner = (caller: Caller, command: SessionCommand) => Promise<unknown>;
 
 export interface NodeRoutingDeps {
   remote: RemoteView;
@@ -80,67 +61,13 @@ export class NodeRouting {
     this.remote = deps.remote;
   }
 
-  /** Serves calls other nodes forward here; returns the unsubscribe. */
-  serve(calls: ForwardedCalls): () => void {
-    return this.deps.bus.serve(this.deps.service, (req) => this.serveForwarded(calls, req));
-  }
-
-  /** Runs a call another node forwarded here (this node owns the session, or takes it over). */
-  private async serveForwarded(calls: ForwardedCalls, req: BusRequest): Promise<unknown> {
-    const p = req.params as {
-      principal: string;
-      session_id: string;
-      text?: string;
-      request_id?: string;
-      key?: string;
-      value?: unknown;
-      confirm?: boolean;
-      answer?: Record<string, unknown>;
-      turn_id?: string;
-      id?: string;
-      after_offset?: number;
-      tail?: number;
-      from_message_id?: string;
-      message_id?: string;
-      traceparent?: string;
-      tracestate?: string;
-      patch?: SessionPatch;
-      parts?: PartInput[];
-    };
-    const caller: ForwardedCaller = { principal: p.principal, [FORWARDED]: true };
-    switch (req.method) {
-      case "prompt.submit": {
-        const trace = parseTraceparent(p.traceparent, p.tracestate);
-        return calls.submit(caller, p.session_id, p.text ?? "", p.request_id, {
-          ...(p.from_message_id !== undefined ? { fromMessageId: p.from_message_id } : {}),
-          ...(trace ? { trace } : {}),
-          // As the client sent them: this node (the owner) takes them in against its session's model.
-          ...(p.parts ? { parts: p.parts } : {}),
-        });
-      }
-      case "session.branch.select":
-        return calls.selectBranch(caller, p.session_id, p.message_id ?? "");
-      case "session.interrupt":
-        return calls.interrupt(caller, p.session_id);
-      case "session.steer":
-        return calls.steer(caller, p.session_id, p.text ?? "", p.turn_id);
-      case "turn.cancel":
-        return calls.cancelTurn(caller, p.session_id, p.turn_id ?? "");
-      case "config.set":
-        return calls.configSet(caller, p.session_id, p.key ?? "", p.value, p.confirm ?? false);
-      case "request.respond":
-        return calls.respond(caller, p.session_id, p.request_id ?? "", p.answer ?? {});
-      case "process.list":
-        return calls.processList(caller, p.session_id);
-      case "process.kill":
-        return calls.processKill(caller, p.session_id, p.id ?? "");
-      case "process.output":
-        return calls.processOutput(caller, p.session_id, p.id ?? "", { afterOffset: p.after_offset, tail: p.tail });
-      case "session.update":
-        return calls.update(caller, p.session_id, p.patch ?? {});
-      default:
-        throw new TetherError(ErrorCode.Internal, `cannot forward ${req.method}`);
-    }
+  /** Serves commands other nodes forward here; returns the unsubscribe. */
+  serve(run: CommandRunner): () => void {
+    return this.deps.bus.serve(this.deps.service, (req) => {
+      const { principal, command } = decodeCommand(req.method, req.params);
+      const caller: ForwardedCaller = { principal, [FORWARDED]: true };
+      return run(caller, command);
+    });
   }
 
   /**
@@ -148,23 +75,29 @@ export class NodeRouting {
    * it (answered as if local), or — when the owner is dead or its lease expired — this node takes
    * the session over (recovery marks the dead owner's turn interrupted) and runs it.
    */
-  async forwardOrTakeOver(caller: ForwardedCaller, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
-    const { registry } = this.deps;
-    if (registry.has(sessionId)) return { forwarded: false };
-    const routed = await this.forwardToOwner(caller, sessionId, method, params);
+  async forwardOrTakeOver(caller: ForwardedCaller, command: SessionCommand): Promise<Routed> {
+    const sessionId = command.session_id;
+    if (this.deps.registry.has(sessionId)) return { forwarded: false };
+    const routed = await this.forwardToOwner(caller, command);
     if (routed.forwarded) return routed;
-    if (!registry.has(sessionId)) {
-      // Throws Busy when the owner still holds the lease (alive after all): the honest answer.
-      const { binding } = this.deps;
-      await binding.binding(sessionId, async () => {
-        const runtime = await reopenStored(this.deps, caller, sessionId, isRecoverableEnd);
-        // This node's viewers of the session keep following it through the bus (which now carries
-        // this node's frames, recovery included, in order); placeholders keep it from being parked.
-        for (const v of this.remote.followersOf(sessionId)) binding.attach(runtime, placeholderFor(v));
-        return runtime;
-      });
-    }
+    await this.takeOver(caller, sessionId);
     return { forwarded: false };
+  }
+
+  /**
+   * Opens the session here (recovery marks a dead owner's turn interrupted); throws Busy when the
+   * owner still holds the lease (alive after all): the honest answer.
+   */
+  async takeOver(caller: Caller, sessionId: string): Promise<void> {
+    const { binding, registry } = this.deps;
+    if (registry.has(sessionId)) return;
+    await binding.binding(sessionId, async () => {
+      const runtime = await reopenStored(this.deps, caller, sessionId, isRecoverableEnd);
+      // This node's viewers of the session keep following it through the bus (which now carries
+      // this node's frames, recovery included, in order); placeholders keep it from being parked.
+      for (const v of this.remote.followersOf(sessionId)) binding.attach(runtime, placeholderFor(v));
+      return runtime;
+    });
   }
 
   /**
@@ -181,32 +114,36 @@ export class NodeRouting {
    * live here, not live anywhere, or its owner unreachable — it is not forwarded, and the caller
    * answers it here (a read of live state then says 4001). A forwarded call is never forwarded again.
    */
-  async forwardToOwner(caller: ForwardedCaller, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
-    const { registry } = this.deps;
-    if (registry.has(sessionId)) return { forwarded: false };
+  async forwardToOwner(caller: ForwardedCaller, command: SessionCommand): Promise<Routed> {
+    const owner = await this.liveOwner(caller, command.session_id);
+    return owner ? this.requestOwner(caller, owner, command) : { forwarded: false };
+  }
+
+  /**
+   * The live sibling node that owns `sessionId` — null when it is live here, not live anywhere,
+   * its owner is dead, or the call was itself forwarded here (it then runs here, never forwarded again).
+   */
+  async liveOwner(caller: ForwardedCaller, sessionId: string): Promise<string | null> {
+    if (this.deps.registry.has(sessionId)) return null;
     await requireRow(this.deps.store, caller, sessionId);
-    if (caller[FORWARDED]) return { forwarded: false };
+    if (caller[FORWARDED]) return null;
     const lease = await storage(() => this.deps.store.getLease(sessionId));
-    if (!lease || lease.owner === this.deps.processId || !(await this.ownerAlive(lease.owner, lease.expires_at))) return { forwarded: false };
-    return this.requestOwner(caller, lease.owner, sessionId, method, params);
+    if (!lease || lease.owner === this.deps.processId || !(await this.ownerAlive(lease.owner, lease.expires_at))) return null;
+    return lease.owner;
   }
 
   /**
    * Sends a call to `owner` (the node whose lease the caller read) and answers with its result;
    * `{ forwarded: false }` when that node cannot be reached, or the call was itself forwarded here.
    */
-  async requestOwner(caller: ForwardedCaller, owner: string, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
+  async requestOwner(caller: ForwardedCaller, owner: string, command: SessionCommand): Promise<Routed> {
     if (caller[FORWARDED]) return { forwarded: false };
     try {
-      const result = await this.deps.bus.request(owner, {
-        service: this.deps.service,
-        method,
-        params: { principal: caller.principal, session_id: sessionId, ...params },
-      });
+      const result = await this.deps.bus.request(owner, { service: this.deps.service, ...encodeCommand(caller.principal, command) });
       return { forwarded: true, result };
     } catch (err) {
-      if (!(err instanceof NodeUnreachable)) throw err;
-      this.deps.logger.warn({ session_id: sessionId, owner, method }, "owner unreachable: not forwarded");
+      if (!(err instanceof NodeUnreachable)) throw olderOwnerRefusal(err, owner, command);
+      this.deps.logger.warn({ session_id: command.session_id, owner, method: command.kind }, "owner unreachable: not forwarded");
       return { forwarded: false };
     }
   }
@@ -253,4 +190,18 @@ export class NodeRouting {
     const [, lease] = await Promise.all([requireRow(this.deps.store, caller, sessionId), storage(() => this.deps.store.getLease(sessionId))]);
     return lease && lease.owner !== this.deps.processId ? this.remote : null;
   }
+}
+
+/**
+ * An owner of an older version refuses a command it would read only in part (cluster/command-wire.ts:
+ * `kind@vN`, "cannot forward …"): the caller is told why, with a code, instead of an internal error.
+ */
+function olderOwnerRefusal(err: unknown, owner: string, command: SessionCommand): unknown {
+  const needed = versionNeeded(command);
+  if (needed === 0 || !(err instanceof TetherError) || err.code !== ErrorCode.Internal || !/cannot forward/i.test(err.message)) return err;
+  return new TetherError(
+    ErrorCode.OwnerUnreachable,
+    `Session ${command.session_id} runs on a node of an older version, which cannot take this ${command.kind} (it needs command wire version ${needed}); retry once that node is upgraded`,
+    { method: command.kind, owner, wire_version: needed },
+  );
 }

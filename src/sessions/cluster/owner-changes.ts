@@ -21,6 +21,7 @@ import type { Store } from "../../store/types.js";
 import type { LiveRegistry } from "../core/live-registry.js";
 import { requireRow, storage } from "../core/session-access.js";
 import type { Caller } from "../core/types.js";
+import type { UpdateCommand } from "../core/session-commands.js";
 import type { Ownership } from "../lifecycle/ownership.js";
 import { stillOwnsParked } from "../lifecycle/parked-lease.js";
 import { reopenStored } from "../lifecycle/reopening.js";
@@ -47,8 +48,10 @@ export interface OwnerChangeDeps {
  * `{ forwarded: false }` when the caller applies it here (the session is then live here or held by
  * nobody). Throws 4052 when a live owner elsewhere cannot be reached, 4009 while a takeover races.
  */
-export async function routeOwnerChange(deps: OwnerChangeDeps, caller: Caller, sessionId: string, method: string, params: Record<string, unknown>): Promise<Routed> {
+export async function routeOwnerChange(deps: OwnerChangeDeps, caller: Caller, command: UpdateCommand): Promise<Routed> {
   const { registry, routing } = deps;
+  const sessionId = command.session_id;
+  const method = command.kind;
   const live = registry.get(sessionId);
   if (live && (await stillOwnsParked(deps, live))) return { forwarded: false };
   const row = await requireRow(deps.store, caller, sessionId);
@@ -57,7 +60,7 @@ export async function routeOwnerChange(deps: OwnerChangeDeps, caller: Caller, se
   const lease = await storage(() => deps.store.getLease(sessionId));
   if (!lease || lease.owner === deps.processId) return { forwarded: false };
   if (await ownerAlive(deps, lease.owner, lease.expires_at)) {
-    const routed = routing ? await routing.requestOwner(caller, lease.owner, sessionId, method, params) : { forwarded: false as const };
+    const routed = routing ? await routing.requestOwner(caller, lease.owner, command) : { forwarded: false as const };
     if (routed.forwarded) return routed;
     // Parked there (no viewer): taken over here, as a resume here would (its stale copy is fenced
     // out at once, and dropped at its next beat); a session someone is viewing there is not moved.

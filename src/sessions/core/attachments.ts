@@ -15,6 +15,7 @@ import type { AttachmentsConfig } from "../../config/index.js";
 import { modalitiesOf, type Modality } from "../../agent/model-modalities.js";
 import { imageSize } from "../../lib/image-size.js";
 import type { BlobRow, Store } from "../../store/types.js";
+import { storage } from "./session-access.js";
 
 export interface IngestContext {
   store: Store;
@@ -23,6 +24,8 @@ export interface IngestContext {
   limits: AttachmentsConfig;
   modalities: Readonly<Record<string, readonly Modality[]>>;
   now: number;
+  /** What refusals call the list (`parts.N`, or an earlier message's `messages.3.content.N`); default `parts`. */
+  at?: string;
 }
 
 export interface IngestedParts {
@@ -55,8 +58,8 @@ export async function ingestParts(input: readonly PartInput[], text: string, ctx
       continue;
     }
     if (!takes.includes(p.type)) {
-      throw new TetherError(ErrorCode.ModelCannotTakePart, `parts.${i}: model ${ctx.model} cannot take ${p.type} parts (it takes ${takes.join(", ")}; config models.modalities)`, {
-        part: `parts.${i}`,
+      throw new TetherError(ErrorCode.ModelCannotTakePart, `${ctx.at ?? "parts"}.${i}: model ${ctx.model} cannot take ${p.type} parts (it takes ${takes.join(", ")}; config models.modalities)`, {
+        part: `${ctx.at ?? "parts"}.${i}`,
         type: p.type,
         model: ctx.model,
       });
@@ -69,7 +72,7 @@ export async function ingestParts(input: readonly PartInput[], text: string, ctx
 }
 
 async function attachmentOf(p: Exclude<PartInput, { type: "text" }>, i: number, ctx: IngestContext, blobs: BlobRow[]): Promise<AttachmentPart> {
-  const at = `parts.${i}`;
+  const at = `${ctx.at ?? "parts"}.${i}`;
   const base = { ...(p.filename !== undefined && p.type === "file" ? { filename: p.filename } : {}), ...(p.detail !== undefined && p.type === "image" ? { detail: p.detail } : {}) };
   if (p.sha256 !== undefined) {
     // Only a blob the caller's own sessions hold: a hash alone must not open another's bytes.
@@ -147,4 +150,15 @@ function sniff(b: Buffer): string {
 
 function invalid(at: string, why: string): TetherError {
   return new TetherError(ErrorCode.InvalidAttachment, `${at}: ${why}`, { part: at });
+}
+
+/**
+ * `GET /api/blobs/{sha256}`: an attachment's bytes, only when one of the principal's sessions
+ * references it — an unknown hash and another principal's answer the same 4115.
+ */
+export async function readOwnBlob(store: Store, principal: string, sha256: string): Promise<{ media_type: string; data: Uint8Array }> {
+  const blobs = store.blobs;
+  const row = /^[0-9a-f]{64}$/.test(sha256) && blobs ? await storage(() => blobs.readBlob(principal, sha256)) : null;
+  if (!row) throw new TetherError(ErrorCode.BlobNotFound);
+  return { media_type: row.media_type, data: row.data };
 }

@@ -79,7 +79,7 @@ export class PrincipalQuotas {
 
   /** Throws 4101/4102 when one more turn of `bytes` would pass a turn quota (no reservation). */
   assertTurn(principal: string, bytes: number): void {
-    const { max_turns, max_queued_prompt_bytes } = this.limits();
+    const { max_turns } = this.limits();
     const pending = this.pendingTurns.get(principal);
     if (max_turns > 0) {
       const turns = this.sum((c) => c.turns(principal)) + (pending?.turns ?? 0);
@@ -91,6 +91,13 @@ export class PrincipalQuotas {
         );
       }
     }
+    this.assertQueuedBytes(principal, bytes);
+  }
+
+  /** Throws 4102 when `bytes` more queued prompt text would pass the quota (a new prompt, or an edit that grows one). */
+  assertQueuedBytes(principal: string, bytes: number): void {
+    const { max_queued_prompt_bytes } = this.limits();
+    const pending = this.pendingTurns.get(principal);
     if (max_queued_prompt_bytes > 0) {
       const queued = this.sum((c) => c.queuedPromptBytes(principal)) + (pending?.bytes ?? 0);
       if (queued + bytes > max_queued_prompt_bytes) {

@@ -39,6 +39,7 @@ export function queuedTurnOf(row: QueuedTurnRow): QueuedTurn {
     text: row.text,
     requestId: row.request_id ?? undefined,
     stored: true,
+    position: row.position,
     ...(extra.traceParent ? { traceParent: extra.traceParent } : {}),
     ...(extra.noInput ? { noInput: true } : {}),
     ...(extra.inputMessageId !== undefined ? { inputMessageId: extra.inputMessageId } : {}),

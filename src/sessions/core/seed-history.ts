@@ -2,9 +2,11 @@
  * Seeding a session with the earlier messages of a conversation (an OpenAI request carries its
  * whole conversation; the session has only what it saw). Each is written as a complete transcript
  * message — `message.start` + `message.complete`, durable — and added to the model's history, so
- * the next turn sees the whole conversation.
+ * the next turn sees the whole conversation. A user message's attachments are taken in first, as a
+ * prompt's are (limits, the model, blobs: core/attachments.ts), and the message keeps them by reference.
  */
-import { EventType, type MessageCompletePayload, type MessageStartPayload, type ToolCall } from "../../protocol/index.js";
+import { EventType, type ContentPart, type MessageCompletePayload, type MessageStartPayload, type PartInput, type ToolCall } from "../../protocol/index.js";
+import type { IngestedParts } from "./attachments.js";
 import type { ChatMessage } from "../../agent/provider.js";
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
@@ -21,6 +23,30 @@ export interface SeedMessage {
   content: string;
   tool_calls?: ToolCall[];
   tool_call_id?: string;
+  /** A user message's parts as the client sent them (text included), when it has attachments. */
+  parts?: readonly PartInput[];
+  /** Where `parts` were in the request (`messages.2.content`): what a refusal names. */
+  parts_at?: string;
+  /** The parts once taken in (attachments by reference): what the transcript and the model get. */
+  contentParts?: ContentPart[];
+}
+
+/** Takes in each message's attachments (checked, stored as blobs) before any is written. */
+export async function ingestSeedParts(
+  messages: readonly SeedMessage[],
+  ingest: (parts: readonly PartInput[], at: string) => Promise<IngestedParts>,
+): Promise<SeedMessage[]> {
+  const out: SeedMessage[] = [];
+  for (const [i, m] of messages.entries()) {
+    if (!m.parts || m.parts.length === 0) {
+      out.push(m);
+      continue;
+    }
+    const { parts: _input, ...rest } = m;
+    const taken = await ingest(m.parts, m.parts_at ?? `history.${i}.parts`);
+    out.push({ ...rest, content: taken.text, contentParts: taken.parts });
+  }
+  return out;
 }
 
 /**
@@ -39,17 +65,17 @@ export async function seedHistory(
     const id = ids.next("msg");
     const calls = m.tool_calls && m.tool_calls.length > 0 ? m.tool_calls : undefined;
     const extra = { ...(calls ? { tool_calls: calls } : {}), ...(m.tool_call_id !== undefined ? { tool_call_id: m.tool_call_id } : {}) };
-    runtime.log.emit<MessageStartPayload>(
-      EventType.MessageStart,
-      { message_id: id, role: m.role },
-      { ops: [{ op: "message.insert", row: newMessageRow(runtime.id, id, m.role, m.content, "complete", clock.now(), extra) }] },
-    );
+    const row = newMessageRow(runtime.id, id, m.role, m.content, "complete", clock.now(), extra);
+    if (m.contentParts) row.parts = m.contentParts;
+    runtime.log.emit<MessageStartPayload>(EventType.MessageStart, { message_id: id, role: m.role }, { ops: [{ op: "message.insert", row }] });
     const complete: MessageCompletePayload = { message_id: id, role: m.role, content: m.content, status: "complete" };
     if (calls) complete.tool_calls = calls;
+    if (m.contentParts) complete.parts = m.contentParts;
     runtime.log.emit<MessageCompletePayload>(EventType.MessageComplete, complete);
     const chat: ChatMessage = { role: m.role, content: m.role === "assistant" && calls && m.content === "" ? null : m.content };
     if (calls) chat.tool_calls = calls;
     if (m.tool_call_id !== undefined) chat.tool_call_id = m.tool_call_id;
+    if (m.contentParts) chat.parts = m.contentParts;
     runtime.history.push(chat);
   }
   if (opts.wait === false) return runtime.log.emittedSeq;

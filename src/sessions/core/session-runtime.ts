@@ -435,7 +435,25 @@ export class SessionRuntime {
    */
   private storeQueued(turn: QueuedTurn, sessionId: string): Promise<void> {
     turn.stored = true;
-    return this.log.write([{ op: "queued_turn.put", row: queuedTurnRow(sessionId, turn, this.nextPosition++, this.env.clock.now()) }]);
+    turn.position = this.nextPosition++;
+    return this.log.write([{ op: "queued_turn.put", row: queuedTurnRow(sessionId, turn, turn.position, this.env.clock.now()) }]);
+  }
+
+  /**
+   * `prompt.edit`: new text for a prompt still waiting; it keeps its place in the queue. The check
+   * and the row's write happen in one tick: a turn that starts later removes the row with its
+   * `turn.start`, committed after this write (FIFO), so an edit never brings a started prompt back.
+   * `started` when it runs already, `idle` when it is not a waiting prompt (done, unknown, a continue).
+   */
+  async editQueued(turnId: string, text: string): Promise<"edited" | "started" | "idle"> {
+    if (this.turns.running?.turnId === turnId) return "started";
+    const queued = this.turns.waitingTurn(turnId);
+    if (!queued || queued.noInput || queued.job || queued.parked) return "idle";
+    queued.text = text;
+    if (queued.stored && queued.position !== undefined) {
+      await this.log.write([{ op: "queued_turn.put", row: queuedTurnRow(this.id, queued, queued.position, this.env.clock.now()) }]);
+    }
+    return "edited";
   }
 
   /** Drops the stored row of a queued prompt that will not run here (dropped, or cancelled). */

@@ -30,6 +30,8 @@ export interface QueuedTurn {
   inputMessageId?: string;
   /** Kept in `queued_turns` while it waits: its `turn.start` (or its drop) removes the row. */
   stored?: boolean;
+  /** Its row's place in `queued_turns` (set when stored): an edit writes the row again at the same place. */
+  position?: number;
 }
 
 export interface RunningTurn extends QueuedTurn {

@@ -73,13 +73,18 @@ export class Ownership {
       now + this.opts.leaseTtlMs,
     );
     if (this.held.size === 0) return [];
-    // Taken before the read: a lease whose insert commits meanwhile may be missing from it.
+    // What the read is checked against, taken before it: a lease inserted, taken or released while
+    // it runs may be missing from it or stale in it. Only a lease this process held before the read,
+    // still holds with the same token after it, and whose insert was not in flight, can be lost.
+    // (A session created during the read was judged lost here once: dropped under its viewer.)
     const inserting = new Set(this.inserting.keys());
+    const before = [...this.held];
     const rows = await this.opts.store.leasesOf(this.processId);
     const still = new Map(rows.map((r) => [r.session_id, r.token]));
     const lost: string[] = [];
-    for (const [sessionId, token] of this.held) {
-      if (still.get(sessionId) !== token && !inserting.has(sessionId)) lost.push(sessionId);
+    for (const [sessionId, token] of before) {
+      if (still.get(sessionId) === token || inserting.has(sessionId) || this.held.get(sessionId) !== token) continue;
+      lost.push(sessionId);
     }
     return lost;
   }

@@ -11,6 +11,7 @@ import type {
   Snapshot,
   StatsResult,
 } from "../../protocol/index.js";
+import { ErrorCode, TetherError } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { Store } from "../../store/types.js";
 import type { LiveRegistry } from "../core/live-registry.js";
@@ -44,6 +45,17 @@ export class SessionViews {
     const { store, epoch, delegations } = this.deps;
     const delegationsOf = (rt: SessionRuntime) => delegations.list([...rt.lineage]).catch(() => []);
     return buildSnapshot({ store, epoch, delegationsOf }, runtime, afterSeq);
+  }
+
+  /** True when `sessionId` is the caller's session (one row read; another principal's is false, as a missing one). */
+  async owns(caller: Caller, sessionId: string): Promise<boolean> {
+    try {
+      await requireRow(this.deps.store, caller, sessionId);
+      return true;
+    } catch (err) {
+      if (err instanceof TetherError && err.code === ErrorCode.NotFound) return false;
+      throw err;
+    }
   }
 
   /** One session's summary. */

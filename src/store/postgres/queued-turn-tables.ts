@@ -5,7 +5,7 @@ import type { QueuedTurnOp } from "../write-ops.js";
 import type { Queryable } from "./apply-ops.js";
 
 const PUT = `INSERT INTO queued_turns (${QUEUED_TURN_COLUMNS.join(", ")}) VALUES (${QUEUED_TURN_COLUMNS.map((_, i) => `$${i + 1}`).join(", ")})
-  ON CONFLICT (turn_id) DO UPDATE SET session_id = excluded.session_id, position = excluded.position`;
+  ON CONFLICT (turn_id) DO UPDATE SET session_id = excluded.session_id, position = excluded.position, text = excluded.text`;
 
 export class PgQueuedTurnTables implements QueuedTurnStore {
   constructor(private readonly pool: pg.Pool) {}

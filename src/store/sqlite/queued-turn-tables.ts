@@ -13,7 +13,7 @@ export class QueuedTurnTables implements QueuedTurnStore {
   constructor(db: Database.Database) {
     this.put = db.prepare(
       `INSERT INTO queued_turns (${QUEUED_TURN_COLUMNS.join(", ")}) VALUES (${QUEUED_TURN_COLUMNS.map((c) => `@${c}`).join(", ")})
-       ON CONFLICT (turn_id) DO UPDATE SET session_id = excluded.session_id, position = excluded.position`,
+       ON CONFLICT (turn_id) DO UPDATE SET session_id = excluded.session_id, position = excluded.position, text = excluded.text`,
     );
     this.remove = db.prepare(`DELETE FROM queued_turns WHERE turn_id = ?`);
     this.clear = db.prepare(`DELETE FROM queued_turns WHERE session_id = ?`);

@@ -8,7 +8,7 @@
  */
 import { constants } from "node:fs";
 import { readdir } from "node:fs/promises";
-import { z } from "zod";
+import * as z from "zod";
 import { ToolInputError, type Tool, type ToolContext } from "../registry.js";
 import { ToolFailure } from "../tool-errors.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "../result-cap.js";
