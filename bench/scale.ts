@@ -44,6 +44,8 @@ interface StreamResult {
   framesPerSec: number;
   /** Where the CPU went during the (median) run; null without /proc. */
   cpu: CpuSplitResult | null;
+  /** Runs that did not finish, and why. */
+  failed?: string[];
 }
 
 interface CatchupResult {
@@ -66,6 +68,8 @@ interface Config {
   label: string;
   nodes: SpawnedGateway[];
   all: Array<StreamResult & { ids: Array<{ node: number; sid: string }> }>;
+  /** Runs that could not finish (a turn that never ended for its client): said in the report, not fatal. */
+  failed: string[];
 }
 
 /**
@@ -76,14 +80,21 @@ async function interleavedRuns(runs: number, configs: Config[], sessions: number
   for (let i = 0; i < runs; i++) {
     for (const c of configs) {
       progress("scale", `round ${i + 1}/${runs}: ${c.label}`);
-      c.all.push(await stream(c.label, c.nodes, sessions, countTo));
+      // One configuration's failed run (a lost frame: the run names it) must not cost every other figure.
+      try {
+        c.all.push(await stream(c.label, c.nodes, sessions, countTo));
+      } catch (err) {
+        c.failed.push((err as Error).message);
+        progress("scale", `round ${i + 1}/${runs}: ${c.label} FAILED: ${(err as Error).message}`);
+      }
     }
   }
   return configs.map((c) => {
+    if (c.all.length === 0) throw new Error(`${c.label}: every run failed (${c.failed.join("; ")})`);
     const rates = c.all.map((r) => r.framesPerSec);
     const mid = median(rates);
     const best = c.all.reduce((a, b) => (Math.abs(b.framesPerSec - mid) < Math.abs(a.framesPerSec - mid) ? b : a));
-    return { ...best, runs: rates, framesPerSec: mid };
+    return { ...best, runs: rates, framesPerSec: mid, failed: c.failed };
   });
 }
 
@@ -111,10 +122,18 @@ async function stream(label: string, nodes: SpawnedGateway[], sessions: number, 
     if (frames === seen) fail(new Error(`${label}: no frame for 60 s, ${done}/${sessions} turns seen`));
     seen = frames;
   }, 60_000);
+  // Per session: the last seq its viewer got, and whether its turn.complete came (for a failure's report).
+  const lastSeq = new Map<string, { seq: number; type: string; complete: boolean }>(ids.map((s) => [s.sid, { seq: 0, type: "", complete: false }]));
   for (const row of clients.flat()) {
     row.onEvent = (f) => {
       frames++;
+      const at = lastSeq.get(f.session_id);
+      if (at) {
+        at.seq = f.seq ?? at.seq;
+        at.type = f.type;
+      }
       if (f.type === "turn.complete") {
+        if (at) at.complete = true;
         done++;
         if (done === sessions) finish();
       }
@@ -124,8 +143,10 @@ async function stream(label: string, nodes: SpawnedGateway[], sessions: number, 
   const cpu0 = cpuSample(pids);
   const t0 = performance.now();
   await Promise.all(ids.map((s) => s.client.call("prompt.submit", { session_id: s.sid, text: `count to ${countTo}` })));
-  await all.finally(() => clearInterval(watchdog)).catch((err: Error) => {
+  await all.finally(() => clearInterval(watchdog)).catch(async (err: Error) => {
     for (const n of nodes) console.error(`node ${n.child.pid} stderr (tail):\n${n.stderr().slice(-3000)}`);
+    await reportMissing(nodes, ids, lastSeq).catch((e: Error) => console.error(`could not read the missing sessions back: ${e.message}`));
+    for (const c of clients.flat()) c.ws.removeAllListeners("close").terminate();
     throw err;
   });
   const seconds = (performance.now() - t0) / 1000;
@@ -135,6 +156,26 @@ async function stream(label: string, nodes: SpawnedGateway[], sessions: number, 
     await c.close();
   }
   return { label, runs: [], nodes: nodes.length, sessions, frames, seconds, framesPerSec: frames / seconds, cpu, ids: ids.map(({ node, sid }) => ({ node, sid })) };
+}
+
+/**
+ * After a failed run: each session whose viewer never got its turn.complete, what that viewer got
+ * last, and what its node serves after that seq (a fresh connection's since): tells a frame the
+ * node holds but never sent from a turn that never ended.
+ */
+async function reportMissing(nodes: SpawnedGateway[], ids: Array<{ node: number; sid: string }>, seen: Map<string, { seq: number; type: string; complete: boolean }>): Promise<void> {
+  for (const { node, sid } of ids) {
+    const at = seen.get(sid)!;
+    if (at.complete) continue;
+    const c = await RpcClient.open(nodes[node]!.wsUrl);
+    try {
+      const r = await c.call<{ events: Array<{ seq: number; type: string }>; latest_seq: number }>("session.events.since", { session_id: sid, after_seq: at.seq });
+      const after = r.events.map((e) => `${e.seq} ${e.type}`).join(", ");
+      console.error(`missing turn.complete: ${sid} on node ${node}: its viewer's last frame seq ${at.seq} (${at.type}); the node's since(${at.seq}): latest_seq ${r.latest_seq}, [${after.slice(0, 1000)}]`);
+    } finally {
+      await c.close();
+    }
+  }
 }
 
 async function catchup(label: string, url: string, sid: string, iterations: number): Promise<CatchupResult> {
@@ -188,7 +229,7 @@ export async function runScale(opts: { quick: boolean; beforeBin?: string }): Pr
   const configs: Config[] = [];
   try {
     progress("scale", `${sessions} sessions × count to ${countTo}, ${RUNS} rounds${opts.beforeBin ? `, before: ${opts.beforeBin}` : ""}`);
-    const add = async (label: string, nodes: Promise<SpawnedGateway[]>) => configs.push({ label, nodes: await nodes, all: [] });
+    const add = async (label: string, nodes: Promise<SpawnedGateway[]>) => configs.push({ label, nodes: await nodes, all: [], failed: [] });
     await add("1 node, SQLite (embedded)", cluster(1, ["--db", join(dir, "tether.db")]));
     await add("1 node, PostgreSQL (no bus)", cluster(1, ["--store", storeUrl("pg")]));
     await add("1 node, PostgreSQL + Redis", cluster(1, ["--store", storeUrl("pgr"), "--bus", busUrl("pgr")]));
@@ -232,6 +273,7 @@ export async function runScale(opts: { quick: boolean; beforeBin?: string }): Pr
   for (const s of streams) {
     const spread = `${fmtInt(Math.min(...s.runs))}–${fmtInt(Math.max(...s.runs))}`;
     console.log(`  ${s.label.padEnd(30)} ${fmtInt(s.framesPerSec).padStart(9)} frames/s median of ${s.runs.length} (${spread})  ×${fmtRatio(s.framesPerSec / base)} vs SQLite`);
+    for (const why of s.failed ?? []) console.log(`  ${"".padEnd(30)} a run FAILED: ${why}`);
     if (s.cpu) {
       const per = (ms: number) => ((ms * 1000) / s.frames).toFixed(1);
       const c = s.cpu.ms;

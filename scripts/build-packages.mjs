@@ -96,7 +96,7 @@ async function buildDeclarations() {
   const methods = join(types, "protocol", "methods.d.ts");
   let text = readFileSync(methods, "utf8");
   for (const [written, expanded] of await expandedParamTypes()) text = text.split(written).join(expanded);
-  text = text.replace(/^import type \{ z \} from "zod";\n/m, "").replace(/^import type \{[^}]*\} from "\.\/method-params\.js";\n/m, "");
+  text = text.replace(/^import type (?:\{ z \}|\* as z) from "zod";\n/m, "").replace(/^import type \{[^}]*\} from "\.\/method-params\.js";\n/m, "");
   writeFileSync(methods, text);
   // Only the gateway imports these (the zod schemas): not part of any package's types.
   for (const f of ["method-params.d.ts", "param-issues.d.ts"]) rmSync(join(types, "protocol", f), { force: true });

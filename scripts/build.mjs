@@ -8,7 +8,8 @@
  *
  * JavaScript: esbuild bundles src/ into a few ES modules (entry points below + shared chunks),
  * with the runtime dependencies left as imports of node_modules — except zod, which is bundled
- * so that the 45 message locales Tether never uses are not loaded (and compiled) at every start.
+ * so that the 45 message locales Tether never uses are not loaded (and compiled) at every start,
+ * and the CommonJS packages the start loads (REQUIRED_CJS), which are required, not imported.
  * Dynamic imports (PostgreSQL, Redis, the CLI's subcommands) stay separate chunks, loaded when used.
  * Why a bundle and not one file per module: a start loads ~140 of our modules and ~95 of zod's;
  * Node's ESM loader pays for each, and the start is measured (`npm run bench -- --only=startup`).
@@ -21,6 +22,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -71,6 +73,40 @@ const zodEnglishOnly = {
   },
 };
 
+/**
+ * CommonJS packages the start loads, required instead of imported. An ES module importing a
+ * CommonJS one makes Node load its export lexer, read and scan the package's source for export
+ * names, and resolve and wrap it twice (ESM, then CJS): ~40 ms of a start for these four, measured
+ * side by side with `require` (`npm run bench -- --only=startup`). `require` returns the same
+ * `module.exports` the import's default and named exports are taken from, and resolves from the
+ * same place (the chunk's folder, up through node_modules).
+ */
+export const REQUIRED_CJS = ["commander", "ws", "pino", "better-sqlite3"];
+
+/**
+ * esbuild plugin: `import … from "ws"` (a REQUIRED_CJS package, bare name) becomes a small module,
+ * bundled, that requires it and re-exports what its `module.exports` has. The names are read from
+ * the package at build time, as Node's loader reads them at run time.
+ */
+const cjsByRequire = {
+  name: "cjs-by-require",
+  setup(build) {
+    const filter = new RegExp(`^(?:${REQUIRED_CJS.map((n) => n.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&")).join("|")})$`);
+    build.onResolve({ filter }, (args) => (args.namespace === "cjs-by-require" ? undefined : { path: args.path, namespace: "cjs-by-require" }));
+    build.onLoad({ filter: /.*/, namespace: "cjs-by-require" }, (args) => {
+      const exported = createRequire(join(repo, "package.json"))(args.path);
+      const names = Object.keys(exported).filter((k) => k !== "default" && /^[A-Za-z_$][\w$]*$/.test(k));
+      const lines = [
+        `import { createRequire as __createRequire } from "node:module";`,
+        `const __cjs = __createRequire(import.meta.url)(${JSON.stringify(args.path)});`,
+        `export default __cjs;`,
+        ...names.map((n) => `export const ${n} = __cjs[${JSON.stringify(n)}];`),
+      ];
+      return { contents: lines.join("\n") + "\n", loader: "js", resolveDir: repo };
+    });
+  },
+};
+
 /** Every runtime dependency but zod stays an import of node_modules. */
 function externals() {
   const pkg = JSON.parse(readFileSync(join(repo, "package.json"), "utf8"));
@@ -116,7 +152,7 @@ export async function buildJs() {
     // files are found from the package root at run time (src/lib/package-root.ts), not by depth.
     chunkNames: "chunks/[name]-[hash]",
     external: externals(),
-    plugins: [zodEnglishOnly],
+    plugins: [zodEnglishOnly, cjsByRequire],
     logLevel: "warning",
     legalComments: "none",
   });

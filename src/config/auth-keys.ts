@@ -11,7 +11,7 @@
  *
  * A plain `principal:key` keeps meaning what it always meant: the normal scope, every profile.
  */
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * - `sessions`: the session plane — the WebSocket, `/v1/*`, `/api/*` and the A2A routes;

@@ -3,7 +3,7 @@
  * keys are camelCase (`wsOnly`, `maxFrameBytes`). This maps between the two by walking the zod
  * schema, so a file key is accepted in either spelling and `config show` prints file spelling.
  */
-import type { z } from "zod";
+import type * as z from "zod";
 
 interface Def {
   type: string;

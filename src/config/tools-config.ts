@@ -5,7 +5,7 @@
  * `policy` entries override the top-level entries of the same pattern). `toolsConfigFor` resolves
  * that once, so the tool runtime never looks at profiles itself.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { resolveWorkspace, WorkspaceFieldSchema, type WorkspaceSettings } from "./workspace-config.js";
 
 /**

@@ -17,7 +17,7 @@
 import { existsSync, realpathSync } from "node:fs";
 import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
 import { homedir } from "node:os";
-import { z } from "zod";
+import * as z from "zod";
 
 /** An environment variable's name, as the profile may pass one through to commands. */
 const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _)");

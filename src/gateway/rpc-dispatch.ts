@@ -4,7 +4,7 @@
  * and maps whatever it throws to a JSON-RPC error. Handlers throw `TetherError`; anything else is
  * an internal error, logged with its stack and answered as -32603.
  */
-import { z } from "zod";
+import * as z from "zod";
 import {
   decodeRequest,
   encodeError,

@@ -83,6 +83,7 @@ export function connectionHandlers(
       sessions.respond(who(ctx), p.session_id, p.request_id, { choice: p.choice, note: p.note, content: p.content, output: p.output, error: p.error }),
     [Method.ApprovalsList]: (_p, sessions, ctx) => sessions.approvals(who(ctx)),
     [Method.ApprovalsRevoke]: (p, sessions, ctx) => sessions.revokeApproval(who(ctx), p.tool),
+    [Method.WorkspaceFolders]: (p, sessions, ctx) => sessions.workspaceFolders(who(ctx), p?.path),
     [Method.ProcessList]: (p, sessions, ctx) => sessions.processList(who(ctx), p.session_id),
     [Method.ProcessKill]: (p, sessions, ctx) => sessions.processKill(who(ctx), p.session_id, p.id),
     [Method.ProcessOutput]: (p, sessions, ctx) => sessions.processOutput(who(ctx), p.session_id, p.id, { afterOffset: p.after_offset, tail: p.tail }),

@@ -2,6 +2,16 @@
  * Pixel size from an image's header (PNG, GIF, JPEG, WebP), without decoding it: what a transcript
  * and the demo provider show ("image/png 1×1"). Null for anything else or a header cut short.
  */
+/** The media type of PNG, JPEG, GIF and WebP bytes, by their signature; null for anything else. */
+export function imageMediaType(b: Uint8Array): string | null {
+  const at = (i: number, s: string) => b.length >= i + s.length && s.split("").every((c, k) => b[i + k] === c.charCodeAt(0));
+  if (b[0] === 0x89 && at(1, "PNG")) return "image/png";
+  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return "image/jpeg";
+  if (at(0, "GIF8")) return "image/gif";
+  if (at(0, "RIFF") && at(8, "WEBP")) return "image/webp";
+  return null;
+}
+
 export function imageSize(b: Uint8Array): { width: number; height: number } | null {
   const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const at = (i: number, s: string) => s.split("").every((c, k) => b[i + k] === c.charCodeAt(0));

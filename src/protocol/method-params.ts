@@ -4,7 +4,7 @@
  * imports this module directly (protocol/index.ts does not re-export it), so the SDK and the web
  * client, which only need the param TYPES (methods.ts, `MethodMap`), never bundle zod.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { Method, type MethodName } from "./methods.js";
 import { traceparentProblem, tracestateProblem } from "./trace-context.js";
 
@@ -188,6 +188,9 @@ export const RequestRespondParams = z.strictObject({
 
 export const ProfileParams = z.strictObject({ profile }).optional();
 
+/** `workspace.folders`: the profile's workspace roots; with `path` (inside one), its sub-folders. */
+export const WorkspaceFoldersParams = z.strictObject({ profile, path: z.string().min(1).max(4096).optional() }).optional();
+
 export const ApprovalsRevokeParams = z.strictObject({ profile, tool: z.string().min(1).max(200) });
 
 /** `bot.chat`: the bot is the profile the call names (its scope). */
@@ -250,6 +253,7 @@ export const METHOD_PARAMS = {
   [Method.RequestRespond]: RequestRespondParams,
   [Method.ApprovalsList]: ProfileParams,
   [Method.ApprovalsRevoke]: ApprovalsRevokeParams,
+  [Method.WorkspaceFolders]: WorkspaceFoldersParams,
   [Method.ProcessList]: SessionIdParams,
   [Method.ProcessKill]: ProcessIdParams,
   [Method.ProcessOutput]: ProcessOutputParams,

@@ -5,10 +5,11 @@
  * which only the gateway imports — so the SDK and the web client never bundle zod (the type-only
  * imports below are erased). test/unit/web-imports.test.ts keeps it that way.
  */
-import type { z } from "zod";
+import type * as z from "zod";
 import type { Frame } from "./events.js";
 import type {
   ApprovalsRevokeParams,
+  WorkspaceFoldersParams,
   ConfigSetParams,
   EmptyParams,
   ProfileParams,
@@ -65,6 +66,7 @@ export const Method = {
   RequestRespond: "request.respond",
   ApprovalsList: "approvals.list",
   ApprovalsRevoke: "approvals.revoke",
+  WorkspaceFolders: "workspace.folders",
   ProcessList: "process.list",
   ProcessKill: "process.kill",
   ProcessOutput: "process.output",
@@ -78,6 +80,18 @@ export const Method = {
 } as const;
 
 export type MethodName = (typeof Method)[keyof typeof Method];
+
+/** `workspace.folders`: what a folder picker offers (only folders inside the operator's roots). */
+export interface WorkspaceFoldersResult {
+  /** The profile's workspace roots that exist (real paths); empty when it has no workspace tools. */
+  roots: string[];
+  /** The folder listed (real path), or null when no `path` was asked. */
+  path: string | null;
+  /** Its sub-folders' names (hidden ones and symlinks left out), sorted. */
+  folders: string[];
+  /** More than 500: the rest were left out. */
+  truncated: boolean;
+}
 
 export interface PingResult {
   pong: true;
@@ -181,6 +195,7 @@ export interface MethodMap {
   "todo.get": { params: z.input<typeof SessionIdParams>; result: TodoState };
   "delegation.list": { params: z.input<typeof SessionIdParams>; result: { delegations: DelegationSummary[] } };
   "request.respond": { params: z.input<typeof RequestRespondParams>; result: RequestRespondResult };
+  "workspace.folders": { params: z.input<typeof WorkspaceFoldersParams>; result: WorkspaceFoldersResult };
   "approvals.list": { params: z.input<typeof ProfileParams>; result: { approvals: StoredApproval[] } };
   "approvals.revoke": { params: z.input<typeof ApprovalsRevokeParams>; result: { revoked: boolean } };
   "process.list": { params: z.input<typeof SessionIdParams>; result: { processes: ProcessInfo[] } };

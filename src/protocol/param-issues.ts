@@ -3,7 +3,7 @@
  * unknown field is named by its own path (`foo`, `client_tools.0.colour`) — a request parameter is
  * never silently dropped, so the client learns which one Tether does not take.
  */
-import type { z } from "zod";
+import type * as z from "zod";
 
 export interface ParamIssue {
   /** Dotted path of the field; empty for the params as a whole. */

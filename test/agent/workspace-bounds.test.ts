@@ -114,10 +114,16 @@ describe("read_file is bounded (finding 7)", () => {
     expect((await run("read_file", { path: "lines.txt", max_bytes: 300 * 1024 })).error).toMatchObject({ code: "invalid_arguments" });
   });
 
-  it("binary files are refused by name, saying what they look like; a NUL-heavy file never reaches the result", async () => {
-    writeFileSync(join(work, "pixel.png"), Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=", "base64"));
+  it("binary files are refused by name, saying what they look like; an image is described and attached; a NUL-heavy file never reaches the result", async () => {
+    const pixel = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=", "base64");
+    writeFileSync(join(work, "pixel.png"), pixel);
     const png = await run("read_file", { path: "pixel.png" });
-    expect(png.error).toMatchObject({ code: "binary_file", message: expect.stringMatching(/^pixel\.png is not a text file: a PNG image, 68 bytes/) });
+    expect(png.error).toBeUndefined();
+    expect(png.result).toMatchObject({ path: "pixel.png", image: "image/png", size: 68, width: 1, height: 1 });
+    expect(png.images).toEqual([{ media_type: "image/png", data: pixel }]);
+    writeFileSync(join(work, "doc.pdf"), Buffer.concat([Buffer.from("%PDF-1.4\n"), Buffer.alloc(64)]));
+    const pdf = await run("read_file", { path: "doc.pdf" });
+    expect(pdf.error).toMatchObject({ code: "binary_file", message: expect.stringMatching(/^doc\.pdf is not a text file: a PDF document, 73 bytes/) });
     // Text first, then a megabyte of NULs within the window: ×6 in JSON, ×24 in the store before.
     writeFileSync(join(work, "nuls.txt"), Buffer.concat([Buffer.from("header line\n".repeat(10)), Buffer.alloc(MiB)]));
     const nuls = await run("read_file", { path: "nuls.txt" });

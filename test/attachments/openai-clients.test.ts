@@ -94,10 +94,11 @@ describe("attachments with unchanged OpenAI clients", () => {
     expect(lastUser(ai).content).toEqual([{ type: "image_url", image_url: { url, detail: "low" } }]);
   });
 
-  it("Responses: input_image and input_file reach the upstream as chat parts", async () => {
+  it("Responses: input_image and input_file reach the upstream as chat parts; the session keeps them across a restart", async () => {
     ai = await startFakeOpenAI();
     ai.script(reply.text(["seen"]));
-    server = await startTestServer({ providerUrl: ai.url, config });
+    const dbPath = tempDbPath();
+    server = await startTestServer({ dbPath, providerUrl: ai.url, config });
     const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "alice-key", maxRetries: 0 });
     const r = await client.responses.create({
       model: "test-model",
@@ -118,6 +119,14 @@ describe("attachments with unchanged OpenAI clients", () => {
       { type: "image_url", image_url: { url: `data:image/png;base64,${PNG_B64}`, detail: "auto" } },
       upstreamParts[2],
     ]);
+    await expectBlobs();
+    await server.close();
+    server = await startTestServer({ dbPath, providerUrl: ai.url, config });
+    const list = await fetch(`${server.url}/api/sessions?include_hidden=true`, { headers: { authorization: "Bearer alice-key" } });
+    const [only] = ((await list.json()) as { sessions: Array<{ session_id: string }> }).sessions;
+    const res = await fetch(`${server.url}/api/sessions/${only!.session_id}/messages`, { headers: { authorization: "Bearer alice-key" } });
+    const messages = ((await res.json()) as { messages: Array<{ parts?: Array<{ sha256?: string }> }> }).messages;
+    expect(messages[0]!.parts!.map((p) => p.sha256)).toEqual([undefined, sha256(PNG), sha256(PDF)]);
     await expectBlobs();
   });
 

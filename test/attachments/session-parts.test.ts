@@ -143,6 +143,37 @@ describe("attachments: POST /api/sessions/{id}/prompt", () => {
   });
 });
 
+describe("attachments: WebSocket prompt.submit { parts }", () => {
+  it("forwards a PNG and a PDF to the upstream as chat parts, keeps them by sha256 across a restart, serves them to the owner only", async () => {
+    ai = await startFakeOpenAI();
+    ai.script(reply.text(["A dot and a report."]));
+    const dbPath = tempDbPath();
+    server = await startTestServer({ dbPath, providerUrl: ai.url, config: { auth: { keys: KEYS }, ...VISION } });
+    const sock = await RpcSocket.open(server.wsUrl, { authorization: "Bearer alice-key" });
+    const id = (await sock.call("session.create", {})).session_id;
+    await sock.call("prompt.submit", { session_id: id, parts });
+    await sock.waitForEvent(id, (f) => f.type === "turn.complete");
+    sock.close();
+    const sent = ai.requests[0]!.body.messages as Array<{ role: string; content: unknown }>;
+    expect(sent.at(-1)!.content).toEqual([
+      { type: "text", text: "What is in these?" },
+      { type: "image_url", image_url: { url: `data:image/png;base64,${PNG_B64}` } },
+      { type: "file", file: { filename: "report.pdf", file_data: `data:application/pdf;base64,${PDF_B64}` } },
+    ]);
+    await server.close();
+    server = await startTestServer({ dbPath, providerUrl: ai.url, config: { auth: { keys: KEYS }, ...VISION } });
+    const after = await RpcSocket.open(server.wsUrl, { authorization: "Bearer alice-key" });
+    const snap = await after.call("session.resume", { session_id: id });
+    expect(snap.messages[0].parts.map((p: { sha256?: string }) => p.sha256)).toEqual([undefined, sha256(PNG), sha256(PDF)]);
+    after.close();
+    for (const bytes of [PNG, PDF]) {
+      const mine = await call("GET", `/api/blobs/${sha256(bytes)}`);
+      expect([mine.status, mine.bytes.equals(bytes)]).toEqual([200, true]);
+      expect((await call("GET", `/api/blobs/${sha256(bytes)}`, undefined, "bob-key")).status).toBe(404);
+    }
+  });
+});
+
 describe("attachments: WebSocket prompt.submit { parts } and the demo provider", () => {
   it("the demo provider says exactly what it received; an https image URL is kept as a URL", async () => {
     server = await startTestServer({ config: { auth: { keys: KEYS } } });

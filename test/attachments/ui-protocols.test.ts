@@ -104,6 +104,27 @@ describe("attachments: AI SDK chat client → POST /api/chat file parts", () => 
     await expectKept(dbPath, "report.pdf");
   });
 
+  it("an edit (sendMessage with messageId) with files is a new version of the prompt with those attachments", async () => {
+    ai = await startFakeOpenAI();
+    ai.script(reply.text(["a dot"]));
+    ai.script(reply.text(["a report"]));
+    server = await start(tempDbPath());
+    const chat = chatOf(`chat-edit-${process.pid}`);
+    await chat.sendMessage({ text: "What is this?", files: [files[0]!] });
+    const prompt = chat.messages.find((m) => m.role === "user")!;
+    await chat.sendMessage({ text: "And this?", files: [files[1]!], messageId: prompt.id });
+    expect(chat.error).toBeUndefined();
+    expect(textOf(chat.messages.at(-1))).toBe("a report");
+    // The new version replaces the prompt: the model sees its file, not the old image.
+    const users = (ai.requests.at(-1)!.body.messages as Array<{ role: string; content: unknown }>).filter((m) => m.role === "user");
+    expect(users.map((m) => m.content)).toEqual([[PDF_UPSTREAM, { type: "text", text: "And this?" }]]);
+    const res = await fetch(`${server.url}/api/sessions/${await onlySession()}/messages`, { headers: auth() });
+    const stored = ((await res.json()) as { messages: Array<{ role: string; parts?: Array<{ sha256?: string }>; versions?: string[] }> }).messages;
+    const user = stored.find((m) => m.role === "user")!;
+    expect(user.parts!.map((p) => p.sha256)).toEqual([sha256(PDF), undefined]);
+    expect(user.versions).toHaveLength(2);
+  });
+
   it("a new chat's earlier user message keeps its file: seeded as history, sent to the upstream, stored by sha256", async () => {
     ai = await startFakeOpenAI();
     ai.script(reply.text(["still a dot"]));
@@ -153,17 +174,43 @@ describe("attachments: @ag-ui/client HttpAgent → POST /ag-ui image and documen
     { type: "document", source: { type: "data", value: PDF_B64, mimeType: "application/pdf" }, metadata: { filename: "report.pdf" } },
   ];
 
-  it("a user message with an image and a document reaches the upstream; the thread keeps them across a restart", async () => {
+  it("a user message with an image and a document reaches the upstream; the thread keeps them across a restart; a reconnect's snapshot shows them", async () => {
     ai = await startFakeOpenAI();
     ai.script(reply.text(["seen"]));
     const dbPath = tempDbPath();
     server = await start(dbPath);
-    const agent = agentOf(`thread-files-${process.pid}`);
+    const thread = `thread-files-${process.pid}`;
+    const agent = agentOf(thread);
     agent.addMessage({ id: "u-1", role: "user", content });
-    await agent.runAgent({});
+    await agent.runAgent({ runId: "run-files" });
     expect(agent.messages.at(-1)).toMatchObject({ role: "assistant", content: "seen" });
     expect(lastUser().content).toEqual([{ type: "text", text: "What are these?" }, IMAGE_UPSTREAM, PDF_UPSTREAM]);
     await expectKept(dbPath, "report.pdf");
+    // The same run again after the restart: its MESSAGES_SNAPSHOT has the prompt's parts, by reference.
+    const again = agentOf(thread);
+    again.addMessage({ id: "u-1", role: "user", content });
+    await again.runAgent({ runId: "run-files" });
+    expect(again.messages[0]!.content).toEqual([
+      { type: "text", text: "What are these?" },
+      { type: "image", source: { type: "url", value: `/api/blobs/${sha256(PNG)}`, mimeType: "image/png" } },
+      { type: "document", source: { type: "url", value: `/api/blobs/${sha256(PDF)}`, mimeType: "application/pdf" }, metadata: { filename: "report.pdf" } },
+    ]);
+    expect(ai.requests).toHaveLength(1);
+    // Those parts sent back in a new thread name the caller's own blobs; another principal's send is refused.
+    ai.script(reply.text(["again"]));
+    const copy = agentOf(`${thread}-copy`);
+    copy.addMessage({ id: "u-1", role: "user", content: again.messages[0]!.content as typeof content });
+    await copy.runAgent({});
+    expect(lastUser().content).toEqual([{ type: "text", text: "What are these?" }, IMAGE_UPSTREAM, PDF_UPSTREAM]);
+    const bob = new HttpAgent({ url: `${server!.url}/ag-ui`, headers: auth("bob-key"), threadId: `${thread}-bob` });
+    bob.addMessage({ id: "u-1", role: "user", content: again.messages[0]!.content as typeof content });
+    const refused = await bob.runAgent({}).then(
+      () => "no error",
+      (e: Error) => e.message,
+    );
+    expect(refused).toContain("invalid_attachment");
+    expect(refused).toContain(`no blob ${sha256(PNG)} in your sessions`);
+    expect(ai.requests).toHaveLength(2);
   });
 
   it("a new thread's earlier user message keeps its image: seeded as history, sent to the upstream", async () => {
@@ -207,7 +254,7 @@ describe("attachments: @ag-ui/client HttpAgent → POST /ag-ui image and documen
 });
 
 describe("attachments: @agentclientprotocol/sdk client → tether acp image and resource blocks", () => {
-  it("initialize advertises image and embeddedContext; a PNG (image block) and a PDF (embedded blob resource) reach the upstream; kept across a restart", async () => {
+  it("initialize advertises image and embeddedContext; a PNG (image block) and a PDF (embedded blob resource) reach the upstream; kept across a restart; a session/load shows them as resource links", async () => {
     ai = await startFakeOpenAI();
     ai.script(reply.text(["seen"]));
     const dbPath = tempDbPath();
@@ -232,6 +279,16 @@ describe("attachments: @agentclientprotocol/sdk client → tether acp image and 
     await editor.close();
     editor = undefined;
     await expectKept(dbPath, "report.pdf");
+    // Loaded by an editor after the restart: the prompt's text, then a link per attachment.
+    editor = await spawnEditor(["--url", server!.url, "--token", "alice-key"]);
+    await editor.initialize();
+    await editor.agent.request(acp.methods.agent.session.load, { sessionId, cwd: tmpdir(), mcpServers: [] });
+    const user = editor.updates.filter((u) => u.update.sessionUpdate === "user_message_chunk").map((u) => (u.update as { content: acp.ContentBlock }).content);
+    expect(user).toEqual([
+      { type: "text", text: "What are these?" },
+      { type: "resource_link", uri: `${server!.url}/api/blobs/${sha256(PNG)}`, name: "image image/png", mimeType: "image/png", size: PNG.length },
+      { type: "resource_link", uri: `${server!.url}/api/blobs/${sha256(PDF)}`, name: "report.pdf", mimeType: "application/pdf", size: PDF.length },
+    ]);
   });
 
   it("an embedded text resource is a text file (text/plain when it says no type); a type not allowed and a model without vision are refused by name", async () => {

@@ -121,7 +121,7 @@ describe("A2A between gateways", () => {
     expect(a.sock.sessionEvents(chat.session_id).filter((f) => f.payload?.display_kind === "agent_reply")).toHaveLength(0);
   });
 
-  it("the A2A SDK's own client talks to a Tether bot: public Agent Card, bearer key, message/send; a repeated message id is the same turn", async () => {
+  it("the A2A SDK's own client talks to a Tether bot: public Agent Card, bearer key, message/send; a repeated message id is the same turn; a file part is refused", async () => {
     const b = await gatewayB();
     const cardUrl = `${b.server.url}/a2a/bots/beta/.well-known/agent-card.json`;
     const card = await (await fetch(cardUrl)).json();
@@ -146,6 +146,16 @@ describe("A2A between gateways", () => {
     const inbox = inboxes.sessions.find((s: any) => s.title === "an A2A client → beta (A2A)");
     const msgs = await b.sock.call("session.messages", { profile: "beta", session_id: inbox.session_id });
     expect(msgs.messages.filter((m: any) => m.role === "user")).toHaveLength(1); // one turn for one message id
+
+    // A file part is refused by its place (the task rejected), never dropped with the text answered.
+    const withFile = await client.sendMessage({
+      message: { kind: "message", messageId: uuid(), role: "user", parts: [{ kind: "text", text: "see the file" }, { kind: "file", file: { bytes: "JVBERi0=", mimeType: "application/pdf", name: "r.pdf" } }] },
+    });
+    if ("error" in withFile) throw new Error(withFile.error.message);
+    expect(withFile.result).toMatchObject({ kind: "task", status: { state: "rejected" } });
+    expect((withFile.result as any).status.message.parts[0].text).toContain("message.parts.1: a file part is not taken");
+    const after = await b.sock.call("session.messages", { profile: "beta", session_id: inbox.session_id });
+    expect(after.messages.filter((m: any) => m.role === "user")).toHaveLength(1);
 
     const anonymous = await A2AClient.fromCardUrl(cardUrl);
     await expect(anonymous.sendMessage({ ...params, message: { ...params.message, messageId: uuid() } })).rejects.toThrow(/401/);

@@ -73,7 +73,45 @@ async function entryFields(prefix: string): Promise<Set<string>> {
   }
 }
 
+/**
+ * A session owned by `owner`'s node, viewed on `other`'s: a prompt, a steer and an interrupt sent to
+ * `other` are forwarded to the owner over the bus (session commands) and run there.
+ */
+async function forwardedCommands(owner: RpcSocket, other: RpcSocket): Promise<void> {
+  const sid = (await owner.call("session.create", {})).session_id as string;
+  await other.call("session.resume", { session_id: sid });
+  const turn = await other.call("prompt.submit", { session_id: sid, text: "count to 5000" }); // 10 s at 2 ms a number: running while the steer and the interrupt arrive
+  expect(turn.status).toBe("started");
+  await owner.waitForEvent(sid, (f) => f.type === "turn.start" && f.turn_id === turn.turn_id, 30_000);
+  expect((await other.call("session.steer", { session_id: sid, text: "faster" })).turn_id).toBe(turn.turn_id);
+  expect((await other.call("session.interrupt", { session_id: sid })).status).toBe("interrupted");
+  await owner.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === turn.turn_id, 30_000);
+  await other.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === turn.turn_id, 30_000);
+}
+
 describe.skipIf(!pgAvailable || !redisAvailable || "reason" in old)("a node before batched stream entries beside new nodes (PostgreSQL + Redis)", () => {
+  it("forwards session commands both ways between an old and a new node; a prompt the old node would read only in part is refused with a code", async () => {
+    const store = pgTestUrl();
+    const bus = redisTestUrl(testPrefix());
+    const oldNode = await node(store, bus, (old as { bin: string }).bin);
+    const newNode = await node(store, bus);
+    const onOld = await RpcSocket.open(oldNode.wsUrl);
+    const onNew = await RpcSocket.open(newNode.wsUrl);
+    await forwardedCommands(onNew, onOld); // the old node forwards to the new owner
+    await forwardedCommands(onOld, onNew); // the new node forwards to the old owner
+    // Content parts: the old node has no such field and would run the text alone. It refuses the
+    // versioned method by name; the new node answers the client why (4052), and no turn starts.
+    const sid = (await onOld.call("session.create", {})).session_id as string;
+    await onNew.call("session.resume", { session_id: sid });
+    const refused = await onNew.request("prompt.submit", { session_id: sid, text: "look", parts: [{ type: "text", text: "more" }] });
+    expect(refused.error?.code).toBe(4052);
+    expect(refused.error?.message).toMatch(/older version/);
+    expect(onOld.sessionEvents(sid).some((f) => f.type === "turn.start")).toBe(false);
+    onOld.close();
+    onNew.close();
+  }, 300_000);
+
+
   it("old and new nodes on one bus, a client on each: 0 lost / 0 duplicated both ways; batched entries once the old node is gone", async () => {
     const store = pgTestUrl();
     const prefix = testPrefix();

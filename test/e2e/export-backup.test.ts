@@ -121,6 +121,28 @@ describe("GET /api/sessions/{id}/export", () => {
     expect(plain).not.toContain('"type":"blob"');
   });
 
+  it("markdown lists a message's attachments: kind, filename, media type, size and sha256, or the URL it was sent as", async () => {
+    const snap = await sock.call("session.create", { title: "attachments in markdown" });
+    const id = snap.session_id as string;
+    const parts = [
+      { type: "image", data: PNG_B64 },
+      { type: "file", media_type: "application/pdf", filename: "q`3 report.pdf", data: PDF_B64 },
+      { type: "image", url: "https://images.example.invalid/cat.png" },
+    ];
+    await turn(sock, id, "look at these", parts);
+    const md = await (await fetch(exportUrl(srv, id, "markdown"), { headers: { authorization: "Bearer key-alice" } })).text();
+    expect(md).toContain(
+      [
+        "attachments:",
+        "",
+        `- image · \`image/png\` 1\u00d71 · ${PNG.length} B · sha256 \`${sha256(PNG)}\``,
+        // A backtick in the filename cannot close its code span.
+        `- file \`\`q\`3 report.pdf\`\` · \`application/pdf\` · ${PDF.length} B · sha256 \`${sha256(PDF)}\``,
+        "- image · `image/*` · `https://images.example.invalid/cat.png` (sent as a URL, not stored)",
+      ].join("\n"),
+    );
+  });
+
   it("is scoped to the principal: another's session answers like a missing one; a bad format is refused by name", async () => {
     const bob = await fetch(exportUrl(srv, child), { headers: { authorization: "Bearer key-bob" } });
     const missing = await fetch(exportUrl(srv, "ses_nope"), { headers: { authorization: "Bearer key-bob" } });

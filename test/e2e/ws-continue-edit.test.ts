@@ -12,7 +12,8 @@ const KEYS = { "key-alice": "alice", "key-bob": "bob" };
 let srv: TestServer;
 
 beforeAll(async () => {
-  srv = await startTestServer({ demoDelayMs: 2, config: { auth: { keys: KEYS } } });
+  // Queued prompts may hold 1,000 bytes per principal: an edit that grows one past it is refused.
+  srv = await startTestServer({ demoDelayMs: 2, config: { auth: { keys: KEYS }, quotas: { max_queued_prompt_bytes: 1000 } } });
 });
 afterAll(async () => {
   await srv.close();
@@ -54,6 +55,24 @@ describe("prompt.submit { continue: true }", () => {
     // Idempotent as any submit: the same request id is the same turn.
     const again = await sock.call("prompt.submit", { session_id: sid, continue: true, request_id: "go-on-1" });
     expect(again).toMatchObject({ status: "duplicate", turn_id: sub.turn_id });
+    sock.close();
+  });
+
+  it("is the same over HTTP: POST /api/sessions/{id}/prompt { continue: true }", async () => {
+    const sock = await open();
+    const { session_id: sid } = await sock.call("session.create", {});
+    await cutCount(sock, sid, 300, 5);
+    const post = (body: unknown) =>
+      fetch(`${srv.url}/api/sessions/${sid}/prompt`, { method: "POST", headers: { authorization: "Bearer key-alice", "content-type": "application/json" }, body: JSON.stringify(body) });
+    const refused = await post({ continue: true, text: "hi" });
+    expect(refused.status).toBe(400);
+    const res = await post({ continue: true });
+    expect(res.status).toBe(202);
+    const { turn_id } = (await res.json()) as { turn_id: string };
+    await done(sock, sid, turn_id);
+    const { messages } = await sock.call("session.messages", { session_id: sid });
+    expect(messages.map((m: any) => m.role)).toEqual(["user", "assistant", "assistant"]);
+    expect(messages[1].content + messages[2].content).toBe(Array.from({ length: 300 }, (_, i) => i + 1).join(" "));
     sock.close();
   });
 
@@ -109,6 +128,20 @@ describe("prompt.edit", () => {
     expect(messages.filter((m: any) => m.role === "user").map((m: any) => m.content)).toEqual(["count to 3000", "mine"]);
     alice.close();
     bob.close();
+  });
+
+  it("holds an edit that grows a prompt to the queued-bytes quota (4102), and changes nothing then", async () => {
+    const sock = await open();
+    const { session_id: sid } = await sock.call("session.create", {});
+    await sock.call("prompt.submit", { session_id: sid, text: "count to 3000" });
+    const queued = await sock.call("prompt.submit", { session_id: sid, text: "short" });
+    await expect(sock.call("prompt.edit", { session_id: sid, turn_id: queued.turn_id, text: "x".repeat(1200) })).rejects.toMatchObject({ code: 4102 });
+    expect(await sock.call("prompt.edit", { session_id: sid, turn_id: queued.turn_id, text: "y".repeat(900) })).toEqual({ status: "edited" });
+    await sock.call("session.interrupt", { session_id: sid });
+    await done(sock, sid, queued.turn_id);
+    const { messages } = await sock.call("session.messages", { session_id: sid });
+    expect(messages.filter((m: any) => m.role === "user").map((m: any) => m.content)).toEqual(["count to 3000", "y".repeat(900)]);
+    sock.close();
   });
 
   it("refuses an empty text (-32602)", async () => {

@@ -157,6 +157,8 @@ describe("/v1/runs", () => {
       [{ input: "x", previous_response_id: "resp_nope" }, "previous_response_id"],
       [{ input: "x", surprise: 1 }, "surprise"],
       [{ input: [{ role: "assistant", content: "hi" }] }, "input.0.role"],
+      // An image is refused by its path, not dropped with the text kept.
+      [{ input: [{ role: "user", content: [{ type: "input_text", text: "what is it?" }, { type: "input_image", image_url: "https://x.example/a.png" }] }] }, "input.0.content.1"],
     ];
     for (const [body, param] of cases) {
       const res = await post(server, "/v1/runs", body);

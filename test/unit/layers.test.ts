@@ -41,6 +41,7 @@ const SESSION_ROOMS: Record<string, number> = {
   requests: 2,
   processes: 2,
   branching: 2,
+  delivery: 2,
   rotation: 3,
   delegation: 3,
   cluster: 3,
@@ -119,12 +120,13 @@ describe("layer rules", () => {
     expect(checked).toBeGreaterThan(50);
   });
 
-  it("no room reaches into another's internals: a runtime's state is changed by core only, the manager's parts are used by top only", () => {
+  it("no room reaches into another's internals: a runtime's state is changed by core only, the rooms behind a manager are reached by top only", () => {
     // A runtime's row and call options change through its methods (which emit the frame that
     // tells viewers); SessionManager.parts is the assembly's, for the files directly in sessions/.
     const RT = "(?:rt|runtime|live|parent|child|tip)";
     const WRITES_RUNTIME = new RegExp(`\\b${RT}\\.row(?:\\.\\w+)*\\s*=(?!=)|Object\\.assign\\(\\s*${RT}\\.row\\b|\\.callOptions\\s*=(?!=)`);
-    const MANAGER_PARTS = /\b(?:sessions|manager)\.parts\b/;
+    // The rooms behind a manager are reached by name (sessionRooms), never by a field.
+    const MANAGER_PARTS = /\bsessionRooms\(|\b(?:sessions|manager)\.parts\b/;
     const violations: string[] = [];
     let checked = 0;
     for (const file of files(SRC)) {
@@ -136,11 +138,30 @@ describe("layer rules", () => {
           checked++;
           const code = line.replace(/\/\/.*$/, "");
           if (room !== "core" && WRITES_RUNTIME.test(code)) violations.push(`${relative(SRC, file)}:${i + 1}: writes a runtime's state`);
-          if (!(inSessions && room === "top") && MANAGER_PARTS.test(code)) violations.push(`${relative(SRC, file)}:${i + 1}: reaches into SessionManager.parts`);
+          if (!(inSessions && room === "top") && MANAGER_PARTS.test(code)) violations.push(`${relative(SRC, file)}:${i + 1}: reaches the rooms behind a SessionManager`);
         });
     }
     expect(violations).toEqual([]);
     expect(checked).toBeGreaterThan(1000);
+  });
+
+  it("every turn enters through the turn entry: no file under sessions/ but the prompt's handler submits to a runtime", () => {
+    // Delegation, messaging, A2A and rooms start their turns through delivery/turn-door.ts (the
+    // manager's startTurn → the resolved prompt.submit command), so admission, titles, routing and
+    // activity hold for them too.
+    const SUBMITS = /\b(?:rt|runtime|live|child|tip|parent|session)\.submit\(/;
+    const allowed = new Set(["sessions/commands/handlers.ts", "sessions/core/session-runtime.ts"]);
+    const violations: string[] = [];
+    for (const file of files(join(SRC, "sessions"))) {
+      const rel = relative(SRC, file);
+      if (allowed.has(rel)) continue;
+      readFileSync(file, "utf8")
+        .split("\n")
+        .forEach((line, i) => {
+          if (SUBMITS.test(line.replace(/\/\/.*$/, ""))) violations.push(`${rel}:${i + 1}: submits to a runtime past the turn entry`);
+        });
+    }
+    expect(violations).toEqual([]);
   });
 
   it("the MCP SDK is used in agent/tools/mcp/ only: one place speaks MCP", () => {

@@ -13,11 +13,16 @@ import { describe, expect, it } from "vitest";
 
 const DIST = new URL("../../dist/", import.meta.url).pathname;
 
-/** Static `import … from "x"` / `import "x"` / `export … from "x"` specifiers of a bundled module. */
+/**
+ * Static `import … from "x"` / `import "x"` / `export … from "x"` specifiers of a bundled module, and
+ * the CommonJS packages it requires when it is evaluated (scripts/build.mjs turns imports of
+ * REQUIRED_CJS packages into a top-level `require`: loaded at start all the same).
+ */
 function staticImports(file: string): string[] {
   const text = readFileSync(file, "utf8");
   const out: string[] = [];
   for (const m of text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s*"([^"]+)"|^\s*import\s*"([^"]+)"/gm)) out.push((m[1] ?? m[2])!);
+  for (const m of text.matchAll(/^var \w+ = __createRequire\(import\.meta\.url\)\("([^"]+)"\);$/gm)) out.push(m[1]!);
   return out;
 }
 
@@ -66,6 +71,17 @@ describe("the start of tether serve (dist/)", () => {
     const files = [join(DIST, "cli.js"), join(DIST, "index.js"), ...readdirSync(join(DIST, "chunks")).filter((f) => f.endsWith(".js")).map((f) => join(DIST, "chunks", f))];
     const wide = files.filter((f) => /[^\x00-\x7f]/.test(readFileSync(f, "utf8")));
     expect(wide).toEqual([]);
+  });
+
+  it("bundles only the parts of zod it uses (`import * as z`: the `{ z }` object kept all of zod, twice the source)", () => {
+    const text = readdirSync(join(DIST, "chunks"))
+      .filter((f) => f.endsWith(".js"))
+      .map((f) => readFileSync(join(DIST, "chunks", f), "utf8"))
+      .join("\n");
+    expect(text).toContain("node_modules/zod/v4/classic/schemas.js");
+    // Never used by Tether: JSON Schema to zod, and zod's ahead-of-time compiler.
+    expect(text).not.toContain("node_modules/zod/v4/classic/from-json-schema.js");
+    expect(text).not.toContain("node_modules/zod/v4/core/compile.js");
   });
 
   it("keeps zod's message locales out of the bundle (English only)", () => {

@@ -73,6 +73,14 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   return path;
 }
 
+/**
+ * Waits until no CSS transition runs (a drawer sliding in, a fade): boxes measured before that are
+ * where the element passes, not where it stays, and a loaded machine stretches a 0.18 s slide.
+ */
+export async function transitionsDone(page: Page): Promise<void> {
+  await page.waitForFunction(() => document.getAnimations().every((a) => !(a instanceof CSSTransition) || a.playState === "finished"));
+}
+
 /** Opens the page and waits until the client reports a connected gateway. */
 export async function openApp(page: Page, url: string): Promise<void> {
   await page.goto(url);

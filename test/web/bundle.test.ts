@@ -34,6 +34,11 @@ describe("web bundle", () => {
     expect(js.match(/\$?Zod[A-Z][A-Za-z]*/g) ?? []).toEqual([]);
   });
 
+  it("holds no KaTeX: math.ts is a chunk of its own, fetched the first time a message holds a formula", () => {
+    expect(js).not.toContain("KaTeX parse error");
+    expect(js).toMatch(/assets\/math-[\w-]+\.js/);
+  });
+
   it("holds no source paths of this machine (no jsxDEV, whatever NODE_ENV built it)", () => {
     expect(js).not.toContain(new URL("../../", import.meta.url).pathname);
   });

@@ -99,7 +99,7 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
     await expect.poll(() => queued.count()).toBe(1);
     // Scrolled up while it streams: a button brings the reply back.
     await page.getByRole("log", { name: "Transcript" }).evaluate((el) => el.scrollTo({ top: 0 }));
-    const jump = page.getByRole("button", { name: "Jump to latest ↓" });
+    const jump = page.getByRole("button", { name: "Jump to latest" });
     await jump.waitFor();
     await screenshot(page, "14-jump-to-latest-desktop");
     await jump.click();

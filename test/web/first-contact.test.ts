@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../support/start-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, send, sessionIdOf, startSession, type Browser } from "./browser.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, send, sessionIdOf, startSession, transitionsDone, type Browser } from "./browser.js";
 
 const focusedId = (page: Page) => page.evaluate(() => document.activeElement?.id ?? "");
 
@@ -181,6 +181,7 @@ describe.skipIf(!chromiumAvailable)("web client: first contact, usage from the s
     await page.getByRole("button", { name: "Sessions" }).click();
     await page.getByRole("navigation", { name: "Sessions" }).getByTestId("new-session").waitFor();
     await expect.poll(() => page.locator(".session").count()).toBeGreaterThanOrEqual(2);
+    await transitionsDone(page); // the drawer's slide: measured mid-way, a row sticks out of the screen
     const boxes = await page.locator(".session").evaluateAll((rows) =>
       rows.map((r) => {
         const box = (el: Element | null) => {

@@ -114,12 +114,15 @@ describe.skipIf(!chromiumAvailable)("web client per-message actions in Chromium"
     const rest = page.locator('[data-kind="assistant"][data-continues="true"]');
     await expect.poll(() => rest.getAttribute("data-status"), { timeout: 20_000 }).toBe("complete");
     expect(await userTexts(page)).toEqual(["count to 2", "recall", "count to 500"]);
-    // One reply: the cut's badge is gone and its Copy copies both parts, 1 to 500 — after a reload too.
+    // One reply: the cut's badge is gone and the Copy copies both parts, 1 to 500 — after a reload too.
     await reloadForgetting(page);
     await rest.waitFor();
     expect(await badge.count()).toBe(0);
     const whole = await clipboardAfter(page, () => page.getByRole("button", { name: "Copy reply" }).last().click());
     expect(whole).toBe(Array.from({ length: 500 }, (_, i) => i + 1).join(" "));
+    // One message on the page: the cut part shows inside the continuation, a single paragraph.
+    expect(await page.locator('[data-kind="assistant"]').count()).toBe(3);
+    expect((await rest.locator(".md").innerText()).trim()).toBe(whole);
     await screenshot(page, "19-continue-desktop");
 
     // A code block: its language in a head bar above the code (never over it), and a Copy button.

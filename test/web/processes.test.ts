@@ -41,6 +41,14 @@ describe.skipIf(!chromiumAvailable)("web client: background processes", () => {
 
     const page = await browser.page();
     await openApp(page, `${srv.url}/#/s/${encodeURIComponent(session_id)}`);
+    // One line, closed, until asked: the processes never take the transcript's height unasked.
+    const panel = page.getByRole("region", { name: "Background processes" });
+    const toggle = panel.getByRole("button", { name: /^Background processes/ });
+    await toggle.waitFor({ timeout: 20_000 });
+    expect(await toggle.getAttribute("aria-expanded")).toBe("false");
+    expect(await toggle.innerText()).toMatch(/Background processes\s+1 running/);
+    expect((await panel.boundingBox())!.height).toBeLessThanOrEqual(40);
+    await toggle.click();
     const row = page.locator(`.process[data-process-id="${started.payload.id}"]`);
     await row.waitFor({ timeout: 20_000 });
     expect(await row.getAttribute("data-status")).toBe("running");

@@ -54,7 +54,7 @@ async function errorCardView(card: Locator) {
 async function copiedDiagnostics(page: Page, card: Locator): Promise<Record<string, unknown>> {
   await page.evaluate(() => navigator.clipboard.writeText("nothing yet"));
   await card.getByRole("button", { name: "Copy diagnostics" }).click();
-  await card.getByRole("button", { name: "Copied ✓" }).waitFor();
+  await card.getByRole("button", { name: "Copied" }).waitFor();
   return JSON.parse(await page.evaluate(() => navigator.clipboard.readText())) as Record<string, unknown>;
 }
 
@@ -209,7 +209,7 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
 
     await page.evaluate(() => navigator.clipboard.writeText("nothing yet"));
     await card.getByRole("button", { name: "Copy diagnostics" }).click();
-    await card.getByRole("button", { name: "Copied ✓" }).waitFor();
+    await card.getByRole("button", { name: "Copied" }).waitFor();
     const copied = JSON.parse(await page.evaluate(() => navigator.clipboard.readText())) as Record<string, unknown>;
     expect(copied).toEqual({
       turn_id: turnId,

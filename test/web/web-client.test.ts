@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
 import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
 import { spawnGateway, type SpawnedGateway } from "../support/spawn-gateway.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, startSession, pickModel, screenshot, send, shownModel, type Browser } from "./browser.js";
+import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, startSession, pickModel, screenshot, send, shownModel, transitionsDone, type Browser } from "./browser.js";
 
 const PHONE = { width: 390, height: 844 };
 
@@ -82,7 +82,7 @@ describe.skipIf(!chromiumAvailable)("web client in Chromium", () => {
     await page.emulateMedia({ colorScheme: "dark" });
     await screenshot(page, "02-chat-dark-desktop");
     await page.setViewportSize(PHONE);
-    await page.waitForTimeout(300); // the sidebar's slide-out transition
+    await transitionsDone(page); // the sidebar's slide-out
     await screenshot(page, "03-chat-dark-phone");
     await page.emulateMedia({ colorScheme: "light" });
     await screenshot(page, "03-chat-phone");
@@ -91,7 +91,7 @@ describe.skipIf(!chromiumAvailable)("web client in Chromium", () => {
     expect(await nav.evaluate((el) => [getComputedStyle(el).visibility, (el as HTMLElement & { inert?: boolean }).inert])).toEqual(["hidden", true]);
     await page.getByRole("button", { name: "Sessions" }).click();
     await page.getByRole("navigation", { name: "Sessions" }).getByRole("button", { name: "New session" }).waitFor();
-    await page.waitForTimeout(300);
+    await transitionsDone(page);
     await screenshot(page, "04-sessions-phone");
     await page.close();
   });

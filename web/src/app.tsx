@@ -7,6 +7,7 @@ import type { AppController } from "./controller.js";
 import { endedSentence } from "./labels.js";
 import type { SessionModel } from "./model.js";
 import { ModelMenu } from "./model-menu.js";
+import { FolderPicker } from "./folders.js";
 import { HelpDialog, SettingsDialog } from "./settings.js";
 import { Sidebar } from "./sidebar.js";
 import { visibleText } from "./visible-text.js";
@@ -299,6 +300,7 @@ function DraftView({ ctl }: { ctl: AppController }) {
             <span class="logo" aria-hidden="true" />
             <p>Tether keeps every reply: a dropped connection or a restart never loses or repeats a word.</p>
           </div>
+          <FolderPicker ctl={ctl} />
           {ctl.starting !== undefined ? (
             <div class="msg msg-user" data-kind="pending" data-status="sending">
               <div class="bubble">{ctl.starting}</div>

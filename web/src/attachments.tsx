@@ -7,6 +7,7 @@
  * page caps them together at ATTACHMENT_CAP and says so, never sending a prompt the gateway would
  * drop.
  */
+import { Icon } from "./icons.js";
 import { useEffect, useState } from "preact/hooks";
 import type { AttachmentPart, PartInput } from "../../src/protocol/index.js";
 
@@ -85,7 +86,7 @@ export function filesOf(data: DataTransfer | null): File[] {
 export function AttachButton({ onFiles }: { onFiles: (files: File[]) => void }) {
   return (
     <label class="btn btn-attach" title="Attach files (or paste / drop them)">
-      <span aria-hidden="true">＋</span>
+      <Icon name="attach" />
       <input
         type="file"
         multiple
@@ -116,7 +117,7 @@ export function AttachmentTray({ items, onRemove }: { items: readonly Attachment
             </span>
           </span>
           <button type="button" class="btn btn-sm attach-remove" aria-label={`Remove ${a.file.name || "pasted image"}`} onClick={() => onRemove(a.id)}>
-            ×
+            <Icon name="close" size={14} />
           </button>
         </li>
       ))}

@@ -6,7 +6,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Usage } from "../../src/protocol/index.js";
 import { interruptedLabel } from "./labels.js";
 import type { Block, DelegationTaskView } from "./model.js";
-import { highlightJson, renderMarkdown } from "./markdown.js";
+import { hasMath, highlightJson, renderMarkdown } from "./markdown.js";
 
 const LAYER_TITLES: Record<string, string> = {
   provider: "Provider error",
@@ -36,13 +36,18 @@ export function Markdown({ text, className, copy }: { text: string; className?: 
         const code = head.parentElement?.querySelector("code")?.textContent ?? "";
         void copy(code).then((ok) => {
           if (!ok) return;
-          btn.textContent = "Copied ✓";
+          btn.textContent = "Copied";
           setTimeout(() => (btn.textContent = "Copy"), 2000);
         });
       });
       head.appendChild(btn);
     }
   }, [html, copy]);
+  // Formulas are typeset by KaTeX, loaded the first time a message holds one (math.ts).
+  useEffect(() => {
+    if (!hasMath(html)) return;
+    void import("./math.js").then((m) => root.current && m.typesetMath(root.current));
+  }, [html]);
   return <div ref={root} class={`md ${className ?? ""}`} dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
@@ -83,9 +88,10 @@ export interface ExchangeActions {
 }
 
 /**
- * A reply that a Continue went on with (prompt.submit { continue: true }) shows as one reply:
- * `after` — this part continues the one above (no avatar, flush); `before` — a continuation follows
- * (its cut badge and actions go: the last part has them); `text` — the whole reply (the last part's Copy).
+ * A reply that a Continue went on with (prompt.submit { continue: true }) shows as one message:
+ * `before` — a continuation follows, which shows this part (this one renders nothing); `after` —
+ * this part continues the ones above, and shows `text`, the whole reply (its parts joined), with
+ * the actions of the reply.
  */
 export interface ReplyJoin {
   after?: boolean;
@@ -108,7 +114,7 @@ function CopyButton({ text, copy, label = "Copy" }: { text: string; copy(text: s
         }
       }}
     >
-      {copied ? "Copied ✓" : "Copy"}
+      {copied ? "Copied" : "Copy"}
     </button>
   );
 }
@@ -189,19 +195,21 @@ function usageText(u: Usage): string {
 }
 
 function AssistantBlock({ block, actions, ex, join = {} }: { block: Extract<Block, { kind: "assistant" }>; actions: BlockActions; ex: ExchangeActions; join?: ReplyJoin }) {
+  if (join.before) return null;
   const paused = block.status === "streaming" && actions.paused;
   const usage = actions.usage(block.key);
+  const text = join.text ?? block.text;
   return (
     <div
-      class={`row row-assistant${join.after ? " row-continued" : ""}`}
+      class="row row-assistant"
       data-kind="assistant"
       data-key={block.key}
       data-status={block.status}
       data-paused={paused ? "true" : undefined}
       data-continues={join.after ? "true" : undefined}
     >
-      <div class={join.after ? "avatar avatar-blank" : "avatar"} aria-hidden="true">
-        {join.after ? "" : "T"}
+      <div class="avatar" aria-hidden="true">
+        T
       </div>
       <div class="assistant-body">
         {block.reasoning && (
@@ -210,7 +218,7 @@ function AssistantBlock({ block, actions, ex, join = {} }: { block: Extract<Bloc
             <div class="reasoning-text">{block.reasoning}</div>
           </details>
         )}
-        <Markdown text={block.text} className={block.status === "streaming" ? (paused ? "streaming paused" : "streaming") : ""} copy={actions.copy} />
+        <Markdown text={text} className={block.status === "streaming" ? (paused ? "streaming paused" : "streaming") : ""} copy={actions.copy} />
         {block.status === "streaming" && !block.text && <span class={`caret ${paused ? "paused" : ""}`} aria-hidden="true" />}
         {paused ? (
           <div class="badge badge-warn" role="note" data-testid="paused-badge">
@@ -219,14 +227,14 @@ function AssistantBlock({ block, actions, ex, join = {} }: { block: Extract<Bloc
         ) : (
           block.status === "streaming" && <span class="sr-only">Streaming…</span>
         )}
-        {block.status === "interrupted" && !join.before && (
+        {block.status === "interrupted" && (
           <div class="badge badge-warn" role="note" data-testid="interrupted-badge" data-cause={block.stopReason ?? "unknown"}>
             {interruptedLabel(block.stopReason)}
           </div>
         )}
-        {block.status !== "streaming" && !join.before && (
+        {block.status !== "streaming" && (
           <div class="msg-actions">
-            {block.text && <CopyButton text={join.text ?? block.text} copy={actions.copy} label="Copy reply" />}
+            {text && <CopyButton text={text} copy={actions.copy} label="Copy reply" />}
             {ex.resume && block.status === "interrupted" && (
               <button type="button" class="msg-action" onClick={ex.resume}>
                 Continue
@@ -325,7 +333,7 @@ function DelegationCard({ block }: { block: Extract<Block, { kind: "delegation" 
     >
       <div class="card-head">
         <span class="card-icon" aria-hidden="true">
-          {block.delegationKind === "review" ? "✎" : "⇄"}
+          <Icon name={block.delegationKind === "review" ? "review" : "delegate"} />
         </span>
         <span class="card-title">{delegationTitle(block.delegationKind, total)}</span>
         {duration && <span class="card-meta">{duration}</span>}
@@ -339,7 +347,7 @@ function DelegationCard({ block }: { block: Extract<Block, { kind: "delegation" 
             class="link"
             onClick={() => document.querySelector(`[data-kind="delegation-result"][data-key="${CSS.escape(block.resultKey!)}"]`)?.scrollIntoView({ behavior: "smooth", block: "center" })}
           >
-            Show the result ↓
+            Show the result <Icon name="down" size={14} />
           </button>
         </div>
       )}
@@ -361,7 +369,7 @@ function DelegationResultCard({ block }: { block: Extract<Block, { kind: "delega
     >
       <div class="card-head">
         <span class="card-icon" aria-hidden="true">
-          {review ? "✎" : "↩"}
+          <Icon name={review ? "review" : "result"} />
         </span>
         <span class="card-title">{review ? "Review result" : block.total === 1 ? "Sub-agent result" : "Sub-agent results"}</span>
         {block.durationMs !== undefined && <span class="card-meta">{formatDuration(block.durationMs)}</span>}
@@ -461,7 +469,7 @@ function ErrorCard({ block, actions, ex }: { block: Extract<Block, { kind: "erro
             }
           }}
         >
-          {copied ? "Copied ✓" : "Copy diagnostics"}
+          {copied ? "Copied" : "Copy diagnostics"}
         </button>
       </div>
       {(block.turnId || block.traceId) && (

@@ -3,6 +3,7 @@
  * button while a reply streams below the fold, and the context meter (how close the session is to
  * compression: its last turn's tokens against the model's `compress_at_tokens`).
  */
+import { Icon } from "./icons.js";
 import type { AppController } from "./controller.js";
 import type { SessionModel } from "./model.js";
 
@@ -40,7 +41,7 @@ export function SuggestionChips({ ctl, provider }: { ctl: AppController; provide
 export function JumpToLatest({ onJump }: { onJump(): void }) {
   return (
     <button type="button" class="jump-latest" onClick={onJump}>
-      Jump to latest ↓
+      Jump to latest <Icon name="down" size={14} />
     </button>
   );
 }

@@ -18,6 +18,7 @@ import {
   type SessionSummary,
 } from "../../src/client/index.js";
 import { isRecoverableEnd } from "../../src/protocol/end-reasons.js";
+import type { WorkspaceFoldersResult } from "../../src/protocol/methods.js";
 import { BROWSER_TOOLS, installBrowserTools } from "./browser-tools.js";
 import type { SessionModel } from "./model.js";
 
@@ -79,6 +80,8 @@ export class AppController {
   announcement = "";
   /** The model a draft's session is created on (picked in the draft's model menu; absent: the profile's). */
   draftModel: string | undefined;
+  /** The folder a draft's session is created in (picked among the workspace roots: folders.tsx); absent: none. */
+  draftCwd: string | undefined;
   /** The draft's first prompt while its session is being created (`startSession`). */
   starting: string | undefined;
   /** The system prompt new sessions start with ("" = the profile's). */
@@ -420,6 +423,7 @@ export class AppController {
         client_tools: BROWSER_TOOLS,
         ...(this.newSessionPrompt ? { system_prompt: this.newSessionPrompt } : {}),
         ...(this.draftModel ? { model: this.draftModel } : {}),
+        ...(this.draftCwd ? { cwd: this.draftCwd } : {}),
       });
       // currentId first: the hash change that follows finds the session already open.
       this.currentId = snap.session_id;
@@ -515,6 +519,18 @@ export class AppController {
     beforeRemoved?.(q.text);
     this.dismissPending(requestId);
     return q.text;
+  }
+
+  /** `workspace.folders`: the folder picker's listing — the profile's roots, or a folder's sub-folders. */
+  listFolders(path?: string): Promise<WorkspaceFoldersResult> {
+    if (!this.client) return Promise.reject(new Error("not connected"));
+    return this.client.call(Method.WorkspaceFolders, path ? { path } : {});
+  }
+
+  /** The draft's folder (one `listFolders` offered; the gateway checks it again at create). */
+  chooseFolder(path: string | undefined): void {
+    this.draftCwd = path;
+    this.changed();
   }
 
   /**

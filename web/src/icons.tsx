@@ -2,7 +2,28 @@
  * Icons from Lucide (the `lucide` package's icon nodes, drawn here as SVG: no glyphs that change
  * with the font). Always decorative: the button or text beside one carries the name.
  */
-import { ArrowDown, Check, ChevronLeft, ChevronRight, CircleDashed, Ellipsis, Menu, Plus, Settings, Square, Wrench, type IconNode } from "lucide";
+import {
+  ArrowDown,
+  ArrowLeftRight,
+  Check,
+  ChevronLeft,
+  ChevronDown,
+  ChevronRight,
+  CircleDashed,
+  CornerDownLeft,
+  Ellipsis,
+  Folder,
+  Lock,
+  Menu,
+  Paperclip,
+  Pencil,
+  Plus,
+  Settings,
+  Square,
+  Wrench,
+  X,
+  type IconNode,
+} from "lucide";
 
 const ICONS = {
   more: Ellipsis,
@@ -16,6 +37,14 @@ const ICONS = {
   next: ChevronRight,
   stop: Square,
   tool: Wrench,
+  folder: Folder,
+  attach: Paperclip,
+  close: X,
+  lock: Lock,
+  review: Pencil,
+  delegate: ArrowLeftRight,
+  result: CornerDownLeft,
+  caret: ChevronDown,
 } satisfies Record<string, IconNode>;
 
 export type IconName = keyof typeof ICONS;

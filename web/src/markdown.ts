@@ -13,7 +13,7 @@ import sql from "highlight.js/lib/languages/sql";
 import typescript from "highlight.js/lib/languages/typescript";
 import xml from "highlight.js/lib/languages/xml";
 import yaml from "highlight.js/lib/languages/yaml";
-import { Marked, type Tokens } from "marked";
+import { Marked, type TokenizerAndRendererExtension, type Tokens } from "marked";
 
 hljs.registerLanguage("bash", bash);
 hljs.registerLanguage("javascript", javascript);
@@ -39,9 +39,39 @@ function escapeHtml(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
 
+/**
+ * Math (`$…$`, `$$…$$`, `\(…\)` inline; `$$…$$`, `\[…\]` starting a line: a block): left as `.math`
+ * elements holding the TeX as text, typeset by KaTeX once it loaded (math.ts, lazy). An inline `$`
+ * needs no space inside either end and no digit right after the closing one, so prices ("$5 and
+ * $10") stay text.
+ */
+const INLINE_MATH = /^(?:\$\$([^\n]+?)\$\$|\$(?!\s)((?:\\.|[^\\$\n])+?)(?<!\s)\$(?!\d)|\\\((.+?)\\\))/;
+const BLOCK_MATH = /^(?:\$\$([\s\S]+?)\$\$|\\\[([\s\S]+?)\\\])[ \t]*(?:\n|$)/;
+
+function mathExtension(name: string, level: "inline" | "block", rule: RegExp, start: RegExp): TokenizerAndRendererExtension {
+  return {
+    name,
+    level,
+    start(src: string) {
+      const m = start.exec(src);
+      return m ? m.index + (m[0].startsWith("\n") ? 1 : 0) : undefined;
+    },
+    tokenizer(src: string) {
+      const m = rule.exec(src);
+      if (!m) return undefined;
+      return { type: name, raw: m[0], text: (m.slice(1).find((g) => g !== undefined) ?? "").trim() };
+    },
+    renderer(token) {
+      const tex = escapeHtml(String(token["text"] ?? ""));
+      return level === "block" ? `<div class="math math-display">${tex}</div>` : `<span class="math">${tex}</span>`;
+    },
+  };
+}
+
 const marked = new Marked({
   gfm: true,
   breaks: true,
+  extensions: [mathExtension("mathBlock", "block", BLOCK_MATH, /(?:^|\n)(?:\$\$|\\\[)/), mathExtension("mathInline", "inline", INLINE_MATH, /\$|\\\(/)],
   renderer: {
     code({ text, lang }: Tokens.Code): string {
       const language = (lang ?? "").trim().split(/\s+/)[0] ?? "";
@@ -73,6 +103,11 @@ const PURIFY = {
   FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "iframe", "object", "embed"],
   FORBID_ATTR: ["style"],
 };
+
+/** True when rendered HTML holds a formula (the page then loads KaTeX: math.ts). */
+export function hasMath(html: string): boolean {
+  return html.includes('class="math');
+}
 
 /** Sanitized HTML for a Markdown text (safe for innerHTML). */
 export function renderMarkdown(text: string): string {

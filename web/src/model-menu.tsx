@@ -3,6 +3,7 @@
  * lock on models that need confirmation (the gateway still asks: the lock says so beforehand).
  * Opened from the top bar or by an error card's "Switch model"; arrows move, Enter picks, Esc closes.
  */
+import { Icon } from "./icons.js";
 import { useLayoutEffect, useRef } from "preact/hooks";
 import type { AppController, ModelOption } from "./controller.js";
 import type { SessionModel } from "./model.js";
@@ -79,9 +80,9 @@ export function ModelMenu({ ctl, model, open, setOpen }: { ctl: AppController; m
         onClick={() => setOpen(!open)}
       >
         <span class="model-name">{shown}</span>
-        {ctl.guarded.has(shown) && <span aria-hidden="true"> 🔒</span>}
+        {ctl.guarded.has(shown) && <Icon name="lock" size={14} />}
         <span class="model-caret" aria-hidden="true">
-          ▾
+          <Icon name="caret" size={14} />
         </span>
       </button>
       {model.pendingModel && (
@@ -118,12 +119,12 @@ export function ModelMenu({ ctl, model, open, setOpen }: { ctl: AppController; m
                     <span>{o.id}</span>
                     {locked && (
                       <span class="model-lock" title="Asks for confirmation before switching" aria-hidden="true">
-                        🔒
+                        <Icon name="lock" size={14} />
                       </span>
                     )}
                     {o.id === shown && (
                       <span class="model-check" aria-hidden="true">
-                        ✓
+                        <Icon name="check" size={14} />
                       </span>
                     )}
                   </div>

@@ -1,7 +1,8 @@
 /**
- * The session's background processes (the workspace terminal's `background: true`): a small
- * panel above the composer listing them — command, status, pid — with each one's output on
- * demand and a Stop button. The list is the SDK's SessionView's (`process.list` when the session
+ * The session's background processes (the workspace terminal's `background: true`): one line
+ * above the composer ("Background processes 1 running"), which opens into the list — command,
+ * status, pid — with each one's output on demand and a Stop button. Closed by default, so the
+ * processes never take the transcript's height unasked (#33). The list is the SDK's SessionView's (`process.list` when the session
  * opens, then the `process.*` frames: no poll of its own); an opened process's output is paged
  * with `process.output { after_offset }`, read again when its frames say there is more.
  * Renders nothing while there are none.
@@ -9,13 +10,18 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { Method, type ProcessInfo, type TetherClient } from "../../src/client/index.js";
 import type { AppController } from "./controller.js";
+import { Icon } from "./icons.js";
 
 /** Ended processes still shown under the running ones. */
 const KEEP_ENDED = 3;
 
 export function ProcessPanel({ ctl, sessionId }: { ctl: AppController; sessionId: string }) {
   const [open, setOpen] = useState<string | null>(null);
-  useEffect(() => setOpen(null), [sessionId]);
+  const [expanded, setExpanded] = useState(false);
+  useEffect(() => {
+    setOpen(null);
+    setExpanded(false);
+  }, [sessionId]);
   const procs = ctl.processes;
   const client = ctl.sdk;
   const running = procs.filter((p) => p.status === "running");
@@ -25,30 +31,32 @@ export function ProcessPanel({ ctl, sessionId }: { ctl: AppController; sessionId
 
   return (
     <section class="process-panel" aria-label="Background processes">
-      <div class="process-head">
-        Background processes <span class="process-count">{running.length} running</span>
-      </div>
-      <ul>
-        {shown.map((p) => (
-          <li key={p.id} class="process" data-process-id={p.id} data-status={p.status}>
-            <div class="process-row">
-              <code class="process-command" title={p.cwd}>
-                {p.command}
-              </code>
-              <span class="process-status">{statusText(p)}</span>
-              <button type="button" class="btn btn-sm" onClick={() => setOpen(open === p.id ? null : p.id)}>
-                {open === p.id ? "Hide" : "Output"}
-              </button>
-              {p.status === "running" && (
-                <button type="button" class="btn btn-sm" onClick={() => void ctl.killProcess(p.id)}>
-                  Stop
+      <button type="button" class="process-head" aria-expanded={expanded} onClick={() => setExpanded(!expanded)}>
+        <Icon name={expanded ? "caret" : "next"} size={14} /> Background processes <span class="process-count">{running.length} running</span>
+      </button>
+      {expanded && (
+        <ul>
+          {shown.map((p) => (
+            <li key={p.id} class="process" data-process-id={p.id} data-status={p.status}>
+              <div class="process-row">
+                <code class="process-command" title={p.cwd}>
+                  {p.command}
+                </code>
+                <span class="process-status">{statusText(p)}</span>
+                <button type="button" class="btn btn-sm" onClick={() => setOpen(open === p.id ? null : p.id)}>
+                  {open === p.id ? "Hide" : "Output"}
                 </button>
-              )}
-            </div>
-            {open === p.id && <ProcessOutput client={client} sessionId={sessionId} process={p} />}
-          </li>
-        ))}
-      </ul>
+                {p.status === "running" && (
+                  <button type="button" class="btn btn-sm" onClick={() => void ctl.killProcess(p.id)}>
+                    Stop
+                  </button>
+                )}
+              </div>
+              {open === p.id && <ProcessOutput client={client} sessionId={sessionId} process={p} />}
+            </li>
+          ))}
+        </ul>
+      )}
     </section>
   );
 }

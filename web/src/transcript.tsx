@@ -4,6 +4,7 @@
  * kept), and a prompt with several versions shows "‹ n / N ›" to switch — a durable change every
  * browser sees. Continue is offered on the newest exchange only (it follows the last reply).
  */
+import { Icon } from "./icons.js";
 import { Fragment } from "preact";
 import { BlockView, type BlockActions, type ExchangeActions, type ReplyJoin } from "./blocks.js";
 import { PendingView } from "./pending.js";
@@ -25,8 +26,8 @@ function exchangeActions(ctl: AppController, model: SessionModel, ex: Exchange, 
 
 /**
  * How the blocks of one exchange join: an assistant message right after another is a Continue's
- * (nothing else writes two in a row — tools, prompts and steering come between), so the two read
- * as one reply.
+ * (nothing else writes two in a row — tools, prompts and steering come between), so the last of
+ * them shows them all, as one message.
  */
 function joins(blocks: readonly Block[]): (ReplyJoin | undefined)[] {
   const out: (ReplyJoin | undefined)[] = blocks.map(() => undefined);
@@ -38,7 +39,7 @@ function joins(blocks: readonly Block[]): (ReplyJoin | undefined)[] {
     const after = prev?.kind === "assistant";
     runText = after ? runText + b.text : b.text;
     const before = next?.kind === "assistant";
-    if (after || before) out[n] = { after, before, ...(after && !before ? { text: runText } : {}) };
+    if (after || before) out[n] = { after, before, ...(after ? { text: runText } : {}) };
   });
   return out;
 }
@@ -53,13 +54,13 @@ function VersionSwitch({ place, busy, onChoose }: { place: VersionPlace; busy: b
         disabled={busy || !place.previous}
         onClick={() => place.previous && onChoose(place.previous)}
       >
-        ‹
+        <Icon name="prev" size={14} />
       </button>
       <span class="versions-count">
         {place.n} / {place.of}
       </span>
       <button type="button" class="msg-action" aria-label="Next version" disabled={busy || !place.next} onClick={() => place.next && onChoose(place.next)}>
-        ›
+        <Icon name="next" size={14} />
       </button>
     </div>
   );

@@ -5,7 +5,7 @@
  * even after compression — as one message (`display_kind: async_delegation_complete`), starting no
  * turn. The origin comes with the call's context (`ctx.delegation`, see delegation/origin.ts).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ToolInputError, type Tool } from "./registry.js";
 
 const Goal = z.string().trim().min(1).max(20_000);

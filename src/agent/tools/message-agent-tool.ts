@@ -5,7 +5,7 @@
  * is durable from the first instant); the reply arrives later in this conversation as a message
  * (`display_kind: agent_reply`), starting no turn unless the session asked for one.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { WriteOp } from "../../store/types.js";
 import { ToolInputError, ToolOutput, type Tool } from "./registry.js";
 

@@ -3,7 +3,7 @@
  * change is emitted as a durable `todo.updated` that also stores the list on the session row, in
  * one transaction, so a resumed client and `todo.get` always agree with the event stream.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { EventType, type TodoUpdatedPayload } from "../../protocol/index.js";
 import { ToolInputError, type Tool } from "./registry.js";
 

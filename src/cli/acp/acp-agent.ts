@@ -30,6 +30,8 @@ export interface AcpAgentOptions {
   /** The profile sessions are created in and looked up in. */
   profile?: string;
   version: string;
+  /** The gateway's HTTP base URL: where a replayed attachment's link points (`/api/blobs/{sha256}`). */
+  httpBase?: string;
   /** The gateway's models (`model` config option); empty: only the session's own is offered. */
   models(): Promise<AcpModel[]>;
 }
@@ -49,7 +51,7 @@ interface TurnEnd {
 
 /** One loaded or created session of this connection. */
 class AcpSession {
-  readonly updates = new AcpUpdates();
+  readonly updates: AcpUpdates;
   /** Updates go out in order: each waits for the one before. */
   chain: Promise<void> = Promise.resolve();
   unsubscribe: () => void = () => undefined;
@@ -62,8 +64,10 @@ class AcpSession {
   constructor(
     readonly id: string,
     snap: Snapshot,
+    httpBase = "",
   ) {
     this.model = snap.model;
+    this.updates = new AcpUpdates(httpBase);
   }
 
   turnEnded(turnId: string): Promise<TurnEnd> {
@@ -183,7 +187,7 @@ export function createAcpAgent(o: AcpAgentOptions): acp.AgentApp {
 
   const attach = (snap: Snapshot): AcpSession => {
     sessions.get(snap.session_id)?.unsubscribe();
-    const s = new AcpSession(snap.session_id, snap);
+    const s = new AcpSession(snap.session_id, snap, o.httpBase);
     sessions.set(s.id, s);
     s.unsubscribe = tether.subscribe(s.id, (f) => onFrame(s, f), { afterSeq: snap.latest_seq, onSnapshot: (snapshot) => send(s, s.updates.snapshot(snapshot)) });
     return s;

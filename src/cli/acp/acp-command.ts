@@ -52,6 +52,7 @@ export async function runAcp(flags: AcpFlags): Promise<void> {
     tether,
     ...(flags.profile ? { profile: flags.profile } : {}),
     version: VERSION,
+    httpBase,
     models: () => listModels(httpBase, flags.token, flags.profile),
   });
   const stream = acp.ndJsonStream(Writable.toWeb(process.stdout) as WritableStream<Uint8Array>, Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>);

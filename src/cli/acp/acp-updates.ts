@@ -3,13 +3,17 @@
  * stored transcript, replayed when an editor loads the session, and its live frames after that.
  *
  *   frame / stored message           update
- *   user message (another surface's) user_message_chunk
+ *   user message (another surface's) user_message_chunk (its attachments: resource_link chunks, below)
  *   message.delta (assistant)        agent_message_chunk (message.complete: what the deltas did not carry)
  *   reasoning.delta                  agent_thought_chunk
  *   tool.start                       tool_call { status: in_progress } (tool_call_update when announced already)
  *   request.opened (approval)        tool_call { status: pending } — then session/request_permission
  *   tool.complete                    tool_call_update { status: completed | failed, rawOutput, content }
  *   todo.updated / the todo          plan { entries }
+ *
+ * A user message's attachments follow its text as `resource_link` chunks of the same message: the
+ * blob's URL on the gateway (`GET /api/blobs/{sha256}`, the key's to read) or the https URL it was
+ * sent as, with its name, media type and size — the editor shows what was attached, never bytes.
  */
 import type { ContentBlock, PlanEntry, SessionUpdate, ToolKind } from "@agentclientprotocol/sdk";
 import {
@@ -21,6 +25,7 @@ import {
   type MessageDeltaPayload,
   type MessageSnapshot,
   type MessageStartPayload,
+  type ContentPart,
   type RequestOpenedPayload,
   type TodoState,
   type ToolCompletePayload,
@@ -28,6 +33,16 @@ import {
 } from "../../protocol/index.js";
 
 const text = (t: string): ContentBlock => ({ type: "text", text: t });
+
+/** A stored message's attachments as resource links (`blobBase`: the gateway's HTTP base URL). */
+function attachmentLinks(parts: readonly ContentPart[] | undefined, blobBase: string): ContentBlock[] {
+  return (parts ?? []).flatMap((p): ContentBlock[] => {
+    if (p.type === "text") return [];
+    const uri = p.sha256 !== undefined ? `${blobBase}/api/blobs/${p.sha256}` : (p.url ?? "");
+    const name = p.type === "file" && p.filename ? p.filename : `${p.type} ${p.media_type}`;
+    return [{ type: "resource_link", uri, name, mimeType: p.media_type, ...(p.size !== undefined ? { size: p.size } : {}) }];
+  });
+}
 
 /** What kind of tool a Tether tool is, as an editor shows it. */
 export function toolKind(name: string): ToolKind {
@@ -57,6 +72,14 @@ export class AcpUpdates {
   /** Prompts this connection sent: their user messages are the editor's own, not echoed. */
   private readonly ownPrompts: string[] = [];
 
+  /** `blobBase`: the gateway's HTTP base URL, where an attachment's link points. */
+  constructor(private readonly blobBase = "") {}
+
+  private userChunks(id: string, content: string, parts: readonly ContentPart[] | undefined): SessionUpdate[] {
+    const blocks = [...(content ? [text(content)] : []), ...attachmentLinks(parts, this.blobBase)];
+    return (blocks.length > 0 ? blocks : [text(content)]).map((c) => ({ sessionUpdate: "user_message_chunk", content: c, messageId: id }));
+  }
+
   /** A prompt the editor sent: its user message is not echoed back. */
   ownPrompt(prompt: string): void {
     this.ownPrompts.push(prompt);
@@ -66,7 +89,7 @@ export class AcpUpdates {
   transcript(messages: readonly Message[], todo: TodoState): SessionUpdate[] {
     const out: SessionUpdate[] = [];
     for (const m of messages) {
-      if (m.role === "user") out.push({ sessionUpdate: "user_message_chunk", content: text(m.content), messageId: m.message_id });
+      if (m.role === "user") out.push(...this.userChunks(m.message_id, m.content, m.parts));
       else if (m.role === "assistant") {
         this.assistant.add(m.message_id);
         if (m.content) out.push(this.chunk(m.message_id, m.content));
@@ -136,7 +159,7 @@ export class AcpUpdates {
         this.ownPrompts.splice(own, 1);
         return [];
       }
-      return [{ sessionUpdate: "user_message_chunk", content: text(p.content), messageId: p.message_id }];
+      return this.userChunks(p.message_id, p.content, p.parts);
     }
     if (p.role !== "assistant") return [];
     this.assistant.add(p.message_id);

@@ -93,9 +93,12 @@ export class RedisBus implements Bus {
   private readonly onError: (err: unknown, context: string) => void;
   private readonly subs = new Map<string, Set<Sub>>();
   private readonly globals = new Set<BusGlobalListener>();
-  /** This tick's publishes, as parallel arrays (no object per frame). */
-  private batchKeys: string[] = [];
-  private batchIds: string[] = [];
+  /**
+   * This tick's publishes, as parallel arrays: no object and no string made per frame (the stream
+   * key and the entry id are made per entry, at send time; format 1 makes them per frame there).
+   */
+  private batchSessions: string[] = [];
+  private batchSeqs: number[] = [];
   private batchWires: string[] = [];
   /** Stream key → when this node last pushed its expiry back (expiryDue). */
   private readonly expiryRefreshed = new Map<string, number>();
@@ -197,8 +200,8 @@ export class RedisBus implements Bus {
 
   publish(sessionId: string, seq: number, wire: string): void {
     if (this.closed) return;
-    this.batchKeys.push(this.key(sessionId));
-    this.batchIds.push(`${seq}-0`);
+    this.batchSessions.push(sessionId);
+    this.batchSeqs.push(seq);
     this.batchWires.push(wire);
     if (this.batchScheduled) return;
     this.batchScheduled = true;
@@ -215,19 +218,20 @@ export class RedisBus implements Bus {
    * chunk is one EVAL.
    */
   private async sendBatch(): Promise<void> {
-    const keys = this.batchKeys;
-    const ids = this.batchIds;
+    const sessions = this.batchSessions;
+    const seqs = this.batchSeqs;
     const wires = this.batchWires;
-    this.batchKeys = [];
-    this.batchIds = [];
+    this.batchSessions = [];
+    this.batchSeqs = [];
     this.batchWires = [];
-    if (this.batched) return this.sendEntries(keys, ids, wires);
+    if (this.batched) return this.sendEntries(sessions, seqs, wires);
     // Every chunk is written now, in order, on one connection: Redis runs them in that order, and
     // a later tick's batch can only come after (no await between chunks).
     const sent: Promise<unknown>[] = [];
     const maxlen = String(this.ringFrames);
     const ttl = String(this.ttlMs);
     const now = Date.now();
+    const keys = sessions.map((id) => this.key(id));
     for (let i = 0; i < keys.length; i += PUBLISH_BATCH) {
       const end = Math.min(keys.length, i + PUBLISH_BATCH);
       const expiring = this.expiryDue(keys, i, end, now);
@@ -235,7 +239,7 @@ export class RedisBus implements Bus {
       for (let k = i; k < end; k++) args.push(keys[k]!);
       for (const key of expiring) args.push(key);
       args.push(maxlen, ttl, String(end - i));
-      for (let k = i; k < end; k++) args.push(ids[k]!, wires[k]!);
+      for (let k = i; k < end; k++) args.push(`${seqs[k]!}-0`, wires[k]!);
       // Through the client's own command encoding: the wire protocol is ioredis's to speak.
       sent.push(this.cmd.call("EVAL", ...args).catch((err: unknown) => this.onError(err, "bus publish")));
     }
@@ -246,27 +250,12 @@ export class RedisBus implements Bus {
    * Format 2: the tick's frames grouped into one entry per session (in seq order; a session with
    * more than ENTRY_FRAMES gets several, in order), each chunk of entries one EVAL.
    */
-  private async sendEntries(keys: string[], ids: string[], wires: string[]): Promise<void> {
-    const entries: Array<{ key: string; last: number; n: number; body: string }> = [];
-    const open = new Map<string, { key: string; last: number; n: number; body: string }>();
-    for (let k = 0; k < keys.length; k++) {
-      const key = keys[k]!;
-      const id = ids[k]!;
-      const seq = Number(id.slice(0, id.length - 2));
-      let e = open.get(key);
-      if (!e || e.n >= ENTRY_FRAMES) {
-        e = { key, last: seq, n: 0, body: "" };
-        open.set(key, e);
-        entries.push(e);
-      }
-      e.body = appendFrame(e.body, seq, wires[k]!);
-      e.last = seq;
-      e.n++;
-    }
+  private async sendEntries(sessions: string[], seqs: number[], wires: string[]): Promise<void> {
+    const entries = groupEntries(sessions, seqs, wires);
     const sent: Promise<unknown>[] = [];
     const ttl = String(this.ttlMs);
     const now = Date.now();
-    const entryKeys = entries.map((e) => e.key);
+    const entryKeys = entries.map((e) => this.key(e.session));
     for (let i = 0; i < entries.length; i += PUBLISH_BATCH) {
       const end = Math.min(entries.length, i + PUBLISH_BATCH);
       const expiring = this.expiryDue(entryKeys, i, end, now);
@@ -523,6 +512,36 @@ export class RedisBus implements Bus {
     await this.cmd.quit().catch(() => this.cmd.disconnect());
     await this.loop?.catch(() => undefined);
   }
+}
+
+interface Entry {
+  session: string;
+  last: number;
+  n: number;
+  body: string;
+}
+
+/**
+ * A tick's frames as format-2 entries: one per session, in publish order (seq order within a
+ * session); a session with more than ENTRY_FRAMES frames gets several, in order.
+ */
+function groupEntries(sessions: readonly string[], seqs: readonly number[], wires: readonly string[]): Entry[] {
+  const entries: Entry[] = [];
+  const open = new Map<string, Entry>();
+  for (let k = 0; k < sessions.length; k++) {
+    const session = sessions[k]!;
+    const seq = seqs[k]!;
+    let e = open.get(session);
+    if (!e || e.n >= ENTRY_FRAMES) {
+      e = { session, last: seq, n: 0, body: "" };
+      open.set(session, e);
+      entries.push(e);
+    }
+    e.body = appendFrame(e.body, seq, wires[k]!);
+    e.last = seq;
+    e.n++;
+  }
+  return entries;
 }
 
 /** A frame's `ts` from its wire text: the first `"ts":` is the frame's own (the payload comes after it). */

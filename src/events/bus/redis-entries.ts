@@ -53,13 +53,25 @@ function splitBatch(body: string, fn: (seq: number, wire: string) => void): void
     const sp = body.indexOf(" ", at);
     const nl = body.indexOf("\n", sp + 1);
     if (sp < 0 || nl < 0) return; // truncated: nothing more can be read safely
-    const seq = Number(body.slice(at, sp));
-    const len = Number(body.slice(sp + 1, nl));
+    const seq = digits(body, at, sp);
+    const len = digits(body, sp + 1, nl);
     const end = nl + 1 + len;
-    if (!Number.isFinite(seq) || !Number.isFinite(len) || end > body.length) return;
+    if (seq < 0 || len < 0 || end > body.length) return;
     fn(seq, body.slice(nl + 1, end));
     at = end;
   }
+}
+
+/** The decimal number in text[from, to), or -1 when it is not one (read in place: no string per frame). */
+function digits(text: string, from: number, to: number): number {
+  if (to <= from || to - from > 15) return -1;
+  let n = 0;
+  for (let i = from; i < to; i++) {
+    const d = text.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    n = n * 10 + d;
+  }
+  return n;
 }
 
 /**

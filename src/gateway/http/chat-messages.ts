@@ -8,7 +8,7 @@
  *
  *   const body = await readJson(c, z.object({ messages: ChatMessages }), { unknownCode: "unknown_parameter" });
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ChatAudioPart, ChatFilePart, ChatImagePart } from "./openai-parts.js";
 
 const TextPart = z.strictObject({ type: z.literal("text"), text: z.string() });

@@ -5,7 +5,7 @@
  * endpoints, an unknown key first: `unknown_parameter` naming its path, as OpenAI answers.
  */
 import type { Context } from "hono";
-import type { z } from "zod";
+import type * as z from "zod";
 import { paramIssues, UNKNOWN_KEY } from "../../protocol/param-issues.js";
 import { DEFAULT_MAX_JSON_DEPTH, jsonDepthExceeds, jsonTooDeepMessage } from "../../protocol/json-depth.js";
 import { HttpError, HttpErrors } from "./errors.js";

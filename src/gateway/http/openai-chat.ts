@@ -23,7 +23,7 @@
  * stored with status `interrupted`.
  */
 import type { Routes } from "./lazy-routes.js";
-import { z } from "zod";
+import * as z from "zod";
 import { ErrorCode, RequestKind, TetherError } from "../../protocol/index.js";
 import type { Caller, Profile, SeedMessage, StartedTurn } from "../../sessions/index.js";
 import { callerOf, idempotencyRecords, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";

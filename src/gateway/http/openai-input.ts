@@ -2,9 +2,10 @@
  * What an OpenAI request says about the conversation, in Tether's terms: a system prompt, earlier
  * messages to seed a new session with, and the prompt that starts the turn (the last user message).
  * Used by /v1/runs (`input`); Chat Completions and Responses read their own shapes
- * (chat-messages.ts, responses-items.ts).
+ * (chat-messages.ts, responses-items.ts). A run's input is text: an image, file or any other part
+ * that is not text is refused by its path, never dropped.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { SeedMessage } from "../../sessions/index.js";
 import { HttpErrors } from "./errors.js";
 
@@ -43,6 +44,7 @@ export function toConversation(
   param: string,
   extraSystem?: string,
 ): Conversation {
+  for (const [i, m] of messages.entries()) refuseNonText(m.content, `${param}.${i}.content`);
   const last = messages[messages.length - 1];
   if (!last || last.role !== "user") {
     throw HttpErrors.invalid(`${param}.${Math.max(0, messages.length - 1)}.role`, `The last item of ${param} must be a user message`);
@@ -59,4 +61,13 @@ export function toConversation(
     else if ((m.role === "user" || m.role === "assistant") && text !== "") seed.push({ role: m.role, content: text });
   }
   return { system: system.length > 0 ? system.join("\n\n") : undefined, seed, prompt };
+}
+
+const TEXT_TYPES = new Set(["text", "input_text", "output_text"]);
+
+function refuseNonText(content: z.infer<typeof Content> | undefined, at: string): void {
+  if (!Array.isArray(content)) return;
+  const j = content.findIndex((p) => !TEXT_TYPES.has(p.type) || typeof p.text !== "string");
+  if (j < 0) return;
+  throw HttpErrors.invalid(`${at}.${j}`, `a "${content[j]!.type}" part is not taken by /v1/runs (its input is text): send images and files through /v1/chat/completions, /v1/responses or POST /api/sessions/{id}/prompt`);
 }

@@ -5,7 +5,7 @@
  * them in (limits, the model's modalities, blobs). A `file_id` (OpenAI's Files API) is refused by
  * name: Tether has no files API, the bytes must come with the message.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { PartInput } from "../../protocol/index.js";
 
 const detail = z.enum(["auto", "low", "high"]).optional();

@@ -12,7 +12,7 @@
  *
  *   const items = inputItemsOf(body.input);   // string input → one user message
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ResponsesAudioPart, ResponsesFilePart, ResponsesImagePart } from "./openai-parts.js";
 import { paramIssues, UNKNOWN_KEY } from "../../protocol/param-issues.js";
 import { HttpError } from "./errors.js";

@@ -8,7 +8,7 @@
  *                                 text joins this run's turn; 409 `turn_not_started` while the run is
  *                                 queued; after it, the text starts a turn of its own
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ErrorCode, TetherError } from "../../protocol/index.js";
 import type { RunRecord } from "../../sessions/index.js";
 import type { AppContext } from "./context.js";

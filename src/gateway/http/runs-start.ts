@@ -7,7 +7,7 @@
  * a turn resumes the tip, and submits there), so a run after compression loads its history from
  * the continuation and writes there, never into the closed parent.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { TraceParent } from "../../protocol/index.js";
 import type { Caller, Profile, RunRecord, StartedTurn } from "../../sessions/index.js";
 import type { HttpApi } from "./context.js";

@@ -7,7 +7,7 @@
  *   PATCH  /api/sessions/{id}             { title?, archived?, system_prompt? } → SessionSummary
  *   DELETE /api/sessions/{id}             close → { closed, end_reason }; ?purge=true deletes it and its transcript → { deleted }
  *   GET    /api/sessions/{id}/messages    ?after=<message_id>&limit= → { messages, next_cursor }
- *   POST   /api/sessions/{id}/prompt      { text?, parts?, request_id?, from_message_id? } → 202 { turn_id, trace_id, status }
+ *   POST   /api/sessions/{id}/prompt      { text?, parts?, request_id?, from_message_id?, continue? } → 202 { turn_id, trace_id, status }
  *   POST   /api/sessions/{id}/branch      { message_id } → { message_id, versions, status, seq? } (session.branch.select)
  *   POST   /api/sessions/{id}/interrupt   → { status }
  *   POST   /api/sessions/{id}/requests/{request_id}   { choice?, note?, content?, output?, error? } → { request_id, status, choice, by }
@@ -26,7 +26,7 @@
  * lagging, the end of the stream past the hard limit (session-events.ts, sse-flow.ts).
  */
 import type { Routes } from "./lazy-routes.js";
-import { z } from "zod";
+import * as z from "zod";
 import { PartsParam, RequestRespondParams, SessionCreateParams } from "../../protocol/method-params.js";
 import type { PartInput } from "../../protocol/index.js";
 import { EXPORT_FORMATS, isExportFormat, type SessionManager } from "../../sessions/index.js";
@@ -51,8 +51,17 @@ const PromptBody = z
     parts: PartsParam.optional(),
     request_id: z.string().min(1).max(200).optional(),
     from_message_id: z.string().min(1).max(200).optional(),
+    /** As `prompt.submit { continue: true }`: no prompt, the last reply goes on. */
+    continue: z.literal(true).optional(),
   })
-  .refine((b) => b.text !== undefined || b.parts !== undefined || b.from_message_id !== undefined, { message: "Required (only a regenerate, with from_message_id, may leave it out)", path: ["text"] });
+  .refine((b) => b.text !== undefined || b.parts !== undefined || b.from_message_id !== undefined || b.continue === true, {
+    message: "Required (only a regenerate, with from_message_id, or a continue may leave it out)",
+    path: ["text"],
+  })
+  .refine((b) => b.continue === undefined || (b.text === undefined && b.parts === undefined && b.from_message_id === undefined), {
+    message: "continue takes no text, parts or from_message_id",
+    path: ["continue"],
+  });
 const BranchBody = z.strictObject({ message_id: z.string().min(1).max(200) });
 
 function id(c: AppContext): string {
@@ -188,6 +197,7 @@ function mountWrites(app: Routes, api: HttpApi): void {
         ...(body.parts ? { parts: body.parts as PartInput[] } : {}),
         ...(requestId !== undefined ? { requestId } : {}),
         ...(body.from_message_id !== undefined ? { fromMessageId: body.from_message_id } : {}),
+        ...(body.continue ? { noInput: true } : {}),
         ...withTrace(c),
       });
       if (claim.kind === "fresh") await claim.record(202, result);

@@ -20,10 +20,12 @@
  * showed: the message in flight comes again from TEXT_MESSAGE_START with its text so far — whole,
  * once — then goes on live.
  */
-import { EventType as AgEvent, type BaseEvent, type Interrupt, type Message as AgMessage } from "@ag-ui/core";
+import { EventType as AgEvent, type BaseEvent, type ContentPart as AgContentPart, type Interrupt, type Message as AgMessage } from "@ag-ui/core";
 import {
   EventType,
   RequestKind,
+  isAttachment,
+  type ContentPart,
   type Frame,
   type Message,
   type MessageCompletePayload,
@@ -285,11 +287,25 @@ export class AgUiTranslator {
 }
 
 /** The stored transcript as AG-UI messages (a reconnect's MESSAGES_SNAPSHOT); messages still streaming are left out. */
+/**
+ * A stored message's parts as AG-UI content: text, and each attachment a media part whose `url`
+ * source is the blob route (`/api/blobs/{sha256}`, relative to the gateway, read with the key) or
+ * the https URL it was sent as — references, never bytes.
+ */
+function agUiContent(parts: readonly ContentPart[]): AgContentPart[] {
+  return parts.map((p): AgContentPart => {
+    if (p.type === "text") return { type: "text", text: p.text };
+    const source = { type: "url" as const, value: p.sha256 !== undefined ? `/api/blobs/${p.sha256}` : (p.url ?? ""), mimeType: p.media_type };
+    const metadata = p.type === "file" && p.filename ? { metadata: { filename: p.filename } } : {};
+    return { type: p.type === "file" ? "document" : p.type, source, ...metadata };
+  });
+}
+
 export function agUiMessages(messages: readonly Message[]): AgMessage[] {
   const out: AgMessage[] = [];
   for (const m of messages) {
     if (m.status === "streaming") continue;
-    if (m.role === "user") out.push({ id: m.message_id, role: "user", content: m.content });
+    if (m.role === "user") out.push({ id: m.message_id, role: "user", content: m.parts?.some(isAttachment) ? agUiContent(m.parts) : m.content });
     else if (m.role === "assistant") {
       const toolCalls = (m.tool_calls ?? []).map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: c.arguments } }));
       out.push({ id: m.message_id, role: "assistant", ...(m.content ? { content: m.content } : {}), ...(toolCalls.length > 0 ? { toolCalls } : {}) });

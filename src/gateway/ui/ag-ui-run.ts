@@ -11,7 +11,7 @@
  */
 import { EventEncoder } from "@ag-ui/encoder";
 import type { BaseEvent } from "@ag-ui/core";
-import { z } from "zod";
+import * as z from "zod";
 import { ErrorCode, RequestKind, TetherError, type OpenRequest } from "../../protocol/index.js";
 import type { Caller, Profile, SeedMessage, StartedTurn } from "../../sessions/index.js";
 import { callerOf, profileOf, PROFILE_HEADER, type AppContext, type HttpApi } from "../http/context.js";

@@ -15,7 +15,7 @@
  * gateway cannot honour is refused by name, never dropped. A new chat's earlier user messages keep
  * their files too (the history the session is seeded with).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ClientToolParam } from "../../protocol/method-params.js";
 import type { PartInput } from "../../protocol/index.js";
 import { HttpErrors } from "../http/errors.js";

@@ -34,7 +34,11 @@ export function aiSdkFilePart(p: Record<string, unknown>, at: string): PartInput
 
 type AgUiMedia = ImagePart | AudioPart | DocumentPart | VideoPart;
 
-/** An AG-UI media part of a user message: its bytes (`data` source) or its URL (`url` source). */
+/**
+ * An AG-UI media part of a user message: its bytes (`data` source) or its URL (`url` source) — an
+ * https URL, a data: URL, or `/api/blobs/{sha256}` as this gateway's snapshots give it (taken by
+ * reference: only a blob of the caller's own sessions, as `sha256` is on every entry point).
+ */
 export function agUiMediaPart(p: AgUiMedia, at: string): PartInput {
   if (p.type === "video") throw HttpErrors.invalid(`${at}.type`, "a video part is not taken: Tether forwards images, audio and documents");
   const kind: AttachmentKind = p.type === "image" ? "image" : p.type === "audio" ? "audio" : "file";
@@ -44,5 +48,8 @@ export function agUiMediaPart(p: AgUiMedia, at: string): PartInput {
   const named = kind === "file" && typeof meta?.filename === "string" && meta.filename !== "" ? { filename: meta.filename.slice(0, 500) } : {};
   if (src.type === "file") throw HttpErrors.invalid(`${at}.source.type`, 'a "file" source (a provider\'s file handle) is not taken: Tether has no files API; send the bytes (a "data" source)');
   if (src.type === "data") return { type: kind, media_type: src.mimeType, data: src.value, ...named };
+  // A part of a MESSAGES_SNAPSHOT sent back (a copied conversation): the blob it names, if the caller's sessions hold it.
+  const blob = /^\/api\/blobs\/([0-9a-f]{64})$/.exec(src.value);
+  if (blob) return { type: kind, sha256: blob[1]!, ...(src.mimeType ? { media_type: src.mimeType } : {}), ...named };
   return { type: kind, url: src.value, ...(src.mimeType ? { media_type: src.mimeType } : {}), ...named };
 }

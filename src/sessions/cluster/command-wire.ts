@@ -13,7 +13,7 @@
  *   const { method, params } = encodeCommand("alice", { kind: "session.interrupt", session_id: id });
  *   const { principal, command } = decodeCommand(method, params);
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ErrorCode, parseTraceparent, TetherError, traceHeaders } from "../../protocol/index.js";
 import { ClientToolParam, PartInputParam } from "../../protocol/method-params.js";
 import type { CommandKind, SessionCommand } from "../core/session-commands.js";
@@ -38,8 +38,9 @@ const WIRE: { [K in CommandKind]: z.ZodType } = {
   "session.steer": z.strictObject({ ...base, text: z.string(), turn_id: id.optional() }),
   "session.interrupt": z.strictObject(base),
   "turn.cancel": z.strictObject({ ...base, turn_id: id }),
-  // Newer than version 0, but an older node does not know the method at all and refuses it by name.
+  // Version 1 (versionNeeded): an older node does not know the method at all and refuses it by name.
   "turn.edit": z.strictObject({ ...base, turn_id: id, text: z.string() }),
+  "session.close": z.strictObject(base),
   "session.branch.select": z.strictObject({ ...base, message_id: id }),
   "config.set": z.strictObject({ ...base, key: z.string(), value: z.unknown(), confirm: z.boolean().optional() }),
   "request.respond": z.strictObject({ ...base, request_id: id, answer: z.record(z.string(), z.unknown()) }),
@@ -59,6 +60,8 @@ const WIRE: { [K in CommandKind]: z.ZodType } = {
 
 /** The oldest wire version that reads every field of `command` (0: the nodes before `v`). */
 export function versionNeeded(command: SessionCommand): number {
+  // turn.edit, session.close: kinds older nodes never forwarded — under its versioned name the refusal is told as such (4052).
+  if (command.kind === "turn.edit" || command.kind === "session.close") return 1;
   return command.kind === "prompt.submit" && command.parts !== undefined ? 1 : 0;
 }
 

@@ -4,7 +4,7 @@
  * lease expired, this node takes the session over. A session only viewed here is served by the
  * RemoteView (store + bus). On one node (in-process bus) none of this exists.
  */
-import { isRecoverableEnd, type Snapshot } from "../../protocol/index.js";
+import { ErrorCode, isRecoverableEnd, TetherError, type Snapshot } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
 import type { GroupCommitter } from "../../events/index.js";
@@ -21,7 +21,7 @@ import type { ViewerBinding } from "../lifecycle/viewer-binding.js";
 import type { RemoteView, StoredCut } from "./remote-view.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
 import type { SessionCommand } from "../core/session-commands.js";
-import { decodeCommand, encodeCommand } from "./command-wire.js";
+import { decodeCommand, encodeCommand, versionNeeded } from "./command-wire.js";
 
 /** Marks a call forwarded from another node: it runs here, never forwarded again. */
 const FORWARDED = Symbol("forwarded");
@@ -128,7 +128,7 @@ export class NodeRouting {
     await requireRow(this.deps.store, caller, sessionId);
     if (caller[FORWARDED]) return null;
     const lease = await storage(() => this.deps.store.getLease(sessionId));
-    if (!lease || lease.owner === this.deps.processId || !(await this.ownerAlive(lease.owner, lease.expires_at))) return null;
+    if (!lease || lease.owner === this.deps.processId || !(await this.deps.ownership.holderAlive(lease))) return null;
     return lease.owner;
   }
 
@@ -142,17 +142,10 @@ export class NodeRouting {
       const result = await this.deps.bus.request(owner, { service: this.deps.service, ...encodeCommand(caller.principal, command) });
       return { forwarded: true, result };
     } catch (err) {
-      if (!(err instanceof NodeUnreachable)) throw err;
+      if (!(err instanceof NodeUnreachable)) throw olderOwnerRefusal(err, owner, command);
       this.deps.logger.warn({ session_id: command.session_id, owner, method: command.kind }, "owner unreachable: not forwarded");
       return { forwarded: false };
     }
-  }
-
-  private async ownerAlive(owner: string, leaseExpiresAt: number): Promise<boolean> {
-    const now = this.deps.clock.now();
-    if (leaseExpiresAt < now) return false;
-    const beat = await storage(() => this.deps.store.getHeartbeat(owner));
-    return beat !== null && beat.last_beat >= this.deps.ownership.deadBefore(now);
   }
 
   /** A session owned by a live sibling node: its Snapshot, and `viewer` follows it through the bus. */
@@ -190,4 +183,18 @@ export class NodeRouting {
     const [, lease] = await Promise.all([requireRow(this.deps.store, caller, sessionId), storage(() => this.deps.store.getLease(sessionId))]);
     return lease && lease.owner !== this.deps.processId ? this.remote : null;
   }
+}
+
+/**
+ * An owner of an older version refuses a command it would read only in part (cluster/command-wire.ts:
+ * `kind@vN`, "cannot forward …"): the caller is told why, with a code, instead of an internal error.
+ */
+function olderOwnerRefusal(err: unknown, owner: string, command: SessionCommand): unknown {
+  const needed = versionNeeded(command);
+  if (needed === 0 || !(err instanceof TetherError) || err.code !== ErrorCode.Internal || !/cannot forward/i.test(err.message)) return err;
+  return new TetherError(
+    ErrorCode.OwnerUnreachable,
+    `Session ${command.session_id} runs on a node of an older version, which cannot take this ${command.kind} (it needs command wire version ${needed}); retry once that node is upgraded`,
+    { method: command.kind, owner, wire_version: needed },
+  );
 }

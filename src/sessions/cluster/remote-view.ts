@@ -64,8 +64,24 @@ export class RemoteView {
   /** viewer id → session id → unsubscribe */
   private readonly follows = new Map<string, Map<string, () => void>>();
   private readonly viewers = new Map<string, Viewer>();
+  /**
+   * The last frame read off the bus and its text. The bus hands one frame to every viewer of the
+   * session here in a row, with the same string: it is parsed once, not once per viewer, and the
+   * viewers share one frame object (as the owner's own viewers do: the WebSocket frame is then
+   * encoded once for all of them, ws-frame.ts).
+   */
+  private lastWire: string | null = null;
+  private lastFrame: Frame | null = null;
 
   constructor(private readonly deps: RemoteViewDeps) {}
+
+  private frameOf(wire: string): Frame {
+    if (wire !== this.lastWire) {
+      this.lastFrame = parseFrame(wire);
+      this.lastWire = wire;
+    }
+    return this.lastFrame!;
+  }
 
   async since(sessionId: string, afterSeq: number, opts: SinceOptions = {}, stored?: Promise<StoredCut>): Promise<SinceResult> {
     const cut = await this.collect(sessionId, afterSeq, stored);
@@ -146,7 +162,7 @@ export class RemoteView {
     this.viewers.set(viewer.id, viewer);
     const off = this.deps.bus.subscribe(sessionId, afterSeq, (_seq, wire) => {
       try {
-        viewer.send(parseFrame(wire), wire);
+        viewer.send(this.frameOf(wire), wire);
       } catch (err) {
         this.deps.logger.warn({ err, session_id: sessionId }, "remote viewer send failed");
       }

@@ -10,6 +10,7 @@ import { hostname } from "node:os";
 import type { Clock } from "../../lib/clock.js";
 import { pidAlive } from "../../lib/pid-alive.js";
 import type { LeaseResult, Store, WriteOp } from "../../store/types.js";
+import { storage } from "../core/session-access.js";
 
 /** A session's lease as this process sees it, for sessions not live here. */
 export interface LeaseView {
@@ -52,6 +53,14 @@ export class Ownership {
     this.startedAt = opts.clock.now();
   }
 
+  /** Whether a lease's holder is alive: its lease not expired, and its heartbeat not older than deadBefore(). */
+  async holderAlive(lease: { owner: string; expires_at: number }): Promise<boolean> {
+    const now = this.opts.clock.now();
+    if (lease.expires_at < now) return false;
+    const beat = await storage(() => this.opts.store.getHeartbeat(lease.owner));
+    return beat !== null && beat.last_beat >= this.deadBefore(now);
+  }
+
   /** Heartbeats older than this belong to dead processes. */
   deadBefore(now = this.opts.clock.now()): number {
     return now - DEAD_AFTER_BEATS * this.opts.heartbeatMs;
@@ -73,13 +82,18 @@ export class Ownership {
       now + this.opts.leaseTtlMs,
     );
     if (this.held.size === 0) return [];
-    // Taken before the read: a lease whose insert commits meanwhile may be missing from it.
+    // What the read is checked against, taken before it: a lease inserted, taken or released while
+    // it runs may be missing from it or stale in it. Only a lease this process held before the read,
+    // still holds with the same token after it, and whose insert was not in flight, can be lost.
+    // (A session created during the read was judged lost here once: dropped under its viewer.)
     const inserting = new Set(this.inserting.keys());
+    const before = [...this.held];
     const rows = await this.opts.store.leasesOf(this.processId);
     const still = new Map(rows.map((r) => [r.session_id, r.token]));
     const lost: string[] = [];
-    for (const [sessionId, token] of this.held) {
-      if (still.get(sessionId) !== token && !inserting.has(sessionId)) lost.push(sessionId);
+    for (const [sessionId, token] of before) {
+      if (still.get(sessionId) === token || inserting.has(sessionId) || this.held.get(sessionId) !== token) continue;
+      lost.push(sessionId);
     }
     return lost;
   }

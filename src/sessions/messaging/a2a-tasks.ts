@@ -21,7 +21,7 @@ import type { Caller } from "../core/types.js";
 import { holdingClaim } from "./claim-keeper.js";
 import { requireBot, type Directory } from "./directory.js";
 import type { SessionWork } from "./session-work.js";
-import { replyText, type Answer } from "./turn-answer.js";
+import { replyText, type Answer } from "../delivery/turn-answer.js";
 
 const FINISHED: ReadonlySet<TaskState> = new Set(["completed", "failed", "canceled", "rejected"]);
 /** Lapsed tasks taken up per store and sweep. */
@@ -76,6 +76,9 @@ export class A2ATasks {
   async run(principal: string, bot: string, task: Task): Promise<Task | null> {
     const message = [...(task.history ?? [])].reverse().find((m) => m.role === "user");
     if (!message) return this.finished(task, "failed", "(the task has no message to answer)");
+    // A bot reads text: a file or data part is refused by its place, never dropped with the text kept.
+    const other = message.parts.findIndex((p) => p.kind !== "text");
+    if (other >= 0) return this.finished(task, "rejected", `(message.parts.${other}: a ${message.parts[other]!.kind} part is not taken: this agent reads text parts only)`);
     const entry = { principal, bot, canceled: false, message };
     this.running.set(task.id, entry); // before any wait: a cancel from now on reaches it
     const ttl = this.deps.claimTtlS() * 1000;

@@ -12,11 +12,12 @@
  *   attachment the lineage's messages reference, so the file keeps the bytes a part names by
  *   sha256. Lossless; what a script or an import reads.
  * - `markdown`: headings per session, each message with its role, tool calls and results as code
- *   blocks. What a person reads.
+ *   blocks, and its attachments listed (kind, filename, media type, size, sha256 — or the URL it
+ *   was sent as); the bytes are in the jsonl export and `GET /api/blobs/{sha256}`. What a person reads.
  *
  * Scoped like every read: another principal's session (or one in its lineage) answers 4007.
  */
-import { ErrorCode, TetherError, type Message } from "../../protocol/index.js";
+import { ErrorCode, TetherError, isAttachment, type AttachmentPart, type Message } from "../../protocol/index.js";
 import type { BlobRow, SessionRow, Store } from "../../store/types.js";
 import { continuationOf } from "../core/live-tip.js";
 import type { Caller } from "../core/types.js";
@@ -166,11 +167,35 @@ function messageMarkdown(m: Message): string[] {
   const when = iso(m.created_at);
   const status = m.status === "complete" ? "" : ` — *${m.status}*`;
   if (m.role === "tool") {
-    return [`**tool result** \`${m.tool_call_id ?? ""}\` · ${when}${status}`, "", fenced(m.content, "json")];
+    return [`**tool result** \`${m.tool_call_id ?? ""}\` · ${when}${status}`, "", fenced(m.content, "json"), ...attachmentsMarkdown(m)];
   }
   const lines = [`**${m.role}**${m.display_kind ? ` (${m.display_kind})` : ""} · ${when}${status}`, ""];
   if (m.content) lines.push(m.content);
+  lines.push(...attachmentsMarkdown(m));
   for (const call of m.tool_calls ?? []) lines.push("", `tool call \`${call.name}\` (\`${call.id}\`):`, "", fenced(call.arguments, "json"));
   if (m.error) lines.push("", `> error: ${m.error.layer}/${m.error.code} — ${m.error.message}`);
   return lines;
+}
+
+/** A message's attachments as a list: what each is and which blob holds it (or the URL it was sent as). */
+function attachmentsMarkdown(m: Message): string[] {
+  const attachments = (m.parts ?? []).filter(isAttachment);
+  if (attachments.length === 0) return [];
+  return ["", "attachments:", "", ...attachments.map(attachmentLine)];
+}
+
+function attachmentLine(p: AttachmentPart): string {
+  const name = p.type === "file" && p.filename ? ` ${code(p.filename)}` : "";
+  const dims = p.type === "image" && p.width !== undefined && p.height !== undefined ? ` ${p.width}\u00d7${p.height}` : "";
+  const where = p.sha256 !== undefined ? `${p.size ?? 0} B · sha256 ${code(p.sha256)}` : `${code(p.url ?? "")} (sent as a URL, not stored)`;
+  return `- ${p.type}${name} · ${code(p.media_type)}${dims} · ${where}`;
+}
+
+/** Inline code no content can close or break out of (a filename is the user's text). */
+function code(text: string): string {
+  const flat = text.replace(/[\r\n]+/g, " ");
+  const longest = Math.max(0, ...[...flat.matchAll(/`+/g)].map((x) => x[0].length));
+  const ticks = "`".repeat(longest + 1);
+  const pad = flat.startsWith("`") || flat.endsWith("`") ? " " : "";
+  return `${ticks}${pad}${flat}${pad}${ticks}`;
 }

@@ -9,6 +9,7 @@ import { rowToMessage, rowToSession, rowToVersion, sortVersions } from "../colum
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { joinDeltaRows, withStreamedText } from "../delta-log.js";
 import { makeParentDirSync } from "../parent-dir.js";
+import { createStoreFileIfMissing } from "../new-sqlite-file.js";
 import type {
   EventRow,
   HeartbeatRow,
@@ -101,11 +102,15 @@ export class SqliteStore implements Store {
 
   constructor(options: SqliteStoreOptions) {
     this.path = options.path;
-    if (options.path !== ":memory:") makeParentDirSync(options.path);
+    if (options.path !== ":memory:") {
+      makeParentDirSync(options.path);
+      // A new file is built aside, migrated, and put in place whole (store/new-sqlite-file.ts).
+      createStoreFileIfMissing(options.path, migrate);
+    }
     this.db = new Database(options.path);
     // A new store frees the pages of deleted rows back to the file system (retention runs
     // `incremental_vacuum` after it deletes). It can only be chosen before the first table; an
-    // older store keeps its mode until `tether vacuum` rebuilds it.
+    // older store keeps its mode until `tether vacuum` rebuilds it. (A file built aside chose it.)
     if (isEmptyDatabase(this.db)) this.db.pragma("auto_vacuum = INCREMENTAL");
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("synchronous = NORMAL");

@@ -1,5 +1,5 @@
 /** Argument parsing shared by the workspace tools: zod, with an error the model can act on. */
-import type { z } from "zod";
+import type * as z from "zod";
 import { ToolInputError } from "../registry.js";
 
 export function parseArgs<T extends z.ZodTypeAny>(tool: string, schema: T, args: unknown): z.infer<T> {

@@ -10,3 +10,4 @@ export { confineCwd, CwdRefused, OUTSIDE_WORKSPACE, resolveInScope, scopeOf, typ
 export { spawnShell, type CommandExit, type SpawnedCommand } from "./run-command.js";
 export { BASE_ENV, bwrapArgs, commandEnv, launchFor, sandboxStatus, SandboxUnavailable, type CommandLaunch, type SandboxMode, type SandboxPolicy, type SandboxStatus } from "./sandbox.js";
 export type { ProcessInfo, ProcessOutputPage, ProcessStatus, WorkspaceProcesses } from "./processes.js";
+export { workspaceFolders, MAX_FOLDERS, type WorkspaceFolders } from "./folders.js";

@@ -44,7 +44,7 @@ export class CwdRefused extends Error {
 }
 
 /** The roots that exist and may be used, real; a root that became forbidden (a symlink moved) reaches nothing. */
-async function usableRoots(where: WorkspaceRoots): Promise<string[]> {
+export async function usableRoots(where: WorkspaceRoots): Promise<string[]> {
   const out: string[] = [];
   for (const r of where.roots) {
     if (!isAbsolute(r)) continue;

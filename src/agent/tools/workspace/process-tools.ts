@@ -3,7 +3,7 @@
  * the model's view of the background processes its `terminal { background: true }` calls started
  * in this session. Another session's process id is unknown here.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ToolInputError, ToolOutput, type Tool, type ToolContext } from "../registry.js";
 import { parseArgs } from "./args.js";
 import type { WorkspaceProcesses } from "./processes.js";

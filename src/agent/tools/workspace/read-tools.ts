@@ -7,9 +7,10 @@
  * (search.ts, loaded by the first search: RE2's engine, re2js, is ~250 KB that a start need not compile).
  */
 import { constants } from "node:fs";
-import { readdir } from "node:fs/promises";
-import { z } from "zod";
-import { ToolInputError, type Tool, type ToolContext } from "../registry.js";
+import { readdir, type FileHandle } from "node:fs/promises";
+import * as z from "zod";
+import { ToolInputError, ToolOutput, type Tool, type ToolContext } from "../registry.js";
+import { imageMediaType, imageSize } from "../../../lib/image-size.js";
 import { ToolFailure } from "../tool-errors.js";
 import { DEFAULT_MAX_RESULT_BYTES } from "../result-cap.js";
 import { parseArgs } from "./args.js";
@@ -53,7 +54,8 @@ export function readFileTool(opts: WorkspaceOptions): Tool {
       description:
         `Read a text file of the workspace: a window of lines from \`offset_line\` (1-based, default 1), at most \`max_lines\` (default ${DEFAULT_READ_LINES}) ` +
         `and \`max_bytes\` (default and most ${MAX_READ_BYTES}). A longer file is cut at a whole line and says where to go on (next_offset_line); ` +
-        "a single line longer than max_bytes shows its start (line_cut). Binary files are refused, saying what they look like.",
+        "a single line longer than max_bytes shows its start (line_cut). An image (PNG, JPEG, GIF, WebP) is described and, for a model that takes images, attached; " +
+        "other binary files are refused, saying what they look like.",
       parameters: {
         type: "object",
         properties: { path: { type: "string" }, offset_line: { type: "integer" }, max_lines: { type: "integer" }, max_bytes: { type: "integer" } },
@@ -67,6 +69,8 @@ export function readFileTool(opts: WorkspaceOptions): Tool {
       try {
         const st = await handle.stat();
         if (!st.isFile()) throw new ToolInputError(`not a file: ${a.path}`);
+        const image = await readImage(handle, st.size);
+        if (image) return imageOutput(shown(scope, path), image);
         // JSON doubles a quote or a backslash at worst (other control bytes make a file binary).
         const maxBytes = Math.min(a.max_bytes ?? MAX_READ_BYTES, Math.floor(budgetOf(ctx) / 2));
         const page = await readLineWindow(handle, st.size, { offsetLine: a.offset_line ?? 1, maxLines: a.max_lines ?? DEFAULT_READ_LINES, maxBytes, signal: ctx.signal });
@@ -89,6 +93,37 @@ export function readFileTool(opts: WorkspaceOptions): Tool {
       }
     },
   };
+}
+
+/** The largest image read_file attaches (as an MCP result's: bigger ones are refused as binary). */
+const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
+
+/** The file's bytes when it is an image by its signature (and small enough to attach); else null. */
+async function readImage(handle: FileHandle, size: number): Promise<{ media_type: string; data: Buffer } | null> {
+  if (size < 12 || size > MAX_IMAGE_BYTES) return null;
+  const head = Buffer.alloc(12);
+  await handle.read(head, 0, 12, 0);
+  const media = imageMediaType(head);
+  if (!media) return null;
+  const data = Buffer.alloc(size);
+  const { bytesRead } = await handle.read(data, 0, size, 0);
+  return { media_type: media, data: data.subarray(0, bytesRead) };
+}
+
+/**
+ * An image read: described in the result, its bytes a ToolImage — stored as a blob and sent on
+ * (tool-step.ts) when the session's model takes images, like an MCP ImageContent.
+ */
+function imageOutput(path: string, image: { media_type: string; data: Buffer }): ToolOutput {
+  const dims = imageSize(image.data);
+  const result = {
+    path,
+    image: image.media_type,
+    size: image.data.length,
+    ...(dims ?? {}),
+    note: "an image: attached after the tool results when the model takes images (models.modalities); otherwise this description is all",
+  };
+  return new ToolOutput(result, JSON.stringify(result), undefined, [{ media_type: image.media_type, data: image.data }]);
 }
 
 export function listDirTool(opts: WorkspaceOptions): Tool {

@@ -8,7 +8,7 @@
  * read-only): the approval shows the exact command and cwd.
  */
 import { resolve } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import type { Clock } from "../../../lib/clock.js";
 import { ToolInputError, ToolOutput, type Tool } from "../registry.js";
 import { ToolFailure } from "../tool-errors.js";

@@ -11,6 +11,7 @@ import type { Clock } from "../../../lib/clock.js";
 import type { Tool } from "../registry.js";
 import type { SourceListing, ToolSource } from "../tool-runtime.js";
 import { confineCwd, type WorkspaceRoots } from "./paths.js";
+import { workspaceFolders, type WorkspaceFolders } from "./folders.js";
 import { processKillTool, processOutputTool } from "./process-tools.js";
 import { listDirTool, readFileTool, searchFilesTool } from "./read-tools.js";
 import { terminalTool } from "./terminal-tool.js";
@@ -40,6 +41,8 @@ export interface CwdGate {
    * Throws CwdRefused (naming the roots) when the cwd lies outside every root.
    */
   confineCwd(cwd: string): Promise<string | undefined>;
+  /** The folder picker (`workspace.folders`): the roots, and inside one a folder's sub-folders; null without workspace tools. */
+  folders(path?: string): Promise<WorkspaceFolders | null>;
 }
 
 export class WorkspaceSource implements ToolSource, CwdGate {
@@ -70,6 +73,11 @@ export class WorkspaceSource implements ToolSource, CwdGate {
   async confineCwd(cwd: string): Promise<string | undefined> {
     if (!this.settings) return undefined;
     return (await confineCwd(cwd, this.roots())).cwd;
+  }
+
+  async folders(path?: string): Promise<WorkspaceFolders | null> {
+    if (!this.settings) return null;
+    return workspaceFolders(this.roots(), path);
   }
 
   async list(_req: unknown, reserved: ReadonlySet<string>): Promise<SourceListing> {

@@ -7,7 +7,7 @@
  */
 import { constants } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
-import { z } from "zod";
+import * as z from "zod";
 import { ToolInputError, ToolOutput, type Tool } from "../registry.js";
 import { ToolFailure } from "../tool-errors.js";
 import { parseArgs } from "./args.js";
