@@ -257,7 +257,11 @@ async function runSlowViewer(): Promise<void> {
       `${fmtRatio(r.pairRatioMedian)}) — ${ok ? "meets" : "MISSES"} ≥ 0.8; ` +
       `gateway CPU per turn ${r.cpuWithMs.toFixed(0)} vs ${r.cpuWithoutMs.toFixed(0)} ms; the paused viewer lagged and ` +
       `got session.resync in ${lagged}/${r.pairs} turns (median ${fmtInt(median(r.slowDeltas))} of ${fmtInt(r.n)} deltas, ` +
-      `${mib(median(r.slowBacklogBytes))} read before the resync).`,
+      `${mib(median(r.slowBacklogBytes))} read before the resync)` +
+      (r.fastLagged > 0
+        ? `; ${r.fastLagged} fast viewer-turn(s) lagged too (this process read slower than the gateway wrote: deltas ` +
+          `skipped then session.resync, as documented; each still got the whole text in message.complete).`
+        : "."),
   });
   rows.push({
     name: `slow viewer: gateway RSS growth (peak with − peak without)`,
