@@ -5,7 +5,7 @@ import { describePending, readAttachment } from "./chat-attach.js";
 import type { ChatRenderer } from "./chat-render.js";
 import type { ChatSession } from "./chat-session.js";
 import { formatSessionTable } from "./session-table.js";
-import { killProcess, listProcesses } from "./chat-processes.js";
+import { describeKilled, formatProcesses } from "./chat-processes.js";
 
 export const HELP = [
   "/new          start a new session",
@@ -53,7 +53,7 @@ export async function runCommand(line: string, ctx: CommandContext): Promise<"qu
       return undefined;
     case "ps":
       if (!ctx.session.sessionId) ctx.render.line("no session: /new or /resume ID");
-      else ctx.render.line(await listProcesses(ctx.client, ctx.session.sessionId));
+      else ctx.render.line(formatProcesses(await ctx.session.processes()));
       return undefined;
     case "attach":
       attach(line.slice(1).trim().slice("attach".length).trim(), ctx);
@@ -61,7 +61,7 @@ export async function runCommand(line: string, ctx: CommandContext): Promise<"qu
     case "kill":
       if (!args[0]) ctx.render.line("usage: /kill ID (see /ps)");
       else if (!ctx.session.sessionId) ctx.render.line("no session: /new or /resume ID");
-      else ctx.render.line(await killProcess(ctx.client, ctx.session.sessionId, args[0]));
+      else ctx.render.line(describeKilled(await ctx.session.killProcess(args[0])));
       return undefined;
     default:
       ctx.render.line(`unknown command /${name ?? ""} — /help lists them`);

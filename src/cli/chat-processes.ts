@@ -1,10 +1,9 @@
 /** `tether chat`'s `/ps` and `/kill ID`: the session's background processes (workspace terminal). */
-import { Method, type ProcessInfo } from "../protocol/index.js";
-import type { TetherClient } from "../client/index.js";
+import type { ProcessInfo } from "../protocol/index.js";
 import { terminalText, visibleText } from "./terminal-safe.js";
 
 /** One line per process: id, status (exit code or signal once ended), pid, command, last output line. */
-export function formatProcesses(processes: ProcessInfo[]): string {
+export function formatProcesses(processes: readonly ProcessInfo[]): string {
   if (processes.length === 0) return "no background processes in this session";
   return processes
     .map((p) => {
@@ -16,11 +15,7 @@ export function formatProcesses(processes: ProcessInfo[]): string {
     .join("\n");
 }
 
-export async function listProcesses(client: TetherClient, sessionId: string): Promise<string> {
-  return formatProcesses((await client.call(Method.ProcessList, { session_id: sessionId })).processes);
-}
-
-export async function killProcess(client: TetherClient, sessionId: string, id: string): Promise<string> {
-  const { process: p } = await client.call(Method.ProcessKill, { session_id: sessionId, id });
+/** What `/kill` says of the process it stopped. */
+export function describeKilled(p: ProcessInfo): string {
   return p.status === "lost" ? `${p.id} is lost (its gateway died): its exit is unknown, nothing was signalled` : `${p.id} ${p.status}`;
 }

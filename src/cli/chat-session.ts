@@ -1,23 +1,22 @@
 /**
- * The session `tether chat` is talking to: create/resume, the subscription that feeds the
- * renderer, submitting a line and waiting for its turn, interrupting it.
+ * The session `tether chat` is talking to, kept by the SDK's SessionView: it opens (creates or
+ * resumes) the session, holds its open requests, running turn and background processes, and
+ * sends each line with the idempotent submit (one request_id on every retry, so a line resent
+ * after a dropped connection never runs twice). This class prints: streamed frames as they come,
+ * requests as they open, and waits for a line's turn to end.
  */
-import { randomUUID } from "node:crypto";
-import { EventType, isFrameOf, Method, type Frame, type Snapshot } from "../protocol/index.js";
-import { OpenRequests, type TetherClient } from "../client/index.js";
+import { EventType, isFrameOf, Method, type Frame, type OpenRequest, type ProcessInfo } from "../protocol/index.js";
+import { SessionView, type TetherClient } from "../client/index.js";
 import type { PendingAttachment } from "./chat-attach.js";
 import { answerOf, describeRequest } from "./chat-requests.js";
 import type { ChatRenderer } from "./chat-render.js";
 import { TurnWaiter } from "./turn-waiter.js";
 
 export class ChatSession {
-  sessionId: string | undefined;
-  /** The turn running in this session, as seen from its frames (ours or another viewer's). */
-  runningTurn: string | undefined;
-  private unsubscribe: (() => void) | undefined;
+  private view: SessionView | undefined;
   private readonly turns = new TurnWaiter();
-  /** What the session waits for; the next line typed answers the oldest. */
-  readonly requests = new OpenRequests();
+  /** Requests already printed (a request is asked once, however often the view changes). */
+  private readonly shown = new Set<string>();
   /** `/attach`ed files, sent as parts with the next prompt (then cleared). */
   readonly attachments: PendingAttachment[] = [];
   private requestOpened: (() => void) | undefined;
@@ -27,15 +26,41 @@ export class ChatSession {
     private readonly render: ChatRenderer,
   ) {}
 
+  get sessionId(): string | undefined {
+    return this.view?.model?.sessionId;
+  }
+
+  /** The turn running in this session, as the view sees it (ours or another viewer's). */
+  get runningTurn(): string | undefined {
+    const m = this.view?.model;
+    return m?.running ? (m.currentTurn ?? "") : undefined;
+  }
+
+  /** What the session waits for, oldest first; the next line typed answers the oldest. */
+  get requests(): readonly OpenRequest[] {
+    return this.view?.getSnapshot().requests ?? [];
+  }
+
+  /** The session's background processes, read again from the gateway into the view. */
+  async processes(): Promise<readonly ProcessInfo[]> {
+    const view = this.requireView();
+    await view.refreshProcesses();
+    return view.getSnapshot().processes;
+  }
+
+  /** Stops background process `id` (SIGTERM, then SIGKILL): it as it ended. */
+  killProcess(id: string): Promise<ProcessInfo> {
+    return this.requireView().killProcess(id);
+  }
+
   async create(): Promise<void> {
-    const snapshot = await this.client.createSession();
-    this.attach(snapshot);
-    this.render.info(`session ${snapshot.session_id} (${snapshot.provider}/${snapshot.model}) — /help for commands`);
+    const created = await this.client.createSession();
+    await this.open(created.session_id);
+    this.render.info(`session ${created.session_id} (${created.provider}/${created.model}) — /help for commands`);
   }
 
   async resume(sessionId: string): Promise<void> {
-    const snapshot = await this.client.resumeSession(sessionId);
-    this.attach(snapshot);
+    const snapshot = await this.open(sessionId);
     const from = snapshot.resolved_from ? ` (continued from ${snapshot.resolved_from})` : "";
     this.render.info(`resumed ${snapshot.session_id}${from}: ${snapshot.messages.length} messages`);
     this.render.history(snapshot.messages);
@@ -43,34 +68,38 @@ export class ChatSession {
 
   /** Submits one line and resolves when its turn has ended. */
   async submit(text: string): Promise<void> {
-    const sessionId = this.requireSession();
-    // A fresh request_id per line: if this submit is retried after a drop, the server answers
-    // `duplicate` instead of running the turn twice.
+    const view = this.requireView();
     const parts = this.attachments.map((a) => a.part);
-    const answer = await this.client.call(Method.PromptSubmit, {
-      session_id: sessionId,
-      text,
-      request_id: randomUUID(),
+    let answer: { turn_id: string; status: string } | undefined;
+    let failure: unknown;
+    const sent = await view.submit(text, {
       ...(parts.length > 0 ? { parts } : {}),
+      onAnswer: (a) => (answer = a),
+      onFailed: (err) => (failure = err),
     });
+    if (!sent || !answer) {
+      // The line is not shown as a pending prompt here: the error is printed instead.
+      for (const q of view.getSnapshot().pending) if (q.status === "failed") view.dismissPending(q.requestId);
+      throw failure ?? new Error("no live session: /new or /resume ID");
+    }
     // Sent: the next prompt starts with none. (A refused submit throws first and keeps them.)
     this.attachments.length = 0;
     if (answer.status === "queued") this.render.info("(queued behind the running turn)");
-    this.runningTurn ??= answer.turn_id;
     await this.waitTurn(answer.turn_id);
   }
 
   /** Until the turn ends — or it waits for an answer (the next line gives it). */
   private async waitTurn(turnId: string): Promise<void> {
-    if (this.requests.size > 0) return;
+    if (this.requests.length > 0) return;
     await Promise.race([this.turns.wait(turnId), new Promise<void>((resolve) => (this.requestOpened = resolve))]);
     this.requestOpened = undefined;
   }
 
   /** Answers the oldest open request with a typed line; then waits for the turn again. */
   async answer(line: string): Promise<void> {
+    const view = this.requireView();
     const sessionId = this.requireSession();
-    const r = this.requests.list()[0];
+    const r = this.requests[0];
     if (!r) return;
     const answer = answerOf(r, line);
     if ("error" in answer) {
@@ -78,8 +107,9 @@ export class ChatSession {
       return;
     }
     await this.client.respond(sessionId, r.request_id, answer);
-    this.requests.apply({ type: "request.resolved", session_id: sessionId, epoch: "", ts: 0, payload: { request_id: r.request_id, by: "" } });
-    const next = this.requests.list()[0];
+    // Answered: gone from the view now, before its `request.resolved` frame comes.
+    view.update((m) => (m.requests = m.requests.filter((x) => x.request_id !== r.request_id)));
+    const next = this.requests[0];
     if (next) this.render.line(describeRequest(next));
     else await this.waitTurn(r.turn_id);
   }
@@ -94,46 +124,64 @@ export class ChatSession {
   }
 
   detach(): void {
-    this.unsubscribe?.();
-    this.unsubscribe = undefined;
-    this.runningTurn = undefined;
+    this.view?.dispose();
+    this.view = undefined;
+    this.shown.clear();
     this.turns.releaseAll();
   }
 
-  private attach(snapshot: Snapshot): void {
+  private async open(sessionId: string) {
     this.detach();
-    this.sessionId = snapshot.session_id;
-    this.requests.reset(snapshot.open_requests);
-    for (const r of this.requests.list()) this.render.line(describeRequest(r));
-    this.unsubscribe = this.client.subscribe(snapshot.session_id, (frame) => this.onFrame(frame), {
-      onSnapshot: (s) => this.render.snapshot(s),
-      onDropped: (err) => {
-        this.render.line(`session ${snapshot.session_id} is gone: ${err.message}`);
-        this.sessionId = undefined;
-        this.detach();
+    const view = new SessionView(this.client, {
+      onFrame: (frame) => this.onFrame(frame),
+      onMessageSnapshot: (s) => this.render.snapshot(s),
+      onDropped: (id, err) => {
+        this.render.line(`session ${id} is gone: ${err.message}`);
+        if (this.view === view) this.detach();
       },
-      onGap: (info) => this.render.info(`(some events of this session could not be recovered: ${info.reason})`),
+      onGap: (reason) => this.render.info(`(some events of this session could not be recovered: ${reason})`),
     });
+    this.view = view;
+    view.subscribe(() => this.showRequests(view));
+    try {
+      const snapshot = await view.open(sessionId);
+      if (!snapshot) throw new Error(`session ${sessionId} was not opened`);
+      return snapshot;
+    } catch (err) {
+      if (this.view === view) this.detach();
+      throw err;
+    }
+  }
+
+  /** Prints each request the first time the view shows it open (and wakes a line waiting on its turn). */
+  private showRequests(view: SessionView): void {
+    if (this.view !== view) return;
+    let opened = false;
+    for (const r of view.getSnapshot().requests) {
+      if (this.shown.has(r.request_id)) continue;
+      this.shown.add(r.request_id);
+      this.render.line(describeRequest(r));
+      opened = true;
+    }
+    if (opened) this.requestOpened?.();
   }
 
   private onFrame(frame: Frame): void {
-    if (frame.session_id !== this.sessionId) return;
     this.render.frame(frame);
-    const opened = this.requests.apply(frame);
-    if (opened) {
-      this.render.line(describeRequest(opened));
-      this.requestOpened?.();
-    }
-    if (frame.type === EventType.TurnStart && frame.turn_id) this.runningTurn = frame.turn_id;
     if (isFrameOf(frame, EventType.TurnComplete, EventType.TurnError)) {
       const turnId = frame.turn_id ?? frame.payload.turn_id;
-      if (turnId === this.runningTurn) this.runningTurn = undefined;
       if (turnId) this.turns.settle(turnId);
     }
   }
 
+  private requireView(): SessionView {
+    if (!this.view?.model) throw new Error("no session: /new or /resume ID");
+    return this.view;
+  }
+
   private requireSession(): string {
-    if (!this.sessionId) throw new Error("no session: /new or /resume ID");
-    return this.sessionId;
+    const id = this.sessionId;
+    if (!id) throw new Error("no session: /new or /resume ID");
+    return id;
   }
 }

@@ -92,7 +92,7 @@ export async function runChat(opts: ChatOptions): Promise<void> {
         try {
           if (line.startsWith("/")) {
             if ((await runCommand(line, { client, session, render })) === "quit") break;
-          } else if (session.requests.size > 0) {
+          } else if (session.requests.length > 0) {
             await Promise.race([session.answer(line), quit]);
           } else {
             interruptSent = false;

@@ -28,6 +28,10 @@ export interface SubmitOptions {
   parts?: PartInput[];
   /** A continue (`prompt.submit { continue: true }`): no text is sent; the last reply goes on. */
   continues?: boolean;
+  /** The gateway's answer (the turn it runs, queued, or `duplicate` of a send it had already seen). */
+  onAnswer?: (answer: { turn_id: string; status: string }) => void;
+  /** The error it failed with for good (the prompt stays pending as `failed`). */
+  onFailed?: (err: unknown) => void;
 }
 
 export interface SubmitDeps {
@@ -65,6 +69,7 @@ export async function sendPrompt(deps: SubmitDeps, current: () => SessionModel, 
       // A re-bind in between made a new model of the same session: settle the one shown now.
       settlePending(current(), requestId, res);
       deps.changed();
+      opts.onAnswer?.(res);
       return true;
     } catch (err) {
       if (!isTransient(err) || attempt >= deps.retry.attempts) {
@@ -72,6 +77,7 @@ export async function sendPrompt(deps: SubmitDeps, current: () => SessionModel, 
         model.pending = model.pending.map((q) => (q.requestId === requestId ? { ...q, status: "failed", error: errorText(err) } : q));
         model.version++;
         deps.changed();
+        opts.onFailed?.(err);
         return false;
       }
       if (err instanceof RpcError && err.code === ErrorCode.NotLive) await deps.rebind().catch(() => undefined);

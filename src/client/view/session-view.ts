@@ -17,7 +17,7 @@
  * `subscribe` / `getSnapshot` fit React's `useSyncExternalStore`: the snapshot is a new object
  * after every change and the same one between changes.
  */
-import { Method, type Frame, type ProcessInfo, type SessionSummary, type Snapshot, type Usage } from "../../protocol/index.js";
+import { Method, type Frame, type MessageSnapshot, type ProcessInfo, type SessionSummary, type Snapshot, type Usage } from "../../protocol/index.js";
 import type { ClientStatus } from "../status.js";
 import type { TetherClient } from "../tether-client.js";
 import { endedModel, isClosedError } from "./ended-session.js";
@@ -36,6 +36,10 @@ export interface SessionViewOptions {
   describe?: (sessionId: string) => SessionSummary | undefined;
   /** Every frame of the open session (`applied`: it changed the view), after it is applied. */
   onFrame?: (frame: Frame, applied: boolean) => void;
+  /** A streamed message's text so far, sent after a reconnect (after it is applied). */
+  onMessageSnapshot?: (snapshot: MessageSnapshot) => void;
+  /** Frames of the session were lost for good (the view opens it again). */
+  onGap?: (reason: string) => void;
   /** Each open that succeeded (an app's own, or one the view made after a gap, a suspension or a 4001 on submit). */
   onOpened?: (snapshot: Snapshot) => void;
   /** The subscription was dropped (the session is gone). */
@@ -243,11 +247,15 @@ export class SessionView {
           const m = model();
           if (!m) return;
           applyMessageSnapshot(m, snap);
+          this.opts.onMessageSnapshot?.(snap);
           this.emit();
         },
         onDropped: (err) => this.dropped(sessionId, err),
         onSuspended: reopen,
-        onGap: reopen,
+        onGap: (info) => {
+          this.opts.onGap?.(info.reason);
+          reopen();
+        },
       },
     );
   }
@@ -274,13 +282,26 @@ export class SessionView {
 
   private async loadProcesses(model: SessionModel): Promise<void> {
     try {
-      const { processes } = await this.client.call(Method.ProcessList, { session_id: model.sessionId });
-      if (this.current !== model) return;
-      seedProcesses(model, processes);
-      this.emit();
+      await this.seedFromList(model);
     } catch {
       // frames still tell what starts and ends from now on
     }
+  }
+
+  /**
+   * Reads the open session's background processes again (`process.list`) into the view: for a
+   * list a user asked for, which must not miss one the opening's own read has not brought yet.
+   */
+  async refreshProcesses(): Promise<void> {
+    const model = this.current;
+    if (model && model.state !== "ended") await this.seedFromList(model);
+  }
+
+  private async seedFromList(model: SessionModel): Promise<void> {
+    const { processes } = await this.client.call(Method.ProcessList, { session_id: model.sessionId });
+    if (this.current !== model) return;
+    seedProcesses(model, processes);
+    this.emit();
   }
 
   /**
