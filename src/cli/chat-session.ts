@@ -6,7 +6,7 @@
  * requests as they open, and waits for a line's turn to end.
  */
 import { EventType, isFrameOf, Method, type Frame, type OpenRequest, type ProcessInfo } from "../protocol/index.js";
-import { SessionView, type TetherClient } from "../client/index.js";
+import { SessionView, type SubmitRetry, type TetherClient } from "../client/index.js";
 import type { PendingAttachment } from "./chat-attach.js";
 import { answerOf, describeRequest } from "./chat-requests.js";
 import type { ChatRenderer } from "./chat-render.js";
@@ -24,6 +24,8 @@ export class ChatSession {
   constructor(
     private readonly client: TetherClient,
     private readonly render: ChatRenderer,
+    /** The submit's retry (the SDK's defaults when absent). */
+    private readonly retry?: SubmitRetry,
   ) {}
 
   get sessionId(): string | undefined {
@@ -133,6 +135,7 @@ export class ChatSession {
   private async open(sessionId: string) {
     this.detach();
     const view = new SessionView(this.client, {
+      ...(this.retry ? { retry: this.retry } : {}),
       onFrame: (frame) => this.onFrame(frame),
       onMessageSnapshot: (s) => this.render.snapshot(s),
       onDropped: (id, err) => {
