@@ -10,6 +10,8 @@ import { RpcSocket } from "../support/rpc-socket.js";
 import { dropTestSchemas, pgAvailable, pgQuery, pgTestUrl } from "../support/pg.js";
 import { eventually } from "../support/sse-client.js";
 import { dropTestKeys, redisAvailable, redisTestUrl } from "../support/redis.js";
+import WebSocket from "ws";
+import { TetherClient } from "../../src/client/index.js";
 
 const running: SpawnedGateway[] = [];
 afterEach(async () => {
@@ -141,7 +143,13 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
     const b = await node(store, env, ["--bus", bus]);
     const sa = await RpcSocket.open(a.wsUrl);
     const sid = (await sa.call("session.create", {})).session_id;
-    await sa.call("prompt.submit", { session_id: sid, text: "count to 100000" });
+    // An SDK viewer on A too: what an app sees (each seq once, in order).
+    const sdk = new TetherClient({ url: a.wsUrl, WebSocket: WebSocket as never, backoff: { initialMs: 20, maxMs: 300, jitter: 0.3 } });
+    const seen: Frame<any>[] = [];
+    sdk.subscribe(sid, (f) => seen.push(f as Frame<any>), { afterSeq: 0 });
+    await sdk.connect();
+    await sdk.resumeSession(sid);
+    const first = await sa.call("prompt.submit", { session_id: sid, text: "count to 100000" });
     await sa.waitFor(() => sa.sessionEvents(sid).filter((f) => f.type === "message.delta").length >= 20);
     a.child.kill("SIGSTOP");
     await eventually(async () => {
@@ -163,6 +171,15 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
     expect(end.payload.status).toBe("complete");
     const seqs = sa.sessionEvents(sid).filter((f) => f.seq !== undefined).map((f) => f.seq!);
     expect(new Set(seqs).size).toBe(seqs.length);
+    // The SDK on A: A's interrupted turn (written by B, from the catch-up), then B's turn live, each seq once.
+    const ends = () => seen.filter((f) => f.type === "turn.complete");
+    await sa.waitFor(() => ends().some((f) => f.turn_id === next.turn_id), 20_000);
+    expect(ends().map((f) => [f.turn_id, f.payload.status])).toEqual([[first.turn_id, "interrupted"], [next.turn_id, "complete"]]);
+    const sdkSeqs = seen.map((f) => f.seq!);
+    expect(sdkSeqs).toEqual([...new Set(sdkSeqs)].sort((x, y) => x - y));
+    const reply = seen.find((f) => f.type === "message.complete" && f.turn_id === next.turn_id && f.payload.role === "assistant");
+    expect(reply?.payload.content).toBe("1 2 3 4 5");
+    sdk.close();
     sa.close();
     sb.close();
   });
