@@ -353,7 +353,7 @@ async function runStartup(): Promise<void> {
   const r: StartupResult = await benchStartup({ ...SIZES.startup, ...(beforeArg ? { beforeBin: beforeArg.slice("--startup-before=".length) } : {}) });
   results.startup = r;
   const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
-  const { tether, floor, before } = r;
+  const { tether, floor, deps, before } = r;
   const startRatio = tether.ms / floor.ms;
   const okStart = startRatio <= 3;
   const okRss = tether.rss <= 64 * 2 ** 20;
@@ -372,6 +372,18 @@ async function runStartup(): Promise<void> {
       `(${fmtRatio(tether.cpuMs / floor.cpuMs)}×${before ? `; before ${fmtRatio(before.cpuMs / floor.cpuMs)}×` : ""}); /healthz and a WebSocket ping answered ` +
       `${fmtMs(tether.servingMs)} after spawn (samples ${tether.samples.ms.join(", ")} ms; floor ${floor.samples.ms.join(", ")} ms` +
       `${before ? `; before ${before.samples.ms.join(", ")} ms` : ""}).`,
+  });
+  rows.push({
+    name: "startup: the dependencies alone (commander, pino, ws, better-sqlite3, hono on @hono/node-server) vs the bare server",
+    value: `${fmtMs(deps.cpuMs)} CPU, ${mib(deps.rss)}`,
+    baseline: `${fmtMs(floor.cpuMs)} CPU, ${mib(floor.rss)}`,
+    ratio: `${fmtRatio(deps.cpuMs / floor.cpuMs)} CPU, ${fmtRatio(deps.ms / floor.ms)} spawn → line`,
+    target: "—",
+    ok: "—",
+    verdict:
+      `dependencies alone: listening ${fmtMs(deps.ms)} after spawn (${fmtRatio(deps.ms / floor.ms)}× the bare server), CPU ${fmtMs(deps.cpuMs)} ` +
+      `(${fmtRatio(deps.cpuMs / floor.cpuMs)}×), idle RSS ${mib(deps.rss)} — the part of tether's ${fmtMs(tether.cpuMs)} CPU and ` +
+      `${mib(tether.rss)} that is not Tether's own code (samples ${deps.samples.ms.join(", ")} ms).`,
   });
   rows.push({
     name: "startup: idle RSS (no sessions, after /healthz + ping, 1 s settled) vs the bare node:http server",

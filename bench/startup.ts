@@ -13,6 +13,11 @@
  *
  * `--startup-before=PATH/bin/tether.js` adds a third process to the same loop (e.g. main's build
  * in a temp clone), for before/after figures from one run.
+ *
+ * A second floor, `deps`, loads what `tether serve` cannot start without and nothing of Tether:
+ * commander, pino, ws, better-sqlite3 opening a new WAL file, node:v8 and node:crypto, and a hono
+ * app on @hono/node-server (which loads undici and http2) answering `/healthz`. What Tether's own
+ * code costs is the gap between it and tether; what is left below it is the dependencies'.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -41,6 +46,8 @@ export interface StartupResult {
   tether: StartupFigures;
   /** The bare node:http server. */
   floor: StartupFigures;
+  /** The dependencies alone (DEPS_SOURCE). */
+  deps: StartupFigures;
   /** `--startup-before` (another build of tether), when given. */
   before?: StartupFigures & { bin: string };
 }
@@ -53,6 +60,29 @@ const http = require("node:http");
 const server = http.createServer((req, res) => { res.setHeader("content-type", "application/json"); res.end('{"status":"ok"}'); });
 server.listen(0, "127.0.0.1", () => console.log(${JSON.stringify(LINE_PREFIX)} + server.address().port));
 `;
+/**
+ * The dependencies' floor (run from the repo, so the packages resolve): the same packages loaded
+ * the way dist/ loads them (CommonJS ones by require), a new SQLite file in WAL mode, and a hono
+ * app on @hono/node-server.
+ */
+const DEPS_SOURCE = `
+import { createRequire } from "node:module";
+const require = createRequire(process.cwd() + "/package.json");
+require("commander");
+require("ws");
+require("pino").pino({}, { write() {} });
+const Database = require("better-sqlite3");
+new Database(process.argv[1]).pragma("journal_mode = WAL");
+await import("node:v8");
+(await import("node:crypto")).randomUUID();
+const { createAdaptorServer } = await import("@hono/node-server");
+const { Hono } = await import("hono");
+const app = new Hono();
+app.get("/healthz", (c) => c.json({ status: "ok" }));
+const server = createAdaptorServer({ fetch: app.fetch });
+server.listen(0, "127.0.0.1", () => console.log(${JSON.stringify(LINE_PREFIX)} + server.address().port));
+`;
+const REPO = fileURLToPath(new URL("..", import.meta.url));
 /** Clock ticks per second of /proc/PID/stat's utime and stime (USER_HZ: 100 on Linux). */
 const USER_HZ = 100;
 
@@ -77,13 +107,19 @@ interface Run {
   rss: number;
 }
 
-type Kind = { kind: "floor" } | { kind: "tether"; bin: string };
+type Kind = { kind: "floor" } | { kind: "deps" } | { kind: "tether"; bin: string };
 
 async function runOnce(what: Kind): Promise<Run> {
   const dir = mkdtempSync(join(tmpdir(), "tether-bench-startup-"));
-  const args = what.kind === "tether" ? [what.bin, "serve", "--port", "0", "--db", join(dir, "tether.db")] : ["-e", FLOOR_SOURCE];
+  const args =
+    what.kind === "tether"
+      ? [what.bin, "serve", "--port", "0", "--db", join(dir, "tether.db")]
+      : what.kind === "deps"
+        ? ["--input-type=module", "-e", DEPS_SOURCE, join(dir, "tether.db")]
+        : ["-e", FLOOR_SOURCE];
   const t0 = performance.now();
   const child = spawn(process.execPath, args, {
+    cwd: REPO,
     env: { ...process.env, TETHER_LOG_LEVEL: "warn", TETHER_CONFIG: join(dir, "config.yaml") },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -129,6 +165,7 @@ function figures(runs: Run[]): StartupFigures {
 export async function benchStartup(opts: { runs: number; beforeBin?: string }): Promise<StartupResult> {
   const kinds: Array<{ name: string; what: Kind; runs: Run[] }> = [
     { name: "floor", what: { kind: "floor" }, runs: [] },
+    { name: "deps", what: { kind: "deps" }, runs: [] },
     { name: "tether", what: { kind: "tether", bin: BIN }, runs: [] },
   ];
   if (opts.beforeBin) kinds.push({ name: "before", what: { kind: "tether", bin: opts.beforeBin }, runs: [] });
@@ -138,10 +175,11 @@ export async function benchStartup(opts: { runs: number; beforeBin?: string }): 
     for (const k of kinds) k.runs.push(await runOnce(k.what));
     progress("startup", `run ${i + 1}/${opts.runs}: ` + kinds.map((k) => `${k.name} ${k.runs[i]!.ms.toFixed(0)} ms`).join(", "));
   }
-  const [floor, tether, before] = kinds;
+  const [floor, deps, tether, before] = kinds;
   return {
     runs: opts.runs,
     floor: figures(floor!.runs),
+    deps: figures(deps!.runs),
     tether: figures(tether!.runs),
     ...(before && opts.beforeBin ? { before: { ...figures(before.runs), bin: opts.beforeBin } } : {}),
   };

@@ -147,8 +147,6 @@ interface ProcessParts {
   retention: RetentionJob[];
   /** Every open store by profile (the `-wal` gauge). */
   stores: Array<[profile: string, store: Store]>;
-  /** Bots, rooms and the agent outbox across the profiles (set once the profile registry exists). */
-  messaging?: Messaging;
   /** Host and Origin checks of HTTP and WebSocket (updated by a reload). */
   guard: RequestGuard;
   /** Quotas per principal across every profile (config `quotas`, read at each decision). */
@@ -156,13 +154,13 @@ interface ProcessParts {
 }
 
 /** The workspace source of `profile` (built with its tool runtime). */
-function workspaceFor(parts: ProcessParts, profile: string): WorkspaceSource {
-  toolsFor(parts, profile);
+function workspaceFor(parts: ProcessParts, profile: string, messaging: Messaging): WorkspaceSource {
+  toolsFor(parts, profile, messaging);
   return parts.workspaces.get(profile)!;
 }
 
 /** The tool runtime of `profile`, built on first use from the config as it is now. */
-function toolsFor(parts: ProcessParts, profile: string): ToolRuntime {
+function toolsFor(parts: ProcessParts, profile: string, messaging: Messaging): ToolRuntime {
   let runtime = parts.tools.get(profile);
   if (!runtime) {
     const config = toolsConfigFor(parts.current.config, profile);
@@ -172,11 +170,10 @@ function toolsFor(parts: ProcessParts, profile: string): ToolRuntime {
     const protect = () => gatewayPaths(parts.current.config, parts.configPath);
     const workspace = new WorkspaceSource({ clock: parts.clock, config, protect });
     parts.workspaces.set(profile, workspace);
-    // message_agent sends through the process's outbox, which exists once the profiles do.
-    const messenger = () =>
-      parts.messaging && {
-        prepare: (req: { sessionId: string; to: string; text: string }) => parts.messaging!.outbox.prepare(profile, req.sessionId, req.to, req.text),
-      };
+    // message_agent sends through the process's outbox (made before any profile: profiles.ts).
+    const messenger = () => ({
+      prepare: (req: { sessionId: string; to: string; text: string }) => messaging.outbox.prepare(profile, req.sessionId, req.to, req.text),
+    });
     runtime = new ToolRuntime({ builtin: createDefaultTools({ messenger }), sources: [mcp, workspace], config, logger });
     parts.tools.set(profile, runtime);
   }
@@ -221,12 +218,11 @@ export async function startServer(config: TetherConfig, deps: ServerDeps): Promi
     quotas: new PrincipalQuotas(() => effectiveQuotas(parts.current.config), clock),
   };
   exportFailed.to = (spans) => parts.metrics?.traceExportFailed(spans);
-  const defaultProfile = makeProfile(parts, store, DEFAULT_PROFILE);
+  const { profiles, profileStores } = profileRegistry(parts, store);
+  const defaultProfile = profiles.defaultProfile;
   const unbridge = bridgeGlobals(defaultProfile.sessions, parts.bus);
   await defaultProfile.sessions.start();
   startRetention(parts, store);
-  const { profiles, profileStores } = profileRegistry(parts, defaultProfile);
-  parts.messaging = profiles.messaging;
   profiles.messaging.start();
   // Draining (SIGTERM behind a balancer) fails readiness before anything stops.
   let draining = false;
@@ -349,7 +345,7 @@ function startRetention(parts: ProcessParts, store: Store): void {
 }
 
 /** One profile on its own store: its sessions (with the config as it is now) and its HTTP records. */
-function makeProfile(parts: ProcessParts, store: Store, name: string): Profile {
+function makeProfile(parts: ProcessParts, store: Store, name: string, messaging: Messaging): Profile {
   const { config, catalog } = parts.current;
   const { clock, ids, epoch } = parts;
   // Turns are labelled by profile; every commit's latency is timed.
@@ -368,8 +364,8 @@ function makeProfile(parts: ProcessParts, store: Store, name: string): Profile {
     ringBudget: parts.ringBudget,
     ringLimits: { maxFrames: config.limits.ringFrames, maxBytes: config.limits.ringBytes },
     providers: catalog,
-    tools: toolsFor(parts, name),
-    workspace: workspaceFor(parts, name),
+    tools: toolsFor(parts, name, messaging),
+    workspace: workspaceFor(parts, name, messaging),
     busyPolicy: config.busyPolicy,
     maxIterations: config.limits.maxIterations,
     lifecycle: config.lifecycle,
@@ -391,10 +387,10 @@ function makeProfile(parts: ProcessParts, store: Store, name: string): Profile {
 }
 
 /** Every profile: the default one (the process's own store), others opened on first use. */
-function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profiles: ProfileRegistry; profileStores: Store[] } {
+function profileRegistry(parts: ProcessParts, store: Store): { profiles: ProfileRegistry; profileStores: Store[] } {
   const profileStores: Store[] = [];
   const profiles = new ProfileRegistry({
-    defaultProfile,
+    defaultProfile: (messaging) => makeProfile(parts, store, DEFAULT_PROFILE, messaging),
     profileNames: () => Object.keys(parts.current.config.profiles).filter((n) => n !== DEFAULT_PROFILE),
     botOf: (name) => parts.current.config.profiles[name]?.bot,
     roomHopLimit: () => parts.current.config.messaging.room_hop_limit,
@@ -405,12 +401,12 @@ function profileRegistry(parts: ProcessParts, defaultProfile: Profile): { profil
     processId: parts.processId,
     logger: parts.logger,
     clock: parts.clock,
-    open: async (name) => {
+    open: async (name, messaging) => {
       const { config } = parts.current;
       const path = expandHome(config.profiles[name]?.db ?? join(expandHome(config.home), "profiles", name, "tether.db"));
       const profileStore = await openStore(path, { walMaxBytes: config.sqlite.wal_max_bytes });
       profileStores.push(profileStore);
-      const profile = makeProfile(parts, profileStore, name);
+      const profile = makeProfile(parts, profileStore, name, messaging);
       await profile.sessions.start();
       startRetention(parts, profileStore);
       parts.logger.info({ profile: name, store: path }, "profile opened");

@@ -3,9 +3,11 @@
  * core up, each handed the parts below it — no part is told about one above it. The only turn
  * back is the registry's opener: a turn may open sessions (a continuation, a sub-agent's child),
  * so the wings open through the live registry, and the assembler that builds runtimes is
- * installed in it last, once everything it hooks into exists.
+ * installed in it last, once everything it hooks into exists. The other turn back is the turn
+ * entry: the wings' own turns (a delegation's task, an agent message, a room member's answer, a
+ * delivery's wake) enter through the manager's front door, handed down as a TurnDoor.
  *
- *   const parts = assembleSessions(deps);   // SessionManager does this; tests may reach `manager.parts`
+ *   const parts = assembleSessions(deps, door);   // SessionManager does this; tests reach them by sessionRooms(manager)
  */
 import { CompressionSchema, DelegationSchema, toolsConfigFor, type TetherConfig } from "../config/index.js";
 import type { ProviderCatalog } from "../agent/provider-catalog.js";
@@ -14,6 +16,7 @@ import { GlobalFrames } from "./core/global-frames.js";
 import { LiveRegistry } from "./core/live-registry.js";
 import type { LiveSettings } from "./core/live-settings.js";
 import type { SessionManagerDeps } from "./core/types.js";
+import type { PrincipalQuotas } from "./core/principal-quotas.js";
 import { Lifecycle } from "./lifecycle/lifecycle.js";
 import { Ownership } from "./lifecycle/ownership.js";
 import { ReapTimers } from "./lifecycle/reap-timers.js";
@@ -33,6 +36,8 @@ import { RuntimeAssembly } from "./runtime-assembly.js";
 import { RequestService } from "./requests/request-service.js";
 import { ProcessService } from "./processes/process-service.js";
 import { SessionWork } from "./messaging/session-work.js";
+import { TipDelivery } from "./delivery/tip-delivery.js";
+import type { TurnDoor } from "./delivery/turn-door.js";
 import { CommandResolver } from "./commands/resolver.js";
 import { CommandHandlers } from "./commands/handlers.js";
 import { Approvals } from "./requests/approvals.js";
@@ -72,7 +77,7 @@ export interface SessionParts {
 
 type LifecycleParts = Pick<SessionParts, "ownership" | "logs" | "ending" | "lifecycle" | "binding" | "recovery">;
 
-export function assembleSessions(deps: SessionManagerDeps): SessionParts {
+export function assembleSessions(deps: SessionManagerDeps, door: TurnDoor): SessionParts {
   const { clock, ids, logger, store } = deps;
   const metrics = deps.metrics ?? noopMetrics;
   // core
@@ -88,23 +93,53 @@ export function assembleSessions(deps: SessionManagerDeps): SessionParts {
   const requests = new RequestService({ store, clock, ids, logger, registry, settings });
   // processes
   const processes = new ProcessService({ store, clock, ids, logger, processId: deps.processId });
+  // delivery: into live tips, for delegation and messaging alike
+  const delivery = new TipDelivery({ store, logger, registry, ownership, logs: lifecycle.logs, door });
   // the wings
   const rotation = new Rotation({ clock, ids, logger, metrics, registry, ownership, timers, binding });
   const compressor = new Compressor({ store, clock, logger, settings, registry, rotation });
-  const delegations = delegationWing(deps, settings, registry, switching, lifecycle);
+  const delegations = delegationWing(deps, settings, registry, switching, lifecycle, { delivery, door });
   const routing = clusterWing(deps, registry, lifecycle);
   if (routing) lifecycle.ending.moveViewersWith((id, after, viewer) => routing.remote.follow(id, after, viewer));
-  const work = new SessionWork({ profile: settings.profile?.name ?? "default", store, clock, ids, logger, committer: deps.committer, registry, binding, ownership, switching, logs: lifecycle.logs, epoch: deps.epoch });
+  const work = new SessionWork({ profile: settings.profile?.name ?? "default", store, clock, ids, logger, committer: deps.committer, registry, binding, delivery, door });
   // views (a Snapshot lists the session's delegations: the wing is handed down as a lister)
   const views = new SessionViews({ store, epoch: deps.epoch, clock, registry, ownership, delegations });
   // commands: one resolver for every command a transport or a sibling node asks of a session
   const supersede = (rt: SessionRuntime) => lifecycle.ending.supersede(rt);
   const resolver = new CommandResolver({ store, committer: deps.committer, clock, logger, processId: deps.processId, registry, ownership, binding, supersede, routing });
-  const commands = new CommandHandlers({ ...deps, settings, registry, lifecycle: lifecycle.lifecycle, switching, requests, processes, views, resolver });
+  const commands = new CommandHandlers({ ...deps, settings, registry, lifecycle: lifecycle.lifecycle, ending: lifecycle.ending, switching, requests, processes, views, resolver });
   const approvals = new Approvals({ store, committer: deps.committer }, openRequestsOf);
   // the top: the one assembler of a runtime, installed last in the registry's door
   registry.useOpener(new RuntimeAssembly({ store, clock, ids, logger, tools: deps.tools, settings, registry, switching, compressor, delegations, requests, processes, ...lifecycle }));
   return { settings, registry, globals, switching, views, compressor, delegations, requests, processes, routing, work, commands, approvals, ...lifecycle };
+}
+
+/** Starts the rooms' background work: heartbeat, reaping, lease renewal, the startup sweep, recoveries. */
+export async function startRooms(parts: SessionParts): Promise<void> {
+  await parts.lifecycle.start();
+  parts.delegations.startRecovery();
+  parts.recovery.start();
+}
+
+/**
+ * Stops them within `budgetMs`: interrupts every running turn, writes what it had and ends the live
+ * sessions as `shutdown` — a hung write never blocks exit. Every end stops its session's background
+ * processes; the sweep after it catches those of a runtime that went another way (a rotation).
+ */
+export async function stopRooms(parts: SessionParts, budgetMs: number): Promise<{ completed: boolean }> {
+  parts.delegations.stop();
+  parts.routing?.remote.close();
+  parts.lifecycle.stop();
+  parts.recovery.stop();
+  const ended = await parts.ending.endAllWithin(budgetMs);
+  await parts.processes.stopAll();
+  return ended;
+}
+
+/** This profile's counts in the process's quotas (shared by every profile); returns the untrack. */
+export function trackQuotas(quotas: PrincipalQuotas | undefined, views: SessionViews): () => void {
+  const counts = { liveSessions: (p: string) => views.liveSessions(p), turns: (p: string) => views.turnCount({ principal: p }), queuedPromptBytes: (p: string) => views.queuedPromptBytes(p) };
+  return quotas?.track(counts) ?? (() => undefined);
 }
 
 /** Live reload: every part reads the new values at its next decision (providers: at the next open). */
@@ -180,6 +215,7 @@ function delegationWing(
   registry: LiveRegistry,
   switching: ModelSwitching,
   life: LifecycleParts,
+  front: { delivery: TipDelivery; door: TurnDoor },
 ): DelegationService {
   const { store, committer, clock, ids, logger, processId } = deps;
   const host = new SessionsDelegationHost({
@@ -188,13 +224,12 @@ function delegationWing(
     clock,
     ids,
     logger,
-    epoch: deps.epoch,
     processId,
     registry,
     ownership: life.ownership,
-    logs: life.logs,
     ending: life.ending,
     switching,
+    ...front,
   });
   return new DelegationService({ store: store.delegations, committer, clock, ids, logger, processId, settings, host });
 }

@@ -4,11 +4,15 @@
  * then its runtime (built from the row, not read back), its first `session.info` and the viewer.
  * Bound from the first instant, so a viewer that leaves meanwhile cannot park it under the caller.
  * `session.create` answers once the row is stored; a turn entry starts its turn before (see
- * SessionManager.createForTurn).
+ * SessionManager.createForTurn). The gateway's own sessions (a bot's chat, an agent inbox, a room,
+ * a room member's) are created here too, under a known id (`knownId`).
+ *
+ * A session that follows its profile's config (`follow_profile_config`, `room_plumbing`) starts on
+ * the profile's default model, whatever it names.
  */
 import { ErrorCode, EventType, TetherError, type Snapshot } from "../protocol/index.js";
 import { CwdRefused, type WorkspaceFolders } from "../agent/tools/workspace/index.js";
-import { storage } from "./core/session-access.js";
+import { assertOwner, storage } from "./core/session-access.js";
 import { checkClientTools } from "./core/client-tools.js";
 import { sessionInfo } from "./core/session-info.js";
 import type { Caller, CreateParams, SessionManagerDeps } from "./core/types.js";
@@ -63,10 +67,12 @@ export function createSession(
   caller: Caller,
   params: CreateParams,
   viewer: Viewer | undefined,
+  /** The session's id when the caller names it (a known id); else a new one. */
+  knownId?: string,
 ): Promise<CreatedSession> {
   // Only a cwd waits for the file system (a stateless chat completion's session starts at once).
-  if (params.cwd === undefined || !deps.workspace) return created(deps, parts, caller, params, viewer);
-  return confinedCwd(deps, params.cwd).then((cwd) => created(deps, parts, caller, { ...params, cwd }, viewer));
+  if (params.cwd === undefined || !deps.workspace) return created(deps, parts, caller, params, viewer, knownId);
+  return confinedCwd(deps, params.cwd).then((cwd) => created(deps, parts, caller, { ...params, cwd }, viewer, knownId));
 }
 
 function created(
@@ -75,11 +81,13 @@ function created(
   caller: Caller,
   params: CreateParams,
   viewer: Viewer | undefined,
+  knownId: string | undefined,
 ): Promise<CreatedSession> {
   const { switching, binding, registry, ownership } = parts;
-  const { provider, model } = switching.pickModel(params.provider, params.model);
+  const follows = params.follow_profile_config || params.room_plumbing;
+  const { provider, model } = follows ? switching.profileDefault() : switching.pickModel(params.provider, params.model);
   const row = newSessionRow({
-    id: deps.ids.next("ses"),
+    id: knownId ?? deps.ids.next("ses"),
     principal: caller.principal,
     profile: params.profile ?? parts.settings.profile?.name ?? "default",
     params,
@@ -104,4 +112,56 @@ function created(
     deps.logger.info({ session_id: row.id, provider, model }, "session created");
     return { runtime, durable };
   });
+}
+
+/** Creations of known ids in flight, per manager: a second call for the same id joins the first. */
+const creatingKnown = new WeakMap<SessionParts, Map<string, Promise<boolean>>>();
+
+/**
+ * Creates the caller's session `id` (a known id: the gateway's own sessions) unless it exists —
+ * live here, or stored with any end (a closed one stays closed). True when this call created it;
+ * answers once its row is stored. Two racing calls create it once: in one process the second joins
+ * the first; across processes the loser's insert fails and it finds the winner's row.
+ */
+export function createKnownSession(
+  deps: SessionManagerDeps,
+  parts: SessionParts,
+  caller: Caller,
+  id: string,
+  params: CreateParams,
+  admit: <T>(create: () => Promise<T>) => Promise<T>,
+): Promise<boolean> {
+  let mine = creatingKnown.get(parts);
+  if (!mine) creatingKnown.set(parts, (mine = new Map()));
+  const joined = mine.get(id);
+  if (joined) return joined.then(() => false);
+  const creating = createKnownOnce(deps, parts, caller, id, params, admit).finally(() => mine.delete(id));
+  mine.set(id, creating);
+  return creating;
+}
+
+async function createKnownOnce(
+  deps: SessionManagerDeps,
+  parts: SessionParts,
+  caller: Caller,
+  id: string,
+  params: CreateParams,
+  admit: <T>(create: () => Promise<T>) => Promise<T>,
+): Promise<boolean> {
+  const existing = parts.registry.get(id)?.row ?? (await storage(() => deps.store.getSession(id)));
+  if (existing) {
+    assertOwner(caller, existing);
+    return false;
+  }
+  try {
+    const made = await admit(() => createSession(deps, parts, caller, params, undefined, id));
+    await made.durable;
+    return true;
+  } catch (err) {
+    // Another process inserted it first: that one is the session.
+    const theirs = await deps.store.getSession(id).catch(() => null);
+    if (!theirs) throw err;
+    assertOwner(caller, theirs);
+    return false;
+  }
 }

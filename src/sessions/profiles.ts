@@ -32,11 +32,15 @@ export interface Profile {
 }
 
 export interface ProfileRegistryDeps {
-  defaultProfile: Profile;
+  /**
+   * Makes the default profile, handed the process's messaging (its `message_agent` tool sends
+   * through the outbox): the messaging exists first, so nothing is wired in after the profiles.
+   */
+  defaultProfile: (messaging: Messaging) => Profile;
   /** Names of the configured profiles besides `default` (read at each call: config reloads). */
   profileNames: () => string[];
   /** Opens a profile's store and starts its manager; throws when the store cannot be opened. */
-  open: (name: string) => Promise<Profile>;
+  open: (name: string, messaging: Messaging) => Promise<Profile>;
   logger: Logger;
   clock: Clock;
   /** A call waits at most this long for a profile's store to open, then answers 5070. @default 10_000 */
@@ -65,19 +69,24 @@ export class ProfileRegistry {
   /** Bots and rooms across this gateway's profiles. */
   readonly messaging: Messaging;
 
+  /** The profile made at construction (`default`). */
+  readonly defaultProfile: Profile;
+
   constructor(private readonly deps: ProfileRegistryDeps) {
-    this.adopt(deps.defaultProfile);
+    // Bots and rooms first: a profile's tools send through them. Its directory reads the profiles
+    // only when a message goes out, by then they exist.
     this.messaging = new Messaging({
       directory: this.directory(),
       logger: deps.logger,
       hopLimit: deps.roomHopLimit ?? (() => 3),
       clock: deps.clock,
       ids: deps.ids ?? randomIds,
-      processId: deps.processId ?? `proc-${deps.defaultProfile.sessions.epoch}`,
+      processId: deps.processId ?? `proc-${deps.clock.now()}`,
       outbox: deps.outbox ?? (() => ({ poll_s: 30, push: true, claim_ttl_s: 5 })),
       ...(deps.remote ? { remote: deps.remote } : {}),
       ...(deps.bus ? { bus: deps.bus } : {}),
     });
+    this.defaultProfile = this.adopt(deps.defaultProfile(this.messaging));
   }
 
   /** Every profile by its bot name (or its own), and its messaging wing. */
@@ -98,11 +107,7 @@ export class ProfileRegistry {
   }
 
   get epoch(): string {
-    return this.deps.defaultProfile.sessions.epoch;
-  }
-
-  get defaultProfile(): Profile {
-    return this.deps.defaultProfile;
+    return this.defaultProfile.sessions.epoch;
   }
 
   /** The profile named `name` (default when absent), opening its store on first use. */
@@ -118,7 +123,7 @@ export class ProfileRegistry {
     let opening = this.opening.get(wanted);
     if (!opening) {
       opening = this.deps
-        .open(wanted)
+        .open(wanted, this.messaging)
         .then((p) => this.adopt(p))
         .catch((err: unknown) => {
           this.deps.logger.error({ err, profile: wanted }, "profile store unavailable");

@@ -23,8 +23,8 @@ import { deleteSession } from "./lifecycle/session-delete.js";
 import { exportSession, type ExportFormat } from "./views/session-export.js";
 import type { RequestAnswer } from "./requests/request-shapes.js";
 import type { SessionWork } from "./messaging/session-work.js";
-import { applyLiveConfig, assembleSessions, type SessionParts } from "./assembly.js";
-import { admitSession, createSession, listWorkspaceFolders } from "./creating.js";
+import { applyLiveConfig, assembleSessions, startRooms, stopRooms, trackQuotas, type SessionParts } from "./assembly.js";
+import { admitSession, createKnownSession, createSession, listWorkspaceFolders } from "./creating.js";
 import { detachViewer, detachFrom, resumeSession, type ResumeDeps } from "./resuming.js";
 import { lineageDelegations, sinceOf } from "./session-reads.js";
 import { runTurn, type TurnConfig } from "./commands/turn-steps.js";
@@ -39,11 +39,7 @@ type Opts = { afterOffset?: number | undefined; tail?: number | undefined };
 /** Each manager's rooms (assembly.ts), behind sessionRooms(). */
 const ROOMS = new WeakMap<SessionManager, SessionParts>();
 
-/**
- * The rooms behind a manager — for the composition root's wiring and for tests that reach a part
- * (a runtime in the registry, the lifecycle's clock-driven sweeps). Transports never use it: the
- * layers test allows it in sessions/ top and cli/ only.
- */
+/** The rooms behind a manager, for tests that reach a part (a runtime, a sweep): only sessions/'s top may (layers test). */
 export function sessionRooms(manager: SessionManager): SessionParts {
   return ROOMS.get(manager)!;
 }
@@ -57,14 +53,18 @@ export class SessionManager implements TurnEntrance {
   private shuttingDown = false;
 
   constructor(private readonly deps: SessionManagerDeps) {
-    const parts = (this.parts = assembleSessions(deps));
+    // The wings' own turns and sessions enter where the transports' do, as internal callers.
+    const parts = (this.parts = assembleSessions(deps, {
+      startTurn: async (caller, id, text, requestId) => (await this.startTurn({ caller, session: { id }, text, ...(requestId !== undefined ? { requestId } : {}) })).result,
+      createKnown: (caller, id, params) => {
+        this.assertAccepting();
+        return createKnownSession(this.deps, this.parts, caller, id, params, (create) => admitSession(this.deps, caller, create));
+      },
+    }));
     ROOMS.set(this, parts);
     this.resumes = { store: deps.store, committer: deps.committer, logger: deps.logger, parts };
     this.unserve = parts.routing?.serve((caller, command) => parts.commands.dispatchAny(caller, command)) ?? null;
-    const views = parts.views;
-    this.untrack =
-      deps.quotas?.track({ liveSessions: (p) => views.liveSessions(p), turns: (p) => views.turnCount({ principal: p }), queuedPromptBytes: (p) => views.queuedPromptBytes(p) }) ??
-      (() => undefined);
+    this.untrack = trackQuotas(deps.quotas, parts.views);
   }
 
   get epoch(): string {
@@ -81,29 +81,17 @@ export class SessionManager implements TurnEntrance {
 
   // ---- The process: start, reload, stop, global frames ----
 
-  /** Registers this process (heartbeat) and starts reaping, lease renewal and the startup sweep. */
-  async start(): Promise<void> {
-    await this.parts.lifecycle.start();
-    this.parts.delegations.startRecovery();
-    this.parts.recovery.start();
-  }
-
+  /** Registers this process (heartbeat) and starts reaping, lease renewal, recoveries and the startup sweep. */
+  start = (): Promise<void> => startRooms(this.parts);
   /** Live reload: limits, lifecycle and model guards apply to live sessions; providers to new opens. */
-  applyConfig(config: TetherConfig, catalog: ProviderCatalog): void {
-    applyLiveConfig(this.parts.settings, config, catalog);
-  }
+  applyConfig = (config: TetherConfig, catalog: ProviderCatalog): void => applyLiveConfig(this.parts.settings, config, catalog);
 
-  /** Graceful stop within `budgetMs`: stop accepting, interrupt running turns, end live sessions as `shutdown`, stop their processes. */
-  async shutdown(budgetMs = this.deps.lifecycle.shutdown_flush_s * 1000): Promise<{ completed: boolean }> {
+  /** Graceful stop within `budgetMs`: stop accepting, interrupt running turns, end live sessions as `shutdown`. */
+  shutdown(budgetMs = this.deps.lifecycle.shutdown_flush_s * 1000): Promise<{ completed: boolean }> {
     this.shuttingDown = true;
     this.untrack();
     this.unserve?.();
-    const { delegations, routing, lifecycle, recovery, ending, processes } = this.parts;
-    [delegations, lifecycle, recovery].forEach((p) => p.stop());
-    routing?.remote.close();
-    const ended = await ending.endAllWithin(budgetMs);
-    await processes.stopAll(); // a runtime that went another way (a rotation) left its processes
-    return ended;
+    return stopRooms(this.parts, budgetMs);
   }
 
   onGlobal = (listener: GlobalListener): (() => void) => this.parts.globals.on(listener);
@@ -114,16 +102,14 @@ export class SessionManager implements TurnEntrance {
 
   /** A new session, answered once its row is stored. */
   async create(caller: Caller, params: CreateParams = {}, viewer?: Viewer): Promise<Snapshot> {
-    this.assertAccepting();
-    const created = await admitSession(this.deps, caller, () => createSession(this.deps, this.parts, caller, params, viewer));
+    const created = await this.created(caller, params, viewer);
     await created.durable;
     return this.parts.views.snapshot(created.runtime);
   }
 
   /** A new session for a turn that starts right away: a Snapshot from memory, and `durable` (its row stored). */
   async createForTurn(caller: Caller, params: CreateParams, viewer?: Viewer): Promise<{ snapshot: Snapshot; durable: Promise<void> }> {
-    this.assertAccepting();
-    const created = await admitSession(this.deps, caller, () => createSession(this.deps, this.parts, caller, params, viewer));
+    const created = await this.created(caller, params, viewer);
     return { snapshot: freshSnapshot(this.deps.epoch, created.runtime), durable: created.durable };
   }
 
@@ -145,7 +131,8 @@ export class SessionManager implements TurnEntrance {
   delete = (caller: Caller, sessionId: string) => deleteSession({ ...this.deps, close: (c, id) => this.close(c, id) }, caller, sessionId);
   owns = (caller: Caller, sessionId: string) => this.parts.views.owns(caller, sessionId);
   get = (caller: Caller, sessionId: string) => this.parts.views.get(caller, sessionId);
-  close = (caller: Caller, sessionId: string) => this.parts.ending.close(caller, sessionId);
+  /** `session.close`: ended by the node that runs the session (forwarded), else here. */
+  close = (caller: Caller, sessionId: string) => this.parts.commands.dispatch(caller, { kind: "session.close", session_id: sessionId });
   list = (caller: Caller, params: ListParams = {}) => this.parts.views.list(caller, params);
   messages = (caller: Caller, sessionId: string, after: string | undefined, limit = 100) => this.parts.views.messages(caller, sessionId, after, limit);
   export = (caller: Caller, sessionId: string, format: ExportFormat) => exportSession(this.deps.store, caller, sessionId, format, this.deps.clock.now());
@@ -221,10 +208,17 @@ export class SessionManager implements TurnEntrance {
   /** Every live session of this process, for /metrics (which needs the operator's key). */
   operatorStats = () => this.parts.views.stats(null);
   turnCount = (caller: Caller) => this.parts.views.turnCount(caller);
+  /** 4101/4102 when the caller could not start one more turn of `bytes` now (no reservation): an A2A message, admitted where received. */
+  assertTurnRoom = (caller: Caller, bytes: number): void => this.deps.quotas?.assertTurn(caller.principal, bytes);
   viewerCounts = () => this.parts.views.viewerCounts();
   /** The turn quotas (principal-quotas.ts) around `start`, which registers one turn of `bytes` prompt bytes. */
   admitTurn<T>(caller: Caller, bytes: number, start: () => Promise<T>): Promise<T> {
     return this.deps.quotas ? this.deps.quotas.admitTurn(caller, bytes, start) : start();
+  }
+
+  private created(caller: Caller, params: CreateParams, viewer: Viewer | undefined) {
+    this.assertAccepting();
+    return admitSession(this.deps, caller, () => createSession(this.deps, this.parts, caller, params, viewer));
   }
 
   private assertAccepting(): void {

@@ -12,30 +12,39 @@
  * the second link fails (EEXIST) and that process opens the winner's file — a rename would swap a
  * file the first one already has open.
  *
+ * Anything else that fails on the way (a folder it cannot write, a file system without hard
+ * links) leaves nothing behind and answers false: the caller opens `path` and builds the store in
+ * place, as it always did, and meets the same error there if there is one.
+ *
  *   createStoreFileIfMissing(path, (db) => migrate(db));   // then open `path` as usual
  */
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 
-/** True when it built the file; false when `path` already existed (or another process won). */
+/**
+ * True when it put a new store at `path`; false when `path` already existed, another process won,
+ * or the file could not be built aside (the caller then builds it in place).
+ */
 export function createStoreFileIfMissing(path: string, prepare: (db: Database.Database) => void): boolean {
   if (existsSync(path)) return false;
   const aside = `${path}.new-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   try {
     buildAside(aside, prepare);
-    syncFile(aside, "r");
-    try {
-      linkSync(aside, path);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
-      throw err;
-    }
-    syncFile(dirname(path), "r");
-    return true;
+    syncFile(aside);
+    linkSync(aside, path);
+  } catch {
+    return false;
   } finally {
-    for (const f of [aside, `${aside}-wal`, `${aside}-shm`, `${aside}-journal`]) rmSync(f, { force: true });
+    for (const f of [aside, `${aside}-wal`, `${aside}-shm`, `${aside}-journal`]) removeQuietly(f);
   }
+  // The new name is durable once its folder is (where a folder can be opened and synced: not on Windows).
+  try {
+    syncFile(dirname(path));
+  } catch {
+    // The file itself is synced; SQLite syncs no folder on such systems either.
+  }
+  return true;
 }
 
 function buildAside(aside: string, prepare: (db: Database.Database) => void): void {
@@ -55,8 +64,17 @@ function buildAside(aside: string, prepare: (db: Database.Database) => void): vo
   }
 }
 
-function syncFile(path: string, flags: string): void {
-  const fd = openSync(path, flags);
+/** Nothing there, or a folder where there is none (ENOTDIR): nothing to remove either way. */
+function removeQuietly(path: string): void {
+  try {
+    rmSync(path, { force: true });
+  } catch {
+    // Left for the caller's own open to report.
+  }
+}
+
+function syncFile(path: string): void {
+  const fd = openSync(path, "r");
   try {
     fsyncSync(fd);
   } finally {

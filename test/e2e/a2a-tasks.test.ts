@@ -26,7 +26,7 @@ afterEach(async () => {
   for (const s of servers.splice(0)) await s.close();
 });
 
-async function gateway(opts: { home?: string; dbPath?: string; demoDelayMs?: number; messaging?: Record<string, unknown> } = {}): Promise<TestServer> {
+async function gateway(opts: { home?: string; dbPath?: string; demoDelayMs?: number; messaging?: Record<string, unknown>; quotas?: Record<string, number> } = {}): Promise<TestServer> {
   const s = await startTestServer({
     ...(opts.dbPath ? { dbPath: opts.dbPath } : {}),
     demoDelayMs: opts.demoDelayMs ?? 0,
@@ -35,6 +35,7 @@ async function gateway(opts: { home?: string; dbPath?: string; demoDelayMs?: num
       auth: { keys: KEYS },
       profiles: { beta: { bot: { name: "beta", description: "answers" } }, gamma: { bot: { name: "gamma" } } },
       ...(opts.messaging ? { messaging: opts.messaging } : {}),
+      ...(opts.quotas ? { quotas: opts.quotas } : {}),
     },
   });
   servers.push(s);
@@ -159,6 +160,24 @@ describe("blocking: false", () => {
     expect(JSON.stringify(done.artifacts)).toContain("twelve");
   });
 
+  it("a message is admitted by the principal's turn quota where it is received (429 too_many_turns); an admitted one is answered", async () => {
+    const s = await gateway({ demoDelayMs: 30, quotas: { max_turns: 1 } });
+    const alice = await client(s, "key-alice");
+    const first = await send(alice, "one two three four five six seven eight nine ten eleven twelve", false);
+    expect(first.status.state).toBe("working");
+    // alice's one turn is the bot's answer to her first message: a second message waits for it.
+    const res = await fetch(`${s.url}/a2a/bots/beta`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer key-alice" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: message("and this?") } }),
+    });
+    expect(res.status).toBe(429);
+    expect(await res.json()).toMatchObject({ error: { code: "too_many_turns" } });
+    // bob is another principal: his quota is his own.
+    expect((await send(await client(s, "key-bob"), "hello", false)).status.state).toBe("working");
+    expect((await untilTask(alice, first.id, (t) => t.status.state === "completed")).status.state).toBe("completed");
+  });
+
   it("tasks/cancel of a working task stops the bot's turn: the task ends canceled, its partial text marked as not whole", async () => {
     const s = await gateway({ demoDelayMs: 100 });
     const alice = await client(s, "key-alice");
@@ -178,6 +197,27 @@ describe("blocking: false", () => {
 });
 
 describe("A2A messages are bounded", () => {
+  it("message/stream and tasks/resubscribe are refused the SDK's way (the card says streaming: false): JSON-RPC -32004, no task stored", async () => {
+    const s = await gateway();
+    const rpc = async (method: string, params: unknown) => {
+      const res = await fetch(`${s.url}/a2a/bots/beta`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer key-alice" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 7, method, params }),
+      });
+      expect(res.status).toBe(200);
+      return (await res.json()) as { id: unknown; error?: { code: number; message: string } };
+    };
+    const m = message("count to 3");
+    const streamed = await rpc("message/stream", { message: m });
+    expect(streamed).toMatchObject({ id: 7, error: { code: -32004 } });
+    expect(streamed.error!.message).toContain("message/stream");
+    expect((await rpc("tasks/resubscribe", { id: m.messageId })).error).toMatchObject({ code: -32004 });
+    // Nothing ran: no task under that message.
+    const c = await client(s, "key-alice");
+    expect(await c.getTask({ id: m.messageId })).toMatchObject({ error: { code: -32001 } });
+  });
+
   it("a message over messaging.max_message_bytes answers 413 message_too_large before anything is stored; one under it is answered", async () => {
     const s = await gateway({ messaging: { max_message_bytes: 4096 } });
     const body = (text: string) => JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: message(text) } });

@@ -13,6 +13,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
 import { agentText, spawnEditor, type Editor } from "../support/acp-client.js";
+import { RpcSocket } from "../support/rpc-socket.js";
+import { waitFor } from "../client/client-support.js";
 import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
 
 let srv: TestServer;
@@ -196,6 +198,17 @@ describe("tether acp model selection against an OpenAI-compatible upstream", () 
     expect(unknown).toMatchObject({ code: -32602 });
     expect((unknown as Error).message).toContain("No model no-such-model");
     await expect(e.agent.request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "temperature", value: "1" })).rejects.toMatchObject({ code: -32602 });
+
+    // A switch made on another surface (the web page, `tether chat`): its model.switched frame
+    // moves the editor's picker (config_option_update).
+    const other = await RpcSocket.open(up.wsUrl);
+    expect(await other.call("config.set", { session_id: sessionId, key: "model", value: "small" })).toMatchObject({ status: "applied" });
+    other.close();
+    const picker = () =>
+      e.updates
+        .filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === "config_option_update")
+        .map((u) => (u.update as { configOptions: Array<{ id: string; currentValue?: unknown }> }).configOptions.find((o) => o.id === "model")?.currentValue);
+    await waitFor(() => picker().at(-1) === "small", 10_000, "config_option_update to small");
   });
 });
 

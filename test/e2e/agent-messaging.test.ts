@@ -148,6 +148,18 @@ describe("message_agent between local bots", () => {
     expect(envelopes).toMatchObject([{ status: "delivered", reply_status: "interrupted" }]);
   });
 
+  it("the recipient's inbox and turn are the gateway's work for the principal: its quotas count them but never refuse them", async () => {
+    // One live session and one turn at a time for the principal: alpha's chat takes both.
+    const { sock } = await gateway({ ...bots(), quotas: { max_live_sessions: 1, max_turns: 1 } });
+    const { chat, envelope } = await sendFromAlpha(sock, "beta", "over quota");
+    // beta's inbox session was created and its turn ran anyway: the reply is delivered.
+    const reply = await sock.waitForEvent(chat, (f) => f.type === "message.complete" && f.payload.display_kind === "agent_reply");
+    expect(reply.payload.display_metadata).toMatchObject({ envelope_id: envelope, reply_status: "complete" });
+    // The principal's own new session is still refused by name (its chat and beta's inbox are live).
+    const refused = await sock.request("session.create", { profile: "alpha" });
+    expect(refused.error).toMatchObject({ code: 4103 });
+  });
+
   it("with the push wake off, the poll backstop (messaging.poll_s) moves the envelope, and only at its time", async () => {
     const clock = new FakeClock();
     const { sock } = await gateway(bots({ push: false, poll_s: 30 }), clock);
@@ -188,6 +200,17 @@ describe("message_agent in the first turn of an HTTP session (#28 item 10)", () 
     const text = data.choices[0]!.message.content ?? "";
     expect(text).not.toContain("Session not found");
     expect(text).toMatch(/"envelope_id":"env_/);
+    const [e] = await outboxUntil(sock, sessionId, (es) => es[0]?.status === "delivered");
+    expect(e).toMatchObject({ to: "beta", status: "delivered", delivered_session_id: sessionId });
+  });
+
+  it("a /v1/responses first turn sends too (its session is created for the turn, the official openai client)", async () => {
+    const { server, sock } = await gateway(bots());
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "any", maxRetries: 0 });
+    const r = await client.responses.create({ model: "demo", input: send("beta", "response words") });
+    const sessionId = (r as unknown as { session_id: string }).session_id;
+    // The demo model says what the tool returned: the envelope, not "Session not found".
+    expect(r.output_text).toMatch(/message_agent returned: \{"envelope_id":"env_/);
     const [e] = await outboxUntil(sock, sessionId, (es) => es[0]?.status === "delivered");
     expect(e).toMatchObject({ to: "beta", status: "delivered", delivered_session_id: sessionId });
   });

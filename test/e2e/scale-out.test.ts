@@ -162,6 +162,18 @@ describe.skipIf(!pgAvailable || !redisAvailable)("scale-out: PostgreSQL store + 
     expect(b!.server.manager.liveCount).toBe(0);
   });
 
+  it("session.close on node B of a session node A runs: A ends it (both clients see session.closed), B never opens it", async () => {
+    const [a, b] = await cluster(2);
+    const onA = await open(a!.wsUrl);
+    const sid = (await onA.call("session.create", {})).session_id;
+    const onB = await open(b!.wsUrl);
+    await onB.call("session.resume", { session_id: sid });
+    expect(await onB.call("session.close", { session_id: sid })).toEqual({ closed: true, end_reason: "user_close" });
+    await onA.waitForEvent(sid, (f) => f.type === "session.closed");
+    await onB.waitForEvent(sid, (f) => f.type === "session.closed");
+    expect(b!.server.manager.liveCount).toBe(0);
+  });
+
   it("a prompt.submit forwarded to the owner keeps the caller's traceparent: the turn continues the caller's trace there", async () => {
     const [a, b] = await cluster(2);
     const onA = await open(a!.wsUrl);

@@ -331,6 +331,7 @@ describe("the SDK, the protocol and the React packages, installed in an empty pr
 
   it("useSession runs in react-dom in Node: opens a session, submits, shows the reply; a closed session opens read-only", async () => {
     writeFileSync(join(app, "react-run.mjs"), REACT_RUN);
+    // React's production build, as an app ships it (the development one adds only warnings).
     const { stdout } = await run(process.execPath, [join(app, "react-run.mjs"), gateway!.wsUrl], { cwd: app, timeout: 30_000, env: { ...process.env, NODE_ENV: "production" } });
     expect(JSON.parse(stdout.trim())).toEqual({ turn: { blocks: ["user:count to 3", "assistant:1 2 3"], tokens: true }, ended: { state: "ended", error: null } });
   });

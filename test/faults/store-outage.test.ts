@@ -61,15 +61,19 @@ async function streamingTurn(outageS: string, text: string) {
   return { g, db, sock, session_id, release, ended };
 }
 
-describe("a store outage under tether serve", () => {
+// Concurrent: each test has its own gateway and store file, and their time is waiting (the busy
+// timeout, the outage), which overlaps.
+describe.concurrent("a store outage under tether serve", () => {
   it("one line down, one line up; the turn whose writes resumed completes whole", async () => {
-    const t = await streamingTurn("120", "count to 2500");
+    // ~7.5 s of streaming at 5 ms a chunk: still running when the outage is noticed (the busy
+    // timeout, 5 s); a turn whose stream ends inside the outage still has writes to resume.
+    const t = await streamingTurn("120", "count to 1500");
     await until(() => logLines(t.g).some((l) => l.msg === "store writes failing"), 30_000, "the outage to be noticed");
     t.release();
     await until(() => t.ended() !== undefined, 60_000, "the turn to end");
     expect(JSON.parse(t.ended()!.payload).status).toBe("complete");
     const reply = read<{ content: string; status: string }>(t.db, `SELECT content, status FROM messages WHERE session_id = ? AND role = 'assistant'`, t.session_id)!;
-    expect(reply).toEqual({ content: countText(2500), status: "complete" });
+    expect(reply).toEqual({ content: countText(1500), status: "complete" });
     const lines = logLines(t.g);
     expect(lines.filter((l) => l.msg === "store writes failing")).toHaveLength(1);
     expect(lines.filter((l) => l.msg === "store writes resumed")).toHaveLength(1);

@@ -102,6 +102,39 @@ describe("responses with the demo provider", () => {
     expect((await ai.responses.retrieve(id)).output_text).toBe(counting(60));
   });
 
+  it("streams a running response to later readers from its tracker: one viewer on the session, every event once", async () => {
+    server = await startTestServer({ demoDelayMs: 10 });
+    const ai = client(server);
+    const r = await ai.responses.create({ model: "demo", input: "count to 80", background: true });
+    const sessionId = (r as unknown as { session_id: string }).session_id;
+    const viewers = () => [...sessionRooms(server!.server.manager).registry.values()].find((rt) => rt.id === sessionId)?.viewers.size ?? 0;
+    const whole: Ev[] = [];
+    const tail: Ev[] = [];
+    let seen = 0;
+    const reading = (async () => {
+      for await (const e of await ai.responses.retrieve(r.id, { stream: true })) {
+        whole.push(e);
+        // Mid-turn, with two streams open, the session is viewed once: by the tracker.
+        if (e.type === "response.output_text.delta" && ++seen === 10) {
+          const second = (async () => {
+            for await (const x of await ai.responses.retrieve(r.id, { stream: true, starting_after: e.sequence_number })) tail.push(x);
+          })();
+          while (tail.length === 0) await new Promise((res) => setImmediate(res));
+          expect(viewers()).toBe(1);
+          await second;
+        }
+      }
+    })();
+    await reading;
+    expect(whole[0]!.type).toBe("response.created");
+    expect(whole.at(-1)!.type).toBe("response.completed");
+    expect(textOf(whole)).toBe(counting(80));
+    // The later reader got exactly what followed its starting_after, the same events.
+    const cut = whole.indexOf(whole.filter((e) => e.type === "response.output_text.delta")[9]!);
+    expect(tail.map((e) => e.sequence_number)).toEqual(whole.slice(cut + 1).map((e) => e.sequence_number));
+    expect(textOf(tail)).toBe(textOf(whole.slice(cut + 1)));
+  });
+
   it("cancels a non-background response whose stream the client drops", async () => {
     server = await startTestServer({ demoDelayMs: 10 });
     const ai = client(server);

@@ -1,6 +1,8 @@
 /**
  * The README's "Front ends" section, run as written against a real gateway (only its address
- * swapped for the test server's): the AI SDK transport from Node and the AG-UI HttpAgent.
+ * swapped for the test server's): the AI SDK transport from Node, the AG-UI HttpAgent, and the
+ * editor settings' `tether acp` command driven by the ACP SDK's client (`npx tether` is the
+ * package's bin: run here from this checkout's build).
  */
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { spawn } from "node:child_process";
@@ -8,6 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as acp from "@agentclientprotocol/sdk";
+import { agentText, spawnEditor } from "../support/acp-client.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -51,4 +55,20 @@ describe("README: Front ends", () => {
       expect(r.stdout).toBe("1 2 3\n");
     }
   });
+
+  it("the ACP editor settings' command answers an editor: a prompt streams its reply", async () => {
+    const [settings] = readmeBlocks("Front ends: useChat, AG-UI, ACP", "json");
+    const { command, args } = (JSON.parse(settings!) as { agent_servers: Record<string, { command: string; args: string[] }> }).agent_servers["Tether"]!;
+    expect([command, ...args.slice(0, 2)]).toEqual(["npx", "tether", "acp"]);
+    const editor = await spawnEditor(args.slice(2).map((a) => a.replaceAll(README_ORIGIN, server.url)));
+    try {
+      await editor.initialize();
+      const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: tmpdir(), mcpServers: [] });
+      const res = await editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "count to 3" }] });
+      expect(res.stopReason).toBe("end_turn");
+      expect(agentText(editor.updates, sessionId)).toBe("1 2 3");
+    } finally {
+      await editor.close();
+    }
+  }, 60_000);
 });

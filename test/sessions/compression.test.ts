@@ -149,6 +149,30 @@ describe("compression with the demo provider", () => {
     expect((await h.store.loadMessages(snap.session_id)).some((m) => m.content.startsWith("/compress"))).toBe(false);
   });
 
+  it("a turn with settings of its own aimed at the compressed id: its call options, history and prompt all land on the live tip (one resolution)", async () => {
+    const h = await harness({ compression: { threshold_tokens: 1_000_000, protect_first_n: 1, protect_last_n: 1 } });
+    const snap = await h.manager.create(ME, {}, new TestViewer("v"));
+    await turn(h, snap.session_id, "one");
+    await turn(h, snap.session_id, "two");
+    await turn(h, snap.session_id, "/compress");
+    const child = (await h.store.getSession(snap.session_id))!.flags.continued_in!;
+    expect(child).toBeDefined();
+    const callOptions = { params: { temperature: 0.25 } };
+    const started = await h.manager.startTurn({
+      caller: ME,
+      session: { id: snap.session_id },
+      history: [{ role: "user", content: "earlier" }],
+      text: "count to 2",
+      callOptions,
+    });
+    expect(started.result).toMatchObject({ session_id: child, resolved_from: snap.session_id, status: "started" });
+    expect(runtimeOf(h, child)!.callOptions).toEqual(callOptions);
+    await idle(h, child);
+    const contents = (await h.store.loadMessages(child)).map((m) => m.content);
+    expect(contents.indexOf("earlier")).toBeGreaterThanOrEqual(0);
+    expect(contents.indexOf("earlier")).toBeLessThan(contents.indexOf("count to 2"));
+  });
+
   it("a request_id is one turn across the lineage: retried at the parent after a rotation, it is a duplicate", async () => {
     const h = await harness({ compression: { threshold_tokens: 1_000_000, protect_first_n: 1, protect_last_n: 1 } });
     const snap = await h.manager.create(ME, {}, new TestViewer("v"));

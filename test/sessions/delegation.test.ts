@@ -11,6 +11,8 @@ import { FakeClock } from "../../src/lib/clock.js";
 import type { SessionRuntime } from "../../src/sessions/core/session-runtime.js";
 import { MIGRATIONS } from "../../src/store/sqlite/migrations.js";
 import { tempDbPath } from "../support/temp-db.js";
+import { ErrorCode } from "../../src/protocol/index.js";
+import type { QuotaLimits } from "../../src/sessions/core/principal-quotas.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
 import { sessionRooms } from "../../src/sessions/session-manager.js";
 
@@ -24,7 +26,7 @@ afterEach(async () => {
 });
 
 async function harness(
-  opts: { config?: ConfigInput; delay?: number; clock?: FakeClock; dbPath?: string; processId?: string; lifecycle?: Record<string, unknown>; start?: boolean } = {},
+  opts: { config?: ConfigInput; delay?: number; clock?: FakeClock; dbPath?: string; processId?: string; lifecycle?: Record<string, unknown>; start?: boolean; quotas?: QuotaLimits } = {},
 ) {
   const h = await startHarness({
     dbPath: opts.dbPath ?? tempDbPath(),
@@ -34,6 +36,7 @@ async function harness(
     lifecycle: { startup_sweep: false, ...(opts.lifecycle ?? {}) },
     config: opts.config ?? {},
     ...(opts.start === false ? { start: false } : {}),
+    ...(opts.quotas ? { quotas: opts.quotas } : {}),
   });
   harnesses.push(h);
   return h;
@@ -142,6 +145,24 @@ describe("delegate_task with the demo provider", () => {
     await h.manager.submit(ME, origin, "delegate: count to 2");
     await until(h, delivered(h, origin));
     await until(h, () => viewer.frames.filter((f) => f.type === "turn.complete").length === 2);
+    const landed = viewer.frames.findIndex((f) => f.type === "delegation.delivered");
+    expect(viewer.frames.slice(landed).find((f) => f.type === "turn.start")!.payload.input).toContain("Background results");
+  });
+
+  it("its task and its wake are turns of the principal through the turn entry: counted by quotas.max_turns, never refused by it", async () => {
+    const h = await harness({ delay: 100, quotas: { max_turns: 1, max_queued_prompt_bytes: 0, max_live_sessions: 0, sessions_per_minute: 0 } });
+    const viewer = new TestViewer("v");
+    const { session_id: origin } = await h.manager.create(ME, { wake_on_delivery: true }, viewer);
+    await h.manager.startTurn({ caller: ME, session: { id: origin }, text: "delegate: count to 40" });
+    const child = () => [...sessionRooms(h.manager).registry.values()].find((rt) => rt.id !== origin);
+    // The sub-agent's turn runs although the principal is at its limit of one turn…
+    await until(h, () => child()?.running === true && !runtimeOf(h, origin)!.running, 50);
+    // …and counts: the principal's own next prompt waits for it (4101).
+    await expect(h.manager.startTurn({ caller: ME, session: { id: origin }, text: "hello" })).rejects.toMatchObject({ code: ErrorCode.TooManyTurns });
+    await until(h, delivered(h, origin), 100);
+    expect((await delegationOf(h, origin))!.tasks[0]).toMatchObject({ status: "completed" });
+    // The wake after the delivery is a turn of its own, admitted the same way.
+    await until(h, () => viewer.frames.filter((f) => f.type === "turn.complete").length === 2, 100);
     const landed = viewer.frames.findIndex((f) => f.type === "delegation.delivered");
     expect(viewer.frames.slice(landed).find((f) => f.type === "turn.start")!.payload.input).toContain("Background results");
   });

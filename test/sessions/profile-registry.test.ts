@@ -33,7 +33,7 @@ describe("profile registry", () => {
     let release!: (p: Profile) => void;
     const opens: string[] = [];
     const registry = new ProfileRegistry({
-      defaultProfile: profileOf("default", main),
+      defaultProfile: () => profileOf("default", main),
       profileNames: () => ["slow", "work"],
       logger: silentLogger(),
       clock,

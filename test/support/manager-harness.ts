@@ -15,6 +15,7 @@ import { SqliteStore } from "../../src/store/index.js";
 import type { Store } from "../../src/store/types.js";
 import { SessionManager, type Caller, type Viewer } from "../../src/sessions/index.js";
 import type { Frame } from "../../src/protocol/index.js";
+import { PrincipalQuotas, type QuotaLimits } from "../../src/sessions/core/principal-quotas.js";
 
 export const ME: Caller = { principal: "default" };
 
@@ -73,6 +74,8 @@ export async function startHarness(opts: {
   logger?: Logger;
   /** More providers, by their name (beside the demo, `stalling` and `deaf`). */
   providers?: Provider[];
+  /** The per-principal quotas (absent: none), as `config.quotas` would set them. */
+  quotas?: QuotaLimits;
 }): Promise<Harness> {
   const store = opts.store ?? new SqliteStore({ path: opts.dbPath });
   const config = resolveConfig({}, { ...(opts.config ?? {}), lifecycle: opts.lifecycle });
@@ -110,6 +113,7 @@ export async function startHarness(opts: {
     delegation: config.delegation,
     retry: config.retry,
     processId: opts.processId,
+    ...(opts.quotas ? { quotas: new PrincipalQuotas(() => opts.quotas!, clock) } : {}),
   });
   const globals: Frame<any>[] = [];
   manager.onGlobal((frame) => globals.push(frame));

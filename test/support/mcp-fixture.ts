@@ -10,10 +10,16 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { McpServerConfig } from "../../src/config/index.js";
+import { MCP_TEST_SERVER_JS } from "./mcp-test-server-build.js";
 
 const RUN_TS = fileURLToPath(new URL("../../bin/run-ts.js", import.meta.url));
 const SERVER_BIN = fileURLToPath(new URL("./mcp-test-server-bin.ts", import.meta.url));
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
+
+/** How to start the test server: its compiled build (global setup), else its source through tsx. */
+function serverArgs(): string[] {
+  return existsSync(MCP_TEST_SERVER_JS) ? [MCP_TEST_SERVER_JS] : [RUN_TS, SERVER_BIN];
+}
 
 /** A fresh file the test server appends one JSON line to per call (see MCP_TEST_LOG). */
 export function tempLog(): string {
@@ -32,7 +38,7 @@ export function readLog(path: string): Array<Record<string, any>> {
 
 /** The test server over stdio, as `mcp_servers.NAME` config. */
 export function stdioTestServer(env: Record<string, string> = {}): McpServerConfig {
-  return { command: process.execPath, args: [RUN_TS, SERVER_BIN], env, cwd: REPO };
+  return { command: process.execPath, args: serverArgs(), env, cwd: REPO };
 }
 
 /** The published filesystem server over stdio, allowed to read and write `dir`. */
@@ -50,7 +56,7 @@ export interface SpawnedMcpHttp {
 
 /** The test server over streamable HTTP, in a process of its own (so a test can kill it). */
 export async function spawnHttpTestServer(env: Record<string, string> = {}): Promise<SpawnedMcpHttp> {
-  const child = spawn(process.execPath, [RUN_TS, SERVER_BIN, "--http"], {
+  const child = spawn(process.execPath, [...serverArgs(), "--http"], {
     cwd: REPO,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -67,6 +67,7 @@ describe("session commands on the bus", () => {
     const sent = encodeCommand("alice", { kind: "turn.edit", session_id: "ses_1", turn_id: "trn_1", text: "new" });
     expect(sent.method).toBe("turn.edit@v1");
     expect(decodeCommand(sent.method, sent.params).command).toEqual({ kind: "turn.edit", session_id: "ses_1", turn_id: "trn_1", text: "new" });
+    expect(encodeCommand("alice", { kind: "session.close", session_id: "ses_1" }).method).toBe("session.close@v1");
   });
 
   it("refuses a version newer than its own, an unknown kind, and a missing field — with codes, never a default", () => {

@@ -41,6 +41,7 @@ const SESSION_ROOMS: Record<string, number> = {
   requests: 2,
   processes: 2,
   branching: 2,
+  delivery: 2,
   rotation: 3,
   delegation: 3,
   cluster: 3,
@@ -142,6 +143,25 @@ describe("layer rules", () => {
     }
     expect(violations).toEqual([]);
     expect(checked).toBeGreaterThan(1000);
+  });
+
+  it("every turn enters through the turn entry: no file under sessions/ but the prompt's handler submits to a runtime", () => {
+    // Delegation, messaging, A2A and rooms start their turns through delivery/turn-door.ts (the
+    // manager's startTurn → the resolved prompt.submit command), so admission, titles, routing and
+    // activity hold for them too.
+    const SUBMITS = /\b(?:rt|runtime|live|child|tip|parent|session)\.submit\(/;
+    const allowed = new Set(["sessions/commands/handlers.ts", "sessions/core/session-runtime.ts"]);
+    const violations: string[] = [];
+    for (const file of files(join(SRC, "sessions"))) {
+      const rel = relative(SRC, file);
+      if (allowed.has(rel)) continue;
+      readFileSync(file, "utf8")
+        .split("\n")
+        .forEach((line, i) => {
+          if (SUBMITS.test(line.replace(/\/\/.*$/, ""))) violations.push(`${rel}:${i + 1}: submits to a runtime past the turn entry`);
+        });
+    }
+    expect(violations).toEqual([]);
   });
 
   it("the MCP SDK is used in agent/tools/mcp/ only: one place speaks MCP", () => {

@@ -36,16 +36,22 @@ describe("a new SQLite store file", () => {
     expect(leftovers(path)).toEqual([]);
   });
 
-  it("leaves nothing at its path when building it fails", () => {
+  it("leaves nothing when building it aside fails, and the store is then built in place with the same error as before", () => {
     const path = tempDbPath();
-    expect(() =>
-      createStoreFileIfMissing(path, (db) => {
-        db.exec("CREATE TABLE t (a)");
-        throw new Error("migration failed");
-      }),
-    ).toThrow("migration failed");
+    const built = createStoreFileIfMissing(path, (db) => {
+      db.exec("CREATE TABLE t (a)");
+      throw new Error("migration failed");
+    });
+    expect(built).toBe(false);
     expect(existsSync(path)).toBe(false);
     expect(leftovers(path)).toEqual([]);
+    // A "folder" that is a file: nothing built aside; opening the store fails as it always did.
+    const plainFile = tempDbPath("plain-file");
+    writeFileSync(plainFile, "");
+    const below = join(plainFile, "tether.db");
+    expect(createStoreFileIfMissing(below, () => {})).toBe(false);
+    expect(() => new SqliteStore({ path: below })).toThrow(/unable to open database file/);
+    expect(readdirSync(dirname(plainFile))).toEqual(["plain-file"]);
   });
 
   it("loses a race without harm: the file another process put there first stays, untouched", () => {

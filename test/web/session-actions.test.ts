@@ -369,8 +369,11 @@ describe.skipIf(!chromiumAvailable)("web client session actions in Chromium", ()
     expect(await ended.count()).toBe(0);
     await expect.poll(() => item.getAttribute("data-state")).toBe("live");
     await item.getByRole("button", { name: /^More actions for / }).click();
+    // The menu is open (else "no Reopen" holds trivially, and the Escape would land before it opens).
+    await item.getByRole("menuitem", { name: "Close session…", exact: true }).waitFor();
     expect(await item.getByRole("menuitem", { name: "Reopen" }).count()).toBe(0);
     await page.keyboard.press("Escape");
+    await item.getByRole("menu").waitFor({ state: "detached" });
     // It continues where it stopped.
     await send(page, "count to 2");
     await expect.poll(() => page.locator('[data-kind="assistant"] .md').allInnerTexts()).toEqual(["1 2 3", "1 2"]);

@@ -20,7 +20,7 @@
  *                               editor offers fs/read_text_file, fs/write_text_file)
  */
 import * as acp from "@agentclientprotocol/sdk";
-import { ErrorCode, Method, RequestKind, type Frame, type OpenRequest, type RequestOpenedPayload, type RequestResolvedPayload, type Snapshot, type TurnCompletePayload, type TurnErrorInfo, type TurnErrorPayload, EventType, type ClientToolSpec } from "../../protocol/index.js";
+import { ErrorCode, Method, RequestKind, isFrameOf, type Frame, type FrameOf, type OpenRequest, type Snapshot, type TurnErrorInfo, EventType, type ClientToolSpec } from "../../protocol/index.js";
 import { RpcError, type TetherClient } from "../../client/index.js";
 import { AcpUpdates } from "./acp-updates.js";
 import { promptInput } from "./acp-prompt.js";
@@ -45,7 +45,7 @@ export interface AcpModel {
 }
 
 interface TurnEnd {
-  status: TurnCompletePayload["status"];
+  status: FrameOf<"turn.complete">["payload"]["status"];
   error?: TurnErrorInfo;
 }
 
@@ -116,17 +116,17 @@ export function createAcpAgent(o: AcpAgentOptions): acp.AgentApp {
 
   const onFrame = (s: AcpSession, f: Frame) => {
     send(s, s.updates.frame(f));
-    if (f.type === EventType.RequestOpened) void askPermission(s, f.payload as RequestOpenedPayload);
-    if (f.type === EventType.RequestResolved) s.asking.get((f.payload as RequestResolvedPayload).request_id)?.abort();
-    if (f.type === EventType.TurnError && f.turn_id) s.errors.set(f.turn_id, (f.payload as TurnErrorPayload).error);
-    if (f.type === EventType.TurnComplete && f.turn_id) {
-      const end: TurnEnd = { status: (f.payload as TurnCompletePayload).status, ...(s.errors.has(f.turn_id) ? { error: s.errors.get(f.turn_id)! } : {}) };
+    if (isFrameOf(f, EventType.RequestOpened)) void askPermission(s, f.payload);
+    if (isFrameOf(f, EventType.RequestResolved)) s.asking.get(f.payload.request_id)?.abort();
+    if (isFrameOf(f, EventType.TurnError) && f.turn_id) s.errors.set(f.turn_id, f.payload.error);
+    if (isFrameOf(f, EventType.TurnComplete) && f.turn_id) {
+      const end: TurnEnd = { status: f.payload.status, ...(s.errors.has(f.turn_id) ? { error: s.errors.get(f.turn_id)! } : {}) };
       s.ended.set(f.turn_id, end);
       s.waiting.get(f.turn_id)?.(end);
       s.waiting.delete(f.turn_id);
     }
-    if (f.type === EventType.ModelSwitched) {
-      const model = (f.payload as { model?: string }).model;
+    if (isFrameOf(f, EventType.ModelSwitched)) {
+      const model = f.payload.to.model;
       if (model) {
         s.model = model;
         void configOptions(s).then((configOptions) => send(s, [{ sessionUpdate: "config_option_update", configOptions }]));

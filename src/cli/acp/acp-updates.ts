@@ -18,6 +18,7 @@
 import type { ContentBlock, PlanEntry, SessionUpdate, ToolKind } from "@agentclientprotocol/sdk";
 import {
   EventType,
+  isEventFrame,
   type Frame,
   type Message,
   type MessageCompletePayload,
@@ -103,42 +104,43 @@ export class AcpUpdates {
   }
 
   frame(f: Frame): SessionUpdate[] {
+    if (!isEventFrame(f)) return [];
     switch (f.type) {
       case EventType.MessageStart: {
-        const p = f.payload as MessageStartPayload;
+        const p = f.payload;
         if (p.role === "assistant") this.assistant.add(p.message_id);
         return [];
       }
       case EventType.MessageDelta: {
-        const p = f.payload as MessageDeltaPayload;
+        const p = f.payload;
         if (!this.assistant.has(p.message_id) || p.text === "") return [];
         this.sent.set(p.message_id, (this.sent.get(p.message_id) ?? "") + p.text);
         return [this.chunk(p.message_id, p.text)];
       }
       case EventType.ReasoningDelta: {
-        const p = f.payload as MessageDeltaPayload;
+        const p = f.payload;
         return this.assistant.has(p.message_id) && p.text ? [{ sessionUpdate: "agent_thought_chunk", content: text(p.text), messageId: p.message_id }] : [];
       }
       case EventType.MessageComplete:
-        return this.messageComplete(f.payload as MessageCompletePayload);
+        return this.messageComplete(f.payload);
       case EventType.ToolStart: {
-        const p = f.payload as ToolStartPayload;
+        const p = f.payload;
         if (this.announced.has(p.call_id)) return [{ sessionUpdate: "tool_call_update", toolCallId: p.call_id, status: "in_progress" }];
         return [this.announce(p.call_id, p.name, p.args, "in_progress")];
       }
       case EventType.RequestOpened: {
-        const p = f.payload as RequestOpenedPayload;
+        const p = f.payload;
         return p.call_id && !this.announced.has(p.call_id) ? [this.announce(p.call_id, p.tool ?? "", p.args, "pending")] : [];
       }
       case EventType.ToolComplete: {
-        const p = f.payload as ToolCompletePayload;
+        const p = f.payload;
         const out = this.announced.has(p.call_id) ? [] : [this.announce(p.call_id, p.name, undefined, "in_progress")];
         const body = resultText(p.result, p.error);
         out.push({ sessionUpdate: "tool_call_update", toolCallId: p.call_id, status: p.error !== undefined ? "failed" : "completed", rawOutput: p.error !== undefined ? { error: p.error } : p.result, content: [{ type: "content", content: text(body) }] });
         return out;
       }
       case EventType.TodoUpdated:
-        return [planOf(f.payload as TodoState)];
+        return [planOf(f.payload)];
       default:
         return [];
     }

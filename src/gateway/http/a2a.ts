@@ -9,9 +9,11 @@
  * an unknown id); the executor publishes the task `working` first — so `blocking: false` answers
  * at once — then asks the bot and publishes how it ended.
  *
- * HTTP-level failures (no such bot, a body that is not JSON or too large, a message over
- * `messaging.max_message_bytes`) take the house error path (errors.ts); JSON-RPC-level ones are the
- * SDK's. The SDK is imported on the first A2A request, never at start.
+ * HTTP-level failures (no such bot, a body that is not JSON or too large — the house body reader
+ * and its limit —, a message over `messaging.max_message_bytes`) take the house error path
+ * (errors.ts); JSON-RPC-level ones are the SDK's own `A2AError`s, the streaming methods included
+ * (the card says `streaming: false`, and the SDK's handler refuses them by that: -32004). Times
+ * are the gateway's Clock (a2a-tasks.ts). The SDK is imported on the first A2A request, never at start.
  */
 import type { Context } from "hono";
 import type { Routes } from "./lazy-routes.js";
@@ -36,9 +38,6 @@ export interface A2ADeps {
   version: string;
 }
 
-/** Methods that answer with a stream: the card says `streaming: false`, and they are refused by name. */
-const STREAMING = new Set(["message/stream", "tasks/resubscribe"]);
-
 /** A JSON-RPC request as far as this route reads it; the SDK checks the rest. */
 const RpcRequest = z.looseObject({ method: z.unknown().optional(), id: z.unknown().optional(), params: z.unknown().optional() });
 
@@ -55,10 +54,10 @@ export function mountA2A(app: Routes, deps: A2ADeps): void {
     // A key given some profiles (a peer's: `scopes: [a2a], profiles: [helper]`) messages those bots only.
     assertProfileAllowed(c.get("principal"), bot.profile);
     const body = await readJson(c, RpcRequest);
-    if (STREAMING.has(String(body.method))) {
-      return c.json({ jsonrpc: "2.0", id: body.id ?? null, error: { code: -32004, message: "Streaming is not supported by this agent (its card says streaming: false)" } });
-    }
-    checkMessageSize(body, deps.profiles.messaging.maxMessageBytes());
+    const bytes = checkMessageSize(body, deps.profiles.messaging.maxMessageBytes());
+    // A message is admitted here, by the principal's turn quotas (429 too_many_turns): once the SDK
+    // has its task, the turn that answers it is durable work the quotas count but never refuse.
+    if (body.method === "message/send" && bytes > 0) (await deps.profiles.profile(bot.profile)).sessions.assertTurnRoom(c.get("caller"), bytes);
     const sdk = await import("@a2a-js/sdk/server");
     let handler = handlers.get(bot.profile);
     if (!handler) {
@@ -80,15 +79,16 @@ function requireBot(deps: A2ADeps, name: string): Bot {
 
 /**
  * A message over the limit is refused before the SDK sees it (413, naming the limit): it would be
- * stored with its task and sent to the model whole.
+ * stored with its task and sent to the model whole. Answers its size (0: no message).
  */
-function checkMessageSize(body: z.infer<typeof RpcRequest>, limit: number): void {
+function checkMessageSize(body: z.infer<typeof RpcRequest>, limit: number): number {
   const message = (body.params as { message?: unknown } | undefined)?.message;
-  if (message === undefined) return;
+  if (message === undefined) return 0;
   const bytes = Buffer.byteLength(JSON.stringify(message));
   if (bytes > limit) {
     throw new HttpError(413, "message_too_large", `The A2A message is ${bytes} bytes, over the limit of ${limit} (config messaging.max_message_bytes)`, "params.message");
   }
+  return bytes;
 }
 
 function origin(c: Context<AppEnv>): string {

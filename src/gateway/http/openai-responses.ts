@@ -33,7 +33,7 @@ import { inputItemsOf, type ApprovalResponseItem, type ResponsesItem } from "./r
 import { responsesCallParams, type ResponsesCallParams } from "./responses-params.js";
 import { refuseWhileCallsWait } from "./openai-chat.js";
 import { ResponseBuilder, SEQ_STRIDE, TERMINAL_STATUSES, type ResponseEvent, type ResponseObject } from "./response-events.js";
-import { ResponseTracker } from "./response-tracker.js";
+import { ResponseTracker, type ResponseEventQueue } from "./response-tracker.js";
 import { sseResponse } from "./sse.js";
 import { cutAfterResults } from "./cut-continuation.js";
 import { withTrace } from "./access-log.js";
@@ -305,7 +305,7 @@ export class ResponsesApi {
     const tracker = this.track(scope, record, tap, body.stream === true);
     if (claim.kind === "fresh") await claim.record(200, { response_id: record.id, profile: scope.profile.name } satisfies StoredResponseRef);
 
-    if (body.stream) return this.streamTracked(c, scope, record, tracker, !background);
+    if (body.stream) return this.streamTracked(c, scope, record, tracker.events!, !background);
     if (background) return c.json(new ResponseBuilder(record).snapshot());
     const gone = clientGone(c);
     const onGone = () => void this.stopTurn(scope, record);
@@ -465,8 +465,11 @@ export class ResponsesApi {
     if (outcome === "dequeued") this.trackers.get(record.id)?.tap.close();
   }
 
-  /** The stream of the response this request made: its tracker's events, from `response.created` to its end. */
-  private streamTracked(c: AppContext, scope: Scope, record: ResponseRecord, tracker: ResponseTracker, cancelOnDisconnect: boolean): Response {
+  /**
+   * A stream of a response this process follows: the tracker's events — for the request that made
+   * it, from `response.created` to its end; for a later one, those after its `starting_after`.
+   */
+  private streamTracked(c: AppContext, scope: Scope, record: ResponseRecord, events: ResponseEventQueue, cancelOnDisconnect: boolean, done?: () => void): Response {
     const { api } = this;
     return sseResponse(
       c,
@@ -477,7 +480,6 @@ export class ResponsesApi {
         onDisconnect: cancelOnDisconnect ? () => void this.stopTurn(scope, record) : undefined,
       },
       async (sse) => {
-        const events = tracker.events!;
         events.limitTo({
           hardBytes: api.flow.hardBytes,
           blocked: () => sse.blocked(),
@@ -486,17 +488,27 @@ export class ResponsesApi {
             sse.cutAfter(OVERFLOW_CUT_MS);
           },
         });
-        for (let e = await events.next(sse.signal); e; e = await events.next(sse.signal)) await sse.send(e.data, { event: e.type });
+        try {
+          for (let e = await events.next(sse.signal); e; e = await events.next(sse.signal)) await sse.send(e.data, { event: e.type });
+        } finally {
+          done?.();
+        }
       },
     );
   }
 
   /**
-   * Streams the response's events numbered above `startingAfter`: first those already in the event
-   * log (store, plus the ring while the session is live here), then live ones until it ends.
+   * Streams the response's events numbered above `startingAfter`. While this process follows its
+   * turn, from its tracker (no second viewer, no replay); otherwise first those already in the
+   * event log (store, plus the ring while the session is live here), then live ones until it ends.
    */
   private async stream(c: AppContext, scope: Scope, record: ResponseRecord, startingAfter: number, cancelOnDisconnect: boolean) {
     const { api } = this;
+    const tracker = this.trackers.get(record.id);
+    if (tracker) {
+      const events = tracker.subscribe(startingAfter);
+      return this.streamTracked(c, scope, record, events, cancelOnDisconnect, () => tracker.unsubscribe(events));
+    }
     const { caller, profile } = scope;
     const tap = new FrameTap();
     let attached = false;

@@ -8,11 +8,16 @@
  *   for (let e; (e = await tracker.events!.next(signal)); ) await sse.send(e.data, { event: e.type });
  *   const final = await tracker.done;
  *
+ * A later stream of the same response while the turn runs (`GET /v1/responses/{id}?stream=true`,
+ * a retried create with `stream: true`) follows the same tracker (`subscribe`): the frames it
+ * has seen so far are built again into that stream's events after its `starting_after`, then
+ * every new frame reaches it too — no second viewer, no replay from the log.
+ *
  * A stream that falls behind past the hard limit (its client stopped reading) is let go of — its
  * queue dropped, the stream ended as any overflowed stream is — while the tracker follows the turn
  * on: the response still ends, and the client resumes with `starting_after`.
  */
-import { EventType } from "../../protocol/index.js";
+import { EventType, type Frame } from "../../protocol/index.js";
 import type { ResponseRecord } from "../../sessions/index.js";
 import type { FrameTap, TapBound } from "./frame-tap.js";
 import { ResponseBuilder, type ResponseEvent, type ResponseObject } from "./response-events.js";
@@ -82,14 +87,24 @@ export class ResponseEventQueue {
  */
 export type FinishTracked = (builder: ResponseBuilder) => Promise<ResponseObject>;
 
+/** A stream that joined a tracked response: its own builder (its `starting_after`), its queue. */
+interface Follower {
+  builder: ResponseBuilder;
+  queue: ResponseEventQueue;
+}
+
 export class ResponseTracker {
   readonly builder: ResponseBuilder;
   readonly done: Promise<ResponseObject>;
   /** The events of this response from `response.created` on, for the stream of the request that made it (`streamed`). */
   readonly events: ResponseEventQueue | null;
+  /** The frames followed so far (the ring's own objects): what a stream joining later is built from. */
+  private readonly frames: Frame[] = [];
+  private readonly followers = new Set<Follower>();
+  private final: ResponseObject | undefined;
 
   constructor(
-    record: ResponseRecord,
+    private readonly record: ResponseRecord,
     readonly tap: FrameTap,
     opts: {
       streamed: boolean;
@@ -110,8 +125,10 @@ export class ResponseTracker {
       for (;;) {
         const frame = await this.tap.next();
         if (!frame || frame.type === EventType.SessionClosed) break;
+        this.frames.push(frame);
         const events = this.builder.push(frame);
         if (events.length > 0) listener?.push(events);
+        for (const f of this.followers) f.queue.push(f.builder.push(frame));
         if (this.builder.done) break;
       }
     } finally {
@@ -121,9 +138,38 @@ export class ResponseTracker {
     try {
       const final = await finish(this.builder);
       if (!this.builder.done) listener?.push([this.builder.endEvent(final)]);
+      this.final = final;
+      for (const f of this.followers) this.end(f, final);
       return final;
     } finally {
       listener?.close();
+      for (const f of this.followers) f.queue.close();
+      this.followers.clear();
     }
+  }
+
+  /**
+   * A stream of this response's events numbered above `startingAfter`, from what the tracker has
+   * followed so far on; closed once the response ended. `unsubscribe` it when its client leaves.
+   */
+  subscribe(startingAfter: number): ResponseEventQueue {
+    const f: Follower = { builder: new ResponseBuilder(this.record, startingAfter), queue: new ResponseEventQueue() };
+    f.queue.push(f.builder.created());
+    for (const frame of this.frames) f.queue.push(f.builder.push(frame));
+    if (this.final) {
+      this.end(f, this.final);
+      f.queue.close();
+    } else this.followers.add(f);
+    return f.queue;
+  }
+
+  unsubscribe(queue: ResponseEventQueue): void {
+    for (const f of this.followers) if (f.queue === queue) this.followers.delete(f);
+    queue.close();
+  }
+
+  /** A follower's terminal event when its frames did not bring one (see ResponseBuilder.endEvent). */
+  private end(f: Follower, final: ResponseObject): void {
+    if (!f.builder.done) f.queue.push([f.builder.endEvent(final)]);
   }
 }

@@ -40,6 +40,7 @@ const WIRE: { [K in CommandKind]: z.ZodType } = {
   "turn.cancel": z.strictObject({ ...base, turn_id: id }),
   // Version 1 (versionNeeded): an older node does not know the method at all and refuses it by name.
   "turn.edit": z.strictObject({ ...base, turn_id: id, text: z.string() }),
+  "session.close": z.strictObject(base),
   "session.branch.select": z.strictObject({ ...base, message_id: id }),
   "config.set": z.strictObject({ ...base, key: z.string(), value: z.unknown(), confirm: z.boolean().optional() }),
   "request.respond": z.strictObject({ ...base, request_id: id, answer: z.record(z.string(), z.unknown()) }),
@@ -59,8 +60,8 @@ const WIRE: { [K in CommandKind]: z.ZodType } = {
 
 /** The oldest wire version that reads every field of `command` (0: the nodes before `v`). */
 export function versionNeeded(command: SessionCommand): number {
-  // turn.edit: a kind older nodes never had — under its versioned name the refusal is told as such (4052).
-  if (command.kind === "turn.edit") return 1;
+  // turn.edit, session.close: kinds older nodes never forwarded — under its versioned name the refusal is told as such (4052).
+  if (command.kind === "turn.edit" || command.kind === "session.close") return 1;
   return command.kind === "prompt.submit" && command.parts !== undefined ? 1 : 0;
 }
 

@@ -128,7 +128,7 @@ export class NodeRouting {
     await requireRow(this.deps.store, caller, sessionId);
     if (caller[FORWARDED]) return null;
     const lease = await storage(() => this.deps.store.getLease(sessionId));
-    if (!lease || lease.owner === this.deps.processId || !(await this.ownerAlive(lease.owner, lease.expires_at))) return null;
+    if (!lease || lease.owner === this.deps.processId || !(await this.deps.ownership.holderAlive(lease))) return null;
     return lease.owner;
   }
 
@@ -146,13 +146,6 @@ export class NodeRouting {
       this.deps.logger.warn({ session_id: command.session_id, owner, method: command.kind }, "owner unreachable: not forwarded");
       return { forwarded: false };
     }
-  }
-
-  private async ownerAlive(owner: string, leaseExpiresAt: number): Promise<boolean> {
-    const now = this.deps.clock.now();
-    if (leaseExpiresAt < now) return false;
-    const beat = await storage(() => this.deps.store.getHeartbeat(owner));
-    return beat !== null && beat.last_beat >= this.deps.ownership.deadBefore(now);
   }
 
   /** A session owned by a live sibling node: its Snapshot, and `viewer` follows it through the bus. */

@@ -27,7 +27,7 @@ import { stillOwnsParked } from "../lifecycle/parked-lease.js";
 import { reopenStored } from "../lifecycle/reopening.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
 import type { ViewerBinding } from "../lifecycle/viewer-binding.js";
-import { placeholderFor, type NodeRouting, type Routed } from "./node-routing.js";
+import type { NodeRouting, Routed } from "./node-routing.js";
 
 export interface OwnerChangeDeps {
   store: Store;
@@ -59,7 +59,7 @@ export async function routeOwnerChange(deps: OwnerChangeDeps, caller: Caller, co
   if (row.ended_at !== null) return { forwarded: false };
   const lease = await storage(() => deps.store.getLease(sessionId));
   if (!lease || lease.owner === deps.processId) return { forwarded: false };
-  if (await ownerAlive(deps, lease.owner, lease.expires_at)) {
+  if (await deps.ownership.holderAlive(lease)) {
     const routed = routing ? await routing.requestOwner(caller, lease.owner, command) : { forwarded: false as const };
     if (routed.forwarded) return routed;
     // Parked there (no viewer): taken over here, as a resume here would (its stale copy is fenced
@@ -75,20 +75,10 @@ export async function routeOwnerChange(deps: OwnerChangeDeps, caller: Caller, co
   return { forwarded: false };
 }
 
-async function ownerAlive(deps: OwnerChangeDeps, owner: string, leaseExpiresAt: number): Promise<boolean> {
-  const now = deps.clock.now();
-  if (leaseExpiresAt < now) return false;
-  const beat = await storage(() => deps.store.getHeartbeat(owner));
-  return beat !== null && beat.last_beat >= deps.ownership.deadBefore(now);
-}
-
 /** Opens the session here (recovery marks a dead owner's turn interrupted); 4009 if the owner is alive after all. */
 async function takeOver(deps: OwnerChangeDeps, caller: Caller, sessionId: string): Promise<void> {
+  // With a bus, the routing's takeover: this node's remote viewers of the session keep following it.
+  if (deps.routing) return deps.routing.takeOver(caller, sessionId);
   if (deps.registry.has(sessionId)) return;
-  await deps.binding.binding(sessionId, async () => {
-    const runtime = await reopenStored(deps, caller, sessionId, isRecoverableEnd);
-    // This node's remote viewers of the session keep following it (its frames now come from here).
-    for (const v of deps.routing?.remote.followersOf(sessionId) ?? []) deps.binding.attach(runtime, placeholderFor(v));
-    return runtime;
-  });
+  await deps.binding.binding(sessionId, () => reopenStored(deps, caller, sessionId, isRecoverableEnd));
 }

@@ -34,6 +34,7 @@ import type { CommandKind, CommandOf, SessionCommand, SubmitCommand } from "../c
 import type { SessionRuntime } from "../core/session-runtime.js";
 import type { Caller } from "../core/types.js";
 import type { Lifecycle } from "../lifecycle/lifecycle.js";
+import type { SessionEnding } from "../lifecycle/session-ending.js";
 import type { ConfigSetResult, ModelSwitching } from "../models/model-switching.js";
 import type { ProcessService } from "../processes/process-service.js";
 import type { RequestService } from "../requests/request-service.js";
@@ -48,6 +49,7 @@ export interface CommandResults {
   "session.interrupt": { status: "interrupted" | "idle" };
   "turn.cancel": "interrupted" | "dequeued" | "idle";
   "turn.edit": "edited" | "started" | "idle";
+  "session.close": { closed: true; end_reason: string };
   "session.branch.select": BranchSelectResult;
   "config.set": ConfigSetResult;
   "request.respond": RequestRespondResult;
@@ -58,6 +60,7 @@ export interface CommandResults {
 }
 
 export interface CommandHandlerDeps {
+  ending: SessionEnding;
   store: Store;
   committer: GroupCommitter;
   clock: Clock;
@@ -110,6 +113,7 @@ export class CommandHandlers {
       "process.kill": async (_c, rt, cmd) => ({ process: await deps.processes.kill(rt, cmd.id) }),
       "process.output": (_c, rt, cmd) => deps.processes.output(rt, cmd.id, { afterOffset: cmd.after_offset, tail: cmd.tail }),
       "session.update": (caller, _rt, cmd) => this.update(caller, cmd),
+      "session.close": (caller, _rt, cmd) => deps.ending.close(caller, cmd.session_id),
     };
   }
 

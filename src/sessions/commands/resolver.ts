@@ -13,6 +13,7 @@
  * - `cancel`: like takeover, but a session live nowhere has nothing to cancel (answered idle);
  * - `respond`: like takeover, and a session live nowhere is opened here (its parked turn waits again);
  * - `read`: a read of live state goes to the owner, never takes it over;
+ * - `end`: session.close, by a live owner elsewhere, else here (lifecycle/session-ending.ts);
  * - `settings`: session.update, applied where the session lives (cluster/owner-changes.ts).
  */
 import { ErrorCode, isRecoverableEnd, TetherError } from "../../protocol/index.js";
@@ -32,7 +33,7 @@ import { onLiveTip } from "../rotation/tip-routing.js";
 import type { NodeRouting, Routed } from "../cluster/node-routing.js";
 import { routeOwnerChange } from "../cluster/owner-changes.js";
 
-type Route = "owned" | "takeover" | "cancel" | "respond" | "read" | "settings";
+type Route = "owned" | "takeover" | "cancel" | "respond" | "read" | "end" | "settings";
 
 /** Per kind: how it routes, whether it follows a rotated id to the live tip, and whether its answer names the tip. */
 const ROUTES: { [K in CommandKind]: { route: Route; tip?: "follow" | "named" } } = {
@@ -43,6 +44,7 @@ const ROUTES: { [K in CommandKind]: { route: Route; tip?: "follow" | "named" } }
   "config.set": { route: "takeover" },
   "turn.cancel": { route: "cancel" },
   "turn.edit": { route: "cancel" },
+  "session.close": { route: "end" },
   "request.respond": { route: "respond" },
   "process.list": { route: "read" },
   "process.kill": { route: "read" },
@@ -51,7 +53,7 @@ const ROUTES: { [K in CommandKind]: { route: Route; tip?: "follow" | "named" } }
 };
 
 /** The runtime a kind's local step gets: a cancel or a settings change may find none live (and need none). */
-export type RuntimeFor<K extends CommandKind> = K extends "turn.cancel" | "turn.edit" | "session.update" ? SessionRuntime | null : SessionRuntime;
+export type RuntimeFor<K extends CommandKind> = K extends "turn.cancel" | "turn.edit" | "session.close" | "session.update" ? SessionRuntime | null : SessionRuntime;
 
 /** The local step of a command: runs on the runtime the resolver found here. */
 export type LocalStep<K extends CommandKind, R> = (runtime: RuntimeFor<K>, command: CommandOf<K>) => Promise<R>;
@@ -133,6 +135,11 @@ export class CommandResolver {
       case "read": {
         const routed = routing ? await routing.forwardToOwner(caller, command) : { forwarded: false as const };
         return routed.forwarded ? routed : { runtime: await this.live(caller, id, command.kind) };
+      }
+      case "end": {
+        // A live owner elsewhere writes the end; else it ends here (opened first when live nowhere).
+        const routed = routing ? await routing.forwardToOwner(caller, command) : { forwarded: false as const };
+        return routed.forwarded ? routed : { runtime: registry.get(id) ?? null };
       }
       case "settings": {
         if (command.kind !== "session.update") throw new TetherError(ErrorCode.Internal, `${command.kind} is not a settings change`);

@@ -10,6 +10,13 @@
  * 60/N s). Requests admitted whose turn or session is not registered yet count as `pending`, so
  * two racing past a check cannot both take the last slot. Each refusal names its limit. 0 = no limit.
  *
+ * The gateway's own work for a principal (an internal caller: a delegation's task and delivery
+ * wake, an agent message's turn, an A2A task, a room member's answer) enters through the same turn
+ * entry and is counted like any turn — so the principal's next own prompt sees it — but is never
+ * refused: it was admitted where it was accepted (the tool call, the A2A request, the room post)
+ * and is durable from then on. Refusing it here would only turn it into a retry loop (a delivery's
+ * back-off) or a lost answer (an A2A task ended failed), and the user could not tell why.
+ *
  *   const quotas = new PrincipalQuotas(() => config.quotas, clock);
  *   await quotas.admitTurn(caller, Buffer.byteLength(text), () => submit());
  */
@@ -60,10 +67,13 @@ export class PrincipalQuotas {
     return () => this.sources.delete(counts);
   }
 
-  /** Runs `start` (which registers one turn of `bytes` prompt bytes) if the caller is under its turn quotas; else 4101/4102. */
+  /**
+   * Runs `start` (which registers one turn of `bytes` prompt bytes) if the caller is under its turn
+   * quotas, else 4101/4102; an internal caller's turn is counted, never refused.
+   */
   async admitTurn<T>(caller: Caller, bytes: number, start: () => Promise<T>): Promise<T> {
     const p = caller.principal;
-    this.assertTurn(p, bytes);
+    if (!caller.internal) this.assertTurn(p, bytes);
     const pending = this.pendingTurns.get(p) ?? { turns: 0, bytes: 0 };
     pending.turns++;
     pending.bytes += bytes;
@@ -112,12 +122,15 @@ export class PrincipalQuotas {
 
   /**
    * Runs `create` (which registers one live session) if the caller is under its live-session
-   * quota and its creation rate; else 4103/4104. The rate's token is spent at admission.
+   * quota and its creation rate; else 4103/4104. The rate's token is spent at admission. An
+   * internal caller's session is counted, never refused (and spends no token).
    */
   async admitSession<T>(caller: Caller, create: () => Promise<T>): Promise<T> {
     const p = caller.principal;
-    this.assertLiveRoom(p);
-    this.takeToken(p);
+    if (!caller.internal) {
+      this.assertLiveRoom(p);
+      this.takeToken(p);
+    }
     this.pendingSessions.set(p, (this.pendingSessions.get(p) ?? 0) + 1);
     try {
       return await create();

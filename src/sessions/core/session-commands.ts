@@ -58,6 +58,12 @@ export interface EditQueuedCommand {
   text: string;
 }
 
+/** `session.close`: the user's end, written by the node that runs the session. */
+export interface CloseCommand {
+  kind: "session.close";
+  session_id: string;
+}
+
 export interface SelectBranchCommand {
   kind: "session.branch.select";
   session_id: string;
@@ -110,6 +116,7 @@ export type SessionCommand =
   | InterruptCommand
   | CancelTurnCommand
   | EditQueuedCommand
+  | CloseCommand
   | SelectBranchCommand
   | ConfigSetCommand
   | RespondCommand

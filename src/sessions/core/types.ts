@@ -107,5 +107,23 @@ export interface Caller {
   principal: string;
   /** The transport's id of the request being served (a JSON-RPC id), logged with what it causes. */
   request_id?: string;
+  /**
+   * The gateway itself, doing work it already accepted for `principal` (whose session it is): a
+   * delegation's task or delivery, an agent message, an A2A task, a room member's answer. It
+   * enters turns through the same door as a transport, under this name; see InternalProducer.
+   */
+  internal?: InternalProducer;
+}
+
+/**
+ * The internal producers of turns. Their work was admitted where it was accepted (the tool call
+ * that delegated or sent the message, the A2A request, the room post) and is durable from then on:
+ * the principal's turn and session quotas count it, but never refuse it (principal-quotas.ts).
+ */
+export type InternalProducer = "delegation" | "messaging" | "a2a" | "room";
+
+/** `caller` as the gateway doing `producer`'s work for the same principal. */
+export function internalCaller(principal: string, producer: InternalProducer): Caller {
+  return { principal, internal: producer };
 }
 

@@ -4,19 +4,22 @@
  * delegation's delivery into the origin's live tip, transient progress frames, and whether an
  * owner process is alive.
  */
-import { DisplayKind, EndReason, ErrorCode, EventType, TetherError } from "../../protocol/index.js";
+import { DisplayKind, EndReason, EventType } from "../../protocol/index.js";
 import type { DelegationDeliveredPayload, DelegationProgressPayload } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
-import { fromEventRow, type EventLog, type GroupCommitter } from "../../events/index.js";
+import type { EventLog, GroupCommitter } from "../../events/index.js";
 import type { DelegationRow, Store } from "../../store/types.js";
 import { newMessageRow } from "../../agent/turn-frames.js";
 import type { LiveRegistry } from "../core/live-registry.js";
 import { resolveLiveTip } from "../core/live-tip.js";
+import { internalCaller } from "../core/types.js";
 import type { Ownership } from "../lifecycle/ownership.js";
 import type { SessionEnding } from "../lifecycle/session-ending.js";
-import type { SessionLogs } from "../lifecycle/session-logs.js";
+import type { TipDelivery } from "../delivery/tip-delivery.js";
+import type { TurnDoor } from "../delivery/turn-door.js";
+import { readTurnEnd } from "../delivery/turn-answer.js";
 import type { ModelSwitching } from "../models/model-switching.js";
 import { delegateChildRow } from "../views/session-rows.js";
 import type { DelegationHost, TaskOutcome } from "./delegation-service.js";
@@ -28,13 +31,14 @@ export interface DelegationHostDeps {
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
-  epoch: string;
   processId: string;
   /** Opens the task's child session (through its one door) and tells a tip's state. */
   registry: LiveRegistry;
   ownership: Ownership;
-  /** The log of a delivery to a session not live here. */
-  logs: SessionLogs;
+  /** Writes a delivery into the origin's live tip (shared with agent messages). */
+  delivery: TipDelivery;
+  /** The turn entry: the task's turn enters there. */
+  door: TurnDoor;
   /** Ends the task's child session. */
   ending: SessionEnding;
   /** The model a `/review` reviewer runs on (config `review`). */
@@ -50,7 +54,10 @@ export class SessionsDelegationHost implements DelegationHost {
     return !beat || beat.last_beat < this.deps.ownership.deadBefore(this.deps.clock.now());
   }
 
-  /** One sub-agent task: a delegate child session of the origin runs `prompt` as one turn. */
+  /**
+   * One sub-agent task: a delegate child session of the origin runs `prompt` as one turn, entered
+   * through the turn entry as the origin principal's `delegation` caller.
+   */
   async runTask(d: DelegationRow, index: number, prompt: string, signal: AbortSignal, onChild: (childId: string) => void): Promise<TaskOutcome> {
     const { store } = this.deps;
     const origin = await store.getSession(d.origin_session_id);
@@ -70,16 +77,13 @@ export class SessionsDelegationHost implements DelegationHost {
     const interrupt = () => runtime.interrupt("gateway");
     signal.addEventListener("abort", interrupt, { once: true });
     try {
-      const sub = await runtime.submit(prompt, undefined);
-      await runtime.turns.running?.done;
-      const events = await store.readEvents(childId, 0, 100_000);
-      const ended = events.map((e) => fromEventRow(e, this.deps.epoch)).filter((f) => f.turn_id === sub.turn_id);
-      const complete = ended.find((f) => f.type === EventType.TurnComplete)?.payload as { status?: string } | undefined;
-      const failure = ended.find((f) => f.type === EventType.TurnError)?.payload as { error?: { message?: string } } | undefined;
-      const answers = (await store.loadMessages(childId)).filter((m) => m.role === "assistant" && m.content);
-      const result = answers.at(-1)?.content ?? null;
-      if (complete?.status === "complete") return { status: "completed", result, error: null };
-      const error = failure?.error?.message ?? (complete?.status === "interrupted" ? "interrupted" : "the sub-agent's turn failed");
+      const sub = await this.deps.door.startTurn(internalCaller(row.principal, "delegation"), childId, prompt);
+      // Every turn queued so far (this one among them) has run once a job after them does.
+      await runtime.runJob(async () => undefined);
+      const end = await readTurnEnd(store, childId, sub.turn_id);
+      const result = end?.text || null;
+      if (end?.complete.status === "complete") return { status: "completed", result, error: null };
+      const error = end?.error ?? (end?.complete.status === "interrupted" ? "interrupted" : "the sub-agent's turn failed");
       return { status: "failed", result, error };
     } finally {
       signal.removeEventListener("abort", interrupt);
@@ -88,61 +92,30 @@ export class SessionsDelegationHost implements DelegationHost {
   }
 
   /**
-   * Writes a delivery into the origin's live tip: the message row, `delegation.delivered` and the
-   * exactly-once guard, one transaction. A tip live here takes it in its turn slot (after a
-   * running turn); otherwise it is written through a log of its own under the session's lease.
+   * Writes a delivery into the origin's live tip (delivery/tip-delivery.ts): the message row,
+   * `delegation.delivered` and the exactly-once guard, one transaction; a `wake_on_delivery` tip
+   * then gets a turn, request id `delivery:ID`.
    */
-  async deliver(d: DelegationRow, message: DeliveryMessage): Promise<{ session_id: string; message_id: string }> {
-    const { registry, ownership } = this.deps;
-    const tip = await resolveLiveTip(this.deps.store, d.origin_session_id);
-    if (!tip) throw new Error(`origin session ${d.origin_session_id} not found`);
-    const tipId = tip.row.id;
-    const messageId = this.deps.ids.next("msg");
-    const write = (log: Pick<EventLog, "emit">) => {
-      const now = this.deps.clock.now();
-      const row = { ...newMessageRow(tipId, messageId, "user", message.content, "complete", now), display_kind: DisplayKind.DelegationComplete, display_metadata: message.display_metadata };
-      log.emit<DelegationDeliveredPayload>(
-        EventType.DelegationDelivered,
-        {
-          delegation_id: d.id,
-          message_id: messageId,
-          message: { message_id: messageId, role: "user", content: message.content, status: "complete", display_kind: DisplayKind.DelegationComplete, display_metadata: message.display_metadata, created_at: now },
-        },
-        { ops: [{ op: "message.insert", row }, { op: "delegation.deliver", id: d.id, session_id: tipId, message_id: messageId, at: now }] },
-      );
-    };
-    const live = registry.get(tipId) ?? (await registry.pendingOpen(tipId)?.catch(() => undefined));
-    if (live && registry.isServing(live)) {
-      await live.runJob(async () => {
-        write(live.log);
-        await live.log.flushed();
-        // The next turn carries the result as context; no turn starts for it.
-        live.history.push({ role: "user", content: message.content });
-      });
-      if (live.row.flags.wake_on_delivery) {
-        await live.submit("[Background results arrived above. Continue.]", `delivery:${d.id}`).catch((err: unknown) =>
-          this.deps.logger.warn({ err, session_id: tipId }, "wake on delivery failed"),
-        );
-      }
-      return { session_id: tipId, message_id: messageId };
-    }
-    // Not live here: write to the store (seen on resume). An open of the session waits for this.
-    const writing = registry.borrow(tipId, async () => {
-      const lease = await ownership.acquire(tipId, false);
-      if (!lease.acquired) throw new TetherError(ErrorCode.Busy, `Session ${tipId} is live in another gateway process`);
-      const log = await this.deps.logs.open(tipId);
-      try {
-        write(log);
-        await log.flushed();
-        await log.settled();
-      } finally {
-        log.close();
-        await ownership.release(tipId).catch(() => undefined);
-      }
+  deliver(d: DelegationRow, message: DeliveryMessage): Promise<{ session_id: string; message_id: string }> {
+    return this.deps.delivery.deliver(d.origin_session_id, {
+      write: (log, tipId) => this.writeDelivery(log, tipId, d, message),
+      // The next turn carries the result as context; no turn starts for it unless the tip asks.
+      history: { role: "user", content: message.content },
+      wake: { caller: internalCaller(d.principal, "delegation"), text: "[Background results arrived above. Continue.]", requestId: `delivery:${d.id}` },
     });
-    if (writing === false) throw new Error(`session ${tipId} is changing hands; retrying`);
-    await writing;
-    return { session_id: tipId, message_id: messageId };
+  }
+
+  private writeDelivery(log: Pick<EventLog, "emit">, tipId: string, d: DelegationRow, message: DeliveryMessage): string {
+    const messageId = this.deps.ids.next("msg");
+    const now = this.deps.clock.now();
+    const meta = { display_kind: DisplayKind.DelegationComplete, display_metadata: message.display_metadata };
+    const row = { ...newMessageRow(tipId, messageId, "user", message.content, "complete", now), ...meta };
+    log.emit<DelegationDeliveredPayload>(
+      EventType.DelegationDelivered,
+      { delegation_id: d.id, message_id: messageId, message: { message_id: messageId, role: "user", content: message.content, status: "complete", ...meta, created_at: now } },
+      { ops: [{ op: "message.insert", row }, { op: "delegation.deliver", id: d.id, session_id: tipId, message_id: messageId, at: now }] },
+    );
+    return messageId;
   }
 
   /** Transient progress on the origin's live tip, when it is live here. */

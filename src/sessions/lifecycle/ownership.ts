@@ -10,6 +10,7 @@ import { hostname } from "node:os";
 import type { Clock } from "../../lib/clock.js";
 import { pidAlive } from "../../lib/pid-alive.js";
 import type { LeaseResult, Store, WriteOp } from "../../store/types.js";
+import { storage } from "../core/session-access.js";
 
 /** A session's lease as this process sees it, for sessions not live here. */
 export interface LeaseView {
@@ -50,6 +51,14 @@ export class Ownership {
   constructor(private readonly opts: OwnershipOptions) {
     this.processId = opts.processId;
     this.startedAt = opts.clock.now();
+  }
+
+  /** Whether a lease's holder is alive: its lease not expired, and its heartbeat not older than deadBefore(). */
+  async holderAlive(lease: { owner: string; expires_at: number }): Promise<boolean> {
+    const now = this.opts.clock.now();
+    if (lease.expires_at < now) return false;
+    const beat = await storage(() => this.opts.store.getHeartbeat(lease.owner));
+    return beat !== null && beat.last_beat >= this.deadBefore(now);
   }
 
   /** Heartbeats older than this belong to dead processes. */

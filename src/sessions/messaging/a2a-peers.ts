@@ -18,7 +18,7 @@
  */
 import type { AgentCard, Message, Part, Task } from "@a2a-js/sdk";
 import type { EnvelopeRow } from "../../store/types.js";
-import { replyText } from "./turn-answer.js";
+import { replyText } from "../delivery/turn-answer.js";
 import type { RemoteAgents, RemoteResult } from "./outbox.js";
 
 export interface PeerSettings {

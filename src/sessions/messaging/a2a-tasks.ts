@@ -21,7 +21,7 @@ import type { Caller } from "../core/types.js";
 import { holdingClaim } from "./claim-keeper.js";
 import { requireBot, type Directory } from "./directory.js";
 import type { SessionWork } from "./session-work.js";
-import { replyText, type Answer } from "./turn-answer.js";
+import { replyText, type Answer } from "../delivery/turn-answer.js";
 
 const FINISHED: ReadonlySet<TaskState> = new Set(["completed", "failed", "canceled", "rejected"]);
 /** Lapsed tasks taken up per store and sweep. */

@@ -16,9 +16,10 @@ import { DisplayKind, ErrorCode, TetherError, type AgentReplyMetadata } from "..
 import type { Clock } from "../../lib/clock.js";
 import type { Logger } from "../../lib/logger.js";
 import type { EnvelopePatch, EnvelopeRow, ReplyStatus } from "../../store/types.js";
+import { internalCaller } from "../core/types.js";
 import { requireBot, type Directory } from "./directory.js";
 import { knownId, type SessionWork } from "./session-work.js";
-import { cutByGateway, MAX_REANSWERS, readTurnAnswer, replyText } from "./turn-answer.js";
+import { cutByGateway, MAX_REANSWERS, readTurnAnswer, replyText } from "../delivery/turn-answer.js";
 
 /** What a peer's bot did with a message: answered (whole or not), or is still working on its task. */
 export type RemoteResult = { kind: "reply"; reply: string; status: ReplyStatus; task_id: string | null } | { kind: "working"; task_id: string };
@@ -84,7 +85,8 @@ export class EnvelopeSteps {
   private async sendLocal(e: EnvelopeRow): Promise<EnvelopePatch> {
     const bot = requireBot(this.deps.directory, e.to_name);
     const wing = await this.deps.directory.wing(bot.profile);
-    const caller = { principal: e.principal };
+    // The gateway's own work for the sender's principal: admitted when the tool call was.
+    const caller = internalCaller(e.principal, "messaging");
     const inbox = knownId("ses_agent", e.principal, e.from_profile, bot.profile);
     await wing.ensure(caller, inbox, {
       hidden: true,
@@ -92,7 +94,7 @@ export class EnvelopeSteps {
       title: `${e.from_name} → ${bot.name}`,
       metadata: { agent_inbox: { from: e.from_name, from_profile: e.from_profile } },
     });
-    const turn = await wing.with(caller, inbox, (rt) => wing.submitOnce(rt, inboxPrompt(e), `envelope:${e.id}`));
+    const turn = await wing.with(caller, inbox, (rt) => wing.submitOnce(rt, "messaging", inboxPrompt(e), `envelope:${e.id}`));
     return { status: "sent", sent_at: this.deps.clock.now(), recipient_session_id: inbox, recipient_turn_id: turn };
   }
 
@@ -104,7 +106,7 @@ export class EnvelopeSteps {
   private async localReply(e: EnvelopeRow): Promise<EnvelopePatch> {
     const bot = requireBot(this.deps.directory, e.to_name);
     const wing = await this.deps.directory.wing(bot.profile);
-    const caller = { principal: e.principal };
+    const caller = internalCaller(e.principal, "messaging");
     return wing.with(caller, e.recipient_session_id!, async (rt) => {
       await wing.settled(rt);
       const answer = await readTurnAnswer(wing.store, rt.id, e.recipient_turn_id!);
@@ -112,7 +114,7 @@ export class EnvelopeSteps {
       if (cutByGateway(answer) && e.reanswers < MAX_REANSWERS) {
         const again = e.reanswers + 1;
         this.deps.logger.warn({ envelope_id: e.id, session_id: rt.id, turn_id: e.recipient_turn_id, stop_reason: answer.stopReason }, "the recipient's answer was cut by the gateway; asking again");
-        const turn = await wing.submitOnce(rt, inboxPrompt(e, answer.stopReason), `envelope:${e.id}:again:${again}`);
+        const turn = await wing.submitOnce(rt, "messaging", inboxPrompt(e, answer.stopReason), `envelope:${e.id}:again:${again}`);
         return { recipient_turn_id: turn, reanswers: again };
       }
       return { status: "replied", replied_at: this.deps.clock.now(), reply: replyText(answer), reply_status: answer.status };
@@ -137,6 +139,7 @@ export class EnvelopeSteps {
         : `[Reply from ${e.to} to your message ${e.id}${status === "complete" ? "" : ` — not whole: ${status}`}]`;
     const where = await wing.deliverToTip(
       e.from_session_id,
+      e.principal,
       {
         role: "user",
         content: `${head}\n${e.reply ?? ""}`,

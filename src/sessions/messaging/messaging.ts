@@ -7,12 +7,12 @@ import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
 import type { Bus } from "../../events/bus/index.js";
 import { Outbox, type OutboxSettings, type RemoteAgents } from "./outbox.js";
-import type { Caller } from "../core/types.js";
+import { internalCaller, type Caller } from "../core/types.js";
 import { requireBot, type BotEntry, type Directory } from "./directory.js";
 import { Rooms } from "./rooms.js";
 import { A2ATasks } from "./a2a-tasks.js";
 import { knownId, type Answer, type SessionWork } from "./session-work.js";
-import { MAX_REANSWERS } from "./turn-answer.js";
+import { MAX_REANSWERS } from "../delivery/turn-answer.js";
 
 export interface MessagingDeps {
   directory: Directory;
@@ -101,15 +101,17 @@ export class Messaging {
    */
   async answer(caller: Caller, name: string, from: string, text: string, messageId: string): Promise<Answer> {
     const { bot, wing, inbox } = await this.inboxOf(caller, name, from);
-    await wing.ensure(caller, inbox, {
+    // An A2A task is durable once accepted (a2a-tasks.ts): its session and turn are the gateway's work.
+    const worker = internalCaller(caller.principal, "a2a");
+    await wing.ensure(worker, inbox, {
       hidden: true,
       follow_profile_config: true,
       title: `${from} → ${bot.name} (A2A)`,
       metadata: { agent_inbox: { from, via: "a2a" } },
     });
     const prompt = (again: string) => `[Message from the agent ${from} (A2A message ${messageId})${again}; your answer is sent back to it.]\n${text}`;
-    return wing.with(caller, inbox, (rt) =>
-      wing.answerOnce(rt, prompt(""), `a2a:${messageId}`, (cutBy) => prompt(`, sent again: your answer to it was cut off (${cutBy}) before it was whole`)),
+    return wing.with(worker, inbox, (rt) =>
+      wing.answerOnce(rt, "a2a", prompt(""), `a2a:${messageId}`, (cutBy) => prompt(`, sent again: your answer to it was cut off (${cutBy}) before it was whole`)),
     );
   }
 

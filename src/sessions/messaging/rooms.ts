@@ -14,7 +14,7 @@ import { DisplayKind, ErrorCode, TetherError, type Message, type RoomInfo, type 
 import type { Logger } from "../../lib/logger.js";
 import type { MessageRow, RoomFlags } from "../../store/types.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
-import type { Caller } from "../core/types.js";
+import { internalCaller, type Caller } from "../core/types.js";
 import { entryOfProfile, findEntry, mentionsIn, type BotEntry, type Directory } from "./directory.js";
 import { knownId, type SessionWork } from "./session-work.js";
 
@@ -135,8 +135,10 @@ export class Rooms {
     if (!context) return null;
     const memberWing = await this.deps.directory.wing(member.profile);
     const memberId = knownId("ses_room", roomId, member.profile);
-    await memberWing.ensure(caller, memberId, { hidden: true, room_plumbing: true, title: `${context.title} (${member.name})` });
-    const answer = await memberWing.with(caller, memberId, (rt) => memberWing.ask(rt, promptFor(member, context.title, context.names, context.rows)));
+    // The answers of a post the user made: the gateway's work, admitted with the post.
+    const worker = internalCaller(caller.principal, "room");
+    await memberWing.ensure(worker, memberId, { hidden: true, room_plumbing: true, title: `${context.title} (${member.name})` });
+    const answer = await memberWing.with(worker, memberId, (rt) => memberWing.ask(rt, "room", promptFor(member, context.title, context.names, context.rows)));
     if (!answer.ok) {
       this.deps.logger.warn({ session_id: roomId, member: member.profile }, "a room member's turn did not complete; no reply");
       return null;

@@ -1,14 +1,15 @@
 /**
  * What bots, rooms and the agent outbox do with the sessions of one profile (one manager): make a
- * session with a known id once, work in it while it is held (opened or reopened here, parked after),
- * append a finished message to its transcript, and ask it one question (a turn) for its answer.
+ * session with a known id once (the manager's one way of creating sessions), work in it while it
+ * is held (opened or reopened here, parked after), append a finished message to its transcript,
+ * and ask it one question (a turn, through the turn entry) for its answer.
  *
  * Known ids are what make "created once" hold without a table: a bot's canonical chat and a room
  * member's session are named by a hash of who and what they are for, so two racing calls insert
  * the same row and the loser finds the winner's.
  */
 import { createHash } from "node:crypto";
-import { ErrorCode, EventType, TetherError, type MessageCompletePayload, type MessageStartPayload } from "../../protocol/index.js";
+import { EventType, type MessageCompletePayload, type MessageStartPayload } from "../../protocol/index.js";
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
@@ -18,20 +19,16 @@ import { newMessageRow } from "../../agent/turn-frames.js";
 import type { LiveRegistry } from "../core/live-registry.js";
 import { resolveLiveTip } from "../core/live-tip.js";
 import { assertOwner, requireRow, storage } from "../core/session-access.js";
-import { sessionInfo } from "../core/session-info.js";
 import type { SessionRuntime } from "../core/session-runtime.js";
-import type { Caller, CreateParams } from "../core/types.js";
-import type { Ownership } from "../lifecycle/ownership.js";
-import type { SessionLogs } from "../lifecycle/session-logs.js";
+import { internalCaller, type Caller, type CreateParams, type InternalProducer } from "../core/types.js";
 import { reopenStored } from "../lifecycle/reopening.js";
 import type { ViewerBinding } from "../lifecycle/viewer-binding.js";
-import type { ModelSwitching } from "../models/model-switching.js";
-import { identityOf, mergeModelConfig } from "../models/model-identity.js";
-import { newSessionRow } from "../views/session-rows.js";
 import { isRecoverableEnd } from "../../protocol/index.js";
-import { cutByGateway, MAX_REANSWERS, readTurnAnswer, type Answer } from "./turn-answer.js";
+import { cutByGateway, MAX_REANSWERS, readTurnAnswer, type Answer } from "../delivery/turn-answer.js";
+import type { Delivered, TipDelivery } from "../delivery/tip-delivery.js";
+import type { TurnDoor } from "../delivery/turn-door.js";
 
-export type { Answer } from "./turn-answer.js";
+export type { Answer } from "../delivery/turn-answer.js";
 
 export interface SessionWorkDeps {
   profile: string;
@@ -42,11 +39,10 @@ export interface SessionWorkDeps {
   logger: Logger;
   registry: LiveRegistry;
   binding: ViewerBinding;
-  ownership: Ownership;
-  switching: ModelSwitching;
-  /** The log of a delivery to a session not live here. */
-  logs: SessionLogs;
-  epoch: string;
+  /** Writes a delivery into a live tip (shared with delegation). */
+  delivery: TipDelivery;
+  /** The turn entry: every turn of a bot, a room member or an inbox enters there. */
+  door: TurnDoor;
 }
 
 /** A finished message for a transcript: a room post or reply, a delivered agent reply. */
@@ -88,40 +84,11 @@ export class SessionWork {
 
   /**
    * Creates the caller's session `id` with `params` unless it exists (any end: a closed one stays
-   * closed for `open`). True when this call created it.
+   * closed for `open`), the one way sessions are created (the manager's, through the door). True
+   * when this call created it.
    */
-  async ensure(caller: Caller, id: string, params: CreateParams): Promise<boolean> {
-    const { store, switching, committer, ownership, clock } = this.deps;
-    const existing = await storage(() => store.getSession(id));
-    if (existing) {
-      assertOwner(caller, existing);
-      return false;
-    }
-    const follows = params.follow_profile_config || params.room_plumbing;
-    const { provider, model } = follows ? switching.profileDefault() : switching.pickModel(params.provider, params.model);
-    const row = newSessionRow({
-      id,
-      principal: caller.principal,
-      profile: this.deps.profile,
-      params,
-      provider,
-      model,
-      modelConfig: mergeModelConfig({}, identityOf(switching.catalog, provider, model)),
-      now: clock.now(),
-    });
-    try {
-      await committer.enqueue([{ op: "session.insert", row }, ownership.insertOp(id)]);
-    } catch (err) {
-      // A racing call inserted it first: that one is the session.
-      if (await store.getSession(id).catch(() => null)) return false;
-      throw err;
-    }
-    await this.with(caller, id, async (rt) => {
-      rt.log.emit(EventType.SessionInfo, sessionInfo(rt.row));
-      await storage(() => rt.log.flushed());
-    });
-    this.deps.logger.info({ session_id: id, provider, model }, "session created");
-    return true;
+  ensure(caller: Caller, id: string, params: CreateParams): Promise<boolean> {
+    return this.deps.door.createKnown(caller, id, params);
   }
 
   /**
@@ -177,52 +144,24 @@ export class SessionWork {
   }
 
   /**
-   * Writes `m` into the live tip of `sessionId`, exactly like a delegation's delivery: a tip live
-   * here takes it in its turn slot (after a running turn, starting none, into the model's history
-   * too); otherwise it is written through a log of its own under the session's lease, the registry
-   * holding the session in `writing` so an open waits for it. A tip with `wake_on_delivery` then
-   * gets a turn (request id `wakeRequestId`, so a retry never starts a second one).
+   * Writes `m` into the live tip of `sessionId` as the delivery room does every delivery
+   * (delivery/tip-delivery.ts): into the model's history too; a `wake_on_delivery` tip then gets
+   * a turn as the sender principal's `messaging` caller (request id `wakeRequestId`).
    */
-  async deliverToTip(sessionId: string, m: AppendedMessage, wakeRequestId: string): Promise<{ session_id: string; message_id: string }> {
-    const { registry, ownership, store } = this.deps;
-    const tip = await resolveLiveTip(store, sessionId);
-    if (!tip) throw new Error(`session ${sessionId} not found`);
-    const tipId = tip.row.id;
-    const live = registry.get(tipId) ?? (await registry.pendingOpen(tipId)?.catch(() => undefined));
-    if (live && registry.isServing(live)) {
-      const out = await this.append(live, { ...m, toHistory: true });
-      if (live.row.flags.wake_on_delivery) {
-        await live.submit("[A reply from another agent arrived above. Continue.]", wakeRequestId).catch((err: unknown) =>
-          this.deps.logger.warn({ err, session_id: tipId }, "wake on delivery failed"),
-        );
-      }
-      return { session_id: tipId, message_id: out.message_id };
-    }
-    let messageId = "";
-    const writing = registry.borrow(tipId, async () => {
-      const lease = await ownership.acquire(tipId, false);
-      if (!lease.acquired) throw new TetherError(ErrorCode.Busy, `Session ${tipId} is live in another gateway process`);
-      const log = await this.deps.logs.open(tipId);
-      try {
-        messageId = this.emitMessage(log, tipId, m).message_id;
-        await log.flushed();
-        await log.settled();
-      } finally {
-        log.close();
-        await ownership.release(tipId).catch(() => undefined);
-      }
+  deliverToTip(sessionId: string, principal: string, m: AppendedMessage, wakeRequestId: string): Promise<Delivered> {
+    return this.deps.delivery.deliver(sessionId, {
+      write: (log, tipId) => this.emitMessage(log, tipId, m).message_id,
+      history: { role: m.role === "assistant" ? "assistant" : "user", content: m.content },
+      wake: { caller: internalCaller(principal, "messaging"), text: "[A reply from another agent arrived above. Continue.]", requestId: wakeRequestId },
     });
-    if (writing === false) throw new Error(`session ${tipId} is changing hands; retrying`);
-    await writing;
-    return { session_id: tipId, message_id: messageId };
   }
 
   /**
-   * Submits `text` once per `requestId` (a retry, even after a restart, finds the same turn) and
-   * resolves with the turn's id once it ended here.
+   * Submits `text` through the turn entry as `producer` once per `requestId` (a retry, even after
+   * a restart, finds the same turn) and answers the turn's id.
    */
-  async submitOnce(rt: SessionRuntime, text: string, requestId: string): Promise<string> {
-    const sub = await rt.submit(text, requestId);
+  async submitOnce(rt: SessionRuntime, producer: InternalProducer, text: string, requestId?: string): Promise<string> {
+    const sub = await this.deps.door.startTurn(internalCaller(rt.row.principal, producer), rt.id, text, requestId);
     return sub.turn_id;
   }
 
@@ -237,14 +176,14 @@ export class SessionWork {
    * restart, a stop) is asked again — `again` as the prompt, request id `REQUEST:again:N`, at most
    * MAX_REANSWERS times — so a crash never passes a partial answer on as if it were whole.
    */
-  async answerOnce(rt: SessionRuntime, prompt: string, requestId: string, again: (cutBy: string) => string): Promise<Answer> {
-    let turnId = await this.submitOnce(rt, prompt, requestId);
+  async answerOnce(rt: SessionRuntime, producer: InternalProducer, prompt: string, requestId: string, again: (cutBy: string) => string): Promise<Answer> {
+    let turnId = await this.submitOnce(rt, producer, prompt, requestId);
     for (let n = 1; ; n++) {
       await this.settled(rt);
       const answer = (await storage(() => readTurnAnswer(this.deps.store, rt.id, turnId))) ?? { ok: false, text: "", status: "failed" as const, reason: "the turn has not ended" };
       if (!cutByGateway(answer) || n > MAX_REANSWERS) return answer;
       this.deps.logger.warn({ session_id: rt.id, turn_id: turnId, stop_reason: answer.stopReason }, "an answer was cut by the gateway; asking again");
-      turnId = await this.submitOnce(rt, again(answer.stopReason ?? "restart"), `${requestId}:again:${n}`);
+      turnId = await this.submitOnce(rt, producer, again(answer.stopReason ?? "restart"), `${requestId}:again:${n}`);
     }
   }
 
@@ -263,22 +202,10 @@ export class SessionWork {
     await storage(() => rt.setFlags(flags, { tell: true }));
   }
 
-  /**
-   * One turn on `text`; resolves when it ended with its last assistant text. A job queued right
-   * behind the turn (synchronously, so nothing slips in between) waits for it in the turn slot.
-   */
-  async ask(rt: SessionRuntime, text: string): Promise<Answer> {
-    const before = rt.log.latestSeq;
-    const submitted = rt.submit(text, undefined);
-    let answer: Answer = { ok: false, text: "", status: "failed" };
-    const read = rt.runJob(async () => {
-      const rows = await this.deps.store.loadMessages(rt.id, before);
-      const last = rows.filter((r) => r.role === "assistant").at(-1);
-      const ok = last?.status === "complete" && last.content.length > 0;
-      answer = { ok, text: last?.content ?? "", status: ok ? "complete" : last?.status === "interrupted" ? "interrupted" : "failed" };
-    });
-    await submitted;
-    await read;
-    return answer;
+  /** One turn on `text` as `producer` (no request id: each call asks anew); resolves when it ended, with its answer. */
+  async ask(rt: SessionRuntime, producer: InternalProducer, text: string): Promise<Answer> {
+    const turnId = await this.submitOnce(rt, producer, text);
+    await this.settled(rt);
+    return (await storage(() => readTurnAnswer(this.deps.store, rt.id, turnId))) ?? { ok: false, text: "", status: "failed", reason: "the turn has not ended" };
   }
 }

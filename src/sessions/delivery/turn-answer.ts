@@ -28,17 +28,36 @@ const GATEWAY_CUTS: ReadonlySet<StopReason> = new Set(["restart", "shutdown", "s
 /** How many times a message cut by the gateway is asked again before its cut answer goes back as such. */
 export const MAX_REANSWERS = 3;
 
+/** How one turn ended, as its frames say: its `turn.complete`, its last assistant text, its error. */
+export interface TurnEnd {
+  complete: TurnCompletePayload;
+  /** The turn's last assistant text ("" when it wrote none). */
+  text: string;
+  /** Its `turn.error` message, if it failed with one. */
+  error?: string;
+}
+
 /** The answer of turn `turnId` of `sessionId`; null while the turn has not ended. */
 export async function readTurnAnswer(store: Store, sessionId: string, turnId: string): Promise<Answer | null> {
+  const end = await readTurnEnd(store, sessionId, turnId);
+  return end ? answerOf(end.complete, end.text, end.error) : null;
+}
+
+/**
+ * How turn `turnId` of `sessionId` ended; null while it has not. Only that turn's frames count,
+ * read back from the end a page at a time as far as its `turn.start` (or the log's start).
+ */
+export async function readTurnEnd(store: Store, sessionId: string, turnId: string): Promise<TurnEnd | null> {
   let before = Number.MAX_SAFE_INTEGER;
   let complete: TurnCompletePayload | undefined;
   let text: string | undefined;
   let error: string | undefined;
+  const end = (): TurnEnd | null => (complete ? { complete, text: text ?? "", ...(error !== undefined ? { error } : {}) } : null);
   for (;;) {
     const rows = await store.readEventsBefore(sessionId, before, PAGE);
     for (const r of rows) {
       if (r.turn_id !== turnId) continue;
-      if (r.type === EventType.TurnStart) return complete ? answerOf(complete, text ?? "", error) : null;
+      if (r.type === EventType.TurnStart) return end();
       if (r.type === EventType.TurnComplete) complete ??= JSON.parse(r.payload) as TurnCompletePayload;
       else if (r.type === EventType.TurnError) error ??= (JSON.parse(r.payload) as TurnErrorPayload).error.message;
       else if (r.type === EventType.MessageComplete && text === undefined) {
@@ -46,7 +65,7 @@ export async function readTurnAnswer(store: Store, sessionId: string, turnId: st
         if (m.role === "assistant" && m.content) text = m.content;
       }
     }
-    if (rows.length < PAGE) return complete ? answerOf(complete, text ?? "", error) : null;
+    if (rows.length < PAGE) return end();
     before = rows.at(-1)!.seq;
   }
 }
