@@ -100,6 +100,7 @@ export function assembleSessions(deps: SessionManagerDeps, door: TurnDoor): Sess
   const compressor = new Compressor({ store, clock, logger, settings, registry, rotation });
   const delegations = delegationWing(deps, settings, registry, switching, lifecycle, { delivery, door });
   const routing = clusterWing(deps, registry, lifecycle);
+  if (routing) lifecycle.ending.moveViewersWith((id, after, viewer) => routing.remote.follow(id, after, viewer));
   const work = new SessionWork({ profile: settings.profile?.name ?? "default", store, clock, ids, logger, committer: deps.committer, registry, binding, delivery, door });
   // views (a Snapshot lists the session's delegations: the wing is handed down as a lister)
   const views = new SessionViews({ store, epoch: deps.epoch, clock, registry, ownership, delegations });

@@ -10,6 +10,8 @@ import { RpcSocket } from "../support/rpc-socket.js";
 import { dropTestSchemas, pgAvailable, pgQuery, pgTestUrl } from "../support/pg.js";
 import { eventually } from "../support/sse-client.js";
 import { dropTestKeys, redisAvailable, redisTestUrl } from "../support/redis.js";
+import WebSocket from "ws";
+import { TetherClient } from "../../src/client/index.js";
 
 const running: SpawnedGateway[] = [];
 afterEach(async () => {
@@ -130,6 +132,55 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
     const old = resumed.messages.find((m: any) => m.status === "interrupted");
     expect(old.content).toBe(interruptedText);
     expect(a.stderr()).toMatch(/stale owner: lease of session \S+ is no longer held/);
+    sb.close();
+  });
+
+  it("A drops the runtime B took over: A's viewer hears session.resync, catches up on A and follows B's turns live", async () => {
+    const store = pgTestUrl();
+    const bus = redisTestUrl();
+    const env = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info" };
+    const a = await node(store, env, ["--bus", bus]);
+    const b = await node(store, env, ["--bus", bus]);
+    const sa = await RpcSocket.open(a.wsUrl);
+    const sid = (await sa.call("session.create", {})).session_id;
+    // An SDK viewer on A too: what an app sees (each seq once, in order).
+    const sdk = new TetherClient({ url: a.wsUrl, WebSocket: WebSocket as never, backoff: { initialMs: 20, maxMs: 300, jitter: 0.3 } });
+    const seen: Frame<any>[] = [];
+    sdk.subscribe(sid, (f) => seen.push(f as Frame<any>), { afterSeq: 0 });
+    await sdk.connect();
+    await sdk.resumeSession(sid);
+    const first = await sa.call("prompt.submit", { session_id: sid, text: "count to 100000" });
+    await sa.waitFor(() => sa.sessionEvents(sid).filter((f) => f.type === "message.delta").length >= 20);
+    a.child.kill("SIGSTOP");
+    await eventually(async () => {
+      const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
+      return lease !== undefined && Number(lease.expires_at) < Date.now();
+    });
+    const sb = await RpcSocket.open(b.wsUrl);
+    await sb.call("session.resume", { session_id: sid });
+    const watermark = Math.max(...sa.sessionEvents(sid).filter((f) => f.seq !== undefined).map((f) => f.seq!));
+    a.child.kill("SIGCONT");
+    // A finds its lease gone and drops its runtime: its viewer is told, not left silent.
+    await sa.waitFor(() => sa.events.some((f) => f.type === "session.resync" && f.payload.session_id === sid), 20_000);
+    // What the SDK does on it: `since` from its watermark, here on A (served from the store and the bus).
+    const since = await sa.call("session.events.since", { session_id: sid, after_seq: watermark });
+    expect(since.events.some((f: Frame<any>) => f.type === "turn.complete" && f.payload.status === "interrupted")).toBe(true);
+    // And it follows B's next turn live, through A.
+    const next = await sb.call("prompt.submit", { session_id: sid, text: "count to 5" });
+    const end = await sa.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === next.turn_id, 20_000);
+    expect(end.payload.status).toBe("complete");
+    const seqs = sa.sessionEvents(sid).filter((f) => f.seq !== undefined).map((f) => f.seq!);
+    expect(new Set(seqs).size).toBe(seqs.length);
+    // The SDK on A: A's interrupted turn (written by B, from the catch-up), then B's turn live, each seq once.
+    const ends = () => seen.filter((f) => f.type === "turn.complete");
+    await sa.waitFor(() => ends().some((f) => f.turn_id === next.turn_id), 20_000);
+    expect(ends().map((f) => [f.turn_id, f.payload.status])).toEqual([[first.turn_id, "interrupted"], [next.turn_id, "complete"]]);
+    const sdkSeqs = seen.map((f) => f.seq!);
+    expect(sdkSeqs).toEqual([...new Set(sdkSeqs)].sort((x, y) => x - y));
+    const reply = seen.find((f) => f.type === "message.complete" && f.turn_id === next.turn_id && f.payload.role === "assistant");
+    expect(reply?.payload.content).toBe("1 2 3 4 5");
+    sdk.close();
+    sa.close();
     sb.close();
   });
 });

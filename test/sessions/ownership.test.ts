@@ -91,6 +91,28 @@ describe("ownership across processes", () => {
     expect(b.globals).toEqual([]);
   });
 
+  it("a beat that finds a viewed session's lease taken drops the runtime and tells its viewers: session.resync", async () => {
+    const db = tempDbPath();
+    const clock = new FakeClock();
+    const a = await proc(db, clock, "A");
+    const b = await proc(db, clock, "B");
+    const va = new TestViewer("va");
+    const sid = (await a.manager.create(ME, {}, va)).session_id;
+    await settle();
+    const lastSeq = Math.max(0, ...va.frames.filter((f) => f.seq !== undefined).map((f) => f.seq!));
+    // B takes the lease as if A had been paused past it (A, viewed, is not takeable otherwise).
+    const later = clock.now() + 3_600_000;
+    const took = await b.store.acquireLease({ session_id: sid, owner: "B", now: later, ttlMs: 3_600_000, deadBefore: later, takeDetached: true });
+    expect(took.acquired).toBe(true);
+    await clock.advance(10_000); // A's beat finds the lease gone
+    await settle();
+    expect(isLive(a, sid)).toBe(false);
+    // Without a bus there is nothing to follow: the notice alone, so the SDK's catch-up (4001) makes the app resume.
+    const notices = va.frames.filter((f) => f.type === "session.resync");
+    expect(notices).toEqual([expect.objectContaining({ session_id: "", payload: { session_id: sid, from_seq: lastSeq } })]);
+    expect(a.globals).toEqual([]);
+  });
+
   it("the startup sweep ends only a dead process's sessions, with visible interrupted turns", async () => {
     const db = tempDbPath();
     const clock = new FakeClock();

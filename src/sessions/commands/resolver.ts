@@ -31,7 +31,7 @@ import { reopenStored } from "../lifecycle/reopening.js";
 import type { ViewerBinding } from "../lifecycle/viewer-binding.js";
 import { onLiveTip } from "../rotation/tip-routing.js";
 import type { NodeRouting, Routed } from "../cluster/node-routing.js";
-import { routeOwnerChange } from "../cluster/owner-changes.js";
+import { routeOwnerChange, type OwnerChangeDeps } from "../cluster/owner-changes.js";
 
 type Route = "owned" | "takeover" | "cancel" | "respond" | "read" | "end" | "settings";
 
@@ -67,19 +67,8 @@ export interface ResolveOptions {
   forwardable?: boolean;
 }
 
-export interface ResolverDeps {
-  store: Store;
-  committer: GroupCommitter;
-  clock: Clock;
-  logger: Logger;
-  processId: string;
-  registry: LiveRegistry;
-  ownership: Ownership;
-  binding: ViewerBinding;
-  supersede(runtime: SessionRuntime): void;
-  /** Null on one node (in-process bus): everything runs here. */
-  routing: NodeRouting | null;
-}
+/** What the resolver reads: the same rooms an owner change needs (cluster/owner-changes.ts). */
+export type ResolverDeps = OwnerChangeDeps;
 
 export class CommandResolver {
   constructor(private readonly deps: ResolverDeps) {}

@@ -19,6 +19,7 @@ import type { Caller } from "../core/types.js";
 import type { Ownership } from "./ownership.js";
 import type { ReapTimers } from "./reap-timers.js";
 import type { SessionLogs } from "./session-logs.js";
+import { tellMovedViewers, type FollowElsewhere } from "./moved-viewers.js";
 
 export interface SessionEndingDeps {
   store: Store;
@@ -36,7 +37,15 @@ export interface SessionEndingDeps {
 }
 
 export class SessionEnding {
+  /** Scale-out: how a viewer follows a session another node owns (set once the cluster wing exists). */
+  private followElsewhere: FollowElsewhere | null = null;
+
   constructor(private readonly deps: SessionEndingDeps) {}
+
+  /** Viewers of a superseded runtime follow the new owner through `follow` (scale-out, a bus). */
+  moveViewersWith(follow: FollowElsewhere): void {
+    this.followElsewhere = follow;
+  }
 
   /**
    * The user closes the caller's session (`session.close`): opened first if it is not live here
@@ -112,9 +121,13 @@ export class SessionEnding {
   supersede(runtime: SessionRuntime): void {
     if (!this.deps.registry.handOver(runtime)) return;
     this.deps.timers.cancel(runtime.id);
+    const viewers = [...runtime.viewerRefs.values()];
+    const fromSeq = runtime.log.latestSeq;
     runtime.abandon();
     this.deps.registry.drop(runtime);
     this.deps.ownership.forget(runtime.id);
+    // Its viewers here are told (and, with a bus, moved to the new owner's frames): never left silent.
+    tellMovedViewers(runtime.id, viewers, fromSeq, { epoch: runtime.log.epoch, ts: this.deps.clock.now() }, this.followElsewhere);
     this.deps.metrics.sessionEnded(EndReason.SupersededByResume);
     this.deps.logger.info({ session_id: runtime.id, end_reason: EndReason.SupersededByResume }, "runtime superseded by a resume elsewhere");
   }
