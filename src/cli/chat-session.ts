@@ -32,10 +32,9 @@ export class ChatSession {
     return this.view?.model?.sessionId;
   }
 
-  /** The turn running in this session, as the view sees it (ours or another viewer's). */
-  get runningTurn(): string | undefined {
-    const m = this.view?.model;
-    return m?.running ? (m.currentTurn ?? "") : undefined;
+  /** A turn runs in this session, as the view sees it (ours or another viewer's). */
+  get running(): boolean {
+    return this.view?.model?.running ?? false;
   }
 
   /** What the session waits for, oldest first; the next line typed answers the oldest. */

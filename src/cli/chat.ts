@@ -67,7 +67,7 @@ export async function runChat(opts: ChatOptions): Promise<void> {
 
   let interruptSent = false;
   const onSigint = () => {
-    if (session.runningTurn && !interruptSent) {
+    if (session.running && !interruptSent) {
       interruptSent = true;
       render.info("^C interrupting… (Ctrl-C again to quit)");
       session.interrupt().catch((err: unknown) => render.line(`interrupt failed: ${describeError(err)}`));

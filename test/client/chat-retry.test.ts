@@ -69,7 +69,7 @@ describe("tether chat submit", () => {
     // Resolves once the line's turn ended (the chat waits for it as before).
     await chat.submit("count to 3");
     expect(losing.sent()).toBeGreaterThanOrEqual(2);
-    expect(chat.runningTurn).toBeUndefined();
+    expect(chat.running).toBe(false);
     const reader = await connected();
     const users = (await reader.call("session.messages", { session_id: sessionId })).messages.filter((m) => m.role === "user");
     expect(users.map((m) => m.content)).toEqual(["count to 3"]);
