@@ -8,9 +8,12 @@ import type { Frame } from "../../src/protocol/index.js";
 import { spawnGateway, type SpawnedGateway } from "../support/spawn-gateway.js";
 import { RpcSocket } from "../support/rpc-socket.js";
 import { dropTestSchemas, pgAvailable, pgQuery, pgTestUrl } from "../support/pg.js";
-import { eventually } from "../support/sse-client.js";
+import { eventually, openSse, type SseConnection, type SseEvent } from "../support/sse-client.js";
 import { dropTestKeys, redisAvailable, redisTestUrl } from "../support/redis.js";
 import WebSocket from "ws";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { TetherClient } from "../../src/client/index.js";
 
 const running: SpawnedGateway[] = [];
@@ -183,4 +186,89 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
     sa.close();
     sb.close();
   });
+
+  it("A drops the runtime B took over: an SSE stream on A catches up past the bus ring and goes on from B, each seq once", async () => {
+    const store = pgTestUrl();
+    const bus = redisTestUrl();
+    // A small ring: B's turn while A is stopped outgrows it, so following the bus alone leaves a gap.
+    const config = join(mkdtempSync(join(tmpdir(), "tether-sse-")), "config.yaml");
+    writeFileSync(config, "limits:\n  ring_frames: 16\n");
+    const env = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info", TETHER_CONFIG: config };
+    const a = await node(store, env, ["--bus", bus]);
+    const b = await node(store, env, ["--bus", bus]);
+    const sa = await RpcSocket.open(a.wsUrl);
+    const sid = (await sa.call("session.create", {})).session_id;
+    // What EventSource does: when the server ends the stream, reconnect with the last id it got.
+    const sse = reconnectingSse(`${a.url}/api/sessions/${sid}/events?after_seq=0`);
+    await sse.ready;
+    const first = await sa.call("prompt.submit", { session_id: sid, text: "count to 100000" });
+    await sse.waitFor((fs) => fs.filter((f) => f.type === "message.delta").length >= 20);
+    a.child.kill("SIGSTOP");
+    await eventually(async () => {
+      const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
+      return lease !== undefined && Number(lease.expires_at) < Date.now();
+    });
+    const sb = await RpcSocket.open(b.wsUrl);
+    await sb.call("session.resume", { session_id: sid });
+    const mid = await sb.call("prompt.submit", { session_id: sid, text: "count to 40" });
+    await sb.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === mid.turn_id, 20_000);
+    a.child.kill("SIGCONT");
+    await eventually(async () => /runtime superseded by a resume elsewhere/.test(a.stderr()), 20_000);
+    const next = await sb.call("prompt.submit", { session_id: sid, text: "count to 5" });
+    const ends = (fs: Frame<any>[]) => fs.filter((f) => f.type === "turn.complete").map((f) => [f.turn_id, f.payload.status]);
+    await sse.waitFor((fs) => ends(fs).some(([t]) => t === next.turn_id), 20_000);
+    expect(ends(sse.frames)).toEqual([[first.turn_id, "interrupted"], [mid.turn_id, "complete"], [next.turn_id, "complete"]]);
+    const seqs = sse.frames.map((f) => f.seq!);
+    expect(seqs).toEqual([...new Set(seqs)].sort((x, y) => x - y));
+    const reply = (turn: string) => sse.frames.find((f) => f.type === "message.complete" && f.turn_id === turn && f.payload.role === "assistant");
+    expect(reply(mid.turn_id)?.payload.content).toBe(Array.from({ length: 40 }, (_, i) => i + 1).join(" "));
+    expect(reply(next.turn_id)?.payload.content).toBe("1 2 3 4 5");
+    // Every durable frame the new owner holds reached the stream.
+    const stored = (await sb.call("session.events.since", { session_id: sid, after_seq: 0, include_transient: false })).events as Frame<any>[];
+    const got = new Set(seqs);
+    expect(stored.filter((f) => !got.has(f.seq!)).map((f) => `${f.seq}:${f.type}`)).toEqual([]);
+    sse.close();
+    sa.close();
+    sb.close();
+  });
 });
+
+/** The session's frames (events with an `id` and a seq) over as many connections as it takes. */
+function reconnectingSse(url: string) {
+  const frames: Frame<any>[] = [];
+  let lastId: string | undefined;
+  let conn: SseConnection | undefined;
+  let closed = false;
+  const loop = async () => {
+    while (!closed) {
+      const c = await openSse(url, { headers: lastId === undefined ? {} : { "last-event-id": lastId } });
+      conn = c;
+      if (c.status !== 200) throw new Error(`SSE answered ${c.status}`);
+      let seen = 0;
+      const take = (evs: SseEvent[]) => {
+        for (const ev of evs.slice(seen)) {
+          if (ev.id !== undefined) lastId = ev.id;
+          const data = JSON.parse(ev.data);
+          if (typeof data.seq === "number" && ev.event === data.type) frames.push(data);
+        }
+        seen = evs.length;
+      };
+      const pump = setInterval(() => take(c.events), 10);
+      await c.ended;
+      clearInterval(pump);
+      take(c.events);
+    }
+  };
+  void loop().catch(() => undefined);
+  return {
+    frames,
+    ready: eventually(async () => conn !== undefined),
+    async waitFor(pred: (fs: Frame<any>[]) => boolean, timeoutMs = 10_000) {
+      await eventually(async () => pred(frames), timeoutMs);
+    },
+    close() {
+      closed = true;
+      conn?.close();
+    },
+  };
+}

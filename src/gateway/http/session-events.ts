@@ -9,6 +9,11 @@
  * with snapshots). A plain EventSource client thus re-renders without a gap and without any code.
  * `last` only moves forward, so a frame is never written twice, whether it comes from a catch-up
  * or from the tap. Over the hard limit the response ends, and is cut if the end cannot get through.
+ *
+ * When this node drops the session's runtime because another took its lease, the tap gets the
+ * `session.resync` frame every viewer gets (moved-viewers.ts): the loop answers it the same way
+ * (resync event, catch-up after `last`, live frames from the new owner through the bus), or ends
+ * the stream when the catch-up is refused here (no bus), so the client resumes by reconnecting.
  */
 import { EventType, type Frame, type SinceResult, type Snapshot } from "../../protocol/index.js";
 import type { Logger } from "../../lib/logger.js";
@@ -75,23 +80,40 @@ export async function streamSessionEvents(sse: SseWriter, opts: SessionEventsOpt
   } else {
     await catchUp(opts.after, true);
   }
+  /**
+   * `session.resync` (no `id:` field: the client's Last-Event-ID stays the last frame it really
+   * got), then the catch-up after `last`. False when the catch-up failed: the stream must end.
+   */
+  const resync = async (fromSeq: number, transient: boolean): Promise<boolean> => {
+    await sse.send(JSON.stringify({ session_id: sessionId, from_seq: fromSeq }), { event: SseEvent.Resync });
+    try {
+      await catchUp(last, transient);
+      return true;
+    } catch (err) {
+      // The session went away meanwhile (ended, moved, not live here without a bus): end the
+      // stream; the client's reconnect with Last-Event-ID gets the answer (or the error) from the route.
+      opts.logger.info({ err, session_id: sessionId }, "SSE catch-up after a resync failed: ending the stream");
+      return false;
+    }
+  };
+
   while (!closed) {
     const item = await tap.next(sse.signal);
     if (!item) break;
+    // The tap lagged: deltas were skipped, the reader just proved too slow for them.
     if (item.resync !== undefined) {
-      // No `id:` field: the client's Last-Event-ID stays the last frame it really got.
-      await sse.send(JSON.stringify({ session_id: sessionId, from_seq: item.resync }), { event: SseEvent.Resync });
-      try {
-        await catchUp(last, false);
-      } catch (err) {
-        // The session went away meanwhile (ended, moved): end the stream; the client's reconnect
-        // with Last-Event-ID gets the answer (or the error) from the route itself.
-        opts.logger.info({ err, session_id: sessionId }, "SSE catch-up after a resync failed: ending the stream");
-        break;
-      }
+      if (!(await resync(item.resync, false))) break;
       continue;
     }
     const f = item.frame;
+    if (f.type === EventType.SessionResync && f.seq === undefined) {
+      // The runtime here was dropped: another node took the session's lease (moved-viewers.ts).
+      // With a bus the tap already follows the new owner; the catch-up fills what went past in
+      // between (from the store and the bus), and frames go on, each seq once. Without a bus the
+      // catch-up fails and the stream ends: the reconnect with Last-Event-ID resumes it.
+      if (!(await resync((f.payload as { from_seq: number }).from_seq, true))) break;
+      continue;
+    }
     if ((f.seq ?? 0) <= last) continue;
     last = f.seq!;
     await write(f);
