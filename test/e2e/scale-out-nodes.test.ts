@@ -11,6 +11,7 @@ import { dropTestSchemas, pgAvailable, pgQuery, pgTestUrl } from "../support/pg.
 import { eventually, openSse, type SseConnection, type SseEvent } from "../support/sse-client.js";
 import { dropTestKeys, redisAvailable, redisTestUrl } from "../support/redis.js";
 import WebSocket from "ws";
+import OpenAI from "openai";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -229,6 +230,44 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
     expect(stored.filter((f) => !got.has(f.seq!)).map((f) => `${f.seq}:${f.type}`)).toEqual([]);
     sse.close();
     sa.close();
+    sb.close();
+  });
+  it("A drops the runtime B took over: a streamed chat completion on A ends with a session_moved error, not silence", async () => {
+    const store = pgTestUrl();
+    const bus = redisTestUrl();
+    // A small ring: following the bus alone cannot bring A's turn to its end any more.
+    const config = join(mkdtempSync(join(tmpdir(), "tether-chat-")), "config.yaml");
+    writeFileSync(config, "limits:\n  ring_frames: 16\n");
+    const env = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info", TETHER_CONFIG: config };
+    const a = await node(store, env, ["--bus", bus]);
+    const b = await node(store, env, ["--bus", bus]);
+    const openai = new OpenAI({ baseURL: `${a.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const { data: stream, response } = await openai.chat.completions
+      .create({ model: "demo", stream: true, messages: [{ role: "user", content: "count to 100000" }] })
+      .withResponse();
+    const sid = response.headers.get("x-session-id")!;
+    let chunks = 0;
+    const outcome = (async () => {
+      try {
+        for await (const _ of stream) chunks++;
+        return "ended without error";
+      } catch (err) {
+        return err instanceof OpenAI.APIError ? String(err.code) : String(err);
+      }
+    })();
+    await eventually(async () => chunks >= 20);
+    a.child.kill("SIGSTOP");
+    await eventually(async () => {
+      const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
+      return lease !== undefined && Number(lease.expires_at) < Date.now();
+    });
+    const sb = await RpcSocket.open(b.wsUrl);
+    await sb.call("session.resume", { session_id: sid });
+    const mid = await sb.call("prompt.submit", { session_id: sid, text: "count to 40" });
+    await sb.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === mid.turn_id, 20_000);
+    a.child.kill("SIGCONT");
+    const timeout = new Promise<string>((resolve) => setTimeout(() => resolve("still streaming after 15 s"), 15_000));
+    expect(await Promise.race([outcome, timeout])).toBe("session_moved");
     sb.close();
   });
 });

@@ -11,7 +11,7 @@ import { boundToStream, type FrameTap } from "./frame-tap.js";
 import type { IdempotencyClaim } from "./idempotency.js";
 import { sseResponse, type SseWriter } from "./sse.js";
 import { followTurn, type FollowFrom, type TurnEnd } from "./turn-follow.js";
-import { turnErrorObject, turnFailure } from "./turn-errors.js";
+import { SESSION_MOVED, turnErrorObject, turnFailure } from "./turn-errors.js";
 import { ClientCalls, type ChatToolCall } from "./chat-tool-calls.js";
 
 export const SESSION_HEADER = "x-session-id";
@@ -89,6 +89,7 @@ export async function answerChat(c: AppContext, turn: ChatTurn, tap: FrameTap, s
   gone.finish();
   await stop(abandoned(end));
   if (end.status === "error") throw turnFailure(end.error);
+  if (end.status === "moved") throw turnFailure(SESSION_MOVED);
   const result = completionOf(turn, content, end, calls);
   if (claim.kind === "fresh") await claim.record(200, { session_id: turn.sid, completion: result } satisfies StoredChat);
   return c.json(result, 200, { [SESSION_HEADER]: turn.sid });
@@ -132,9 +133,9 @@ export function streamChat(
         (f) => calls.awaitsClient(f),
       );
       if (end.status === "gone" || end.status === "closed") return;
-      if (end.status === "error") {
+      if (end.status === "error" || end.status === "moved") {
         // The same type and code the non-streamed answer would carry.
-        await sse.send(JSON.stringify({ error: turnErrorObject(end.error) }));
+        await sse.send(JSON.stringify({ error: turnErrorObject(end.status === "moved" ? SESSION_MOVED : end.error) }));
         return;
       }
       const result = completionOf(turn, content, end, calls);

@@ -10,8 +10,14 @@
  * 1013. OpenAI streams cannot skip deltas (their clients build the text from them, with no
  * snapshots to heal a gap), so the hard limit is the only step; the session itself runs on, and
  * a Responses client resumes with `starting_after`. The sessions API uses SseFlowTap instead.
+ *
+ * When this process drops the session's runtime because another took its lease, the tap gets the
+ * `session.resync` notice (a frame without seq, moved-viewers.ts): the turn it follows goes on (or
+ * is ended) elsewhere, and the bus replays only its ring, so the frames that would end it may
+ * never come. The tap closes and says `moved`: each stream ends in its documented way (runs:
+ * reconnect with Last-Event-ID; Responses: the end read from the log; chat: an error event).
  */
-import type { Frame } from "../../protocol/index.js";
+import { EventType, type Frame } from "../../protocol/index.js";
 import type { Viewer } from "../../sessions/index.js";
 import { Wakeup } from "./wakeup.js";
 
@@ -54,6 +60,8 @@ export class FrameTap implements Viewer {
   private bound: TapBound | undefined;
   /** True once the queue was dropped over the hard limit. */
   overflowed = false;
+  /** True once another process took the session's lease: no frame here ends the turn any more. */
+  moved = false;
 
   limitTo(bound: TapBound): void {
     this.bound = bound;
@@ -61,6 +69,12 @@ export class FrameTap implements Viewer {
 
   send(frame: Frame, wire?: string): void {
     if (this.closed) return;
+    if (frame.type === EventType.SessionResync && frame.seq === undefined) {
+      // OpenAI streams skip nothing, so the only resync they get is the moved notice.
+      this.moved = true;
+      this.close();
+      return;
+    }
     // A frame's WebSocket text is about the size of what the stream writes for it, and is
     // already encoded once per broadcast: counting it costs nothing.
     const bytes = wire?.length ?? 0;

@@ -541,8 +541,9 @@ export class ResponsesApi {
             if (!f || f.type === EventType.SessionClosed) break;
             await send(sse, builder.push(f));
           }
-          // Over the hard limit the reader resumes with starting_after; nothing more is written.
-          if (!builder.done && !sse.signal.aborted && !tap.overflowed) {
+          // Over the hard limit, or moved to another process (its ring may not hold the frames in
+          // between), the reader resumes with starting_after; nothing more is written.
+          if (!builder.done && !sse.signal.aborted && !tap.overflowed && !tap.moved) {
             // The turn can no longer end by itself (see current()): close the stream with its end.
             const final = await this.current(scope, (await profile.records.response(caller, record.id)) ?? record);
             await send(sse, [builder.endEvent(final, Math.max(startingAfter + 1, (replay.latest_seq + 1) * SEQ_STRIDE))]);

@@ -140,7 +140,8 @@ export class RunViews {
       await this.settle(scope, record, builder);
       return;
     }
-    if (sse.signal.aborted || tap.overflowed) return;
+    // Moved to another process: the reconnect with Last-Event-ID reads the rest from the log there.
+    if (sse.signal.aborted || tap.overflowed || tap.moved) return;
     // The turn can no longer end here (the session closed or moved under it): end with its outcome.
     const fresh = (await scope.profile.records.runs.get(scope.caller, record.id)) ?? record;
     const run = await this.current(scope, fresh);

@@ -15,6 +15,7 @@
  *   provider/unavailable|overloaded, endpoint/unreachable|timeout, storage/*
  *                                                503     server_error            as classified (retry-after when known)
  *   streaming/*, other provider codes            502     server_error            as classified
+ *   gateway/session_moved (see SESSION_MOVED)    503     server_error            yes
  *   gateway/*, tool/*                            500     server_error            as classified
  *
  * Why it matters: every official client retries 5xx (and 409, 429) by itself, so a non-retryable
@@ -41,10 +42,22 @@ function statusOf(e: TurnErrorInfo): { status: number; type: string } {
   if (e.layer === "auth") return e.code === "forbidden" ? { status: 403, type: "permission_error" } : { status: 401, type: "authentication_error" };
   if (e.layer === "billing") return { status: 402, type: "insufficient_quota" };
   if (e.layer === "endpoint" && e.code === "not_found") return { status: 404, type: "not_found_error" };
-  if (UNAVAILABLE.has(e.code) || e.layer === "storage") return { status: 503, type: "server_error" };
+  if (UNAVAILABLE.has(e.code) || e.layer === "storage" || e.code === SESSION_MOVED.code) return { status: 503, type: "server_error" };
   if (e.layer === "gateway" || e.layer === "tool") return { status: 500, type: "server_error" };
   return { status: 502, type: "server_error" };
 }
+
+/**
+ * Not a turn's own error: the completion followed its turn here, and another gateway process took
+ * the session's lease (this one was paused or cut off past it). The turn shows `interrupted` there;
+ * the answer cannot be finished here, so the completion fails with this, and a retry is a new turn.
+ */
+export const SESSION_MOVED: TurnErrorInfo = {
+  layer: "gateway",
+  code: "session_moved",
+  retryable: true,
+  message: "Another gateway process took over the session while this one answered; the turn was interrupted",
+};
 
 /** The OpenAI rendering of a turn error (`undefined`: a turn that failed without saying why). */
 export function openaiErrorOf(error: TurnErrorInfo | undefined): OpenAIErrorShape {

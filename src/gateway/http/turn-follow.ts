@@ -25,9 +25,10 @@ export interface TurnEnd {
   /**
    * `gone`: the client went away (or the tap closed); `closed`: the session ended first;
    * `tool_calls`: `stopAt` said the turn now waits for the client (it runs the calls itself);
-   * `steered`: another text joined the turn, and the model's next words answer it.
+   * `steered`: another text joined the turn, and the model's next words answer it;
+   * `moved`: another process took the session's lease, the turn is no longer followed here.
    */
-  status: TurnStatus | "gone" | "closed" | "tool_calls" | "steered";
+  status: TurnStatus | "gone" | "closed" | "tool_calls" | "steered" | "moved";
   usage?: Usage;
   error?: TurnErrorInfo;
   /** The turn the completion followed; null while its steered text had joined none yet. */
@@ -58,7 +59,7 @@ export async function followTurn(
   let usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
   for (;;) {
     const frame = await tap.next(signal);
-    if (!frame) return { status: "gone", turnId };
+    if (!frame) return { status: tap.moved ? "moved" : "gone", turnId };
     if (frame.type === EventType.SessionClosed) return { status: "closed", turnId };
     if (turnId === null) {
       if (from.steer !== undefined && startsSteer(frame, from.steer)) turnId = frame.turn_id ?? null;
