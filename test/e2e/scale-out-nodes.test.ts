@@ -232,6 +232,43 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
     sa.close();
     sb.close();
   });
+  it("A drops the runtime B took over: the runs SSE on A ends, and its Last-Event-ID reconnect gets the rest, each event once", async () => {
+    const store = pgTestUrl();
+    const bus = redisTestUrl();
+    const config = join(mkdtempSync(join(tmpdir(), "tether-runs-")), "config.yaml");
+    writeFileSync(config, "limits:\n  ring_frames: 16\n");
+    const env = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info", TETHER_CONFIG: config };
+    const a = await node(store, env, ["--bus", bus]);
+    const b = await node(store, env, ["--bus", bus]);
+    const sa = await RpcSocket.open(a.wsUrl);
+    const sid = (await sa.call("session.create", {})).session_id;
+    const started = await fetch(`${a.url}/v1/runs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "count to 100000", session_id: sid }) });
+    const run = (await started.json()) as { run_id: string };
+    const terminal = (ev: SseEvent) => ["run.completed", "run.failed", "run.cancelled"].includes(ev.event ?? "");
+    const sse = reconnectingSse(`${a.url}/v1/runs/${run.run_id}/events`, terminal);
+    await sse.ready;
+    await eventually(async () => sse.events.filter((e) => e.event === "message.delta").length >= 20);
+    a.child.kill("SIGSTOP");
+    await eventually(async () => {
+      const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
+      return lease !== undefined && Number(lease.expires_at) < Date.now();
+    });
+    const sb = await RpcSocket.open(b.wsUrl);
+    await sb.call("session.resume", { session_id: sid });
+    const mid = await sb.call("prompt.submit", { session_id: sid, text: "count to 40" });
+    await sb.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === mid.turn_id, 20_000);
+    a.child.kill("SIGCONT");
+    await eventually(async () => sse.events.some(terminal), 15_000);
+    expect(sse.events.at(-1)!.event).toBe("run.failed");
+    expect(JSON.parse(sse.events.at(-1)!.data)).toMatchObject({ status: "interrupted" });
+    const ids = sse.events.map((e) => Number(e.id));
+    expect(ids).toEqual([...new Set(ids)].sort((x, y) => x - y));
+    expect(sse.connections()).toBeGreaterThan(1);
+    sse.close();
+    sa.close();
+    sb.close();
+  });
+
   it("A drops the runtime B took over: a streamed chat completion on A ends with a session_moved error, not silence", async () => {
     const store = pgTestUrl();
     const bus = redisTestUrl();
@@ -273,13 +310,16 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
 });
 
 /** The session's frames (events with an `id` and a seq) over as many connections as it takes. */
-function reconnectingSse(url: string) {
+function reconnectingSse(url: string, last: (ev: SseEvent) => boolean = () => false) {
   const frames: Frame<any>[] = [];
+  const events: SseEvent[] = [];
   let lastId: string | undefined;
   let conn: SseConnection | undefined;
   let closed = false;
+  let connections = 0;
   const loop = async () => {
-    while (!closed) {
+    while (!closed && !events.some(last)) {
+      connections++;
       const c = await openSse(url, { headers: lastId === undefined ? {} : { "last-event-id": lastId } });
       conn = c;
       if (c.status !== 200) throw new Error(`SSE answered ${c.status}`);
@@ -287,6 +327,7 @@ function reconnectingSse(url: string) {
       const take = (evs: SseEvent[]) => {
         for (const ev of evs.slice(seen)) {
           if (ev.id !== undefined) lastId = ev.id;
+          events.push(ev);
           const data = JSON.parse(ev.data);
           if (typeof data.seq === "number" && ev.event === data.type) frames.push(data);
         }
@@ -301,6 +342,8 @@ function reconnectingSse(url: string) {
   void loop().catch(() => undefined);
   return {
     frames,
+    events,
+    connections: () => connections,
     ready: eventually(async () => conn !== undefined),
     async waitFor(pred: (fs: Frame<any>[]) => boolean, timeoutMs = 10_000) {
       await eventually(async () => pred(frames), timeoutMs);
