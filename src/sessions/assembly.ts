@@ -136,6 +136,20 @@ export async function stopRooms(parts: SessionParts, budgetMs: number): Promise<
   return ended;
 }
 
+/**
+ * Opens the rooms to the process: commands forwarded by sibling nodes are served, and this profile's
+ * counts join the process's quotas. Returns the stop: both undone, then the rooms stopped (stopRooms).
+ */
+export function openRooms(quotas: PrincipalQuotas | undefined, parts: SessionParts): (budgetMs: number) => Promise<{ completed: boolean }> {
+  const unserve = parts.routing?.serve((caller, command) => parts.commands.dispatchAny(caller, command));
+  const untrack = trackQuotas(quotas, parts.views);
+  return (budgetMs) => {
+    untrack();
+    unserve?.();
+    return stopRooms(parts, budgetMs);
+  };
+}
+
 /** This profile's counts in the process's quotas (shared by every profile); returns the untrack. */
 export function trackQuotas(quotas: PrincipalQuotas | undefined, views: SessionViews): () => void {
   const counts = { liveSessions: (p: string) => views.liveSessions(p), turns: (p: string) => views.turnCount({ principal: p }), queuedPromptBytes: (p: string) => views.queuedPromptBytes(p) };
