@@ -12,6 +12,7 @@ import { ChatSession } from "../../src/cli/chat-session.js";
 import { styleFor } from "../../src/cli/terminal-style.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { newClient } from "./client-support.js";
+import { losingFirstSubmitAnswer } from "../support/losing-websocket.js";
 
 let srv: TestServer;
 const clients: TetherClient[] = [];
@@ -22,31 +23,6 @@ afterAll(async () => {
   for (const c of clients) await c.close();
   await srv.close();
 });
-
-/** A `ws` WebSocket that loses the answer to the first `prompt.submit` (the socket drops as it would arrive). */
-function losingFirstSubmitAnswer(): { WebSocket: typeof WebSocket; sent: () => number } {
-  const submits: unknown[] = [];
-  let lost = false;
-  class Losing extends WebSocket {
-    override send(data: unknown, ...rest: unknown[]): void {
-      const msg = JSON.parse(String(data)) as { id?: unknown; method?: string };
-      if (msg.method === "prompt.submit") submits.push(msg.id);
-      (super.send as (d: unknown, ...r: unknown[]) => void)(data, ...rest);
-    }
-    override emit(event: string | symbol, ...args: unknown[]): boolean {
-      if (event === "message" && !lost) {
-        const msg = JSON.parse(String(args[0])) as { id?: unknown };
-        if (msg.id !== undefined && msg.id === submits[0]) {
-          lost = true;
-          this.terminate();
-          return false;
-        }
-      }
-      return super.emit(event, ...args);
-    }
-  }
-  return { WebSocket: Losing, sent: () => submits.length };
-}
 
 async function connected(opts: Parameters<typeof newClient>[1] = {}): Promise<TetherClient> {
   const c = newClient(srv.wsUrl, opts);

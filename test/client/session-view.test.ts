@@ -23,6 +23,7 @@ import {
 } from "../../src/client/index.js";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { newClient, waitFor } from "./client-support.js";
+import { losingFirstSubmitAnswer } from "../support/losing-websocket.js";
 
 let srv: TestServer;
 const clients: TetherClient[] = [];
@@ -178,32 +179,6 @@ describe("SessionView over a real gateway", () => {
     view.dispose();
   }, 90_000);
 });
-
-/** A `ws` WebSocket that loses the answer to the first `prompt.submit` (the socket drops as it would arrive). */
-function losingFirstSubmitAnswer(): { WebSocket: typeof WebSocket; sent: () => number } {
-  const submits: unknown[] = [];
-  let lost = false;
-  class Losing extends WebSocket {
-    override send(data: unknown, ...rest: unknown[]): void {
-      const msg = JSON.parse(String(data)) as { id?: unknown; method?: string };
-      if (msg.method === "prompt.submit") submits.push(msg.id);
-      (super.send as (d: unknown, ...r: unknown[]) => void)(data, ...rest);
-    }
-    // ws delivers to `onmessage` through its "message" event.
-    override emit(event: string | symbol, ...args: unknown[]): boolean {
-      if (event === "message" && !lost) {
-        const msg = JSON.parse(String(args[0])) as { id?: unknown };
-        if (msg.id !== undefined && msg.id === submits[0]) {
-          lost = true;
-          this.terminate();
-          return false;
-        }
-      }
-      return super.emit(event, ...args);
-    }
-  }
-  return { WebSocket: Losing, sent: () => submits.length };
-}
 
 describe("SessionView submit", () => {
   it("a prompt whose answer was lost is sent again with the same request_id and runs once", async () => {
