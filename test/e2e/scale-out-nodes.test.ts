@@ -269,6 +269,43 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
     sb.close();
   });
 
+  it("A drops the runtime B took over: a streamed Response on A ends with the Response the log holds, not silence", async () => {
+    const store = pgTestUrl();
+    const bus = redisTestUrl();
+    const config = join(mkdtempSync(join(tmpdir(), "tether-resp-")), "config.yaml");
+    writeFileSync(config, "limits:\n  ring_frames: 16\n");
+    const env = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info", TETHER_CONFIG: config };
+    const a = await node(store, env, ["--bus", bus]);
+    const b = await node(store, env, ["--bus", bus]);
+    const openai = new OpenAI({ baseURL: `${a.url}/v1`, apiKey: "unused", maxRetries: 0 });
+    const stream = await openai.responses.create({ model: "demo", stream: true, input: "count to 100000" });
+    const types: string[] = [];
+    const outcome = (async () => {
+      try {
+        for await (const e of stream) types.push(e.type);
+        return types.at(-1);
+      } catch (err) {
+        return String(err);
+      }
+    })();
+    await eventually(async () => types.filter((t) => t === "response.output_text.delta").length >= 20);
+    a.child.kill("SIGSTOP");
+    // The Response's session: the only one with a lease.
+    const sid = (await pgQuery<{ session_id: string }>(store, "SELECT session_id FROM leases", []))[0]!.session_id;
+    await eventually(async () => {
+      const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
+      return lease !== undefined && Number(lease.expires_at) < Date.now();
+    });
+    const sb = await RpcSocket.open(b.wsUrl);
+    await sb.call("session.resume", { session_id: sid });
+    const mid = await sb.call("prompt.submit", { session_id: sid, text: "count to 40" });
+    await sb.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === mid.turn_id, 20_000);
+    a.child.kill("SIGCONT");
+    const timeout = new Promise<string>((resolve) => setTimeout(() => resolve("still streaming after 15 s"), 15_000));
+    expect(await Promise.race([outcome, timeout])).toMatch(/^response\.(incomplete|failed|completed)$/);
+    sb.close();
+  });
+
   it("A drops the runtime B took over: a streamed chat completion on A ends with a session_moved error, not silence", async () => {
     const store = pgTestUrl();
     const bus = redisTestUrl();
