@@ -232,6 +232,45 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
     sa.close();
     sb.close();
   });
+  it("without a bus, A drops the runtime B took over: the SSE stream on A ends (its reconnect gets the route's answer), not silence", async () => {
+    const store = pgTestUrl();
+    const env = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info" };
+    const a = await node(store, env);
+    const b = await node(store, env);
+    const sa = await RpcSocket.open(a.wsUrl);
+    const sid = (await sa.call("session.create", {})).session_id;
+    const sse = await openSse(`${a.url}/api/sessions/${sid}/events?after_seq=0`);
+    await sa.call("prompt.submit", { session_id: sid, text: "count to 100000" });
+    await sse.waitFor((evs) => evs.filter((e) => e.event === "message.delta").length >= 20);
+    a.child.kill("SIGSTOP");
+    await eventually(async () => {
+      const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
+      return lease !== undefined && Number(lease.expires_at) < Date.now();
+    });
+    const sb = await RpcSocket.open(b.wsUrl);
+    await sb.call("session.resume", { session_id: sid });
+    a.child.kill("SIGCONT");
+    await eventually(async () => /runtime superseded by a resume elsewhere/.test(a.stderr()), 20_000);
+    const timeout = new Promise<string>((resolve) => setTimeout(() => resolve("still open after 10 s"), 10_000));
+    expect(await Promise.race([sse.ended.then(() => "ended"), timeout])).toBe("ended");
+    expect(sse.events.at(-1)?.event).toBe("session.resync");
+    const lastId = sse.events.filter((e) => e.id !== undefined).at(-1)!.id!;
+    // A no longer serves it (B owns it, and without a bus A cannot follow B): the reconnect says so...
+    const again = await openSse(`${a.url}/api/sessions/${sid}/events`, { headers: { "last-event-id": lastId } });
+    expect(again.status).toBe(409);
+    again.close();
+    // ...and the same reconnect on B (where a balancer would send it) gets the rest after that id.
+    const onB = await openSse(`${b.url}/api/sessions/${sid}/events`, { headers: { "last-event-id": lastId } });
+    await onB.waitFor((evs) => evs.some((e) => e.event === "turn.complete"));
+    const rest = onB.events.filter((e) => e.id !== undefined && e.event !== "session.catchup").map((e) => Number(e.id));
+    expect(Math.min(...rest)).toBeGreaterThan(Number(lastId));
+    expect(JSON.parse(onB.events.find((e) => e.event === "turn.complete")!.data).payload.status).toBe("interrupted");
+    onB.close();
+    sse.close();
+    sa.close();
+    sb.close();
+  });
+
   it("A drops the runtime B took over: the runs SSE on A ends, and its Last-Event-ID reconnect gets the rest, each event once", async () => {
     const store = pgTestUrl();
     const bus = redisTestUrl();
