@@ -126,7 +126,7 @@ export async function startRooms(parts: SessionParts): Promise<void> {
  * sessions as `shutdown` — a hung write never blocks exit. Every end stops its session's background
  * processes; the sweep after it catches those of a runtime that went another way (a rotation).
  */
-export async function stopRooms(parts: SessionParts, budgetMs: number): Promise<{ completed: boolean }> {
+async function stopRooms(parts: SessionParts, budgetMs: number): Promise<{ completed: boolean }> {
   parts.delegations.stop();
   parts.routing?.remote.close();
   parts.lifecycle.stop();
@@ -136,8 +136,22 @@ export async function stopRooms(parts: SessionParts, budgetMs: number): Promise<
   return ended;
 }
 
+/**
+ * Opens the rooms to the process: commands forwarded by sibling nodes are served, and this profile's
+ * counts join the process's quotas. Returns the stop: both undone, then the rooms stopped (stopRooms).
+ */
+export function openRooms(quotas: PrincipalQuotas | undefined, parts: SessionParts): (budgetMs: number) => Promise<{ completed: boolean }> {
+  const unserve = parts.routing?.serve((caller, command) => parts.commands.dispatchAny(caller, command));
+  const untrack = trackQuotas(quotas, parts.views);
+  return (budgetMs) => {
+    untrack();
+    unserve?.();
+    return stopRooms(parts, budgetMs);
+  };
+}
+
 /** This profile's counts in the process's quotas (shared by every profile); returns the untrack. */
-export function trackQuotas(quotas: PrincipalQuotas | undefined, views: SessionViews): () => void {
+function trackQuotas(quotas: PrincipalQuotas | undefined, views: SessionViews): () => void {
   const counts = { liveSessions: (p: string) => views.liveSessions(p), turns: (p: string) => views.turnCount({ principal: p }), queuedPromptBytes: (p: string) => views.queuedPromptBytes(p) };
   return quotas?.track(counts) ?? (() => undefined);
 }

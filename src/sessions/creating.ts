@@ -4,7 +4,7 @@
  * then its runtime (built from the row, not read back), its first `session.info` and the viewer.
  * Bound from the first instant, so a viewer that leaves meanwhile cannot park it under the caller.
  * `session.create` answers once the row is stored; a turn entry starts its turn before (see
- * SessionManager.createForTurn). The gateway's own sessions (a bot's chat, an agent inbox, a room,
+ * createForTurn). The gateway's own sessions (a bot's chat, an agent inbox, a room,
  * a room member's) are created here too, under a known id (`knownId`).
  *
  * A session that follows its profile's config (`follow_profile_config`, `room_plumbing`) starts on
@@ -19,6 +19,7 @@ import type { Caller, CreateParams, SessionManagerDeps } from "./core/types.js";
 import type { Viewer } from "./core/viewer.js";
 import { identityOf, mergeModelConfig } from "./models/model-identity.js";
 import { newSessionRow } from "./views/session-rows.js";
+import { freshSnapshot } from "./views/snapshots.js";
 import type { SessionParts } from "./assembly.js";
 import type { SessionRuntime } from "./core/session-runtime.js";
 
@@ -59,6 +60,30 @@ export async function listWorkspaceFolders(deps: Pick<SessionManagerDeps, "works
 /** The live-session and creation-rate quotas around `create`, which registers one live session. */
 export function admitSession<T>(deps: Pick<SessionManagerDeps, "quotas">, caller: Caller, create: () => Promise<T>): Promise<T> {
   return deps.quotas ? deps.quotas.admitSession(caller, create) : create();
+}
+
+/** The turn quotas around `start`, which registers one turn of `bytes` prompt bytes. */
+export function admitTurn<T>(deps: Pick<SessionManagerDeps, "quotas">, caller: Caller, bytes: number, start: () => Promise<T>): Promise<T> {
+  return deps.quotas ? deps.quotas.admitTurn(caller, bytes, start) : start();
+}
+
+/** `session.create`: a new session under the session quotas, answered once its row is stored. */
+export async function createAnswered(deps: SessionManagerDeps, parts: SessionParts, caller: Caller, params: CreateParams, viewer?: Viewer): Promise<Snapshot> {
+  const made = await admitSession(deps, caller, () => createSession(deps, parts, caller, params, viewer));
+  await made.durable;
+  return parts.views.snapshot(made.runtime);
+}
+
+/** A new session for a turn that starts right away: a Snapshot from memory, and `durable` (its row stored). */
+export async function createForTurn(
+  deps: SessionManagerDeps,
+  parts: SessionParts,
+  caller: Caller,
+  params: CreateParams,
+  viewer?: Viewer,
+): Promise<{ snapshot: Snapshot; durable: Promise<void> }> {
+  const made = await admitSession(deps, caller, () => createSession(deps, parts, caller, params, viewer));
+  return { snapshot: freshSnapshot(deps.epoch, made.runtime), durable: made.durable };
 }
 
 export function createSession(
@@ -129,13 +154,12 @@ export function createKnownSession(
   caller: Caller,
   id: string,
   params: CreateParams,
-  admit: <T>(create: () => Promise<T>) => Promise<T>,
 ): Promise<boolean> {
   let mine = creatingKnown.get(parts);
   if (!mine) creatingKnown.set(parts, (mine = new Map()));
   const joined = mine.get(id);
   if (joined) return joined.then(() => false);
-  const creating = createKnownOnce(deps, parts, caller, id, params, admit).finally(() => mine.delete(id));
+  const creating = createKnownOnce(deps, parts, caller, id, params).finally(() => mine.delete(id));
   mine.set(id, creating);
   return creating;
 }
@@ -146,7 +170,6 @@ async function createKnownOnce(
   caller: Caller,
   id: string,
   params: CreateParams,
-  admit: <T>(create: () => Promise<T>) => Promise<T>,
 ): Promise<boolean> {
   const existing = parts.registry.get(id)?.row ?? (await storage(() => deps.store.getSession(id)));
   if (existing) {
@@ -154,7 +177,7 @@ async function createKnownOnce(
     return false;
   }
   try {
-    const made = await admit(() => createSession(deps, parts, caller, params, undefined, id));
+    const made = await admitSession(deps, caller, () => createSession(deps, parts, caller, params, undefined, id));
     await made.durable;
     return true;
   } catch (err) {

@@ -5,7 +5,7 @@
  * then as its live tip, so neither a disconnect of another viewer nor a reap timer firing
  * meanwhile can park or reap it under the client.
  */
-import { ErrorCode, TetherError, type Snapshot } from "../protocol/index.js";
+import { EndReason, ErrorCode, isRecoverableEnd, TetherError, type Snapshot } from "../protocol/index.js";
 import type { GroupCommitter } from "../events/index.js";
 import type { Store } from "../store/types.js";
 import type { Logger } from "../lib/logger.js";
@@ -25,6 +25,8 @@ export interface ResumeDeps {
   committer: GroupCommitter;
   logger: Logger;
   parts: SessionParts;
+  /** A resume that would open one more live session here holds to the live-session quota. */
+  quotas?: PrincipalQuotas | undefined;
 }
 
 export interface ResumeRequest {
@@ -37,6 +39,16 @@ export interface ResumeRequest {
   afterSeq?: number | undefined;
   /** A resume that would open one more live session here holds to the live-session quota. */
   quotas?: PrincipalQuotas | undefined;
+}
+
+/** `session.resume`: undoes only a recoverable end; with `afterSeq` the Snapshot holds only newer messages. */
+export function resume(deps: ResumeDeps, caller: Caller, sessionId: string, viewer: Viewer | undefined, afterSeq?: number): Promise<Snapshot> {
+  return resumeSession(deps, { caller, sessionId, viewer, reopenable: isRecoverableEnd, afterSeq, quotas: deps.quotas });
+}
+
+/** `session.reopen`: like resume, but also reopens a session the user closed (never a compressed one). */
+export function reopen(deps: ResumeDeps, caller: Caller, sessionId: string, viewer: Viewer | undefined): Promise<Snapshot> {
+  return resumeSession(deps, { caller, sessionId, viewer, reopenable: (r) => r !== EndReason.Compression, quotas: deps.quotas });
 }
 
 export function resumeSession(deps: ResumeDeps, req: ResumeRequest): Promise<Snapshot> {

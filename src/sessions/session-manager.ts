@@ -10,7 +10,7 @@
  *
  * Another principal's session answers exactly like a missing one (4007): existence is not leaked.
  */
-import { EndReason, ErrorCode, isRecoverableEnd, TetherError } from "../protocol/index.js";
+import { ErrorCode, TetherError } from "../protocol/index.js";
 import type { Frame, Snapshot, SubmitResult, SessionSummary, RequestRespondResult } from "../protocol/index.js";
 import type { SinceOptions } from "../events/index.js";
 import type { TetherConfig } from "../config/index.js";
@@ -23,13 +23,12 @@ import { deleteSession } from "./lifecycle/session-delete.js";
 import { exportSession, type ExportFormat } from "./views/session-export.js";
 import type { RequestAnswer } from "./requests/request-shapes.js";
 import type { SessionWork } from "./messaging/session-work.js";
-import { applyLiveConfig, assembleSessions, startRooms, stopRooms, trackQuotas, type SessionParts } from "./assembly.js";
-import { admitSession, createKnownSession, createSession, listWorkspaceFolders } from "./creating.js";
-import { detachViewer, detachFrom, resumeSession, type ResumeDeps } from "./resuming.js";
+import { applyLiveConfig, assembleSessions, openRooms, startRooms, type SessionParts } from "./assembly.js";
+import { admitTurn, createAnswered, createForTurn, createKnownSession, listWorkspaceFolders } from "./creating.js";
+import { detachViewer, detachFrom, reopen, resume, type ResumeDeps } from "./resuming.js";
 import { lineageDelegations, sinceOf } from "./session-reads.js";
-import { runTurn, type TurnConfig } from "./commands/turn-steps.js";
+import { runTurn, submitPrompt, type TurnConfig } from "./commands/turn-steps.js";
 import { startTurn, type StartedTurn, type TurnEntrance, type TurnRequest, type TurnSteps } from "./turn-entry.js";
-import { freshSnapshot } from "./views/snapshots.js";
 
 export type { ProviderCatalog } from "../agent/provider-catalog.js";
 export type { Caller, CreateParams, GlobalListener, ListParams, SessionManagerDeps } from "./core/types.js";
@@ -47,24 +46,19 @@ export function sessionRooms(manager: SessionManager): SessionParts {
 export class SessionManager implements TurnEntrance {
   private readonly parts: SessionParts;
   private readonly resumes: ResumeDeps;
-  private readonly unserve: (() => void) | null;
-  /** Removes this profile's counts from the process's quotas (at shutdown). */
-  private readonly untrack: () => void;
+  /** Stops serving forwarded commands, untracks the quotas and stops the rooms (assembly.ts). */
+  private readonly stop: (budgetMs: number) => Promise<{ completed: boolean }>;
   private shuttingDown = false;
 
   constructor(private readonly deps: SessionManagerDeps) {
     // The wings' own turns and sessions enter where the transports' do, as internal callers.
     const parts = (this.parts = assembleSessions(deps, {
       startTurn: async (caller, id, text, requestId) => (await this.startTurn({ caller, session: { id }, text, ...(requestId !== undefined ? { requestId } : {}) })).result,
-      createKnown: (caller, id, params) => {
-        this.assertAccepting();
-        return createKnownSession(this.deps, this.parts, caller, id, params, (create) => admitSession(this.deps, caller, create));
-      },
+      createKnown: (caller, id, params) => this.accepting(() => createKnownSession(this.deps, this.parts, caller, id, params)),
     }));
     ROOMS.set(this, parts);
-    this.resumes = { store: deps.store, committer: deps.committer, logger: deps.logger, parts };
-    this.unserve = parts.routing?.serve((caller, command) => parts.commands.dispatchAny(caller, command)) ?? null;
-    this.untrack = trackQuotas(deps.quotas, parts.views);
+    this.resumes = { store: deps.store, committer: deps.committer, logger: deps.logger, parts, quotas: deps.quotas };
+    this.stop = openRooms(deps.quotas, parts);
   }
 
   get epoch(): string {
@@ -89,9 +83,7 @@ export class SessionManager implements TurnEntrance {
   /** Graceful stop within `budgetMs`: stop accepting, interrupt running turns, end live sessions as `shutdown`. */
   shutdown(budgetMs = this.deps.lifecycle.shutdown_flush_s * 1000): Promise<{ completed: boolean }> {
     this.shuttingDown = true;
-    this.untrack();
-    this.unserve?.();
-    return stopRooms(this.parts, budgetMs);
+    return this.stop(budgetMs);
   }
 
   onGlobal = (listener: GlobalListener): (() => void) => this.parts.globals.on(listener);
@@ -100,30 +92,20 @@ export class SessionManager implements TurnEntrance {
 
   // ---- Sessions ----
 
-  /** A new session, answered once its row is stored. */
+  /** A new session, answered once its row is stored (creating.ts). */
   async create(caller: Caller, params: CreateParams = {}, viewer?: Viewer): Promise<Snapshot> {
-    const created = await this.created(caller, params, viewer);
-    await created.durable;
-    return this.parts.views.snapshot(created.runtime);
+    return this.accepting(() => createAnswered(this.deps, this.parts, caller, params, viewer));
   }
-
   /** A new session for a turn that starts right away: a Snapshot from memory, and `durable` (its row stored). */
   async createForTurn(caller: Caller, params: CreateParams, viewer?: Viewer): Promise<{ snapshot: Snapshot; durable: Promise<void> }> {
-    const created = await this.created(caller, params, viewer);
-    return { snapshot: freshSnapshot(this.deps.epoch, created.runtime), durable: created.durable };
+    return this.accepting(() => createForTurn(this.deps, this.parts, caller, params, viewer));
   }
-
   /** Attaches `viewer` (opening the session if needed); with `afterSeq` the Snapshot holds only newer messages. */
   resume(caller: Caller, sessionId: string, viewer?: Viewer, opts: { afterSeq?: number } = {}): Promise<Snapshot> {
-    this.assertAccepting();
-    return resumeSession(this.resumes, { caller, sessionId, viewer, reopenable: isRecoverableEnd, afterSeq: opts.afterSeq, quotas: this.deps.quotas });
+    return this.accepting(() => resume(this.resumes, caller, sessionId, viewer, opts.afterSeq));
   }
-
-  /** Like resume, but also reopens a session the user closed. */
-  reopen(caller: Caller, sessionId: string, viewer?: Viewer): Promise<Snapshot> {
-    this.assertAccepting();
-    return resumeSession(this.resumes, { caller, sessionId, viewer, reopenable: (r) => r !== EndReason.Compression, quotas: this.deps.quotas });
-  }
+  /** Like resume, but also reopens a session the user closed (resuming.ts). */
+  reopen = (caller: Caller, sessionId: string, viewer?: Viewer): Promise<Snapshot> => this.accepting(() => reopen(this.resumes, caller, sessionId, viewer));
 
   detach = (caller: Caller, sessionId: string, viewer: Viewer) => detachFrom(this.resumes, caller, sessionId, viewer);
   /** A transport lost `viewer`: it stops viewing every session. */
@@ -141,9 +123,8 @@ export class SessionManager implements TurnEntrance {
   // ---- Commands: resolved once, run where the session lives ----
 
   /** `session.update`: applied by the process that runs the session (forwarded; 4052 when its owner cannot be reached). */
-  update(caller: Caller, sessionId: string, patch: SessionPatch): Promise<SessionSummary> {
-    return this.parts.commands.dispatch(caller, { kind: "session.update", session_id: sessionId, patch });
-  }
+  update = (caller: Caller, sessionId: string, patch: SessionPatch): Promise<SessionSummary> =>
+    this.parts.commands.dispatch(caller, { kind: "session.update", session_id: sessionId, patch });
 
   /** The one way into a turn (turn-entry.ts): admit, create or resume, seed, submit. */
   startTurn(req: TurnRequest): Promise<StartedTurn>;
@@ -153,17 +134,14 @@ export class SessionManager implements TurnEntrance {
   }
 
   /** A turn's steps on its session, resolved once (TurnEntrance). */
-  runTurn(caller: Caller, sessionId: string, steps: TurnSteps) {
-    return runTurn(this.deps, this.parts.commands, caller, sessionId, steps);
-  }
+  runTurn = (caller: Caller, sessionId: string, steps: TurnSteps) => runTurn(this.deps, this.parts.commands, caller, sessionId, steps);
 
   /** A transport's client tools and call options outside a turn (on the session live here). */
   configure = (caller: Caller, sessionId: string, cfg: TurnConfig) => this.parts.commands.configureSession(caller, sessionId, cfg);
 
   /** A prompt on the live tip (a rotated id lands on its continuation): a turn with no settings of its own. */
-  async submit(caller: Caller, sessionId: string, text: string, requestId?: string, opts: TurnSteps["opts"] = {}): Promise<SubmitResult> {
-    return (await this.runTurn(caller, sessionId, { text, ...(requestId !== undefined ? { requestId } : {}), opts })).result;
-  }
+  submit = (caller: Caller, sessionId: string, text: string, requestId?: string, opts: TurnSteps["opts"] = {}): Promise<SubmitResult> =>
+    submitPrompt(this.deps, this.parts.commands, caller, sessionId, { text, ...(requestId !== undefined ? { requestId } : {}), opts });
 
   selectBranch = (caller: Caller, sessionId: string, messageId: string) => this.parts.commands.dispatch(caller, { kind: "session.branch.select", session_id: sessionId, message_id: messageId });
   /** Guidance for the running turn of the live tip (starts one when none runs); `turnId`: that turn only. */
@@ -179,9 +157,8 @@ export class SessionManager implements TurnEntrance {
   configSet = (caller: Caller, sessionId: string, key: string, value: unknown, confirm = false) =>
     this.parts.commands.dispatch(caller, { kind: "config.set", session_id: sessionId, key, value, confirm });
   /** `request.respond`, wherever the request waits (a session live nowhere is opened here first). */
-  respond(caller: Caller, sessionId: string, requestId: string, answer: RequestAnswer): Promise<RequestRespondResult> {
-    return this.parts.commands.dispatch(caller, { kind: "request.respond", session_id: sessionId, request_id: requestId, answer: { ...answer } });
-  }
+  respond = (caller: Caller, sessionId: string, requestId: string, answer: RequestAnswer): Promise<RequestRespondResult> =>
+    this.parts.commands.dispatch(caller, { kind: "request.respond", session_id: sessionId, request_id: requestId, answer: { ...answer } });
   processList = (caller: Caller, sessionId: string) => this.parts.commands.dispatch(caller, { kind: "process.list", session_id: sessionId });
   processKill = (caller: Caller, sessionId: string, id: string) => this.parts.commands.dispatch(caller, { kind: "process.kill", session_id: sessionId, id });
   processOutput = (caller: Caller, sessionId: string, id: string, opts: Opts) =>
@@ -212,16 +189,11 @@ export class SessionManager implements TurnEntrance {
   assertTurnRoom = (caller: Caller, bytes: number): void => this.deps.quotas?.assertTurn(caller.principal, bytes);
   viewerCounts = () => this.parts.views.viewerCounts();
   /** The turn quotas (principal-quotas.ts) around `start`, which registers one turn of `bytes` prompt bytes. */
-  admitTurn<T>(caller: Caller, bytes: number, start: () => Promise<T>): Promise<T> {
-    return this.deps.quotas ? this.deps.quotas.admitTurn(caller, bytes, start) : start();
-  }
+  admitTurn = <T>(caller: Caller, bytes: number, start: () => Promise<T>): Promise<T> => admitTurn(this.deps, caller, bytes, start);
 
-  private created(caller: Caller, params: CreateParams, viewer: Viewer | undefined) {
-    this.assertAccepting();
-    return admitSession(this.deps, caller, () => createSession(this.deps, this.parts, caller, params, viewer));
-  }
-
-  private assertAccepting(): void {
+  /** `enter`, unless the gateway is shutting down (4090, thrown before anything is opened). */
+  private accepting<T>(enter: () => T): T {
     if (this.shuttingDown) throw new TetherError(ErrorCode.AtCapacity, "Gateway is shutting down");
+    return enter();
   }
 }

@@ -42,6 +42,8 @@ const ROUTES: Array<{ method: string; path: string; body?: string }> = [
   { method: "GET", path: "/api/sessions" },
   { method: "POST", path: "/api/sessions", body: JSON.stringify({ cwd: "/" }) },
   { method: "GET", path: "/api/sessions/ses_x/events" },
+  { method: "PATCH", path: "/api/sessions/ses_x/turns/turn_x", body: JSON.stringify({ text: "edited" }) },
+  { method: "GET", path: "/api/workspace/folders" },
   { method: "GET", path: `/api/blobs/${"0".repeat(64)}` },
   { method: "GET", path: "/a2a/bots/helper/.well-known/agent-card.json" },
   { method: "POST", path: "/a2a/bots/helper", body: "{}" },

@@ -1,4 +1,7 @@
 /** The sessions API and its SSE event stream, over real HTTP connections to the real gateway. */
+import { mkdirSync, mkdtempSync, realpathSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { openSse, type SseEvent } from "../support/sse-client.js";
@@ -126,5 +129,63 @@ describe("sessions API", () => {
     expect(catchup.snapshots).toHaveLength(1);
     expect(catchup.snapshots[0].text).toMatch(/^1 2 3 4 5 6 7 8 9 10 11/);
     expect(catchup.snapshots[0].as_of_seq).toBe(catchup.latest_seq);
+  });
+});
+
+describe("sessions API: prompt.edit and workspace.folders", () => {
+  const alice = { authorization: "Bearer key-alice", "content-type": "application/json" };
+  const bob = { authorization: "Bearer key-bob", "content-type": "application/json" };
+  const users = async (id: string) =>
+    ((await call("GET", `/api/sessions/${id}/messages`, undefined, alice)).body.messages as Array<{ role: string; content: string }>).filter((m) => m.role === "user").map((m) => m.content);
+
+  it("PATCH /api/sessions/{id}/turns/{turn_id} edits a queued prompt in its place; another principal's session answers like an unknown one", async () => {
+    server = await startTestServer({ demoDelayMs: 2, config: { auth: { keys: { "key-alice": "alice", "key-bob": "bob" } }, quotas: { max_queued_prompt_bytes: 1000 } } });
+    const id = (await call("POST", "/api/sessions", {}, alice)).body.session_id;
+    const running = (await call("POST", `/api/sessions/${id}/prompt`, { text: "count to 3000" }, alice)).body;
+    const queued = (await call("POST", `/api/sessions/${id}/prompt`, { text: "first" }, alice)).body;
+    expect([running.status, queued.status]).toEqual(["started", "queued"]);
+    const edit = (turnId: string, body: unknown, headers = alice) => call("PATCH", `/api/sessions/${id}/turns/${turnId}`, body, headers);
+
+    // Bob: the same 404 as a session that does not exist, and the prompt is left alone.
+    const bobs = await edit(queued.turn_id, { text: "bob's" }, bob);
+    const nobody = await call("PATCH", `/api/sessions/ses_nope/turns/${queued.turn_id}`, { text: "bob's" }, bob);
+    expect(bobs.status).toBe(404);
+    expect(bobs.body.error.code).toBe("session_not_found");
+    expect(bobs.body.error.code).toBe(nobody.body.error.code);
+    // Bad bodies are refused by name; a text past the queued-bytes quota is 429 (4102), nothing changed.
+    expect((await edit(queued.turn_id, {})).body.error).toMatchObject({ code: "invalid_params", param: "text" });
+    expect((await edit(queued.turn_id, { text: "x", turn_id: "t" })).body.error).toMatchObject({ code: "invalid_params", param: "turn_id" });
+    const tooBig = await edit(queued.turn_id, { text: "x".repeat(1200) });
+    expect(tooBig.status).toBe(429);
+    expect(tooBig.body.error.code).toBe("queued_prompts_too_large");
+
+    expect((await edit(queued.turn_id, { text: "first, edited" })).body).toEqual({ status: "edited" });
+    expect((await edit(running.turn_id, { text: "too late" })).body).toEqual({ status: "started" });
+    expect((await edit("turn_unknown", { text: "x" })).body).toEqual({ status: "idle" });
+
+    await call("POST", `/api/sessions/${id}/interrupt`, undefined, alice);
+    await expect.poll(() => users(id), { timeout: 20_000 }).toEqual(["count to 3000", "first, edited"]);
+  });
+
+  it("GET /api/workspace/folders lists the roots and a root's sub-folders; outside them is 403 cwd_outside_workspace", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "tether-http-folders-")));
+    for (const d of ["beta", "alpha", "alpha/inner"]) mkdirSync(join(root, d));
+    server = await startTestServer({
+      config: { auth: { keys: { "key-alice": "alice" } }, tools: { workspace: { roots: [root] } }, profiles: { plain: { tools: { workspace: false } } } } as never,
+    });
+    const folders = (query: string) => call("GET", `/api/workspace/folders${query}`, undefined, alice);
+    expect((await folders("")).body).toEqual({ roots: [root], path: null, folders: [], truncated: false });
+    expect((await folders(`?path=${encodeURIComponent(root)}`)).body).toEqual({ roots: [root], path: root, folders: ["alpha", "beta"], truncated: false });
+    expect((await folders(`?path=${encodeURIComponent(join(root, "alpha"))}`)).body.folders).toEqual(["inner"]);
+    for (const path of ["/etc", join(root, "alpha", "..", ".."), "alpha"]) {
+      const refused = await folders(`?path=${encodeURIComponent(path)}`);
+      expect(refused.status, path).toBe(403);
+      expect(refused.body.error.code, path).toBe("cwd_outside_workspace");
+    }
+    expect((await folders(`?path=/${"a".repeat(4100)}`)).body.error).toMatchObject({ code: "invalid_params", param: "path" });
+    expect((await folders(`?profile=plain&path=${encodeURIComponent(root)}`)).body).toEqual({ roots: [], path: null, folders: [], truncated: false });
+    expect((await folders("?profile=nope")).status).toBe(400);
+    // Keys gate it as every sessions route: no key, no listing.
+    expect((await call("GET", "/api/workspace/folders")).status).toBe(401);
   });
 });

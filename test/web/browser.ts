@@ -92,8 +92,10 @@ export async function openApp(page: Page, url: string): Promise<void> {
  * created on the gateway until the first send (`startSession`, or `send` then `sessionIdOf`).
  */
 export async function newSession(page: Page): Promise<void> {
-  // On a phone the sessions list is a drawer: open it first.
-  if (!(await page.getByTestId("new-session").isVisible())) await page.getByRole("button", { name: "Sessions" }).click();
+  // On a phone the sessions list is a drawer: open it first. Asked by the toggle's state, not by
+  // whether the button shows: mid-slide it may not, and a second click would close the drawer.
+  const toggle = page.getByRole("button", { name: "Sessions", exact: true });
+  if ((await toggle.isVisible()) && (await toggle.getAttribute("aria-expanded")) !== "true") await toggle.click();
   await page.getByTestId("new-session").click();
   await page.waitForFunction(() => !location.hash.startsWith("#/s/") && document.activeElement?.id === "composer-input");
 }

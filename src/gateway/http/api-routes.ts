@@ -32,6 +32,7 @@ export const SESSIONS_ROUTES: RouteList = [
   ["get", "/api/sessions/:id"],
   ["get", "/api/approvals"],
   ["get", "/api/sessions/:id/messages"],
+  ["get", "/api/workspace/folders"],
   ["get", "/api/blobs/:sha256"],
   ["get", "/api/sessions/:id/export"],
   ["post", "/api/sessions"],
@@ -42,6 +43,7 @@ export const SESSIONS_ROUTES: RouteList = [
   ["delete", "/api/approvals/:tool"],
   ["post", "/api/sessions/:id/branch"],
   ["post", "/api/sessions/:id/interrupt"],
+  ["patch", "/api/sessions/:id/turns/:turn_id"],
   ["get", "/api/sessions/:id/events"],
 ];
 

@@ -10,6 +10,8 @@
  *   POST   /api/sessions/{id}/prompt      { text?, parts?, request_id?, from_message_id?, continue? } → 202 { turn_id, trace_id, status }
  *   POST   /api/sessions/{id}/branch      { message_id } → { message_id, versions, status, seq? } (session.branch.select)
  *   POST   /api/sessions/{id}/interrupt   → { status }
+ *   PATCH  /api/sessions/{id}/turns/{turn_id}   { text } → { status } (prompt.edit: a queued prompt's text, in its place)
+ *   GET    /api/workspace/folders         ?path= → { roots, path, folders, truncated } (workspace.folders: the folder picker)
  *   POST   /api/sessions/{id}/requests/{request_id}   { choice?, note?, content?, output?, error? } → { request_id, status, choice, by }
  *   GET    /api/approvals                 the caller's stored `always` approvals; DELETE /api/approvals/{tool} revokes one
  *   GET    /api/sessions/{id}/events      SSE: `id: <seq>`, `event: <type>`, `data: <Frame>`
@@ -27,7 +29,7 @@
  */
 import type { Routes } from "./lazy-routes.js";
 import * as z from "zod";
-import { PartsParam, RequestRespondParams, SessionCreateParams } from "../../protocol/method-params.js";
+import { PartsParam, PromptEditParams, RequestRespondParams, SessionCreateParams } from "../../protocol/method-params.js";
 import type { PartInput } from "../../protocol/index.js";
 import { EXPORT_FORMATS, isExportFormat, type SessionManager } from "../../sessions/index.js";
 import { callerOf, idempotencyRecords, profileOf, type AppContext, type AppEnv, type HttpApi } from "./context.js";
@@ -63,6 +65,9 @@ const PromptBody = z
     path: ["continue"],
   });
 const BranchBody = z.strictObject({ message_id: z.string().min(1).max(200) });
+const EditBody = PromptEditParams.pick({ text: true });
+/** `workspace.folders`'s `path`, as that method bounds it. */
+const MAX_FOLDER_PATH = 4096;
 
 function id(c: AppContext): string {
   return c.req.param("id") ?? "";
@@ -116,6 +121,14 @@ function mountReads(app: Routes): void {
     const after = c.req.query("after") || c.req.query("after_message_id") || undefined;
     const limit = queryInt(c, "limit", 1000);
     return c.json(await (await sessionsOf(c)).messages(callerOf(c), id(c), after, limit === undefined ? undefined : Math.max(1, limit)));
+  });
+
+  // The folder picker (workspace.folders): the profile's roots, and with `path` its sub-folders;
+  // a path outside the roots is 403 cwd_outside_workspace (4080), as session.create's cwd.
+  app.get("/api/workspace/folders", async (c) => {
+    const path = c.req.query("path") || undefined;
+    if (path !== undefined && path.length > MAX_FOLDER_PATH) throw HttpErrors.invalid("path", `path must be at most ${MAX_FOLDER_PATH} characters`);
+    return c.json(await (await sessionsOf(c)).workspaceFolders(callerOf(c), path));
   });
 
   // An attachment's bytes, to a principal whose sessions reference it (unknown or another's: 404).
@@ -227,6 +240,13 @@ function mountWrites(app: Routes, api: HttpApi): void {
     const sessions = await sessionsOf(c);
     await sessions.resume(caller, id(c));
     return c.json(await sessions.interrupt(caller, id(c)));
+  });
+
+  // prompt.edit: new text for a queued prompt, in its place (`started` / `idle`: nothing changed).
+  app.patch("/api/sessions/:id/turns/:turn_id", async (c) => {
+    const body = await readJson(c, EditBody);
+    const sessions = await sessionsOf(c);
+    return c.json({ status: await sessions.editQueued(callerOf(c), id(c), c.req.param("turn_id") ?? "", body.text) });
   });
 }
 

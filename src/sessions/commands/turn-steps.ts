@@ -79,3 +79,14 @@ export async function runTurn(deps: { clock: Clock; ids: IdGenerator }, commands
   );
   return { result, ...ran };
 }
+
+/** A prompt on the live tip (a rotated id lands on its continuation): a turn with no settings of its own. */
+export async function submitPrompt(
+  deps: { clock: Clock; ids: IdGenerator },
+  commands: CommandHandlers,
+  caller: Caller,
+  sessionId: string,
+  prompt: Pick<TurnSteps, "text" | "requestId" | "opts">,
+): Promise<SubmitResult> {
+  return (await runTurn(deps, commands, caller, sessionId, prompt)).result;
+}
