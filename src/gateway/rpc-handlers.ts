@@ -62,7 +62,7 @@ export function connectionHandlers(
           // Absent only for a regenerate (from_message_id): the branch point's own text again — or a
           // continue: no user message, the model goes on with its last reply (agent/continuation.ts).
           text: p.text ?? "",
-          ...(p.continue ? { noInput: true } : {}),
+          ...(p.continue ? { continue: true } : {}),
           ...(p.parts ? { parts: p.parts as PartInput[] } : {}),
           requestId: p.request_id,
           ...(p.from_message_id !== undefined ? { fromMessageId: p.from_message_id } : {}),

@@ -46,6 +46,11 @@ export interface TurnRequest {
    * results with the whole conversation). `text` is then ignored.
    */
   noInput?: boolean;
+  /**
+   * The user's continue (`prompt.submit { continue: true }`): a no-input turn that, like any prompt,
+   * runs at the session's owner when another node holds it live. Other no-input turns run here.
+   */
+  continue?: boolean;
   /** The session's client tools from now on (checked against the gateway's own: 4020); absent = unchanged. */
   clientTools?: readonly ClientToolSpec[];
   /** What the turn's model calls are asked (tool choice, sampling); absent = nothing (each request says it anew). */
@@ -91,7 +96,7 @@ export function startTurn(sessions: TurnEntrance, req: TurnRequest): Promise<Sta
 export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then: (turn: StartedTurn) => Promise<T>): Promise<T>;
 export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then?: (turn: StartedTurn) => Promise<T>): Promise<T | StartedTurn> {
   const { caller, viewer } = req;
-  const bytes = req.noInput ? 0 : Buffer.byteLength(req.text);
+  const bytes = req.noInput || req.continue ? 0 : Buffer.byteLength(req.text);
   const admitted = (start: () => Promise<T | StartedTurn>) => sessions.admitTurn(caller, bytes, () => (req.admit ?? admitAll)(caller, start));
   return admitted(async () => {
     let snap: Snapshot | undefined;
@@ -110,7 +115,8 @@ export function startTurn<T>(sessions: TurnEntrance, req: TurnRequest, then?: (t
         text: req.text,
         ...(req.requestId !== undefined ? { requestId: req.requestId } : {}),
         opts: {
-          ...(req.noInput ? { noInput: true } : {}),
+          ...(req.noInput || req.continue ? { noInput: true } : {}),
+          ...(req.continue ? { continued: true } : {}),
           ...(req.fromMessageId !== undefined ? { fromMessageId: req.fromMessageId } : {}),
           ...(req.trace ? { trace: req.trace } : {}),
           ...(req.parts && req.parts.length > 0 ? { parts: req.parts } : {}),

@@ -63,6 +63,17 @@ describe("session commands on the bus", () => {
     expect(decodeCommand(sent.method, sent.params)).toEqual({ principal: "alice", command });
   });
 
+  it("a continue (no input) goes under the versioned method with no_input: an older node refuses it by name instead of writing a user message", () => {
+    const command: SessionCommand = { kind: "prompt.submit", session_id: "ses_1", text: "", request_id: "r1", no_input: true };
+    const sent = encodeCommand("alice", command);
+    expect(sent.method).toBe("prompt.submit@v1");
+    expect(sent.params).toEqual({ v: COMMAND_WIRE_VERSION, principal: "alice", session_id: "ses_1", text: "", request_id: "r1", no_input: true });
+    expect(decodeCommand(sent.method, sent.params)).toEqual({ principal: "alice", command });
+    // Only `true` is a value: a false or a string is refused, never read as a prompt with input.
+    expect(refusal(() => decodeCommand("prompt.submit@v1", { ...sent.params, no_input: false })).code).toBe(ErrorCode.InvalidParams);
+    expect(refusal(() => decodeCommand("prompt.submit@v1", { ...sent.params, no_input: "yes" })).code).toBe(ErrorCode.InvalidParams);
+  });
+
   it("a kind older nodes never had goes under its versioned name too", () => {
     const sent = encodeCommand("alice", { kind: "turn.edit", session_id: "ses_1", turn_id: "trn_1", text: "new" });
     expect(sent.method).toBe("turn.edit@v1");

@@ -210,7 +210,7 @@ function mountWrites(app: Routes, api: HttpApi): void {
         ...(body.parts ? { parts: body.parts as PartInput[] } : {}),
         ...(requestId !== undefined ? { requestId } : {}),
         ...(body.from_message_id !== undefined ? { fromMessageId: body.from_message_id } : {}),
-        ...(body.continue ? { noInput: true } : {}),
+        ...(body.continue ? { continue: true } : {}),
         ...withTrace(c),
       });
       if (claim.kind === "fresh") await claim.record(202, result);

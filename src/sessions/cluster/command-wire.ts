@@ -5,8 +5,8 @@
  *
  * Mixed versions (a rolling upgrade): nodes before version 1 sent the same shapes with no `v`, and
  * read only the fields they knew. So a command an older node reads completely goes under its plain
- * kind — both ways work — and one it would read only in part (a prompt with content parts: an older
- * node would drop them and run the text alone) goes under `kind@vN`: an older node refuses that
+ * kind — both ways work — and one it would read only in part (a prompt with content parts, or with
+ * no input: an older node would drop them and run the text alone) goes under `kind@vN`: an older node refuses that
  * method by name ("cannot forward …"), this one refuses a version newer than its own, with a code.
  * Every field is checked here: a missing one is an error, never a default.
  *
@@ -34,6 +34,8 @@ const WIRE: { [K in CommandKind]: z.ZodType } = {
     parts: z.array(PartInputParam).optional(),
     traceparent: z.string().optional(),
     tracestate: z.string().optional(),
+    // Version 1 (versionNeeded): an older node would drop it and write a user message of the text.
+    no_input: z.literal(true).optional(),
   }),
   "session.steer": z.strictObject({ ...base, text: z.string(), turn_id: id.optional() }),
   "session.interrupt": z.strictObject(base),
@@ -62,7 +64,7 @@ const WIRE: { [K in CommandKind]: z.ZodType } = {
 export function versionNeeded(command: SessionCommand): number {
   // turn.edit, session.close: kinds older nodes never forwarded — under its versioned name the refusal is told as such (4052).
   if (command.kind === "turn.edit" || command.kind === "session.close") return 1;
-  return command.kind === "prompt.submit" && command.parts !== undefined ? 1 : 0;
+  return command.kind === "prompt.submit" && (command.parts !== undefined || command.no_input !== undefined) ? 1 : 0;
 }
 
 export function encodeCommand(principal: string, command: SessionCommand): { method: string; params: Record<string, unknown> } {
@@ -72,7 +74,6 @@ export function encodeCommand(principal: string, command: SessionCommand): { met
   delete fields.kind;
   if (command.kind === "prompt.submit") {
     delete fields.trace;
-    delete fields.no_input; // never forwarded: a no-input turn runs where the session is live
     if (command.trace) Object.assign(fields, traceHeaders(command.trace));
   }
   return { method, params: { v: COMMAND_WIRE_VERSION, principal, ...fields } };

@@ -133,7 +133,7 @@ export class CommandHandlers {
    * runtime the resolver found (turn-entry.ts). Unless `forwardable` (nothing to set first), the
    * session must be live here or be taken over: a sibling owner is not sent the prompt without them.
    */
-  turn(caller: Caller, command: SubmitCommand, before: (rt: SessionRuntime) => Promise<void>, forwardable: boolean): Promise<SubmitResult> {
+  turn(caller: Caller, command: SubmitCommand, before: (rt: SessionRuntime) => Promise<void>, route: { forwardable: boolean; continued?: boolean }): Promise<SubmitResult> {
     return this.deps.resolver.run<"prompt.submit", SubmitResult>(
       caller,
       command,
@@ -141,7 +141,7 @@ export class CommandHandlers {
         await before(rt);
         return this.submit(caller, rt, cmd);
       },
-      { forwardable },
+      route,
     );
   }
 

@@ -65,6 +65,12 @@ export interface ResolveOptions {
    * without them.
    */
   forwardable?: boolean;
+  /**
+   * A no-input prompt that is the user's continue (`prompt.submit { continue: true }`): it goes to
+   * the session's owner like any prompt. Any other no-input prompt (a client's tool results just
+   * written here, to be answered) runs only where the session is live: never forwarded, never taken over.
+   */
+  continued?: boolean;
 }
 
 /** What the resolver reads: the same rooms an owner change needs (cluster/owner-changes.ts). */
@@ -141,8 +147,8 @@ export class CommandResolver {
   /** A command that starts work: on a runtime this node still owns, or at the owner (two tries while it changes hands). */
   private async owned(caller: Caller, command: SessionCommand, opts: ResolveOptions): Promise<{ forwarded: true; result: unknown } | { runtime: SessionRuntime }> {
     const { routing } = this.deps;
-    // A no-input turn answers the history as it stands here: never forwarded, never taken over.
-    const here = command.kind === "prompt.submit" && command.no_input;
+    // A no-input turn other than the user's continue answers the history as it stands here (ResolveOptions.continued).
+    const here = command.kind === "prompt.submit" && command.no_input === true && !opts.continued;
     for (let attempt = 0; ; attempt++) {
       const routed = here ? { forwarded: false as const } : await this.forwardOrTakeOver(caller, command, opts);
       if (routed.forwarded) return routed;

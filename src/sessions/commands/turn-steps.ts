@@ -22,6 +22,8 @@ export interface TurnConfig {
 /** How a submit differs from a plain prompt. */
 export interface SubmitOptions {
   noInput?: boolean;
+  /** The no-input turn is the user's continue: it may run at the session's owner (ResolveOptions.continued). */
+  continued?: boolean;
   fromMessageId?: string;
   /** The caller's span: the turn's trace id is its trace id, the turn span its child. */
   trace?: TraceParent;
@@ -73,7 +75,7 @@ export async function runTurn(deps: { clock: Clock; ids: IdGenerator }, commands
       ran.latestSeq = await storage(() => seedHistory(rt, seeded, deps.clock, deps.ids, { wait: history.wait }));
       if (!history.wait) ran.stored = rt.log.settled();
     },
-    !localOnly,
+    { forwardable: !localOnly, ...(opts.continued ? { continued: true } : {}) },
   );
   return { result, ...ran };
 }

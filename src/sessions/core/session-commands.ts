@@ -28,7 +28,11 @@ export interface SubmitCommand {
   parts?: readonly PartInput[];
   /** The caller's span: the owner's turn continues its trace. */
   trace?: TraceParent;
-  /** No new user message (the model answers the history as it stands): runs only where the session is live. */
+  /**
+   * No new user message (the model answers the history as it stands). The user's continue goes to
+   * the session's owner like any prompt; other no-input turns run only where the session is live
+   * (ResolveOptions.continued).
+   */
   no_input?: true;
 }
 

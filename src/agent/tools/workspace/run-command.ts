@@ -85,6 +85,22 @@ function send(pid: number, signal: NodeJS.Signals): boolean {
   }
 }
 
+/**
+ * Signals a sandbox whose init bwrap reported. SIGTERM goes to the sandbox's session (its init
+ * ignores it; the shell and its group do not), and the namespace ends with the shell. Before the
+ * init made that session it is still setting the sandbox up and the command has not started:
+ * nothing can end gracefully, so it and SIGKILL end the init itself, which takes its whole PID
+ * namespace with it. Signalling only bwrap would not do: its init asks for bwrap's death signal
+ * (`--die-with-parent`) only after that setup, so an init whose bwrap died before it lives on,
+ * and runs the command unwatched.
+ */
+function signalSandbox(bwrapPid: number, init: SandboxInit, signal: NodeJS.Signals): void {
+  if (signal === "SIGTERM" && send(-init.pid, signal)) return;
+  send(init.pid, "SIGKILL");
+  // bwrap exits once its init is gone; a SIGKILL does not wait for that.
+  if (signal === "SIGKILL") send(bwrapPid, "SIGKILL");
+}
+
 /** Reads bwrap's JSON status lines for the sandbox's init (`child-pid`). */
 function watchStatus(child: ChildProcess, onInit: (pid: number) => void): void {
   const fd3 = child.stdio[3] as NodeJS.ReadableStream | null | undefined;
@@ -118,12 +134,17 @@ export function spawnShell(launch: CommandLaunch, cwd: string, onOutput: (chunk:
       detached: true,
     });
     let init: SandboxInit | null = null;
+    // A stop asked before bwrap reported its init waits for that report (see signalSandbox).
+    let pending: NodeJS.Signals | null = null;
+    const bwrapAlive = () => child.exitCode === null && child.signalCode === null;
     if (sandboxed) {
       watchStatus(child, (pid) => {
         init = { pid, startTime: null };
         void procStat(pid).then((st) => {
           if (init && st) init.startTime = st.startTime;
         });
+        if (pending && bwrapAlive()) signalSandbox(child.pid!, init, pending);
+        pending = null;
       });
     }
     let lastSignal: NodeJS.Signals | null = null;
@@ -131,15 +152,10 @@ export function spawnShell(launch: CommandLaunch, cwd: string, onOutput: (chunk:
       const pid = child.pid;
       if (pid === undefined) return;
       lastSignal = signal;
-      if (!sandboxed) {
-        send(-pid, signal);
-        return;
-      }
-      // SIGTERM to the sandbox's session (its init ignores it; the shell and its group do not):
-      // the namespace ends with the shell. Before bwrap reported its init or its init made that
-      // session (a stop right after the start), or for SIGKILL: bwrap itself, and the namespace with it.
-      if (signal === "SIGTERM" && init && send(-init.pid, signal)) return;
-      send(pid, signal === "SIGTERM" ? "SIGTERM" : "SIGKILL");
+      if (!sandboxed) send(-pid, signal);
+      else if (init) signalSandbox(pid, init, signal);
+      // bwrap may have cloned its init already: killing bwrap now would orphan it (see signalSandbox).
+      else if (bwrapAlive()) pending = pending === "SIGKILL" ? pending : signal;
     };
     child.stdout!.on("data", onOutput);
     child.stderr!.on("data", onOutput);
