@@ -1,7 +1,9 @@
 /**
  * Real `tether serve` nodes on one PostgreSQL + one Redis (`--store postgres://… --bus redis://…`):
  * any node serves any client, a dead node's sessions are taken over on the next call, and a paused
- * node that comes back can never write again (fencing).
+ * node that comes back can never write again (fencing). A node that finds it lost a session's lease
+ * leaves none of its streams silent: SSE session streams catch up and go on (or end without a bus),
+ * runs and Responses streams end for a resume from the log, a chat completion fails `session_moved`.
  */
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { Frame } from "../../src/protocol/index.js";
