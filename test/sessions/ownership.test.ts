@@ -113,6 +113,28 @@ describe("ownership across processes", () => {
     expect(a.globals).toEqual([]);
   });
 
+  it("a close whose write another process fenced off tells the runtime's other viewers: session.resync", async () => {
+    const db = tempDbPath();
+    const clock = new FakeClock();
+    const a = await proc(db, clock, "A");
+    const b = await proc(db, clock, "B");
+    const va = new TestViewer("va");
+    const vb = new TestViewer("vb");
+    const sid = (await a.manager.create(ME, {}, va)).session_id;
+    await a.manager.resume(ME, sid, vb);
+    await settle();
+    const lastSeq = (await a.store.readEvents(sid, 0, 100)).at(-1)!.seq;
+    // B takes the lease before A's next beat notices: A's close write is then fenced off.
+    const later = clock.now() + 3_600_000;
+    const took = await b.store.acquireLease({ session_id: sid, owner: "B", now: later, ttlMs: 3_600_000, deadBefore: later, takeDetached: true });
+    expect(took.acquired).toBe(true);
+    await a.manager.close(ME, sid);
+    await settle();
+    expect(isLive(a, sid)).toBe(false);
+    expect((await a.store.getSession(sid))!.ended_at).toBeNull(); // the row stays open for its owner
+    expect(vb.frames.filter((f) => f.type === "session.resync")).toEqual([expect.objectContaining({ payload: { session_id: sid, from_seq: lastSeq } })]);
+  });
+
   it("the startup sweep ends only a dead process's sessions, with visible interrupted turns", async () => {
     const db = tempDbPath();
     const clock = new FakeClock();

@@ -106,6 +106,9 @@ export class SessionEnding {
     this.deps.registry.drop(runtime);
     if (fenced) {
       ownership.forget(runtime.id);
+      // As for a superseded runtime: its other viewers here are told (and, with a bus, follow the owner).
+      const viewers = [...runtime.viewerRefs.values()];
+      tellMovedViewers(runtime.id, viewers, runtime.log.latestSeq, { epoch: runtime.log.epoch, ts: this.deps.clock.now() }, this.followElsewhere);
       logger.info({ session_id: runtime.id, end_reason: endReason }, "runtime dropped: another process owns the session");
       return;
     }
