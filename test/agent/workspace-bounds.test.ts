@@ -194,22 +194,25 @@ describe("search_files cannot hang (finding 3)", () => {
 /** A child process that swaps `count` times: `race/f.txt` (file ↔ symlink out) and `race/d` (folder ↔ symlink out). */
 function swapper(count: number): Promise<number> {
   // A write_file racing the swap may create `d` while it is away (inside the workspace, legitimately):
-  // the swapper then clears it and goes on, so the race keeps running whatever the tools do.
+  // the swapper then clears it and goes on, so the race keeps running whatever the tools do. Its
+  // clearing races those writes too (a file made between rm's listing and its rmdir: ENOTEMPTY), so
+  // a failed clear is tried again like a failed link.
   const script = `
     const fs = require("fs"); const [race, secret, outDir, n] = process.argv.slice(1);
     const pause = new Int32Array(new SharedArrayBuffer(4));
     const d = race + "/d";
+    const clear = () => { try { fs.rmSync(d, { recursive: true, force: true }); } catch {} };
     for (let i = 0; i < Number(n); i++) {
       if (i % 2 === 0) {
         fs.symlinkSync(secret, race + "/.l"); fs.renameSync(race + "/.l", race + "/f.txt");
         fs.renameSync(d, race + "/d.real");
         for (let tries = 0; ; tries++) {
-          try { fs.symlinkSync(outDir, d); break; } catch (err) { if (tries > 100) throw err; fs.rmSync(d, { recursive: true, force: true }); }
+          try { fs.symlinkSync(outDir, d); break; } catch (err) { if (tries > 100) throw err; clear(); }
         }
       } else {
         fs.writeFileSync(race + "/.f", "inside\\n"); fs.renameSync(race + "/.f", race + "/f.txt");
         for (let tries = 0; ; tries++) {
-          fs.rmSync(d, { recursive: true, force: true });
+          clear();
           try { fs.renameSync(race + "/d.real", d); break; } catch (err) { if (tries > 100) throw err; }
         }
       }
