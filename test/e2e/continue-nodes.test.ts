@@ -4,52 +4,15 @@
  * (`prompt.submit@v1` with `no_input` on the bus) and runs there once: one model call, no user
  * message written, the owner's viewer sees the turn. (It used to answer 4001.)
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CONTINUE_NOTE } from "../../src/agent/continuation.js";
-import { spawnGateway, type SpawnedGateway } from "../support/spawn-gateway.js";
-import { RpcSocket } from "../support/rpc-socket.js";
-import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
-import { dropTestSchemas, pgAvailable, pgTestUrl } from "../support/pg.js";
-import { dropTestKeys, redisAvailable, redisTestUrl } from "../support/redis.js";
+import { pgRedisNodes } from "../support/pg-redis-nodes.js";
+import { reply } from "../support/fake-openai-server.js";
+import { pgAvailable, pgTestUrl } from "../support/pg.js";
+import { redisAvailable, redisTestUrl } from "../support/redis.js";
 
-const running: SpawnedGateway[] = [];
-const sockets: RpcSocket[] = [];
-let ai: FakeOpenAI;
-beforeAll(async () => {
-  ai = await startFakeOpenAI();
-});
-afterEach(async () => {
-  for (const s of sockets.splice(0)) s.close();
-  for (const g of running.splice(0)) await g.kill("SIGKILL");
-});
-afterAll(async () => {
-  await ai.close();
-  if (pgAvailable) await dropTestSchemas();
-  if (redisAvailable) await dropTestKeys();
-});
-
-const ENV = { TETHER_HEARTBEAT_S: "0.2", TETHER_ORPHAN_GRACE_S: "60", TETHER_LEASE_TTL_S: "2" };
-
-function configFile(): string {
-  const path = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "config.yaml");
-  writeFileSync(path, JSON.stringify({ providers: { up: { base_url: ai.url, models: ["small"] } }, lifecycle: { startup_sweep: false } }));
-  return path;
-}
-
-async function node(args: string[], config: string): Promise<SpawnedGateway> {
-  const g = await spawnGateway(["--port", "0", ...args], { ...ENV, TETHER_CONFIG: config });
-  running.push(g);
-  return g;
-}
-
-async function open(url: string): Promise<RpcSocket> {
-  const s = await RpcSocket.open(url);
-  sockets.push(s);
-  return s;
-}
+const nodes = pgRedisNodes();
+const { configFile, node, open } = nodes;
 
 const userTexts = (body: any): string[] => body.messages.filter((m: any) => m.role === "user").map((m: any) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)));
 
@@ -62,27 +25,27 @@ describe.skipIf(!pgAvailable || !redisAvailable)("a continue across PostgreSQL +
     const b = await node(["--store", store, "--bus", bus], cfg);
     const sa = await open(a.wsUrl);
     const sid = (await sa.call("session.create", {})).session_id;
-    ai.script(reply.text(["first reply"]));
+    nodes.ai().script(reply.text(["first reply"]));
     const first = await sa.call("prompt.submit", { session_id: sid, text: "one" });
     await sa.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === first.turn_id, 20_000);
 
-    const before = ai.requests.length;
-    ai.script(reply.text(["more"]));
+    const before = nodes.ai().requests.length;
+    nodes.ai().script(reply.text(["more"]));
     const sb = await open(b.wsUrl);
     const cont = await sb.call("prompt.submit", { session_id: sid, continue: true, request_id: "cont-1" });
     expect(cont).toMatchObject({ status: "started" });
     // A runs it: its viewer sees the turn end, after exactly one model call.
     const done = await sa.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === cont.turn_id, 20_000);
     expect(done.payload.status).toBe("complete");
-    expect(ai.requests.length).toBe(before + 1);
+    expect(nodes.ai().requests.length).toBe(before + 1);
     // No new user message: the model was asked to go on from the reply, with the continue's note (calls only).
-    expect(userTexts(ai.requests.at(-1)!.body)).toEqual(["one", CONTINUE_NOTE]);
+    expect(userTexts(nodes.ai().requests.at(-1)!.body)).toEqual(["one", CONTINUE_NOTE]);
     const { messages } = await sa.call("session.messages", { session_id: sid });
     expect(messages.filter((m: any) => m.role === "user")).toHaveLength(1);
 
     // The same request id again (a retry through B) is the same turn, not a second one.
     const again = await sb.call("prompt.submit", { session_id: sid, continue: true, request_id: "cont-1" });
     expect(again).toMatchObject({ turn_id: cont.turn_id, status: "duplicate" });
-    expect(ai.requests.length).toBe(before + 1);
+    expect(nodes.ai().requests.length).toBe(before + 1);
   }, 60_000);
 });

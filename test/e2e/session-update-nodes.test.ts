@@ -5,62 +5,27 @@
  * processes on one SQLite file have no bus between them: the change is refused by name (4052) and
  * nothing is written beside the owner.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { spawnGateway, type SpawnedGateway } from "../support/spawn-gateway.js";
-import { RpcSocket } from "../support/rpc-socket.js";
+import { describe, expect, it } from "vitest";
+import type { SpawnedGateway } from "../support/spawn-gateway.js";
+import type { RpcSocket } from "../support/rpc-socket.js";
+import { pgRedisNodes } from "../support/pg-redis-nodes.js";
 import { tempDbPath } from "../support/temp-db.js";
-import { reply, startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai-server.js";
-import { dropTestSchemas, pgAvailable, pgTestUrl } from "../support/pg.js";
-import { dropTestKeys, redisAvailable, redisTestUrl } from "../support/redis.js";
+import { reply } from "../support/fake-openai-server.js";
+import { pgAvailable, pgTestUrl } from "../support/pg.js";
+import { redisAvailable, redisTestUrl } from "../support/redis.js";
 
-const running: SpawnedGateway[] = [];
-const sockets: RpcSocket[] = [];
-let ai: FakeOpenAI;
-beforeAll(async () => {
-  ai = await startFakeOpenAI();
-});
-afterEach(async () => {
-  for (const s of sockets.splice(0)) s.close();
-  for (const g of running.splice(0)) await g.kill("SIGKILL");
-});
-afterAll(async () => {
-  await ai.close();
-  if (pgAvailable) await dropTestSchemas();
-  if (redisAvailable) await dropTestKeys();
-});
-
-const ENV = { TETHER_HEARTBEAT_S: "0.2", TETHER_ORPHAN_GRACE_S: "60", TETHER_LEASE_TTL_S: "2" };
-
-function configFile(): string {
-  const path = join(mkdtempSync(join(tmpdir(), "tether-cfg-")), "config.yaml");
-  writeFileSync(path, JSON.stringify({ providers: { up: { base_url: ai.url, models: ["small"] } }, lifecycle: { startup_sweep: false } }));
-  return path;
-}
-
-async function node(args: string[], config: string): Promise<SpawnedGateway> {
-  const g = await spawnGateway(["--port", "0", ...args], { ...ENV, TETHER_CONFIG: config });
-  running.push(g);
-  return g;
-}
-
-async function open(url: string): Promise<RpcSocket> {
-  const s = await RpcSocket.open(url);
-  sockets.push(s);
-  return s;
-}
+const nodes = pgRedisNodes();
+const { configFile, node, open } = nodes;
 
 /** One turn on `sock`'s node; returns the chat request the upstream received for it. */
 async function turn(sock: RpcSocket, sid: string, text: string): Promise<any> {
-  const before = ai.requests.length;
-  ai.script(reply.text(["ok"]));
+  const before = nodes.ai().requests.length;
+  nodes.ai().script(reply.text(["ok"]));
   const t = await sock.call("prompt.submit", { session_id: sid, text });
   const done = await sock.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === t.turn_id, 20_000);
   expect(done.payload.status).toBe("complete");
-  expect(ai.requests.length).toBe(before + 1);
-  return ai.requests.at(-1)!.body;
+  expect(nodes.ai().requests.length).toBe(before + 1);
+  return nodes.ai().requests.at(-1)!.body;
 }
 
 function patch(g: SpawnedGateway, sid: string, body: Record<string, unknown>): Promise<Response> {
