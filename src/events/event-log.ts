@@ -66,6 +66,8 @@ interface PendingFrame {
   failed: boolean;
   /** A durable frame's store row: its payload JSON is reused for the wire text, or it is cached as is. */
   row?: EventRow;
+  /** `EmitOptions.committed`: told the durable frame's outcome. */
+  committed?: (err: unknown) => void;
 }
 
 /**
@@ -242,7 +244,8 @@ export class EventLog implements SessionEventLog {
       item.ready = false;
       this.writesSubmitted++;
       this.deltaUnit = null;
-      this.deps.committer.submit(ops, this.durableCommitted, item);
+      if (opts.committed) item.committed = opts.committed;
+      this.deps.committer.submit(ops, this.durableCommitted, item, opts.afterCommitted ? this.noEarlierFailure : undefined);
     } else if (type === EventType.MessageDelta) {
       if (opts.ops && opts.ops.length > 0) throw new Error(`transient event ${type} cannot carry ops`);
       this.logDelta(item, payload as MessageDeltaPayload);
@@ -451,6 +454,9 @@ export class EventLog implements SessionEventLog {
     });
   }
 
+  /** The guard of an `afterCommitted` frame: the failure of an earlier write, not reported yet. */
+  private readonly noEarlierFailure = (): unknown => this.failure ?? undefined;
+
   /** One callback for every durable frame's commit (the frame is its context: no closure per frame). */
   private readonly durableCommitted = (err: unknown, item: PendingFrame): void => {
     this.countSettled(err);
@@ -460,6 +466,7 @@ export class EventLog implements SessionEventLog {
       item.failed = true;
       this.deps.onError?.(err, `commit of ${item.frame.type} seq ${item.frame.seq}`);
     }
+    if (item.committed) tell(item.committed, err);
     this.drain();
     this.wakeFlushWaiters();
   };
@@ -627,6 +634,14 @@ export class EventLog implements SessionEventLog {
         this.streaming.delete((frame.payload as { message_id: string }).message_id);
         return;
     }
+  }
+}
+
+function tell(committed: (err: unknown) => void, err: unknown): void {
+  try {
+    committed(err ?? null);
+  } catch {
+    // The emitter's own bookkeeping; a throw must not stop delivery.
   }
 }
 
