@@ -234,7 +234,6 @@ function delegationWing(
   const { store, committer, clock, ids, logger, processId } = deps;
   const host = new SessionsDelegationHost({
     store,
-    committer,
     clock,
     ids,
     logger,
