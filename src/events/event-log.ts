@@ -28,7 +28,7 @@ import type { EventRow, Store, WriteOp } from "../store/types.js";
 import type { GroupCommitter } from "./group-commit.js";
 import { isStoreRefusal } from "./store-health.js";
 import { DEFAULT_CACHE_SESSION_BYTES, DurableCache, newCacheBudget, type CacheBudget } from "./durable-cache.js";
-import { ReplayRing, type RingBudget, type RingLimits } from "./replay-ring.js";
+import { ReplayRing, type RingBudget, type RingEntry, type RingLimits } from "./replay-ring.js";
 import type { EmitOptions, SessionEventLog } from "./types.js";
 
 export type FrameListener = (frame: Frame, wire: string) => void;
@@ -296,7 +296,8 @@ export class EventLog implements SessionEventLog {
   async since(afterSeq: number, opts: SinceOptions = {}): Promise<SinceResult> {
     const cut = await this.collect(afterSeq, opts.transient ?? true);
     const events: Frame[] = [];
-    mergeBySeq(cut, (row) => events.push(fromEventRow(row, this.deps.epoch)), (entry) => events.push(entry.frame));
+    // The ring keeps deltas as text (replay-ring.ts): parsed back here, in a catch-up, not per delta.
+    mergeBySeq(cut, (row) => events.push(fromEventRow(row, this.deps.epoch)), (entry) => events.push(JSON.parse(frameJsonOfNotification(entry.wire)) as Frame));
     return { events, latest_seq: cut.latest, truncated: false, epoch: this.deps.epoch, snapshots: cut.snapshots };
   }
 
@@ -331,7 +332,7 @@ export class EventLog implements SessionEventLog {
     const parts: string[] = [];
     let j = 0;
     cache.forEachBetween(afterSeq, latest, (seq, json) => {
-      while (j < ring.length && ring[j]!.frame.seq! < seq) parts.push(frameJsonOfNotification(ring[j++]!.wire));
+      while (j < ring.length && ring[j]!.seq < seq) parts.push(frameJsonOfNotification(ring[j++]!.wire));
       parts.push(json);
     });
     while (j < ring.length) parts.push(frameJsonOfNotification(ring[j++]!.wire));
@@ -689,7 +690,7 @@ export interface SinceOptions {
 
 interface SinceCut {
   rows: EventRow[];
-  ring: Array<{ frame: Frame; wire: string }>;
+  ring: RingEntry[];
   latest: number;
   snapshots: MessageSnapshot[];
 }
@@ -698,14 +699,14 @@ interface SinceCut {
 function mergeBySeq(
   cut: SinceCut,
   onRow: (row: EventRow) => void,
-  onRing: (entry: { frame: Frame; wire: string }) => void,
+  onRing: (entry: RingEntry) => void,
 ): void {
   const { rows, ring } = cut;
   let i = 0;
   let j = 0;
   while (i < rows.length || j < ring.length) {
     const rowSeq = i < rows.length ? rows[i]!.seq : Infinity;
-    const ringSeq = j < ring.length ? ring[j]!.frame.seq! : Infinity;
+    const ringSeq = j < ring.length ? ring[j]!.seq : Infinity;
     if (rowSeq < ringSeq) onRow(rows[i++]!);
     else if (ringSeq < rowSeq) onRing(ring[j++]!);
     else {
