@@ -28,6 +28,7 @@ import WebSocket from "ws";
 import { chromium, type Browser, type CDPSession, type Page } from "playwright-core";
 import { Method, TetherClient } from "../src/client/index.js";
 import { startTether } from "./tether-server.js";
+import { median } from "./stats.js";
 
 const CHROMIUM = process.env.TETHER_CHROMIUM ?? "/usr/bin/chromium";
 
@@ -36,8 +37,10 @@ export interface WebBenchResult {
   openMs: number;
   /** The renderer's main-thread CPU from the reload to the newest reply shown. */
   openCpuMs: number;
-  /** Main-thread CPU while the reply streamed, per frame shown. */
+  /** Main-thread CPU while the reply streamed, per frame shown (it includes each delta's handling). */
   cpuPerFrameMs: number;
+  /** Layouts while the reply streamed, per frame shown (above 1: layouts forced by reads). */
+  layoutsPerFrame: number;
   /** The 1-minute load average when the pass started. */
   load: number;
   domElements: number;
@@ -95,9 +98,11 @@ async function serveFrom(page: Page, base: string, dir: string): Promise<void> {
   });
 }
 
-async function threadSeconds(cdp: CDPSession): Promise<number> {
+/** The renderer's main-thread CPU (s) and layouts so far (they restart with each document). */
+async function counters(cdp: CDPSession): Promise<{ cpu: number; layouts: number }> {
   const { metrics } = await cdp.send("Performance.getMetrics");
-  return metrics.find((m) => m.name === "ThreadTime")?.value ?? NaN;
+  const get = (name: string) => metrics.find((m) => m.name === name)?.value ?? NaN;
+  return { cpu: get("ThreadTime"), layouts: get("LayoutCount") };
 }
 
 /**
@@ -119,7 +124,7 @@ async function measure(browser: Browser, base: string, id: string, lastKey: stri
   // A reload of the session's address: the renderer's counters restart with the new document.
   await page.reload({ waitUntil: "commit" });
   const openMs = await page.waitForFunction((key) => (document.querySelector(`[data-key="${key}"]`) ? performance.now() : 0), lastKey, { polling: "raf", timeout: 180_000 }).then((h) => h.jsonValue());
-  const openCpuMs = (await threadSeconds(cdp)) * 1000;
+  const openCpuMs = (await counters(cdp)).cpu * 1000;
   const domElements = await page.evaluate(() => document.getElementsByTagName("*").length);
 
   // Frames and key latency while a long reply streams in.
@@ -139,11 +144,11 @@ async function measure(browser: Browser, base: string, id: string, lastKey: stri
   await box.press("Enter");
   await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor({ timeout: 60_000 });
   await page.evaluate(() => ((window as unknown as { frames_: number[] }).frames_ = []));
-  const cpu0 = await threadSeconds(cdp);
+  const c0 = await counters(cdp);
   await box.focus();
   await page.keyboard.type("the quick brown fox jumps", { delay: 60 });
   await page.locator('[data-kind="assistant"][data-status="complete"]').last().waitFor({ timeout: 300_000 });
-  const cpu1 = await threadSeconds(cdp);
+  const c1 = await counters(cdp);
   const { frames, keys } = await page.evaluate(() => {
     const w = window as unknown as { frames_: number[]; keys_: number[] };
     return { frames: w.frames_, keys: w.keys_ };
@@ -158,7 +163,8 @@ async function measure(browser: Browser, base: string, id: string, lastKey: stri
     domElements,
     fps: Math.round((frames.length - 1) / seconds),
     frameMedianMs: Math.round(pct(gaps, 50) * 10) / 10,
-    cpuPerFrameMs: Math.round(((cpu1 - cpu0) * 1000 * 10) / Math.max(1, frames.length)) / 10,
+    cpuPerFrameMs: Math.round(((c1.cpu - c0.cpu) * 1000 * 10) / Math.max(1, frames.length)) / 10,
+    layoutsPerFrame: Math.round(((c1.layouts - c0.layouts) * 100) / Math.max(1, frames.length)) / 100,
     keyP50Ms: Math.round(pct(keys, 50)),
     keyP95Ms: Math.round(pct(keys, 95)),
     load: Math.round(load * 10) / 10,
@@ -176,7 +182,7 @@ export interface WebBenchRun {
 }
 
 function medianResult(rs: WebBenchResult[]): WebBenchResult {
-  const med = (k: keyof WebBenchResult) => pct(rs.map((r) => r[k]), 50);
+  const med = (k: keyof WebBenchResult) => Math.round(median(rs.map((r) => r[k])) * 10) / 10;
   const out = { ...rs[0]! };
   for (const k of Object.keys(out) as (keyof WebBenchResult)[]) out[k] = med(k);
   return out;
@@ -227,6 +233,7 @@ export function printWebBench(r: WebBenchRun): void {
   console.log(`  DOM elements   ${String(f.domElements).padStart(9)}        ${String(v.domElements).padStart(9)}        ${ratio(v.domElements, f.domElements)}`);
   console.log(`  streaming      ${String(f.fps).padStart(6)} fps       ${String(v.fps).padStart(6)} fps       ${ratio(v.fps, f.fps).padEnd(13)}  ≥ 50 fps: ${ok(v.fps >= 50)}  (median frame ${f.frameMedianMs} → ${v.frameMedianMs} ms)`);
   console.log(`  CPU per frame  ${String(f.cpuPerFrameMs).padStart(6)} ms        ${String(v.cpuPerFrameMs).padStart(6)} ms        ${ratio(v.cpuPerFrameMs, f.cpuPerFrameMs)}`);
+  console.log(`  layouts/frame  ${String(f.layoutsPerFrame).padStart(6)}           ${String(v.layoutsPerFrame).padStart(6)}           ${ratio(v.layoutsPerFrame, f.layoutsPerFrame)}`);
   console.log(`  key p95        ${String(f.keyP95Ms).padStart(6)} ms        ${String(v.keyP95Ms).padStart(6)} ms        ${ratio(v.keyP95Ms, f.keyP95Ms).padEnd(13)}  ≤ 50 ms: ${ok(v.keyP95Ms <= 50)}  (p50 ${f.keyP50Ms} → ${v.keyP50Ms} ms)`);
 }
 
