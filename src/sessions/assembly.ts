@@ -3,9 +3,10 @@
  * core up, each handed the parts below it — no part is told about one above it. The only turn
  * back is the registry's opener: a turn may open sessions (a continuation, a sub-agent's child),
  * so the wings open through the live registry, and the assembler that builds runtimes is
- * installed in it last, once everything it hooks into exists. The other turn back is the turn
- * entry: the wings' own turns (a delegation's task, an agent message, a room member's answer, a
- * delivery's wake) enter through the manager's front door, handed down as a TurnDoor.
+ * installed in it last, once everything it hooks into exists. The other turn back is the front
+ * door: the wings' own turns (a delegation's task, an agent message, a room member's answer, a
+ * delivery's wake) enter through the manager's turn entry, and their sessions (a bot's chat, an
+ * inbox, a room, a delegation task's child) are made by creating.ts — both handed down as a TurnDoor.
  *
  *   const parts = assembleSessions(deps, door);   // SessionManager does this; tests reach them by sessionRooms(manager)
  */
@@ -234,7 +235,6 @@ function delegationWing(
   const { store, committer, clock, ids, logger, processId } = deps;
   const host = new SessionsDelegationHost({
     store,
-    committer,
     clock,
     ids,
     logger,

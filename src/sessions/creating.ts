@@ -5,7 +5,9 @@
  * Bound from the first instant, so a viewer that leaves meanwhile cannot park it under the caller.
  * `session.create` answers once the row is stored; a turn entry starts its turn before (see
  * createForTurn). The gateway's own sessions (a bot's chat, an agent inbox, a room,
- * a room member's) are created here too, under a known id (`knownId`).
+ * a room member's) are created here too, under a known id (`knownId`), and so is a delegation
+ * task's child (`createDelegateChild`). Only a rotation's continuation, written in the rotation's
+ * one transaction, is inserted elsewhere (test/unit/layers.test.ts holds both).
  *
  * A session that follows its profile's config (`follow_profile_config`, `room_plumbing`) starts on
  * the profile's default model, whatever it names.
@@ -16,10 +18,11 @@ import type { WorkspaceFolders } from "../agent/tools/workspace/folders.js";
 import { assertOwner, storage } from "./core/session-access.js";
 import { checkClientTools } from "./core/client-tools.js";
 import { sessionInfo } from "./core/session-info.js";
-import type { Caller, CreateParams, SessionManagerDeps } from "./core/types.js";
+import type { Caller, CreateParams, DelegateChild, SessionManagerDeps } from "./core/types.js";
+import type { SessionRow } from "../store/types.js";
 import type { Viewer } from "./core/viewer.js";
 import { identityOf, mergeModelConfig } from "./models/model-identity.js";
-import { newSessionRow } from "./views/session-rows.js";
+import { delegateChildRow, newSessionRow } from "./views/session-rows.js";
 import { freshSnapshot } from "./views/snapshots.js";
 import type { SessionParts } from "./assembly.js";
 import type { SessionRuntime } from "./core/session-runtime.js";
@@ -109,7 +112,7 @@ function created(
   viewer: Viewer | undefined,
   knownId: string | undefined,
 ): Promise<CreatedSession> {
-  const { switching, binding, registry, ownership } = parts;
+  const { switching, binding } = parts;
   const follows = params.follow_profile_config || params.room_plumbing;
   const { provider, model } = follows ? switching.profileDefault() : switching.pickModel(params.provider, params.model);
   const row = newSessionRow({
@@ -125,19 +128,43 @@ function created(
   return binding.binding(row.id, async () => {
     // Refused before the row exists: a request with a colliding client tool leaves nothing behind.
     await checkClientTools(deps.tools, row.id, params.client_tools ?? []);
-    // Queued, not awaited: the runtime is built from the row in memory, and everything it writes
-    // commits after the row (FIFO commits). A turn on the new session starts its model call while
-    // this commits; its frames reach viewers only after it.
-    const durable = storage(() => deps.committer.enqueue([{ op: "session.insert", row }, ownership.insertOp(row.id)]));
-    ownership.insertCommitting(row.id, durable);
-    const runtime = await registry.openFresh(row);
-    // A row that never reached the store takes its runtime with it: nothing it writes can commit.
-    durable.catch(() => parts.ending.discard(runtime));
-    runtime.log.emit(EventType.SessionInfo, sessionInfo(row));
-    if (viewer) binding.attach(runtime, viewer);
-    deps.logger.info({ session_id: row.id, provider, model }, "session created");
-    return { runtime, durable };
+    const made = await stored(deps, parts, row);
+    if (viewer) binding.attach(made.runtime, viewer);
+    return made;
   });
+}
+
+/**
+ * What every creation ends with: the row and its lease queued in one transaction, the runtime
+ * built from the row in memory, and its first `session.info`.
+ */
+async function stored(deps: SessionManagerDeps, parts: SessionParts, row: SessionRow): Promise<CreatedSession> {
+  const { registry, ownership } = parts;
+  // Queued, not awaited: the runtime is built from the row in memory, and everything it writes
+  // commits after the row (FIFO commits). A turn on the new session starts its model call while
+  // this commits; its frames reach viewers only after it.
+  const durable = storage(() => deps.committer.enqueue([{ op: "session.insert", row }, ownership.insertOp(row.id)]));
+  ownership.insertCommitting(row.id, durable);
+  const runtime = await registry.openFresh(row);
+  // A row that never reached the store takes its runtime with it: nothing it writes can commit.
+  durable.catch(() => parts.ending.discard(runtime));
+  runtime.log.emit(EventType.SessionInfo, sessionInfo(row));
+  deps.logger.info({ session_id: row.id, provider: row.provider, model: row.model, ...(row.flags.delegate ? { delegation_id: row.flags.delegate.delegation_id } : {}) }, "session created");
+  return { runtime, durable };
+}
+
+/**
+ * A delegation task's child session (delegation/delegation-host.ts, through its TurnDoor): the
+ * hidden child of its origin (views/session-rows.ts `delegateChildRow`), created as every session
+ * is — under the session quotas, which count it but never refuse it (an internal caller's) — and
+ * answered once its row and lease are stored. No hold on the id and no viewer: its turn's submit
+ * parks it like any unviewed session (the running turn keeps the reaper away) until the task ends it.
+ */
+export async function createDelegateChild(deps: SessionManagerDeps, parts: SessionParts, caller: Caller, child: DelegateChild): Promise<SessionRuntime> {
+  const row = delegateChildRow(child, deps.ids.next("ses"), deps.clock.now());
+  const made = await admitSession(deps, caller, () => stored(deps, parts, row));
+  await made.durable;
+  return made.runtime;
 }
 
 /** Creations of known ids in flight, per manager: a second call for the same id joins the first. */

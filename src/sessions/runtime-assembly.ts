@@ -174,8 +174,10 @@ export class RuntimeAssembly implements RuntimeOpener {
 
 /** The hooks every runtime of a manager calls, each from the room that owns its concern. */
 function runtimeHooks(d: RuntimeAssemblyDeps): RuntimeHooks {
-  const { switching, compressor, delegations, binding, store, requests, processes } = d;
+  const { switching, compressor, delegations, binding, store, requests, processes, registry } = d;
   return {
+    // The turn slot's gate is the one state: closed once the registry no longer serves the runtime.
+    serving: (rt) => registry.isServing(rt),
     beforeTurn: (rt) => switching.applyPending(rt),
     command: async (rt, turn, signal, startOps) =>
       (await compressor.command(rt, turn, signal, startOps)) ||

@@ -24,7 +24,7 @@ import { exportSession, type ExportFormat } from "./views/session-export.js";
 import type { RequestAnswer } from "./requests/request-shapes.js";
 import type { SessionWork } from "./messaging/session-work.js";
 import { applyLiveConfig, assembleSessions, openRooms, startRooms, type SessionParts } from "./assembly.js";
-import { admitTurn, createAnswered, createForTurn, createKnownSession, listWorkspaceFolders } from "./creating.js";
+import { admitTurn, createAnswered, createDelegateChild, createForTurn, createKnownSession, listWorkspaceFolders } from "./creating.js";
 import { detachViewer, detachFrom, reopen, resume, type ResumeDeps } from "./resuming.js";
 import { lineageDelegations, sinceOf } from "./session-reads.js";
 import { runTurn, submitPrompt, type TurnConfig } from "./commands/turn-steps.js";
@@ -55,6 +55,7 @@ export class SessionManager implements TurnEntrance {
     const parts = (this.parts = assembleSessions(deps, {
       startTurn: async (caller, id, text, requestId) => (await this.startTurn({ caller, session: { id }, text, ...(requestId !== undefined ? { requestId } : {}) })).result,
       createKnown: (caller, id, params) => this.accepting(() => createKnownSession(this.deps, this.parts, caller, id, params)),
+      createChild: (caller, child) => this.accepting(() => createDelegateChild(this.deps, this.parts, caller, child)),
     }));
     ROOMS.set(this, parts);
     this.resumes = { store: deps.store, committer: deps.committer, logger: deps.logger, parts, quotas: deps.quotas };

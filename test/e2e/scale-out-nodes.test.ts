@@ -101,21 +101,10 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
   });
 
   it("SIGSTOP node A past its lease, B takes over, SIGCONT A: A's late writes are refused, no interleaving", async () => {
-    const store = pgTestUrl();
-    const bus = redisTestUrl();
-    const env = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info" };
-    const a = await node(store, env, ["--bus", bus]);
-    const b = await node(store, env, ["--bus", bus]);
-    const sa = await RpcSocket.open(a.wsUrl);
-    const sid = (await sa.call("session.create", {})).session_id;
+    const { store, a, b, sa, sid } = await pairWithSession();
     const first = await sa.call("prompt.submit", { session_id: sid, text: "count to 100000" });
     await sa.waitFor(() => sa.sessionEvents(sid).filter((f) => f.type === "message.delta").length >= 20);
-    a.child.kill("SIGSTOP");
-    // Until A's lease ran out (A, stopped, renews nothing), as the store sees it.
-    await eventually(async () => {
-      const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
-      return lease !== undefined && Number(lease.expires_at) < Date.now();
-    });
+    await stopPastLease(a, store, sid);
     const sb = await RpcSocket.open(b.wsUrl);
     const snap = await sb.call("session.resume", { session_id: sid });
     expect(snap.messages.at(-1)).toMatchObject({ role: "assistant", status: "interrupted" });
@@ -142,13 +131,7 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
   });
 
   it("A drops the runtime B took over: A's viewer hears session.resync, catches up on A and follows B's turns live", async () => {
-    const store = pgTestUrl();
-    const bus = redisTestUrl();
-    const env = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info" };
-    const a = await node(store, env, ["--bus", bus]);
-    const b = await node(store, env, ["--bus", bus]);
-    const sa = await RpcSocket.open(a.wsUrl);
-    const sid = (await sa.call("session.create", {})).session_id;
+    const { store, a, b, sa, sid } = await pairWithSession();
     // An SDK viewer on A too: what an app sees (each seq once, in order).
     const sdk = new TetherClient({ url: a.wsUrl, WebSocket: WebSocket as never, backoff: { initialMs: 20, maxMs: 300, jitter: 0.3 } });
     const seen: Frame<any>[] = [];
@@ -157,11 +140,7 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
     await sdk.resumeSession(sid);
     const first = await sa.call("prompt.submit", { session_id: sid, text: "count to 100000" });
     await sa.waitFor(() => sa.sessionEvents(sid).filter((f) => f.type === "message.delta").length >= 20);
-    a.child.kill("SIGSTOP");
-    await eventually(async () => {
-      const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
-      return lease !== undefined && Number(lease.expires_at) < Date.now();
-    });
+    await stopPastLease(a, store, sid);
     const sb = await RpcSocket.open(b.wsUrl);
     await sb.call("session.resume", { session_id: sid });
     const watermark = Math.max(...sa.sessionEvents(sid).filter((f) => f.seq !== undefined).map((f) => f.seq!));
@@ -191,30 +170,15 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
   });
 
   it("A drops the runtime B took over: an SSE stream on A catches up past the bus ring and goes on from B, each seq once", async () => {
-    const store = pgTestUrl();
-    const bus = redisTestUrl();
     // A small ring: B's turn while A is stopped outgrows it, so following the bus alone leaves a gap.
-    const config = join(mkdtempSync(join(tmpdir(), "tether-sse-")), "config.yaml");
-    writeFileSync(config, "limits:\n  ring_frames: 16\n");
-    const env = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info", TETHER_CONFIG: config };
-    const a = await node(store, env, ["--bus", bus]);
-    const b = await node(store, env, ["--bus", bus]);
-    const sa = await RpcSocket.open(a.wsUrl);
-    const sid = (await sa.call("session.create", {})).session_id;
+    const { store, a, b, sa, sid } = await pairWithSession({ smallRing: true });
     // What EventSource does: when the server ends the stream, reconnect with the last id it got.
     const sse = reconnectingSse(`${a.url}/api/sessions/${sid}/events?after_seq=0`);
     await sse.ready;
     const first = await sa.call("prompt.submit", { session_id: sid, text: "count to 100000" });
     await sse.waitFor((fs) => fs.filter((f) => f.type === "message.delta").length >= 20);
-    a.child.kill("SIGSTOP");
-    await eventually(async () => {
-      const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
-      return lease !== undefined && Number(lease.expires_at) < Date.now();
-    });
-    const sb = await RpcSocket.open(b.wsUrl);
-    await sb.call("session.resume", { session_id: sid });
-    const mid = await sb.call("prompt.submit", { session_id: sid, text: "count to 40" });
-    await sb.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === mid.turn_id, 20_000);
+    await stopPastLease(a, store, sid);
+    const { sb, turn: mid } = await takeOverAndRun(b, sid, "count to 40");
     a.child.kill("SIGCONT");
     await eventually(async () => /runtime superseded by a resume elsewhere/.test(a.stderr()), 20_000);
     const next = await sb.call("prompt.submit", { session_id: sid, text: "count to 5" });
@@ -235,20 +199,11 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
     sb.close();
   });
   it("without a bus, A drops the runtime B took over: the SSE stream on A ends (its reconnect gets the route's answer), not silence", async () => {
-    const store = pgTestUrl();
-    const env = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info" };
-    const a = await node(store, env);
-    const b = await node(store, env);
-    const sa = await RpcSocket.open(a.wsUrl);
-    const sid = (await sa.call("session.create", {})).session_id;
+    const { store, a, b, sa, sid } = await pairWithSession({ bus: false });
     const sse = await openSse(`${a.url}/api/sessions/${sid}/events?after_seq=0`);
     await sa.call("prompt.submit", { session_id: sid, text: "count to 100000" });
     await sse.waitFor((evs) => evs.filter((e) => e.event === "message.delta").length >= 20);
-    a.child.kill("SIGSTOP");
-    await eventually(async () => {
-      const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
-      return lease !== undefined && Number(lease.expires_at) < Date.now();
-    });
+    await stopPastLease(a, store, sid);
     const sb = await RpcSocket.open(b.wsUrl);
     await sb.call("session.resume", { session_id: sid });
     a.child.kill("SIGCONT");
@@ -274,30 +229,15 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
   });
 
   it("A drops the runtime B took over: the runs SSE on A ends, and its Last-Event-ID reconnect gets the rest, each event once", async () => {
-    const store = pgTestUrl();
-    const bus = redisTestUrl();
-    const config = join(mkdtempSync(join(tmpdir(), "tether-runs-")), "config.yaml");
-    writeFileSync(config, "limits:\n  ring_frames: 16\n");
-    const env = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info", TETHER_CONFIG: config };
-    const a = await node(store, env, ["--bus", bus]);
-    const b = await node(store, env, ["--bus", bus]);
-    const sa = await RpcSocket.open(a.wsUrl);
-    const sid = (await sa.call("session.create", {})).session_id;
+    const { store, a, b, sa, sid } = await pairWithSession({ smallRing: true });
     const started = await fetch(`${a.url}/v1/runs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input: "count to 100000", session_id: sid }) });
     const run = (await started.json()) as { run_id: string };
     const terminal = (ev: SseEvent) => ["run.completed", "run.failed", "run.cancelled"].includes(ev.event ?? "");
     const sse = reconnectingSse(`${a.url}/v1/runs/${run.run_id}/events`, terminal);
     await sse.ready;
     await eventually(async () => sse.events.filter((e) => e.event === "message.delta").length >= 20);
-    a.child.kill("SIGSTOP");
-    await eventually(async () => {
-      const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
-      return lease !== undefined && Number(lease.expires_at) < Date.now();
-    });
-    const sb = await RpcSocket.open(b.wsUrl);
-    await sb.call("session.resume", { session_id: sid });
-    const mid = await sb.call("prompt.submit", { session_id: sid, text: "count to 40" });
-    await sb.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === mid.turn_id, 20_000);
+    await stopPastLease(a, store, sid);
+    const { sb } = await takeOverAndRun(b, sid, "count to 40");
     a.child.kill("SIGCONT");
     await eventually(async () => sse.events.some(terminal), 15_000);
     expect(sse.events.at(-1)!.event).toBe("run.failed");
@@ -311,13 +251,7 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
   });
 
   it("A drops the runtime B took over: a streamed Response on A ends with the Response the log holds, not silence", async () => {
-    const store = pgTestUrl();
-    const bus = redisTestUrl();
-    const config = join(mkdtempSync(join(tmpdir(), "tether-resp-")), "config.yaml");
-    writeFileSync(config, "limits:\n  ring_frames: 16\n");
-    const env = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info", TETHER_CONFIG: config };
-    const a = await node(store, env, ["--bus", bus]);
-    const b = await node(store, env, ["--bus", bus]);
+    const { store, a, b } = await pair({ smallRing: true });
     const openai = new OpenAI({ baseURL: `${a.url}/v1`, apiKey: "unused", maxRetries: 0 });
     const stream = await openai.responses.create({ model: "demo", stream: true, input: "count to 100000" });
     const types: string[] = [];
@@ -330,17 +264,10 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
       }
     })();
     await eventually(async () => types.filter((t) => t === "response.output_text.delta").length >= 20);
-    a.child.kill("SIGSTOP");
     // The Response's session: the only one with a lease.
     const sid = (await pgQuery<{ session_id: string }>(store, "SELECT session_id FROM leases", []))[0]!.session_id;
-    await eventually(async () => {
-      const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
-      return lease !== undefined && Number(lease.expires_at) < Date.now();
-    });
-    const sb = await RpcSocket.open(b.wsUrl);
-    await sb.call("session.resume", { session_id: sid });
-    const mid = await sb.call("prompt.submit", { session_id: sid, text: "count to 40" });
-    await sb.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === mid.turn_id, 20_000);
+    await stopPastLease(a, store, sid);
+    const { sb } = await takeOverAndRun(b, sid, "count to 40");
     a.child.kill("SIGCONT");
     const timeout = new Promise<string>((resolve) => setTimeout(() => resolve("still streaming after 15 s"), 15_000));
     expect(await Promise.race([outcome, timeout])).toMatch(/^response\.(incomplete|failed|completed)$/);
@@ -348,14 +275,8 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
   });
 
   it("A drops the runtime B took over: a streamed chat completion on A ends with a session_moved error, not silence", async () => {
-    const store = pgTestUrl();
-    const bus = redisTestUrl();
     // A small ring: following the bus alone cannot bring A's turn to its end any more.
-    const config = join(mkdtempSync(join(tmpdir(), "tether-chat-")), "config.yaml");
-    writeFileSync(config, "limits:\n  ring_frames: 16\n");
-    const env = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info", TETHER_CONFIG: config };
-    const a = await node(store, env, ["--bus", bus]);
-    const b = await node(store, env, ["--bus", bus]);
+    const { store, a, b } = await pair({ smallRing: true });
     const openai = new OpenAI({ baseURL: `${a.url}/v1`, apiKey: "unused", maxRetries: 0 });
     const { data: stream, response } = await openai.chat.completions
       .create({ model: "demo", stream: true, messages: [{ role: "user", content: "count to 100000" }] })
@@ -371,21 +292,57 @@ describe.skipIf(!pgAvailable || !redisAvailable)("tether serve nodes on PostgreS
       }
     })();
     await eventually(async () => chunks >= 20);
-    a.child.kill("SIGSTOP");
-    await eventually(async () => {
-      const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
-      return lease !== undefined && Number(lease.expires_at) < Date.now();
-    });
-    const sb = await RpcSocket.open(b.wsUrl);
-    await sb.call("session.resume", { session_id: sid });
-    const mid = await sb.call("prompt.submit", { session_id: sid, text: "count to 40" });
-    await sb.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === mid.turn_id, 20_000);
+    await stopPastLease(a, store, sid);
+    const { sb } = await takeOverAndRun(b, sid, "count to 40");
     a.child.kill("SIGCONT");
     const timeout = new Promise<string>((resolve) => setTimeout(() => resolve("still streaming after 15 s"), 15_000));
     expect(await Promise.race([outcome, timeout])).toBe("session_moved");
     sb.close();
   });
 });
+
+/** Nodes A and B on one PostgreSQL (and one Redis unless `bus: false`); no orphan reaping within a test. */
+async function pair(opts: { bus?: boolean; smallRing?: boolean } = {}) {
+  const store = pgTestUrl();
+  const env: Record<string, string> = { ...FAST, TETHER_ORPHAN_GRACE_S: "60", TETHER_LOG_LEVEL: "info" };
+  if (opts.smallRing) env.TETHER_CONFIG = smallRingConfig();
+  const extra = opts.bus === false ? [] : ["--bus", redisTestUrl()];
+  const [a, b] = [await node(store, env, extra), await node(store, env, extra)];
+  return { store, a, b };
+}
+
+/** `pair`, and a session created through a socket on A. */
+async function pairWithSession(opts: { bus?: boolean; smallRing?: boolean } = {}) {
+  const nodes = await pair(opts);
+  const sa = await RpcSocket.open(nodes.a.wsUrl);
+  const sid = (await sa.call("session.create", {})).session_id as string;
+  return { ...nodes, sa, sid };
+}
+
+/** Stops node A (SIGSTOP) and waits until its lease of `sid` has run out, as the store sees it. */
+async function stopPastLease(a: SpawnedGateway, store: string, sid: string): Promise<void> {
+  a.child.kill("SIGSTOP");
+  await eventually(async () => {
+    const [lease] = await pgQuery<{ expires_at: string }>(store, "SELECT expires_at FROM leases WHERE session_id = $1", [sid]);
+    return lease !== undefined && Number(lease.expires_at) < Date.now();
+  });
+}
+
+/** A config file with a small bus ring: a turn while A is stopped outgrows it. */
+function smallRingConfig(): string {
+  const config = join(mkdtempSync(join(tmpdir(), "tether-ring-")), "config.yaml");
+  writeFileSync(config, "limits:\n  ring_frames: 16\n");
+  return config;
+}
+
+/** B resumes the session (taking it over) and runs one turn of `text` to its end. */
+async function takeOverAndRun(b: SpawnedGateway, sid: string, text: string) {
+  const sb = await RpcSocket.open(b.wsUrl);
+  await sb.call("session.resume", { session_id: sid });
+  const turn = await sb.call("prompt.submit", { session_id: sid, text });
+  await sb.waitForEvent(sid, (f) => f.type === "turn.complete" && f.turn_id === turn.turn_id, 20_000);
+  return { sb, turn };
+}
 
 /** The session's frames (events with an `id` and a seq) over as many connections as it takes. */
 function reconnectingSse(url: string, last: (ev: SseEvent) => boolean = () => false) {

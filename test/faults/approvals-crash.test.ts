@@ -44,6 +44,28 @@ async function ask(sock: RpcSocket, text: string) {
 const turnComplete = (sock: RpcSocket, session_id: string, turn_id: string) =>
   sock.waitForEvent(session_id, (f) => f.type === "turn.complete" && f.payload.turn_id === turn_id, 30_000);
 
+/**
+ * Asks for a tool call, approves it once, SIGKILLs the gateway once `tool` has started and starts a
+ * new one on the same store: the socket that resumed the session there, and how the turn ended.
+ */
+async function killWhileApprovedToolRuns(prompt: string, tool: string) {
+  const log = tempLog();
+  const db = tempDbPath();
+  const cfg = configFile(log);
+  const first = await gateway(db, cfg);
+  const sock = await RpcSocket.open(first.wsUrl);
+  const { session_id, turn_id, request_id } = await ask(sock, prompt);
+  await sock.call("request.respond", { session_id, request_id, choice: "once" });
+  await eventually(() => readLog(log).some((e) => e.tool === tool && e.event === "start"), 20_000, "the tool to start");
+  await first.kill("SIGKILL");
+  sock.close();
+  const second = await gateway(db, cfg);
+  const again = await RpcSocket.open(second.wsUrl);
+  await again.call("session.resume", { session_id });
+  const done = await turnComplete(again, session_id, turn_id);
+  return { log, session_id, again, done };
+}
+
 describe("approvals across process deaths", () => {
   for (const signal of ["SIGKILL", "SIGTERM"] as const) {
     it(`${signal} while a request waits: restart, the request is still open, approve: the tool runs once, the turn completes`, async () => {
@@ -74,21 +96,7 @@ describe("approvals across process deaths", () => {
   }
 
   it("SIGKILL while an approved non-idempotent tool runs: never re-run; the model is told its effect is unknown", async () => {
-    const log = tempLog();
-    const db = tempDbPath();
-    const cfg = configFile(log);
-    const first = await gateway(db, cfg);
-    const sock = await RpcSocket.open(first.wsUrl);
-    const { session_id, turn_id, request_id } = await ask(sock, 'call: notes__slow_write {"key": "w", "ms": 60000}');
-    await sock.call("request.respond", { session_id, request_id, choice: "once" });
-    await eventually(() => readLog(log).some((e) => e.tool === "slow_write" && e.event === "start"), 20_000, "the tool to start");
-    await first.kill("SIGKILL");
-    sock.close();
-
-    const second = await gateway(db, cfg);
-    const again = await RpcSocket.open(second.wsUrl);
-    await again.call("session.resume", { session_id });
-    const done = await turnComplete(again, session_id, turn_id);
+    const { log, session_id, again, done } = await killWhileApprovedToolRuns('call: notes__slow_write {"key": "w", "ms": 60000}', "slow_write");
     expect(done.payload.status).toBe("complete");
     const complete = again.sessionEvents(session_id).find((f) => f.type === "tool.complete")!;
     expect(complete.payload.error_info).toMatchObject({ layer: "tool", code: "effect_unknown" });
@@ -98,21 +106,7 @@ describe("approvals across process deaths", () => {
   });
 
   it("SIGKILL while an approved read-only tool runs: it is run again after the restart", async () => {
-    const log = tempLog();
-    const db = tempDbPath();
-    const cfg = configFile(log);
-    const first = await gateway(db, cfg);
-    const sock = await RpcSocket.open(first.wsUrl);
-    const { session_id, turn_id, request_id } = await ask(sock, 'call: notes__slow {"ms": 1500}');
-    await sock.call("request.respond", { session_id, request_id, choice: "once" });
-    await eventually(() => readLog(log).some((e) => e.tool === "slow" && e.event === "start"), 20_000, "the tool to start");
-    await first.kill("SIGKILL");
-    sock.close();
-
-    const second = await gateway(db, cfg);
-    const again = await RpcSocket.open(second.wsUrl);
-    await again.call("session.resume", { session_id });
-    const done = await turnComplete(again, session_id, turn_id);
+    const { log, session_id, again, done } = await killWhileApprovedToolRuns('call: notes__slow {"ms": 1500}', "slow");
     expect(done.payload.status).toBe("complete");
     expect(readLog(log).filter((e) => e.tool === "slow" && e.event === "start")).toHaveLength(2);
     const reply = (await again.call("session.messages", { session_id })).messages.at(-1);

@@ -8,23 +8,14 @@
  */
 import { lastAssistantMessageIsCompleteWithApprovalResponses, lastAssistantMessageIsCompleteWithToolCalls, readUIMessageStream, uiMessageChunkSchema, type UIMessage } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, tempDbPath, type TestServer } from "../support/start-server.js";
+import { startTestServer, type TestServer } from "../support/start-server.js";
+import { KEY_A, KEY_B, auth, startUiProtocolServer } from "../support/ui-protocol-server.js";
 import { NodeChat, chatTransport, textOf } from "../support/ai-chat.js";
 import { parseJsonEventStream } from "ai";
 
 let srv: TestServer;
-const KEY_A = "key-a";
-const KEY_B = "key-b";
-const auth = (key: string) => ({ Authorization: `Bearer ${key}` });
-
 beforeAll(async () => {
-  srv = await startTestServer({
-    demoDelayMs: 0,
-    config: {
-      auth: { keys: { [KEY_A]: "alice", [KEY_B]: "bob" } },
-      profiles: { asks: { db: tempDbPath(), tools: { policy: { todo: "ask" } } } },
-    },
-  });
+  srv = await startUiProtocolServer();
 });
 afterAll(async () => {
   await srv?.close();

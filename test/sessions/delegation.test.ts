@@ -167,6 +167,38 @@ describe("delegate_task with the demo provider", () => {
     expect(viewer.frames.slice(landed).find((f) => f.type === "turn.start")!.payload.input).toContain("Background results");
   });
 
+  it("its child session is created the one way sessions are: the origin's row inherited, a session.info first, counted by the live-session quota, never refused", async () => {
+    // Two live sessions and one new session a minute: the origin takes the token and one slot; the
+    // child takes the other slot and no token (an internal caller's session is never refused).
+    const h = await harness({ delay: 100, quotas: { max_turns: 0, max_queued_prompt_bytes: 0, max_live_sessions: 2, sessions_per_minute: 1 } });
+    const params = { title: "origin", system_prompt: "be brief", cwd: "/srv/x", metadata: { a: 1 }, wake_on_delivery: true };
+    const { session_id: origin } = await h.manager.create(ME, params, new TestViewer("v"));
+    await h.manager.submit(ME, origin, "delegate: count to 40\nslowly");
+    const childRt = () => [...sessionRooms(h.manager).registry.values()].find((rt) => rt.id !== origin);
+    await until(h, () => childRt()?.running === true, 50);
+    const childId = childRt()!.id;
+    // Counted: the principal's own next session finds both slots taken (4103).
+    await expect(h.manager.create(ME, {})).rejects.toMatchObject({ code: ErrorCode.TooManyLiveSessions });
+    // Viewed by nobody: parked like any unviewed session once its turn is submitted (the running
+    // turn keeps the reaper away), its lease not detached while the turn runs.
+    expect(sessionRooms(h.manager).registry.stateOfId(childId)).toBe("parked");
+
+    const o = (await h.store.getSession(origin))!;
+    const child = (await h.store.getSession(childId))!;
+    expect(child).toMatchObject({ principal: o.principal, profile: o.profile, provider: o.provider, model: o.model, model_config: o.model_config });
+    expect(child).toMatchObject({ title: "delegate: count to 40", parent_session_id: origin, ended_at: null, seq_reserved: expect.any(Number) });
+    const d = (await delegationOf(h, origin))!;
+    expect(child.flags).toEqual({ hidden: true, system_prompt: "be brief", cwd: "/srv/x", delegate: { delegation_id: d.id, origin_session_id: origin, task_index: 0 } });
+    // Its log starts as every session's does: the session.info that names it.
+    const [first] = await h.store.readEvents(childId, 0, 1);
+    expect(first).toMatchObject({ type: "session.info" });
+    expect(JSON.parse(first!.payload)).toMatchObject({ title: "delegate: count to 40" });
+    // Its lease was stored with its row: this process owns it.
+    expect(await h.store.getLease(childId)).toMatchObject({ owner: "p1", detached: false });
+    await until(h, delivered(h, origin), 100);
+    expect((await h.store.getSession(childId))!.end_reason).toBe("delegation_complete");
+  });
+
   it("is delivered to the live tip once, after the origin was compressed, even when the first write fails", async () => {
     const dbPath = tempDbPath();
     const h = await harness({ dbPath, delay: 100, config: { compression: { threshold_tokens: 1_000_000, protect_first_n: 1, protect_last_n: 1 } } });

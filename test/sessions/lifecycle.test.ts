@@ -4,7 +4,8 @@ import { resolveConfig } from "../../src/config/index.js";
 import { FakeClock } from "../../src/lib/clock.js";
 import { INTERRUPT_POLLS } from "../../src/sessions/lifecycle/lifecycle.js";
 import { tempDbPath } from "../support/temp-db.js";
-import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+import { capturingLogger, ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
+import { ErrorCode } from "../../src/protocol/index.js";
 import { sessionRooms } from "../../src/sessions/session-manager.js";
 
 const harnesses: Harness[] = [];
@@ -252,5 +253,34 @@ describe("idle TTL and the LRU cap", () => {
     expect(isLive(h, s3.session_id)).toBe(true);
     expect((await h.store.getSession(s2.session_id))!.end_reason).toBe("lru_evicted");
     expect(h.globals.map((g) => g.payload)).toEqual([{ session_id: s2.session_id, reason: "lru_evicted" }]);
+  });
+});
+
+describe("the turn slot's gate", () => {
+  it("is the session's one state: a runtime the registry no longer serves takes nothing new; a stop that skipped the registry is logged", async () => {
+    const { logger, lines } = capturingLogger();
+    const h = await startHarness({ dbPath: tempDbPath(), clock: new FakeClock(), processId: "p1", lifecycle: { startup_sweep: false }, logger });
+    harnesses.push(h);
+    const { registry } = sessionRooms(h.manager);
+    const a = await h.manager.create(ME, {}, new TestViewer("a"));
+    const rt = registry.get(a.session_id)!;
+    await rt.runJob(async () => undefined); // serving: it takes work
+    // The registry alone moves it on (handed over), before anything stops the runtime itself.
+    expect(registry.handOver(rt)).toBe(true);
+    const closed = { code: ErrorCode.Closed };
+    await expect(rt.submit("hello", undefined)).rejects.toMatchObject(closed);
+    await expect(rt.steer("hello")).rejects.toMatchObject(closed);
+    await expect(rt.runJob(async () => undefined)).rejects.toMatchObject(closed);
+    // Dropped, it reads `absent` there, as one never opened: still closed.
+    registry.drop(rt);
+    await expect(rt.submit("hello", undefined)).rejects.toMatchObject(closed);
+    rt.handOver();
+    const skipped = "runtime stopped while its session state still serves it: the registry's transition was skipped";
+    expect(lines.filter((l) => l.msg === skipped)).toEqual([]);
+
+    // A stop that comes before the registry's transition would leave the slot open: it says so.
+    const b = await h.manager.create(ME, {}, new TestViewer("b"));
+    await registry.get(b.session_id)!.stop();
+    expect(lines.filter((l) => l.msg === skipped)).toEqual([expect.objectContaining({ session_id: b.session_id, step: "stop", level: 50 })]);
   });
 });

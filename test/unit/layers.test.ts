@@ -164,6 +164,31 @@ describe("layer rules", () => {
     expect(violations).toEqual([]);
   });
 
+  it("every session is created by the one creation path: no file but sessions/creating.ts builds, inserts or opens a new session", () => {
+    // Transports, messaging (createKnown) and a delegation's task (createChild) all create through
+    // sessions/creating.ts, handed down to the rooms below as the TurnDoor: one row shape, the
+    // session quotas, the lease in the row's transaction, the first session.info. The one exception
+    // is named: a rotation's continuation is written in the rotation's one transaction, with the
+    // parent's end and the copied transcript (rotation/continuation.ts), and opened through the registry.
+    const CREATES = /["']session\.insert["']|\bregistry\.openFresh\(|\b(?:newSessionRow|delegateChildRow)\(/;
+    const allowed = new Set(["sessions/creating.ts", "sessions/rotation/continuation.ts"]);
+    const violations: string[] = [];
+    for (const file of files(SRC)) {
+      const rel = relative(SRC, file);
+      // store/ defines and applies the op; everything above it may only ask creating.ts.
+      if (allowed.has(rel) || layerOf(file) === "store") continue;
+      readFileSync(file, "utf8")
+        .split("\n")
+        .forEach((line, i) => {
+          // Code only: not a comment, not where a row builder is defined.
+          const code = line.replace(/\/\/.*$/, "").replace(/^\s*(?:\/\*\*|\*).*$/, "").replace(/^export function \w+\(/, "");
+          if (!CREATES.test(code)) return;
+          violations.push(`${rel}:${i + 1}: creates a session past sessions/creating.ts`);
+        });
+    }
+    expect(violations).toEqual([]);
+  });
+
   it("the MCP SDK is used in agent/tools/mcp/ only: one place speaks MCP", () => {
     const outside: string[] = [];
     for (const file of files(SRC)) {

@@ -4,9 +4,10 @@ import { Icon } from "./icons.js";
 import { MessageAttachments } from "./attachments.js";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Usage } from "../../src/protocol/index.js";
-import { interruptedLabel } from "./labels.js";
+import { formatCount, interruptedLabel } from "./labels.js";
 import type { Block, DelegationTaskView } from "./model.js";
 import { hasMath, highlightJson, renderMarkdown } from "./markdown.js";
+import { noteRender } from "./render-probe.js";
 
 const LAYER_TITLES: Record<string, string> = {
   provider: "Provider error",
@@ -191,7 +192,7 @@ export function isLongPrompt(text: string): boolean {
 }
 
 function usageText(u: Usage): string {
-  return `${u.prompt_tokens.toLocaleString()} in · ${u.completion_tokens.toLocaleString()} out`;
+  return `${formatCount(u.prompt_tokens)} in · ${formatCount(u.completion_tokens)} out`;
 }
 
 function AssistantBlock({ block, actions, ex, join = {} }: { block: Extract<Block, { kind: "assistant" }>; actions: BlockActions; ex: ExchangeActions; join?: ReplyJoin }) {
@@ -246,7 +247,7 @@ function AssistantBlock({ block, actions, ex, join = {} }: { block: Extract<Bloc
               </button>
             )}
             {usage && (
-              <span class="usage" data-testid="usage" title={`${usage.total_tokens.toLocaleString()} tokens in all`}>
+              <span class="usage" data-testid="usage" title={`${formatCount(usage.total_tokens)} tokens in all`}>
                 {usageText(usage)}
               </span>
             )}
@@ -258,6 +259,7 @@ function AssistantBlock({ block, actions, ex, join = {} }: { block: Extract<Bloc
 }
 
 export function BlockView({ block, actions, ex = {}, join }: { block: Block; actions: BlockActions; ex?: ExchangeActions; join?: ReplyJoin }) {
+  noteRender(block.key);
   switch (block.kind) {
     case "user":
       return <UserBlock block={block} actions={actions} ex={ex} />;

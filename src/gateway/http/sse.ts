@@ -30,6 +30,11 @@ export interface SseWriter {
    * `graceMs` (a client that stopped reading), the connection is cut instead.
    */
   cutAfter(graceMs: number): void;
+  /**
+   * Ends the response now; the body may go on with its own clean-up (a chat completion detaches
+   * from its session), which is then not on the client's way to the end of the stream.
+   */
+  end(): void;
 }
 
 export interface SseOptions {
@@ -105,6 +110,12 @@ async function run(outgoing: ServerResponse, opts: SseOptions, body: (sse: SseWr
       // Armed on the Clock and left running after the body returns: the end is what may be stuck.
       cut = opts.clock.setTimeout(() => outgoing.destroy(), graceMs);
       outgoing.once("close", () => cut?.cancel());
+    },
+    end() {
+      if (done) return;
+      done = true;
+      (timer as TimerHandle | null)?.cancel();
+      if (!outgoing.writableEnded) outgoing.end();
     },
     send(data, fields = {}) {
       if (abort.signal.aborted) return Promise.resolve();

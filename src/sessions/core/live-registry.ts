@@ -9,8 +9,12 @@
  * It is also the one door to a runtime: `open(id)` joins an open in flight, waits for an end or a
  * write in flight, and otherwise asks the opener — the assembler at the top of sessions/, installed
  * once by `useOpener` — to build the runtime. The wings below the top (a rotation opening its
- * continuation, a delegation its sub-agent's child, cluster routing taking a session over) open
- * through this door, so none of them needs to know how a runtime is built.
+ * continuation, cluster routing taking a session over) open through this door, and creating.ts
+ * opens every new session here (`openFresh`), so none of them needs to know how a runtime is built.
+ *
+ * A runtime's turn slot is gated by this state too (`RuntimeHooks.serving`): once the registry no
+ * longer serves a runtime it takes nothing new. The bind counter sits beside the states, not in
+ * them: a hold on an id that any state has, `absent` too (see bind).
  */
 import { canTransition, isServingState, type SessionState, type StateOrAbsent } from "./session-state.js";
 import type { SessionRuntime } from "./session-runtime.js";

@@ -38,6 +38,12 @@ import type { BranchingHooks, Fork } from "./versions.js";
  * object of them per manager from the rooms that own each concern; every hook gets the runtime.
  */
 export interface RuntimeHooks {
+  /**
+   * The session's one state (the live registry) serves this very runtime: live, parked or
+   * awaiting. Once it does not — an end, a hand-over or a discard moved it on, or it was dropped
+   * or replaced — its turn slot takes nothing new (`closing`).
+   */
+  serving(rt: SessionRuntime): boolean;
   /** Right before a turn starts: where a stashed model switch is applied. */
   beforeTurn(rt: SessionRuntime): void;
   /** A slash command (`/compress`, `/review`) handled instead of a model turn; false = not a command. */
@@ -145,8 +151,6 @@ export class SessionRuntime {
   private readonly requests = new Map<string, Promise<SubmitRecord | null>>();
   /** Jobs queued and not run yet, by turn id: told when the queue is dropped. */
   private readonly dropped = new Map<string, () => void>();
-  /** The turn slot takes nothing new (stopping, abandoned, handed over). */
-  private closing = false;
   /** The position the next stored queued prompt gets (after every one restored from the store). */
   private nextPosition = 1;
   private readonly logger: Logger;
@@ -313,9 +317,14 @@ export class SessionRuntime {
     return this.turns.busy;
   }
 
-  /** Stopping (an end, a hand-over): a parked turn then stays parked instead of being cancelled. */
-  get stopping(): boolean {
-    return this.closing;
+  /**
+   * The turn slot takes nothing new: the live registry no longer serves this runtime. Not a flag of
+   * its own: every stop, abandon and hand-over follows the registry's transition out of serving
+   * (lifecycle/session-ending.ts, rotation/rotation-handover.ts), and a runtime dropped or replaced
+   * is `absent` there — so a turn that wakes late never starts the next queued prompt.
+   */
+  private get closing(): boolean {
+    return !this.hooks.serving(this);
   }
 
   /**
@@ -623,7 +632,7 @@ export class SessionRuntime {
 
   /** Stops taking turns, interrupts the running one (`reason`: why, written with the reply) and waits for it to settle. */
   async stop(reason: StopReason = "shutdown"): Promise<void> {
-    this.closing = true;
+    this.assertClosed("stop");
     this.dropQueue();
     // Closed for good, its queued prompts go; any other stop keeps them stored for the next open.
     if (reason === "closed") this.log.write([{ op: "queued_turn.clear", session_id: this.id }]).catch(() => undefined);
@@ -642,7 +651,7 @@ export class SessionRuntime {
    * closed under it, so whatever it does later can no longer reach the session.
    */
   abandon(): void {
-    this.closing = true;
+    this.assertClosed("abandon");
     this.dropQueue();
     this.turns.running?.abort.abort(new TurnStop("gateway", "force-reaped"));
     this.hooks.abandonProcesses?.(this);
@@ -654,13 +663,21 @@ export class SessionRuntime {
    * the continuation); queued jobs are dropped (their owners retry on the tip).
    */
   handOver(): QueuedTurn[] {
-    this.closing = true;
+    this.assertClosed("hand-over");
     const prompts: QueuedTurn[] = [];
     for (const t of this.turns.clear()) {
       if (!t.job) prompts.push(t);
       else this.tellDropped(t);
     }
     return prompts;
+  }
+
+  /**
+   * A stop, abandon or hand-over comes after the registry moved the session out of serving; one
+   * that did not would leave the turn slot open, so it is logged, never silent.
+   */
+  private assertClosed(step: string): void {
+    if (!this.closing) this.logger.error({ session_id: this.id, step }, "runtime stopped while its session state still serves it: the registry's transition was skipped");
   }
 
   private dropQueue(): void {

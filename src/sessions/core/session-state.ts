@@ -19,7 +19,7 @@
 export type SessionState =
   /** An open is in flight here (lease, row, log, recovery); another open of the id joins it. */
   | "opening"
-  /** Its runtime is here and in use: viewed, about to be (a resume holds it), or working for the process (a sub-agent's child). */
+  /** Its runtime is here and in use: viewed, or about to be (a resume holds it; a session just created). */
   | "live"
   /** Its runtime is here and nobody views it: its reap is armed and, while idle, its lease says "detached". */
   | "parked"

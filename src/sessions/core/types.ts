@@ -9,7 +9,7 @@ import type { Logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
 import type { GroupCommitter, RingBudget, RingLimits } from "../../events/index.js";
 import type { Bus } from "../../events/bus/index.js";
-import type { Store } from "../../store/types.js";
+import type { DelegationRow, SessionRow, Store } from "../../store/types.js";
 import type { Frame } from "../../protocol/index.js";
 import type {
   CompressionConfig,
@@ -90,6 +90,21 @@ export interface CreateParams {
   wake_on_delivery?: boolean;
   /** Tools the client executes itself (checked against the gateway's own: 4020). */
   client_tools?: ClientToolSpec[];
+}
+
+/**
+ * A delegation task's child session, as the one way sessions are created (sessions/creating.ts)
+ * is asked for it: a hidden child of `origin` that inherits its principal, profile, model, system
+ * prompt and cwd, named after its task (views/session-rows.ts `delegateChildRow`).
+ */
+export interface DelegateChild {
+  /** The origin session's row: the child's parent. */
+  origin: SessionRow;
+  /** The delegation the child works for, and which of its tasks it runs (its goal titles the child). */
+  delegation: DelegationRow;
+  taskIndex: number;
+  /** The model it runs on instead of the origin's: a `/review` reviewer's (config `review`). */
+  model?: Pick<SessionRow, "provider" | "model" | "model_config"> | null;
 }
 
 export interface ListParams {

@@ -9,35 +9,33 @@ import type { DelegationDeliveredPayload, DelegationProgressPayload } from "../.
 import type { Clock } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
-import type { EventLog, GroupCommitter } from "../../events/index.js";
+import type { EventLog } from "../../events/index.js";
 import type { DelegationRow, Store } from "../../store/types.js";
 import { newMessageRow } from "../../agent/turn-frames.js";
 import type { LiveRegistry } from "../core/live-registry.js";
 import { resolveLiveTip } from "../core/live-tip.js";
-import { internalCaller } from "../core/types.js";
+import { internalCaller, type DelegateChild } from "../core/types.js";
 import type { Ownership } from "../lifecycle/ownership.js";
 import type { SessionEnding } from "../lifecycle/session-ending.js";
 import type { TipDelivery } from "../delivery/tip-delivery.js";
 import type { TurnDoor } from "../delivery/turn-door.js";
 import { readTurnEnd } from "../delivery/turn-answer.js";
 import type { ModelSwitching } from "../models/model-switching.js";
-import { delegateChildRow } from "../views/session-rows.js";
 import type { DelegationHost, TaskOutcome } from "./delegation-service.js";
 import type { DeliveryMessage } from "./shapes.js";
 
 export interface DelegationHostDeps {
   store: Store;
-  committer: GroupCommitter;
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
   processId: string;
-  /** Opens the task's child session (through its one door) and tells a tip's state. */
+  /** Tells a tip's state (progress goes to a tip live here). */
   registry: LiveRegistry;
   ownership: Ownership;
   /** Writes a delivery into the origin's live tip (shared with agent messages). */
   delivery: TipDelivery;
-  /** The turn entry: the task's turn enters there. */
+  /** The front door: the task's child session is created there (creating.ts), and its turn enters there. */
   door: TurnDoor;
   /** Ends the task's child session. */
   ending: SessionEnding;
@@ -62,22 +60,21 @@ export class SessionsDelegationHost implements DelegationHost {
     const { store } = this.deps;
     const origin = await store.getSession(d.origin_session_id);
     if (!origin) return { status: "failed", result: null, error: "the origin session is gone" };
-    const childId = this.deps.ids.next("ses");
-    const row = delegateChildRow(origin, d, index, childId, this.deps.clock.now());
-    if (d.kind === "review") {
-      try {
-        Object.assign(row, this.deps.switching.reviewerModel() ?? {});
-      } catch (err) {
-        return { status: "failed", result: null, error: `the reviewer's model (config review) is not routable: ${(err as Error).message}` };
-      }
+    let model: DelegateChild["model"];
+    try {
+      model = d.kind === "review" ? this.deps.switching.reviewerModel() : null;
+    } catch (err) {
+      return { status: "failed", result: null, error: `the reviewer's model (config review) is not routable: ${(err as Error).message}` };
     }
-    await this.deps.committer.enqueue([{ op: "session.insert", row }, this.deps.ownership.insertOp(childId)]);
+    const caller = internalCaller(origin.principal, "delegation");
+    // Created the one way sessions are (creating.ts, through the door): answered once it is stored.
+    const runtime = await this.deps.door.createChild(caller, { origin, delegation: d, taskIndex: index, model });
+    const childId = runtime.id;
     onChild(childId);
-    const runtime = await this.deps.registry.open(childId);
     const interrupt = () => runtime.interrupt("gateway");
     signal.addEventListener("abort", interrupt, { once: true });
     try {
-      const sub = await this.deps.door.startTurn(internalCaller(row.principal, "delegation"), childId, prompt);
+      const sub = await this.deps.door.startTurn(caller, childId, prompt);
       // Every turn queued so far (this one among them) has run once a job after them does.
       await runtime.runJob(async () => undefined);
       const end = await readTurnEnd(store, childId, sub.turn_id);

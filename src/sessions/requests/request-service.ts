@@ -94,7 +94,7 @@ export class RequestService {
       parked.wake = undefined;
       if (stopped) {
         // Stopping (an end, a takeover): the turn stays parked in the store for the next owner.
-        if (rt.stopping) {
+        if (!this.deps.registry.isServing(rt)) {
           this.clearTimers(state);
           return undefined;
         }

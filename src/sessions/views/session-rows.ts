@@ -2,8 +2,8 @@
  * New session rows: one a client creates, and the hidden child a delegation task runs in. Flags
  * are stored without undefined keys (they are JSON in the store).
  */
-import type { DelegationRow, SessionRow } from "../../store/types.js";
-import type { CreateParams } from "../core/types.js";
+import type { SessionRow } from "../../store/types.js";
+import type { CreateParams, DelegateChild } from "../core/types.js";
 
 export interface NewSession {
   id: string;
@@ -51,10 +51,17 @@ export function newSessionRow(s: NewSession): SessionRow {
   return row;
 }
 
-/** A hidden child session of `origin` that runs task `index` of delegation `d`. */
-export function delegateChildRow(origin: SessionRow, d: DelegationRow, index: number, childId: string, now: number): SessionRow {
+/**
+ * The row of a delegation task's hidden child (`child`: see DelegateChild): the origin's principal,
+ * profile, model (or the reviewer's) and model identity, a title from the task's goal, the origin
+ * as its parent, and of the origin's flags only its system prompt and cwd, with the `delegate`
+ * link. No todo, no turn, nothing reserved.
+ */
+export function delegateChildRow(child: DelegateChild, childId: string, now: number): SessionRow {
+  const { origin, delegation: d, taskIndex: index } = child;
   return {
     ...origin,
+    ...(child.model ?? {}),
     id: childId,
     title: `${d.kind}: ${d.tasks[index]!.goal.split("\n")[0]!.slice(0, 80)}`,
     parent_session_id: origin.id,
