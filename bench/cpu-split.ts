@@ -28,11 +28,18 @@ export interface CpuSplitResult {
   ms: Record<CpuGroup, number>;
 }
 
-function procTicks(pid: number): number {
+/**
+ * utime + stime of `pid`; with `reaped`, also cutime + cstime: the CPU of its children that exited.
+ * PostgreSQL's backends come and go with the pools (an idle pooled connection closes after 10 s),
+ * and a backend that exited between two samples took its CPU with it: the sum went down and the
+ * group read 0. The postmaster's reaped-children time keeps it.
+ */
+function procTicks(pid: number, reaped = false): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return Number(fields[11]) + Number(fields[12]); // utime, stime
+    const own = Number(fields[11]) + Number(fields[12]); // utime, stime
+    return reaped ? own + Number(fields[13]) + Number(fields[14]) : own; // cutime, cstime
   } catch {
     return 0;
   }
@@ -68,7 +75,7 @@ export function cpuSample(nodePids: readonly number[]): CpuSample | null {
   const v = line.trim().split(/\s+/).slice(1).map(Number);
   const idle = (v[3] ?? 0) + (v[4] ?? 0);
   const total = v.reduce((a, b) => a + b, 0);
-  const sum = (pids: number[]) => pids.reduce((a, p) => a + procTicks(p), 0) * TICK_MS;
+  const sum = (pids: number[], reaped = false) => pids.reduce((a, p) => a + procTicks(p, reaped), 0) * TICK_MS;
   const self = process.cpuUsage();
   return {
     at: performance.now(),
@@ -76,9 +83,8 @@ export function cpuSample(nodePids: readonly number[]): CpuSample | null {
     machineTotal: total,
     ms: {
       nodes: sum([...nodePids]),
-      // Backends come and go with the pools; their CPU is counted while they live (close enough).
-      postgres: sum(pidsNamed(["postgres"])),
-      redis: sum(pidsNamed(["redis-server"])),
+      postgres: sum(pidsNamed(["postgres"]), true),
+      redis: sum(pidsNamed(["redis-server"]), true),
       clients: (self.user + self.system) / 1000,
     },
   };

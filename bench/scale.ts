@@ -55,11 +55,12 @@ interface CatchupResult {
   frames: number;
 }
 
-const ENV: Record<string, string> = { TETHER_DEMO_DELAY_MS: "0", TETHER_LOG_LEVEL: "warn", TETHER_ORPHAN_GRACE_S: "0", ...NO_QUOTAS };
-// E.g. TETHER_BENCH_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every node (not the clients).
+export const ENV: Record<string, string> = { TETHER_DEMO_DELAY_MS: "0", TETHER_LOG_LEVEL: "warn", TETHER_ORPHAN_GRACE_S: "0", ...NO_QUOTAS };
+// E.g. TETHER_BENCH_NODE_OPTIONS="--import ./bench/cpu-prof-preload.mjs" TETHER_BENCH_PROF_DIR=/tmp/prof profiles every
+// node (not the clients): Node 20 refuses --cpu-prof in NODE_OPTIONS.
 if (process.env.TETHER_BENCH_NODE_OPTIONS) ENV.NODE_OPTIONS = process.env.TETHER_BENCH_NODE_OPTIONS;
 
-async function cluster(n: number, args: string[], bin?: string): Promise<SpawnedGateway[]> {
+export async function cluster(n: number, args: string[], bin?: string): Promise<SpawnedGateway[]> {
   return Promise.all(Array.from({ length: n }, () => spawnGateway(["--port", "0", ...args], ENV, bin)));
 }
 
@@ -99,7 +100,7 @@ async function interleavedRuns(runs: number, configs: Config[], sessions: number
 }
 
 /** S sessions, spread over the nodes, stream at once; returns aggregate client-side frames/s. */
-async function stream(label: string, nodes: SpawnedGateway[], sessions: number, countTo: number, socketsPerNode = 4): Promise<StreamResult & { ids: Array<{ node: number; sid: string }> }> {
+export async function stream(label: string, nodes: SpawnedGateway[], sessions: number, countTo: number, socketsPerNode = 4): Promise<StreamResult & { ids: Array<{ node: number; sid: string }> }> {
   const clients: RpcClient[][] = await Promise.all(nodes.map((n) => Promise.all(Array.from({ length: socketsPerNode }, () => RpcClient.open(n.wsUrl)))));
   const ids: Array<{ node: number; sid: string; client: RpcClient }> = [];
   for (let i = 0; i < sessions; i++) {

@@ -9,19 +9,10 @@
  * headers, or between stream bytes). A total deadline would kill long but healthy generations.
  */
 import type { Readable } from "node:stream";
-import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { hasAttachments, openAIMessages } from "./openai-parts.js";
-import { systemClock, type Clock, type TimerHandle } from "../lib/clock.js";
-import {
-  classifyConnectError,
-  classifyHttpStatus,
-  errorCodeFromBody,
-  errorMessageFromBody,
-  retryAfterSeconds,
-  incompleteStreamError,
-  timeoutError,
-} from "./error-classifier.js";
-import { OpenAIStreamState } from "./openai-stream.js";
+import { systemClock, type Clock } from "../lib/clock.js";
+import { classifyHttpStatus, errorCodeFromBody, errorMessageFromBody, retryAfterSeconds } from "./error-classifier.js";
+import { OpenAIChunkStream } from "./openai-chunk-stream.js";
 import { postUpstream, type UpstreamResponse } from "./upstream-http.js";
 import { ProviderError, type ChatMessage, type Provider, type ProviderChunk, type StreamRequest } from "./provider.js";
 
@@ -56,79 +47,27 @@ export class OpenAIProvider implements Provider {
     this.clock = opts.clock ?? systemClock;
   }
 
-  async *stream(req: StreamRequest): AsyncGenerator<ProviderChunk> {
-    req.signal.throwIfAborted();
-    // One controller for the HTTP exchange: the caller's abort and our idle timeout both end it.
-    const http = new AbortController();
-    const onCallerAbort = () => http.abort(req.signal.reason);
-    req.signal.addEventListener("abort", onCallerAbort, { once: true });
-    const watchdog = new IdleWatchdog(this.clock, this.timeoutMs, () => http.abort(new Error("idle timeout")));
-    let res: UpstreamResponse | undefined;
-    let finished = false;
-    try {
-      watchdog.arm();
-      // Written to the socket in this tick: the model starts while the turn's first writes commit.
-      // A request with attachments reads their bytes first (the store's blobs); one without stays synchronous.
-      const messages = hasAttachments(req.messages) ? await openAIMessages(req.messages, req.blobs, toWireMessage) : req.messages.map(toWireMessage);
-      res = await postUpstream(this.url, this.headers(), JSON.stringify(this.body(req, messages)), http.signal);
-      if (res.status < 200 || res.status > 299) {
-        const body = await readLimited(res.body, MAX_ERROR_BODY).catch(() => "");
-        finished = true;
-        throw new ProviderError(
-          classifyHttpStatus(res.status, this.name, errorMessageFromBody(body), {
-            code: errorCodeFromBody(body),
-            retryAfterS: retryAfterSeconds(headerOf(res.headers["retry-after"])),
-          }),
-        );
-      }
-      yield* this.read(res.body, watchdog);
-      finished = true;
-    } catch (err) {
-      // An abort by the caller is an interruption, never a provider failure.
-      if (req.signal.aborted) throw req.signal.reason;
-      if (watchdog.fired) throw new ProviderError(timeoutError(this.name, this.timeoutMs), { cause: err });
-      if (err instanceof ProviderError) throw err;
-      if (!res) throw new ProviderError(classifyConnectError(err, this.name), { cause: err });
-      throw new ProviderError(incompleteStreamError(this.name, err), { cause: err });
-    } finally {
-      watchdog.disarm();
-      req.signal.removeEventListener("abort", onCallerAbort);
-      // An answer read to its end gives the socket back to the pool; an early `break` or a failure drops it.
-      await res?.release(finished);
-    }
+  /** Nothing is sent before the first `next()`; each chunk then costs one promise (openai-chunk-stream.ts). */
+  stream(req: StreamRequest): AsyncIterableIterator<ProviderChunk> {
+    return new OpenAIChunkStream(req, { name: this.name, timeoutMs: this.timeoutMs, clock: this.clock, open: (signal) => this.open(req, signal) });
   }
 
-  private async *read(body: Readable, watchdog: IdleWatchdog): AsyncGenerator<ProviderChunk> {
-    const state = new OpenAIStreamState(this.name);
-    const events: EventSourceMessage[] = [];
-    const parser = createParser({ onEvent: (e) => events.push(e) });
-    body.setEncoding("utf8");
-    // Not destroyed when we stop at `[DONE]`: what is left is drained, so the socket is reused.
-    const chunks = body.iterator({ destroyOnReturn: false });
-    try {
-      while (!state.done) {
-        const { done, value } = (await chunks.next()) as IteratorResult<string>;
-        if (done) {
-          // Dispatch a last event that lacked its blank line, as the spec'd stream end would.
-          parser.reset({ consume: true });
-        } else {
-          parser.feed(value);
-        }
-        // The server is not to blame for time our consumer spends on a chunk.
-        watchdog.disarm();
-        for (const e of events.splice(0)) {
-          if (state.done) break;
-          for (const chunk of state.accept(e.data)) yield chunk;
-        }
-        watchdog.arm();
-        if (done) break;
-      }
-    } finally {
-      // Unhooks the iterator (a paused stream could not be drained back to the pool otherwise).
-      await chunks.return?.();
-    }
-    if (!state.finished) throw new ProviderError(incompleteStreamError(this.name));
-    for (const chunk of state.final()) yield chunk;
+  /** Sends the call; resolves with a 2xx response, throws a classified ProviderError for another status. */
+  private async open(req: StreamRequest, signal: AbortSignal): Promise<UpstreamResponse> {
+    // Written to the socket in this tick: the model starts while the turn's first writes commit.
+    // A request with attachments reads their bytes first (the store's blobs); one without stays synchronous.
+    const messages = hasAttachments(req.messages) ? await openAIMessages(req.messages, req.blobs, toWireMessage) : req.messages.map(toWireMessage);
+    const res = await postUpstream(this.url, this.headers(), JSON.stringify(this.body(req, messages)), signal);
+    if (res.status >= 200 && res.status <= 299) return res;
+    const body = await readLimited(res.body, MAX_ERROR_BODY).catch(() => "");
+    // Read to its end: the socket goes back to the pool.
+    await res.release(true);
+    throw new ProviderError(
+      classifyHttpStatus(res.status, this.name, errorMessageFromBody(body), {
+        code: errorCodeFromBody(body),
+        retryAfterS: retryAfterSeconds(headerOf(res.headers["retry-after"])),
+      }),
+    );
   }
 
   private headers(): Record<string, string> {
@@ -186,29 +125,4 @@ async function readLimited(body: Readable, limit: number): Promise<string> {
 
 function headerOf(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-/** Fires `onIdle` when armed for `ms` without being re-armed. */
-class IdleWatchdog {
-  fired = false;
-  private timer: TimerHandle | null = null;
-
-  constructor(
-    private readonly clock: Clock,
-    private readonly ms: number,
-    private readonly onIdle: () => void,
-  ) {}
-
-  arm(): void {
-    this.disarm();
-    this.timer = this.clock.setTimeout(() => {
-      this.fired = true;
-      this.onIdle();
-    }, this.ms);
-  }
-
-  disarm(): void {
-    this.timer?.cancel();
-    this.timer = null;
-  }
 }

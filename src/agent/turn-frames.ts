@@ -24,6 +24,11 @@ export class TurnFrames {
   emit<P>(type: string, payload: P, ops?: WriteOp[]): Frame<P> {
     return this.log.emit(type, payload, ops && ops.length > 0 ? { turnId: this.turnId, traceId: this.traceId, ops } : this.plain);
   }
+
+  /** A frame with the log's commit options (`afterCommitted`, `committed`): the end of a turn. */
+  emitGuarded<P>(type: string, payload: P, commit: Pick<EmitOptions, "afterCommitted" | "committed">): Frame<P> {
+    return this.log.emit(type, payload, { turnId: this.turnId, traceId: this.traceId, ...commit });
+  }
 }
 
 export function newMessageRow(

@@ -158,14 +158,20 @@ async function settle(
   span: SpanHandle,
 ): Promise<TurnOutcome> {
   let result = loop;
-  // A transcript write that failed during the turn must not end in a "complete" turn.
+  // The end of a turn that went as planned is emitted at once and commits with its last message
+  // (one commit, not one more after it). A transcript write that failed during the turn must not
+  // end in a "complete" turn: that end is stored only if every write before it was.
+  const end = result.status === "complete" || result.status === "interrupted" ? emitEnd(ctx, frames, logger, result.status, totals.usage) : undefined;
   try {
     await ctx.log.flushed();
   } catch (err) {
-    logger.error({ err }, "storing the turn failed");
-    if (result.status !== "error") result = { status: "error", error: storageWriteError(err) };
+    if (end?.outcome !== "stored") {
+      logger.error({ err }, "storing the turn failed");
+      if (result.status !== "error") result = { status: "error", error: storageWriteError(err) };
+    } else logger.error({ err }, "a write failed after the end of the turn was stored");
   }
-  if (result.status !== "awaiting") {
+  if (end?.outcome === "refused" && result.status !== "error") result = { status: "error", error: storageWriteError(end.err) };
+  if (result.status !== "awaiting" && (end === undefined || result.status === "error")) {
     finish(ctx, frames, logger, result, totals.usage);
     try {
       await ctx.log.flushed();
@@ -339,11 +345,44 @@ function finish(ctx: TurnContext, frames: TurnFrames, logger: Logger, result: Lo
         : [turnErrorMessageOp(ctx.sessionId, ctx.ids.next("msg"), result.error, turnId, ctx.traceId, ctx.clock.now())];
       frames.emit<TurnErrorPayload>(EventType.TurnError, { turn_id: turnId, error: result.error }, ops);
     }
-    const complete: TurnCompletePayload = { turn_id: turnId, status: result.status, usage };
-    const stopReason = result.status === "interrupted" ? stopReasonOf(ctx.signal) : undefined;
-    if (stopReason) complete.stop_reason = stopReason;
-    frames.emit<TurnCompletePayload>(EventType.TurnComplete, complete);
+    frames.emit<TurnCompletePayload>(EventType.TurnComplete, completePayload(ctx, result.status, usage));
   } catch (err) {
     logger.error({ err }, "could not emit the end of the turn");
   }
+}
+
+interface EndWrite {
+  /** `pending` until its commit settles (a log that never tells: stored once `flushed()` resolves). */
+  outcome: "pending" | "stored" | "refused";
+  err?: unknown;
+}
+
+/**
+ * `turn.complete` of a turn that ended without error, emitted before the turn's last writes are
+ * durable so that it joins their commit (`afterCommitted`: stored only if none of them failed).
+ * Why: a client reads the last token of a burst when the turn's end arrives; a commit of its own,
+ * one group-commit tick after `message.complete`'s, cost a loop turn and a transaction.
+ */
+function emitEnd(ctx: TurnContext, frames: TurnFrames, logger: Logger, status: "complete" | "interrupted", usage: Usage): EndWrite | undefined {
+  const end: EndWrite = { outcome: "pending" };
+  try {
+    frames.emitGuarded<TurnCompletePayload>(EventType.TurnComplete, completePayload(ctx, status, usage), {
+      afterCommitted: true,
+      committed: (err) => {
+        end.outcome = err ? "refused" : "stored";
+        if (err) end.err = err;
+      },
+    });
+  } catch (err) {
+    logger.error({ err }, "could not emit the end of the turn");
+    return undefined;
+  }
+  return end;
+}
+
+function completePayload(ctx: TurnContext, status: TurnCompletePayload["status"], usage: Usage): TurnCompletePayload {
+  const complete: TurnCompletePayload = { turn_id: ctx.turnId, status, usage };
+  const stopReason = status === "interrupted" ? stopReasonOf(ctx.signal) : undefined;
+  if (stopReason) complete.stop_reason = stopReason;
+  return complete;
 }

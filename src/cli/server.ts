@@ -16,8 +16,9 @@ import { openBus, type Bus } from "../events/bus/index.js";
 import { buildProviderCatalog, type ProviderCatalog } from "../agent/provider-catalog.js";
 import { compressionThreshold } from "../agent/compression/context.js";
 import { createDefaultTools, ToolRuntime } from "../agent/tools/index.js";
-import { McpPool } from "../agent/tools/mcp/index.js";
-import { WorkspaceSource } from "../agent/tools/workspace/index.js";
+// Their modules, not the index: each index re-exports code a start does not load (see the sources).
+import { LazyMcpPool } from "../agent/tools/mcp/lazy-pool.js";
+import { WorkspaceSource } from "../agent/tools/workspace/workspace-source.js";
 import { A2APeers, bridgeGlobals, DEFAULT_PROFILE, type Messaging, HttpRecords, PrincipalQuotas, ProfileRegistry, RetentionJob, SessionManager, type Profile, type SweepResult } from "../sessions/index.js";
 import { join } from "node:path";
 import type { Store } from "../store/types.js";
@@ -165,7 +166,8 @@ function toolsFor(parts: ProcessParts, profile: string, messaging: Messaging): T
   if (!runtime) {
     const config = toolsConfigFor(parts.current.config, profile);
     const logger = parts.logger.child({ profile });
-    const mcp = new McpPool({ clock: parts.clock, logger, env: process.env, config });
+    // The MCP pool's code is loaded once a server is configured (lazy-pool.ts).
+    const mcp = new LazyMcpPool({ clock: parts.clock, logger, env: process.env, config });
     // Off unless the profile names workspace roots (the source lists nothing until then).
     const protect = () => gatewayPaths(parts.current.config, parts.configPath);
     const workspace = new WorkspaceSource({ clock: parts.clock, config, protect });

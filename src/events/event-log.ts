@@ -28,7 +28,7 @@ import type { EventRow, Store, WriteOp } from "../store/types.js";
 import type { GroupCommitter } from "./group-commit.js";
 import { isStoreRefusal } from "./store-health.js";
 import { DEFAULT_CACHE_SESSION_BYTES, DurableCache, newCacheBudget, type CacheBudget } from "./durable-cache.js";
-import { ReplayRing, type RingBudget, type RingLimits } from "./replay-ring.js";
+import { ReplayRing, type RingBudget, type RingEntry, type RingLimits } from "./replay-ring.js";
 import type { EmitOptions, SessionEventLog } from "./types.js";
 
 export type FrameListener = (frame: Frame, wire: string) => void;
@@ -66,6 +66,8 @@ interface PendingFrame {
   failed: boolean;
   /** A durable frame's store row: its payload JSON is reused for the wire text, or it is cached as is. */
   row?: EventRow;
+  /** `EmitOptions.committed`: told the durable frame's outcome. */
+  committed?: (err: unknown) => void;
 }
 
 /**
@@ -242,7 +244,8 @@ export class EventLog implements SessionEventLog {
       item.ready = false;
       this.writesSubmitted++;
       this.deltaUnit = null;
-      this.deps.committer.submit(ops, this.durableCommitted, item);
+      if (opts.committed) item.committed = opts.committed;
+      this.deps.committer.submit(ops, this.durableCommitted, item, opts.afterCommitted ? this.noEarlierFailure : undefined);
     } else if (type === EventType.MessageDelta) {
       if (opts.ops && opts.ops.length > 0) throw new Error(`transient event ${type} cannot carry ops`);
       this.logDelta(item, payload as MessageDeltaPayload);
@@ -293,7 +296,8 @@ export class EventLog implements SessionEventLog {
   async since(afterSeq: number, opts: SinceOptions = {}): Promise<SinceResult> {
     const cut = await this.collect(afterSeq, opts.transient ?? true);
     const events: Frame[] = [];
-    mergeBySeq(cut, (row) => events.push(fromEventRow(row, this.deps.epoch)), (entry) => events.push(entry.frame));
+    // The ring keeps deltas as text (replay-ring.ts): parsed back here, in a catch-up, not per delta.
+    mergeBySeq(cut, (row) => events.push(fromEventRow(row, this.deps.epoch)), (entry) => events.push(JSON.parse(frameJsonOfNotification(entry.wire)) as Frame));
     return { events, latest_seq: cut.latest, truncated: false, epoch: this.deps.epoch, snapshots: cut.snapshots };
   }
 
@@ -328,7 +332,7 @@ export class EventLog implements SessionEventLog {
     const parts: string[] = [];
     let j = 0;
     cache.forEachBetween(afterSeq, latest, (seq, json) => {
-      while (j < ring.length && ring[j]!.frame.seq! < seq) parts.push(frameJsonOfNotification(ring[j++]!.wire));
+      while (j < ring.length && ring[j]!.seq < seq) parts.push(frameJsonOfNotification(ring[j++]!.wire));
       parts.push(json);
     });
     while (j < ring.length) parts.push(frameJsonOfNotification(ring[j++]!.wire));
@@ -451,6 +455,9 @@ export class EventLog implements SessionEventLog {
     });
   }
 
+  /** The guard of an `afterCommitted` frame: the failure of an earlier write, not reported yet. */
+  private readonly noEarlierFailure = (): unknown => this.failure ?? undefined;
+
   /** One callback for every durable frame's commit (the frame is its context: no closure per frame). */
   private readonly durableCommitted = (err: unknown, item: PendingFrame): void => {
     this.countSettled(err);
@@ -460,6 +467,7 @@ export class EventLog implements SessionEventLog {
       item.failed = true;
       this.deps.onError?.(err, `commit of ${item.frame.type} seq ${item.frame.seq}`);
     }
+    if (item.committed) tell(item.committed, err);
     this.drain();
     this.wakeFlushWaiters();
   };
@@ -630,6 +638,14 @@ export class EventLog implements SessionEventLog {
   }
 }
 
+function tell(committed: (err: unknown) => void, err: unknown): void {
+  try {
+    committed(err ?? null);
+  } catch {
+    // The emitter's own bookkeeping; a throw must not stop delivery.
+  }
+}
+
 function compactOp(sessionId: string, p: { message_id: string }): WriteOp {
   return { op: "delta.compact", session_id: sessionId, message_id: p.message_id };
 }
@@ -674,7 +690,7 @@ export interface SinceOptions {
 
 interface SinceCut {
   rows: EventRow[];
-  ring: Array<{ frame: Frame; wire: string }>;
+  ring: RingEntry[];
   latest: number;
   snapshots: MessageSnapshot[];
 }
@@ -683,14 +699,14 @@ interface SinceCut {
 function mergeBySeq(
   cut: SinceCut,
   onRow: (row: EventRow) => void,
-  onRing: (entry: { frame: Frame; wire: string }) => void,
+  onRing: (entry: RingEntry) => void,
 ): void {
   const { rows, ring } = cut;
   let i = 0;
   let j = 0;
   while (i < rows.length || j < ring.length) {
     const rowSeq = i < rows.length ? rows[i]!.seq : Infinity;
-    const ringSeq = j < ring.length ? ring[j]!.frame.seq! : Infinity;
+    const ringSeq = j < ring.length ? ring[j]!.seq : Infinity;
     if (rowSeq < ringSeq) onRow(rows[i++]!);
     else if (ringSeq < rowSeq) onRing(ring[j++]!);
     else {

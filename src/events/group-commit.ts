@@ -14,6 +14,16 @@ import type { StoreHealth } from "./store-health.js";
 
 export type CommitDone<C = undefined> = (err: unknown, ctx: C) => void;
 
+/**
+ * Asked right before a unit's writes go to the store: a reason (an error) to leave them out, or
+ * undefined. Every unit submitted before it has settled by then, except those of its own batch:
+ * they commit with it, or, when that batch fails, each is retried alone first and it is asked again.
+ */
+export type CommitGuard = () => unknown;
+
+/** A batch's guarded units by index: the guard, and the reason it gave to leave the unit out. */
+type BatchGuards = Map<number, { guard: CommitGuard; refused: unknown }>;
+
 export class GroupCommitter {
   /**
    * Pending units as three parallel arrays (ops, callback, callback context) rather than one object
@@ -23,6 +33,8 @@ export class GroupCommitter {
   private ops: Array<readonly WriteOp[]> = [];
   private dones: Array<CommitDone<any>> = [];
   private ctxs: unknown[] = [];
+  /** Guards of waiting units by ticket: rare (a turn's end), so a map, nothing per plain unit. */
+  private guards: Map<number, CommitGuard> | null = null;
   private scheduled = false;
   private running: Promise<void> | null = null;
   /** Units submitted / taken into a batch so far: a unit's ticket is its submit count. */
@@ -42,10 +54,11 @@ export class GroupCommitter {
    * `done(null, ctx)` once `ops` are committed (all together, in one transaction), `done(err, ctx)`
    * if not. Pass a long-lived `done` and the per-write state as `ctx` to allocate nothing.
    */
-  submit<C = undefined>(ops: readonly WriteOp[], done: CommitDone<C>, ctx?: C): number {
+  submit<C = undefined>(ops: readonly WriteOp[], done: CommitDone<C>, ctx?: C, guard?: CommitGuard): number {
     this.ops.push(ops);
     this.dones.push(done);
     this.ctxs.push(ctx);
+    if (guard) (this.guards ??= new Map()).set(this.submitted, guard);
     this.schedule();
     return this.submitted++;
   }
@@ -102,6 +115,7 @@ export class GroupCommitter {
     const ops = this.ops.splice(0, n);
     const dones = this.dones.splice(0, n);
     const ctxs = this.ctxs.splice(0, n);
+    const guarded = this.guards ? askGuards(this.guards, ops, this.taken, n) : null;
     this.taken += n;
     let all: readonly WriteOp[];
     if (n === 1) {
@@ -110,6 +124,11 @@ export class GroupCommitter {
       const flat: WriteOp[] = [];
       for (const unit of ops) for (const op of unit) flat.push(op);
       all = flat;
+    }
+    // A batch left with nothing to write (its one unit was refused) does not go to the store.
+    if (all.length === 0 && guarded) {
+      for (let i = 0; i < n; i++) settle(dones[i]!, ctxs[i], guarded.get(i)?.refused ?? null);
+      return;
     }
     let failed: unknown = null;
     // Timed when traces are on (a slow commit becomes a span, commit-tracing.ts) or metrics are kept.
@@ -128,7 +147,7 @@ export class GroupCommitter {
     if (failed === null || n === 1) this.health?.committed(failed);
     if (t.enabled) recordSlowCommit(t, this.store.kind, wall0, ms, all, failed);
     if (failed === null) {
-      for (let i = 0; i < n; i++) settle(dones[i]!, ctxs[i], null);
+      for (let i = 0; i < n; i++) settle(dones[i]!, ctxs[i], guarded?.get(i)?.refused ?? null);
       return;
     }
     if (n === 1) {
@@ -137,6 +156,13 @@ export class GroupCommitter {
     }
     // One bad unit must not fail its neighbours: retry each alone, in order.
     for (let i = 0; i < n; i++) {
+      // A guarded unit is asked again: a unit before it in this batch may just have failed.
+      const g = guarded?.get(i);
+      const refused = g ? (g.refused ?? g.guard()) : undefined;
+      if (refused !== undefined && refused !== null) {
+        settle(dones[i]!, ctxs[i], refused);
+        continue;
+      }
       try {
         await this.store.commit(ops[i]!);
         this.health?.committed(null);
@@ -147,6 +173,23 @@ export class GroupCommitter {
       }
     }
   }
+}
+
+/**
+ * Asks the guards of the units a batch takes (tickets `first`…`first + n - 1`); a refused unit's
+ * writes are left out of the batch (its ops become empty), and it settles with the reason, in order.
+ */
+function askGuards(guards: Map<number, CommitGuard>, ops: Array<readonly WriteOp[]>, first: number, n: number): BatchGuards | null {
+  let out: BatchGuards | null = null;
+  for (let i = 0; i < n && guards.size > 0; i++) {
+    const guard = guards.get(first + i);
+    if (!guard) continue;
+    guards.delete(first + i);
+    const refused = guard() ?? null;
+    if (refused !== null) ops[i] = [];
+    (out ??= new Map()).set(i, { guard, refused });
+  }
+  return out;
 }
 
 function settle(done: CommitDone<any>, ctx: unknown, err: unknown): void {

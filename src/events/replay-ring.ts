@@ -2,8 +2,13 @@
  * The replay ring: the last transient frames of one session (token deltas), bounded by frame
  * count and bytes, and by a budget shared by the whole process. Only transient frames live here,
  * so a burst of deltas can never evict a durable event: those are in the store.
+ *
+ * A frame is kept as its seq and its wire text only (two parallel arrays), not as the frame object:
+ * every delta of every live stream sits here until evicted, so each object kept per delta is one
+ * more object for the garbage collector to copy out of the young generation and mark in the old one.
+ * The rare reader that wants frame objects (`after`) parses them back.
  */
-import type { Frame } from "../protocol/index.js";
+import { frameJsonOfNotification, type Frame } from "../protocol/index.js";
 
 export interface RingLimits {
   maxFrames: number;
@@ -13,11 +18,10 @@ export interface RingLimits {
 export const DEFAULT_RING_LIMITS: RingLimits = { maxFrames: 512, maxBytes: 4 * 1024 * 1024 };
 export const DEFAULT_PROCESS_RING_BYTES = 64 * 1024 * 1024;
 
-interface Entry {
-  frame: Frame;
-  /** The frame's notification text, kept so a catch-up never encodes a delta twice. */
+/** A frame in the ring: its seq and its notification text (a catch-up never encodes a delta twice). */
+export interface RingEntry {
+  seq: number;
   wire: string;
-  bytes: number;
 }
 
 /** Process-wide byte budget over all rings; the ring that overflows it gives back first. */
@@ -48,7 +52,8 @@ export class RingBudget {
 }
 
 export class ReplayRing {
-  private entries: Entry[] = [];
+  private seqs: number[] = [];
+  private wires: string[] = [];
   private head = 0;
   private bytes = 0;
 
@@ -60,7 +65,7 @@ export class ReplayRing {
   }
 
   get size(): number {
-    return this.entries.length - this.head;
+    return this.seqs.length - this.head;
   }
 
   /** Made once, not per push (a push happens per delta). */
@@ -73,7 +78,8 @@ export class ReplayRing {
   /** `wire` is the frame already encoded; its length counts as the frame's bytes. */
   push(frame: Frame, wire: string): void {
     const bytes = wire.length;
-    this.entries.push({ frame, wire, bytes });
+    this.seqs.push(frame.seq!);
+    this.wires.push(wire);
     this.bytes += bytes;
     this.budget.bytes += bytes;
     this.budget.frames += 1;
@@ -81,27 +87,25 @@ export class ReplayRing {
     this.budget.enforce(this);
   }
 
-  /** Frames with seq > afterSeq, oldest first. */
+  /** Frames with seq > afterSeq, oldest first (parsed back from their text). */
   after(afterSeq: number): Frame[] {
-    const out: Frame[] = [];
-    for (let i = this.firstAfter(afterSeq); i < this.entries.length; i++) out.push(this.entries[i]!.frame);
-    return out;
+    return this.afterWithWire(afterSeq).map((e) => JSON.parse(frameJsonOfNotification(e.wire)) as Frame);
   }
 
-  /** Like after(), with each frame's notification text. */
-  afterWithWire(afterSeq: number): Array<{ frame: Frame; wire: string }> {
-    const out: Array<{ frame: Frame; wire: string }> = [];
-    for (let i = this.firstAfter(afterSeq); i < this.entries.length; i++) out.push(this.entries[i]!);
+  /** Seq and notification text of the frames with seq > afterSeq, oldest first. */
+  afterWithWire(afterSeq: number): RingEntry[] {
+    const out: RingEntry[] = [];
+    for (let i = this.firstAfter(afterSeq); i < this.seqs.length; i++) out.push({ seq: this.seqs[i]!, wire: this.wires[i]! });
     return out;
   }
 
   private firstAfter(afterSeq: number): number {
     // Frames are in seq order: binary search for the first one past the cursor.
     let lo = this.head;
-    let hi = this.entries.length;
+    let hi = this.seqs.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if ((this.entries[mid]!.frame.seq ?? 0) > afterSeq) hi = mid;
+      if (this.seqs[mid]! > afterSeq) hi = mid;
       else lo = mid + 1;
     }
     return lo;
@@ -109,16 +113,17 @@ export class ReplayRing {
 
   evictWhile(over: () => boolean): void {
     while (this.size > 0 && over()) {
-      const e = this.entries[this.head]!;
-      this.entries[this.head] = undefined as unknown as Entry;
+      const bytes = this.wires[this.head]!.length;
+      this.wires[this.head] = undefined as unknown as string;
       this.head++;
-      this.bytes -= e.bytes;
-      this.budget.bytes -= e.bytes;
+      this.bytes -= bytes;
+      this.budget.bytes -= bytes;
       this.budget.frames -= 1;
     }
-    // Compact now and then so the array does not grow without bound.
-    if (this.head > 1024 && this.head * 2 > this.entries.length) {
-      this.entries = this.entries.slice(this.head);
+    // Compact now and then so the arrays do not grow without bound.
+    if (this.head > 1024 && this.head * 2 > this.seqs.length) {
+      this.seqs = this.seqs.slice(this.head);
+      this.wires = this.wires.slice(this.head);
       this.head = 0;
     }
   }

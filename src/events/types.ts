@@ -10,6 +10,16 @@ export interface EmitOptions {
    * transaction as the event row; a transient event must not carry ops.
    */
   ops?: WriteOp[];
+  /**
+   * A durable event that must not be stored after a failed write: it commits only if no earlier
+   * write of this log failed (none whose failure `flushed()` has not reported yet). So it can be
+   * emitted before the writes it follows are durable, and commit with them: the end of a turn goes
+   * in its last message's commit instead of one commit later. Refused, it is neither stored nor
+   * delivered, and `committed` says so.
+   */
+  afterCommitted?: boolean;
+  /** Told a durable event's outcome once its commit settled: null when stored, else why not. */
+  committed?: (err: unknown) => void;
 }
 
 export interface SessionEventLog {

@@ -29,7 +29,7 @@ import { connectionHandlers, type GatewayIdentity } from "./rpc-handlers.js";
 import { CLOSE_SLOW_VIEWER, DEFAULT_FLOW_LIMITS, ViewerFlow, type FlowLimits } from "./viewer-flow.js";
 import { WsHeartbeat, type HeartbeatTiming } from "./ws-heartbeat.js";
 import type { WireText } from "./wire-text.js";
-import { textFrame, writesRawFrames } from "./ws-frame.js";
+import { detachedFrame, textFrame, writesRawFrames } from "./ws-frame.js";
 
 export interface WsEndpointOptions {
   /** The sessions of every profile, as one. */
@@ -152,6 +152,8 @@ function corkingSender(ws: WebSocket, socket: Duplex): (text: WireText, frame?: 
   /** Idle: nothing sent in this run yet; Wrote: one frame went straight out; Corked: more follow. */
   let run: "idle" | "wrote" | "corked" = "idle";
   let corkedBytes = 0;
+  /** Writes of an earlier run still wait in this socket: its frames get Buffers of their own (ws-frame.ts). */
+  let lagging = false;
   const endOfRun = () => {
     if (run === "corked") socket.uncork();
     run = "idle";
@@ -160,6 +162,7 @@ function corkingSender(ws: WebSocket, socket: Duplex): (text: WireText, frame?: 
     if (ws.readyState !== ws.OPEN) return;
     if (run === "idle") {
       run = "wrote";
+      lagging = socket.writableLength > 0;
       uncorkSoon(endOfRun);
     } else if (run === "wrote") {
       run = "corked";
@@ -175,7 +178,7 @@ function corkingSender(ws: WebSocket, socket: Duplex): (text: WireText, frame?: 
     corkedBytes += text.length;
     // A Buffer here is UTF-8 text (a large answer, see wire-text.ts): it must go as a text frame.
     if (typeof text !== "string") ws.send(text, TEXT_FRAME);
-    else if (raw) socket.write(textFrame(text, frame));
+    else if (raw) socket.write(lagging ? detachedFrame(textFrame(text, frame)) : textFrame(text, frame));
     else ws.send(text);
   };
 }

@@ -13,7 +13,8 @@
  * the profile's default model, whatever it names.
  */
 import { ErrorCode, EventType, TetherError, type Snapshot } from "../protocol/index.js";
-import { CwdRefused, type WorkspaceFolders } from "../agent/tools/workspace/index.js";
+import { CwdRefused } from "../agent/tools/workspace/paths.js";
+import type { WorkspaceFolders } from "../agent/tools/workspace/folders.js";
 import { assertOwner, storage } from "./core/session-access.js";
 import { checkClientTools } from "./core/client-tools.js";
 import { sessionInfo } from "./core/session-info.js";

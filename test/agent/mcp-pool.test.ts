@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { resolveConfig, toolsConfigFor, type ConfigInput } from "../../src/config/index.js";
 import { createDefaultTools, createTodoList, executeTool, ToolRuntime, type InputRequest, type ToolContext, type ToolOffer } from "../../src/agent/tools/index.js";
 import { McpPool } from "../../src/agent/tools/mcp/index.js";
+import { LazyMcpPool } from "../../src/agent/tools/mcp/lazy-pool.js";
 import { FakeClock, systemClock, type Clock } from "../../src/lib/clock.js";
 import { silentLogger } from "../../src/lib/logger.js";
 import { RecordingEventLog } from "../support/recording-event-log.js";
@@ -258,5 +259,31 @@ describe("servers that cannot start", () => {
     expect(offer.unavailable[1]!.reason).toMatch(/NOT_SET_ANYWHERE is not set/);
     const report = await pool.report();
     expect(report.map((r) => r.state).sort()).toEqual(["config_error", "down"]);
+  });
+});
+
+describe("the gateway's MCP source (LazyMcpPool): the pool's code loads with the first configured server", () => {
+  const lazyRuntime = (config: ReturnType<typeof toolsConfigFor>) => {
+    const pool = new LazyMcpPool({ clock: systemClock, logger: silentLogger(), env: {}, config });
+    const runtime = new ToolRuntime({ builtin: createDefaultTools(), sources: [pool], config, logger: silentLogger() });
+    pools.push(runtime);
+    return runtime;
+  };
+
+  it("without servers it lists nothing; a reload that names the first one offers its tools, one that removes it takes them away", async () => {
+    const none = toolsConfigFor(resolveConfig({}, {}), "default");
+    const runtime = lazyRuntime(none);
+    expect((await runtime.offer({ sessionId: "s", signal: signal() })).specs.map((s) => s.name)).toEqual(["todo", "delegate_task"]);
+    runtime.apply(toolsConfigFor(resolveConfig({}, { mcp_servers: { notes: stdioTestServer() } }), "default"));
+    const offer = await runtime.offer({ sessionId: "s", signal: signal() });
+    expect(offer.specs.map((s) => s.name)).toContain("notes__echo");
+    expect((await call(offer, "notes__echo", { text: "hi" })).result).toMatchObject({ content: "hi" });
+    runtime.apply(none);
+    expect((await runtime.offer({ sessionId: "s", signal: signal() })).specs.map((s) => s.name)).toEqual(["todo", "delegate_task"]);
+  });
+
+  it("with a server at start, its tools are offered at the first turn", async () => {
+    const runtime = lazyRuntime(toolsConfigFor(resolveConfig({}, { mcp_servers: { notes: stdioTestServer() } }), "default"));
+    expect((await runtime.offer({ sessionId: "s", signal: signal() })).specs.map((s) => s.name)).toContain("notes__echo");
   });
 });

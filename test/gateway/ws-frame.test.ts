@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
-import { textFrame, writesRawFrames } from "../../src/gateway/ws-frame.js";
+import { detachedFrame, textFrame, writesRawFrames } from "../../src/gateway/ws-frame.js";
 
 let server: Server | undefined;
 
@@ -59,6 +59,24 @@ describe("textFrame", () => {
     expect(textFrame(text, {})).not.toBe(a);
     expect(textFrame(text)).not.toBe(a);
     expect(textFrame(text).equals(a)).toBe(true);
+  });
+
+  it("cuts a stream's small frames from few ArrayBuffers (Node's 8 KiB pool took one every ~15 deltas), never two frames from one region", () => {
+    const frames: Buffer[] = [];
+    for (let i = 0; i < 1000; i++) {
+      const text = `{"jsonrpc":"2.0","method":"event","params":{"type":"message.delta","session_id":"ses_${i}","seq":${i},"payload":{"message_id":"msg_${i}","text":"token ${"ü".repeat(i % 7)} ${"x".repeat(i % 150)}"}}}`;
+      frames.push(textFrame(text, {}));
+      expect(frames[i]!.subarray(frames[i]!.length - Buffer.byteLength(text)).toString()).toBe(text);
+    }
+    const buffers = new Set(frames.map((f) => f.buffer));
+    expect(buffers.size).toBeLessThanOrEqual(15);
+    // Views of one slab never overlap: a frame already handed to a socket is never written over.
+    const spans = frames.map((f) => [f.buffer, f.byteOffset, f.byteOffset + f.byteLength] as const);
+    for (let i = 1; i < spans.length; i++) if (spans[i]![0] === spans[i - 1]![0]) expect(spans[i]![1]).toBeGreaterThanOrEqual(spans[i - 1]![2]);
+    // A lagging socket gets a copy of its own, not a view that would keep the slab alive.
+    const copy = detachedFrame(frames[999]!);
+    expect(copy.equals(frames[999]!)).toBe(true);
+    expect(copy.buffer).not.toBe(frames[999]!.buffer);
   });
 
   it("is not used on a connection that negotiated permessage-deflate", async () => {

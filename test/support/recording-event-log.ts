@@ -34,9 +34,17 @@ export class RecordingEventLog implements SessionEventLog {
     if (opts.traceId !== undefined) frame.trace_id = opts.traceId;
     const ops = opts.ops ?? [];
     if (isTransientEvent(type) && ops.length > 0) throw new Error(`transient event ${type} cannot carry ops`);
+    // After a failed write, an `afterCommitted` frame is neither stored nor delivered.
+    const refused = opts.afterCommitted ? (this.failure ?? this.failWith) : null;
+    if (refused) {
+      this.failure = refused;
+      opts.committed?.(refused);
+      return frame;
+    }
     if (ops.length > 0) this.apply(type, ops, frame.seq!);
     this.frames.push(frame);
     this.onEmit?.(frame);
+    if (!isTransientEvent(type)) opts.committed?.(null);
     return frame;
   }
 

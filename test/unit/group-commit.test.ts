@@ -58,4 +58,31 @@ describe("GroupCommitter", () => {
     expect((await store.readEvents("s1", 0, 100)).map((e) => e.seq)).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
     await store.close();
   });
+
+  it("asks a unit's guard before writing it: refused, it is left out and settles in its place; asked again after a failed neighbour", async () => {
+    const store = new CountingStore({ path: tempDbPath() });
+    await store.commit([{ op: "session.insert", row: sessionRow("s1") }]);
+    store.commits = [];
+    const gc = new GroupCommitter(store);
+    const order: string[] = [];
+    const unit = (name: string, ops: WriteOp[], guard?: () => unknown) =>
+      new Promise<unknown>((resolve) => gc.submit(ops, (err) => (order.push(name), resolve(err)), undefined, guard));
+    // Refused when its batch is taken: nothing of it is written, the unit before it commits.
+    const a = unit("a", [event("s1", 1)]);
+    const refused = unit("refused", [event("s1", 2)], () => new Error("an earlier write failed"));
+    expect(await a).toBeNull();
+    expect(await refused).toMatchObject({ message: "an earlier write failed" });
+    expect(order).toEqual(["a", "refused"]);
+    expect(store.commits).toEqual([1]);
+    // Its batch fails: each unit is retried alone, and the guard sees the failure before it.
+    let failed = false;
+    const bad = new Promise<unknown>((resolve) =>
+      gc.submit([{ op: "session.insert", row: sessionRow("s1") }], (err) => ((failed = err !== null), resolve(err))),
+    ); // duplicate id
+    const guarded = unit("guarded", [event("s1", 3)], () => (failed ? new Error("refused after bad") : undefined));
+    expect(await bad).toBeTruthy();
+    expect(await guarded).toMatchObject({ message: "refused after bad" });
+    expect((await store.readEvents("s1", 0, 10)).map((e) => e.seq)).toEqual([1]);
+    await store.close();
+  });
 });

@@ -89,12 +89,72 @@ describe.skipIf(!pgAvailable)("PostgreSQL commits, batched", () => {
       await store.commit(batch);
       counting = false;
       const verbs = sent.map((t) => t.trim().split(/\s+/).slice(0, 3).join(" "));
-      expect(verbs).toEqual(["BEGIN", "SELECT session_id, owner,", "UPDATE sessions SET", "INSERT INTO message_deltas", "INSERT INTO events", "COMMIT"]);
+      expect(verbs).toEqual(["BEGIN", "SELECT session_id, owner,", "UPDATE sessions t", "INSERT INTO message_deltas", "INSERT INTO events", "COMMIT"]);
       for (const id of ["s0", "s57", "s99"]) {
         expect(await store.readEvents(id, 0, 10)).toEqual([ev(id, 3), ev(id, 5)]);
         expect((await store.streamedText(id)).get(`m_${id}`)).toBe(" 2 4");
       }
       expect((await store.getSession("s5"))!.title).toBe("renamed");
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("writes the turn starts and ends of 100 sessions as one statement per kind of write, whatever the number of sessions", async () => {
+    const { store, ids } = await fixture(100);
+    try {
+      // Per session, what a turn's end and the next one's start carry (units as the group commit gathers them).
+      const batch: WriteOp[] = [];
+      for (const id of ids) {
+        batch.push(fence(id), { op: "message.update", id: `m_${id}`, patch: { status: "complete", content: `answer ${id}` } });
+        batch.push({ op: "delta.compact", session_id: id, message_id: `m_${id}` }, { op: "event.append", row: ev(id, 2, "message.complete") });
+        batch.push({ op: "session.update", id, patch: { active_turn: null, last_activity_at: 5000 } });
+        batch.push(fence(id), { op: "seq.reserve", session_id: id, upTo: 512 });
+        batch.push({ op: "message.insert", row: messageRow(`u_${id}`, id, 3, { role: "user", content: `q ${id}` }) });
+        batch.push({ op: "message.update", id: `u_${id}`, patch: { status: "complete" } }); // joins its insert
+        batch.push({ op: "session.update", id, patch: { title: `t ${id}`, last_activity_at: 6000 } }); // the later time wins
+        batch.push({ op: "seq.reserve", session_id: id, upTo: 256 }); // the larger reservation stays
+      }
+      counting = true;
+      await store.commit(batch);
+      counting = false;
+      const verbs = sent.map((t) => t.trim().split(/\s+/).slice(0, 3).join(" "));
+      expect(verbs).toEqual([
+        "BEGIN", "SELECT session_id, owner,", "INSERT INTO messages", "UPDATE messages t", "UPDATE sessions t", "UPDATE sessions s",
+        "DELETE FROM message_deltas", "INSERT INTO events", "COMMIT",
+      ]);
+      for (const id of ["s0", "s57", "s99"]) {
+        const s = (await store.getSession(id))!;
+        expect([s.title, s.last_activity_at, s.active_turn, s.seq_reserved]).toEqual([`t ${id}`, 6000, null, 512]);
+        expect((await store.loadMessages(id)).map((m) => [m.id, m.status, m.content])).toEqual([[`m_${id}`, "complete", `answer ${id}`], [`u_${id}`, "complete", `q ${id}`]]);
+        expect(await store.readEvents(id, 0, 10)).toEqual([ev(id, 2, "message.complete")]);
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("keeps the batch's order where it matters: an op applied in place sees the gathered writes before it, and none after", async () => {
+    const { store } = await fixture(2);
+    try {
+      await store.commit([
+        { op: "message.update", id: "m_new", patch: { content: "before its insert: no row" } },
+        { op: "message.insert", row: messageRow("m_new", "s0", 5, { role: "user", content: "inserted" }) },
+        { op: "session.update", id: "s1", patch: { title: "first" } },
+        { op: "messages.hide", session_id: "s0", from_seq: 5, hidden_by: "m_edit" }, // in place: hides m_new
+        { op: "session.update", id: "s1", patch: { title: "second" } },
+        { op: "message.insert", row: messageRow("m_after", "s0", 6, { role: "user", content: "after" }) },
+      ]);
+      expect((await store.loadHidden("s0", "m_edit")).map((m) => [m.id, m.content])).toEqual([["m_new", "inserted"]]);
+      expect((await store.loadMessages("s0")).map((m) => m.id)).toEqual(["m_s0", "m_after"]);
+      expect((await store.getSession("s1"))!.title).toBe("second");
+      // A duplicate insert still fails the whole batch (and its other rows with it).
+      await expect(store.commit([
+        { op: "session.update", id: "s1", patch: { title: "third" } },
+        { op: "message.insert", row: messageRow("m_dup", "s0", 7, { role: "user" }) },
+        { op: "message.insert", row: messageRow("m_dup", "s0", 8, { role: "user" }) },
+      ])).rejects.toMatchObject({ code: "23505" });
+      expect((await store.getSession("s1"))!.title).toBe("second");
     } finally {
       await store.close();
     }

@@ -41,6 +41,13 @@ function walk(entry: string): { files: Set<string>; packages: Set<string> } {
   return { files, packages };
 }
 
+/** The source modules (esbuild's "// src/….ts" marks) in the chunks a start loads statically. */
+function startModules(): Set<string> {
+  const serveChunk = readdirSync(join(DIST, "chunks")).find((f) => /^serve-.*\.js$/.test(f))!;
+  const files = new Set([...walk(join(DIST, "cli.js")).files, ...walk(join(DIST, "chunks", serveChunk)).files]);
+  return new Set([...files].flatMap((f) => [...readFileSync(f, "utf8").matchAll(/^\/\/ (src\/\S+\.ts)$/gm)].map((m) => m[1]!)));
+}
+
 describe("the start of tether serve (dist/)", () => {
   it("loads no PostgreSQL, Redis, OpenTelemetry, MCP SDK, A2A SDK, YAML, prom-client or re2js module before it listens", () => {
     const serveChunk = readdirSync(join(DIST, "chunks")).find((f) => /^serve-.*\.js$/.test(f));
@@ -65,6 +72,25 @@ describe("the start of tether serve (dist/)", () => {
     const lazy = ["openai-chat", "openai-responses", "runs-api", "sessions-api", "a2a", "chat-messages", "responses-items"].map((n) => `src/gateway/http/${n}.ts`);
     lazy.push("src/gateway/ui/ai-sdk-chat.ts", "src/gateway/ui/ai-sdk-input.ts");
     expect(lazy.filter((m) => modules.has(m))).toEqual([]);
+  });
+
+  it("loads the MCP pool and the workspace tools when a profile configures them, not before it listens", () => {
+    const modules = startModules();
+    expect(modules).toContain("src/agent/tools/mcp/lazy-pool.ts");
+    expect(modules).toContain("src/agent/tools/workspace/workspace-source.ts");
+    const lazy = ["mcp/mcp-pool", "mcp/server-connection", "mcp/mcp-tool", "mcp/server-config", "mcp/result-text"].map((n) => `src/agent/tools/${n}.ts`);
+    for (const n of ["workspace-tools", "terminal-tool", "process-tools", "read-tools", "write-tools", "text-read", "fd-open", "sandbox", "diff", "output-cap"]) {
+      lazy.push(`src/agent/tools/workspace/${n}.ts`);
+    }
+    expect(lazy.filter((m) => modules.has(m))).toEqual([]);
+  });
+
+  it("bundles hono and its node adapter into the command (one chunk, not ~30 ES modules resolved and linked at start); the library leaves them to the app's node_modules", () => {
+    const serveChunk = readdirSync(join(DIST, "chunks")).find((f) => /^serve-.*\.js$/.test(f))!;
+    const command = new Set([...walk(join(DIST, "cli.js")).packages, ...walk(join(DIST, "chunks", serveChunk)).packages]);
+    expect([...command].filter((p) => p === "hono" || p === "@hono/node-server")).toEqual([]);
+    const library = walk(join(DIST, "index.js")).packages;
+    expect([...library].filter((p) => p === "hono" || p === "@hono/node-server").sort()).toEqual(["@hono/node-server", "hono"]);
   });
 
   it("is pure ASCII: V8 keeps a module with one non-ASCII character (a comment's dash) as two-byte source, twice the heap", () => {

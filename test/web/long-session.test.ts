@@ -16,6 +16,7 @@ describe.skipIf(!chromiumAvailable)("web client: a long session is virtualised (
   let srv: TestServer;
   let browser: Browser;
   let id = "";
+  let oldestPrompt = "";
 
   beforeAll(async () => {
     await ensureWebBuilt();
@@ -28,6 +29,8 @@ describe.skipIf(!chromiumAvailable)("web client: a long session is virtualised (
     let done: (() => void) | undefined;
     const off = client.subscribe(id, (f) => {
       if (f.type === "turn.complete") done?.();
+      const p = f.payload as { role?: string; message_id?: string };
+      if (f.type === "message.start" && p.role === "user" && !oldestPrompt) oldestPrompt = p.message_id!;
     });
     await client.resumeSession(id);
     for (let i = 1; i <= TURNS; i++) {
@@ -46,6 +49,10 @@ describe.skipIf(!chromiumAvailable)("web client: a long session is virtualised (
 
   it("keeps the DOM bounded, opens at the newest reply, scrolls back to the first, jumps to the latest", async () => {
     const page = await browser.page();
+    // The page counts renders per block (web/src/render-probe.ts).
+    await openApp(page, srv.url);
+    await page.evaluate(() => localStorage.setItem("tether.test.renders", "1"));
+    await page.goto("about:blank");
     await openApp(page, `${srv.url}/#/s/${encodeURIComponent(id)}`);
     await page.getByTestId("virtual-transcript").waitFor();
     const users = page.locator('[data-kind="user"]');
@@ -56,6 +63,9 @@ describe.skipIf(!chromiumAvailable)("web client: a long session is virtualised (
     expect(inDom).toBeLessThan(30);
     const log = page.getByRole("log", { name: "Transcript" });
     await expect.poll(() => log.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight)).toBeLessThan(80);
+    // Opened at the end: the oldest exchanges were never drawn (not first drawn, then replaced).
+    expect(oldestPrompt).not.toBe("");
+    expect(await page.evaluate((k) => (window as unknown as { __tetherRenders: Record<string, number> }).__tetherRenders[k], oldestPrompt)).toBeUndefined();
 
     // Scrolled to the top: the first exchange comes in, the newest goes out; still a window.
     for (let i = 0; i < 20; i++) {

@@ -316,14 +316,31 @@ function DraftView({ ctl }: { ctl: AppController }) {
   );
 }
 
+/**
+ * A reader at the bottom stays there as the transcript grows (a streamed reply, rows measured by
+ * the virtualiser, a session opened) or its box shrinks (the composer grows). A ResizeObserver on
+ * the scroller and its content says when, after the browser's own layout: scrolling from a layout
+ * effect on every render read scrollHeight and forced a second layout per streamed frame.
+ */
+function useStickToBottom(scroller: { current: HTMLElement | null }, stick: { current: boolean }): void {
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    const inner = el?.querySelector(".transcript-inner");
+    if (!el || !inner || typeof ResizeObserver !== "function") return;
+    const ro = new ResizeObserver(() => {
+      if (stick.current && el.scrollHeight - el.scrollTop - el.clientHeight > 1) el.scrollTop = el.scrollHeight;
+    });
+    ro.observe(el);
+    ro.observe(inner);
+    return () => ro.disconnect();
+  }, []);
+}
+
 function ChatView({ ctl, model, actions }: { ctl: AppController; model: SessionModel; actions: BlockActions }) {
   const scroller = useRef<HTMLDivElement>(null);
   const stick = useRef(true);
   const [away, setAway] = useState(false);
-  useLayoutEffect(() => {
-    const el = scroller.current;
-    if (el && stick.current) el.scrollTop = el.scrollHeight;
-  });
+  useStickToBottom(scroller, stick);
   const jump = () => {
     const el = scroller.current;
     stick.current = true;

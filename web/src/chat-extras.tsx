@@ -6,6 +6,7 @@
 import { Icon } from "./icons.js";
 import type { AppController } from "./controller.js";
 import type { SessionModel } from "./model.js";
+import { formatCount } from "./labels.js";
 
 const DEMO_CHIPS: Array<[string, string]> = [
   ["count to 20", "a streamed reply"],
@@ -63,13 +64,13 @@ export function ContextMeter({ ctl, model }: { ctl: AppController; model: Sessio
   if (!at) {
     return (
       <span class="context" data-testid="context">
-        Context {used.toLocaleString()} tokens
+        Context {formatCount(used)} tokens
       </span>
     );
   }
   const pct = Math.min(100, Math.round((used / at) * 100));
   return (
-    <span class="context" data-testid="context" title={`The session compresses at ${at.toLocaleString()} tokens`}>
+    <span class="context" data-testid="context" title={`The session compresses at ${formatCount(at)} tokens`}>
       <span
         class="meter"
         role="meter"
@@ -81,7 +82,7 @@ export function ContextMeter({ ctl, model }: { ctl: AppController; model: Sessio
       >
         <span class="meter-fill" style={{ width: `${pct}%` }} />
       </span>
-      Context {used.toLocaleString()} / {at.toLocaleString()} tokens ({pct}%)
+      Context {formatCount(used)} / {formatCount(at)} tokens ({pct}%)
     </span>
   );
 }

@@ -70,3 +70,12 @@ export function interruptedLabel(reason: StopReason | undefined): string {
       return "Stopped before it finished";
   }
 }
+
+/**
+ * A count as the reader's locale writes it (12,345). One formatter for the page: `toLocaleString`
+ * builds a new one per call, which was a visible part of each streamed frame (#33).
+ */
+const COUNT = new Intl.NumberFormat();
+export function formatCount(n: number): string {
+  return COUNT.format(n);
+}

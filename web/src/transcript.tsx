@@ -5,13 +5,14 @@
  * browser sees. Continue is offered on the newest exchange only (it follows the last reply).
  */
 import { Icon } from "./icons.js";
-import { Fragment } from "preact";
+import { Component, Fragment } from "preact";
 import { BlockView, type BlockActions, type ExchangeActions, type ReplyJoin } from "./blocks.js";
 import { PendingView } from "./pending.js";
 import type { AppController } from "./controller.js";
 import type { Block, SessionModel } from "./model.js";
 import { exchanges, versionOf, type Exchange, type VersionPlace } from "./versions.js";
 import { VIRTUAL_FROM, VirtualList } from "./virtual-list.js";
+import { exchangeStamp, sameStamp, type Stamp } from "./exchange-stamp.js";
 
 function exchangeActions(ctl: AppController, model: SessionModel, ex: Exchange, latest: boolean): ExchangeActions {
   if (!ex.key || model.running || model.state === "ended") return {};
@@ -67,6 +68,83 @@ function VersionSwitch({ place, busy, onChoose }: { place: VersionPlace; busy: b
 }
 
 /**
+ * The exchanges of a model's blocks, grouped again only when blocks were added or removed (the
+ * array, its length or its last block changed): the reducer changes blocks in place, so on a
+ * streamed frame 2,000 blocks are not walked again. The stamps say what changed inside.
+ */
+const grouped = new WeakMap<readonly Block[], { length: number; last: Block | undefined; shown: Exchange[] }>();
+function exchangesOf(blocks: Block[]): Exchange[] {
+  const hit = grouped.get(blocks);
+  if (hit && hit.length === blocks.length && hit.last === blocks[blocks.length - 1]) return hit.shown;
+  const shown = exchanges(blocks);
+  grouped.set(blocks, { length: blocks.length, last: blocks[blocks.length - 1], shown });
+  return shown;
+}
+
+const keyFns = new WeakMap<Exchange[], (i: number) => string>();
+/** The virtualiser's key function for these exchanges: one per grouping, so its options stay put. */
+function keyOfShown(shown: Exchange[]): (i: number) => string {
+  let f = keyFns.get(shown);
+  if (!f) keyFns.set(shown, (f = (i) => shown[i]!.key || "start"));
+  return f;
+}
+
+interface ExchangeProps {
+  ex: Exchange;
+  /** What the exchange shows, read at this render (exchange-stamp.ts). */
+  stamp: Stamp;
+  /** The state around it that changes what it offers (busy, actions, regenerating, paused). */
+  flags: string;
+  ctl: AppController;
+  actions: BlockActions;
+  ea: ExchangeActions;
+  busy: boolean;
+  regenerating: boolean;
+}
+
+/**
+ * One exchange. It renders again only when its stamp or flags change: a reply streaming into the
+ * newest exchange does not render the finished ones above it on every frame (#33). The callbacks
+ * it is given are the controller's (the same behind every render), so skipping one loses nothing.
+ */
+class ExchangeView extends Component<ExchangeProps> {
+  override shouldComponentUpdate(next: ExchangeProps): boolean {
+    return next.ex.key !== this.props.ex.key || next.flags !== this.props.flags || !sameStamp(next.stamp, this.props.stamp);
+  }
+
+  override render() {
+    const { ex, ctl, actions, ea, busy, regenerating } = this.props;
+    const place = versionOf(ex);
+    const joined = joins(ex.blocks);
+    let reply = -1;
+    ex.blocks.forEach((b, n) => {
+      if (b.kind === "assistant" || b.kind === "error") reply = n;
+    });
+    return (
+      // Flat in the transcript (no wrapper): each block stays a direct child of the transcript.
+      <Fragment>
+        {ex.blocks.map((b, n) => (
+          <Fragment key={b.key}>
+            <BlockView
+              block={b}
+              actions={actions}
+              ex={b.kind === "user" ? { ...(ea.edit ? { edit: ea.edit } : {}) } : n === reply ? ea : {}}
+              {...(joined[n] ? { join: joined[n] } : {})}
+            />
+            {n === 0 && place && <VersionSwitch place={place} busy={busy} onChoose={(id) => void ctl.selectVersion(id)} />}
+          </Fragment>
+        ))}
+        {regenerating && (
+          <div class="notice notice-info" role="status">
+            Regenerating…
+          </div>
+        )}
+      </Fragment>
+    );
+  }
+}
+
+/**
  * `scroller`: the transcript's scrolling element; a session of VIRTUAL_FROM exchanges or more is
  * virtualised in it (virtual-list.tsx), a shorter one renders flat.
  */
@@ -81,47 +159,34 @@ export function ExchangeList({
   actions: BlockActions;
   scroller?: { current: HTMLElement | null };
 }) {
-  const shown = exchanges(model.blocks);
+  const shown = exchangesOf(model.blocks);
   const last = shown[shown.length - 1];
   // Switching needs the session idle (the gateway refuses it while a turn runs).
   const busy = model.running || model.state === "ended" || ctl.linkDown;
   const renderExchange = (ex: Exchange) => {
-        const place = versionOf(ex);
-        const all = exchangeActions(ctl, model, ex, ex === last);
-        // A version a newer one replaced: its Regenerate is used up (Edit still starts another version).
-        const ea = place?.next ? { ...(all.edit ? { edit: all.edit } : {}) } : all;
-        const regenerating = model.pending.some((q) => q.replaces === ex.key && q.status !== "failed");
-        const joined = joins(ex.blocks);
-        let reply = -1;
-        ex.blocks.forEach((b, n) => {
-          if (b.kind === "assistant" || b.kind === "error") reply = n;
-        });
-        return (
-          // Flat in the transcript (no wrapper): each block stays a direct child of the transcript.
-          <Fragment key={ex.key || "start"}>
-            {ex.blocks.map((b, n) => (
-              <Fragment key={b.key}>
-                <BlockView
-                  block={b}
-                  actions={actions}
-                  ex={b.kind === "user" ? { ...(ea.edit ? { edit: ea.edit } : {}) } : n === reply ? ea : {}}
-                  {...(joined[n] ? { join: joined[n] } : {})}
-                />
-                {n === 0 && place && <VersionSwitch place={place} busy={busy} onChoose={(id) => void ctl.selectVersion(id)} />}
-              </Fragment>
-            ))}
-            {regenerating && (
-              <div class="notice notice-info" role="status">
-                Regenerating…
-              </div>
-            )}
-          </Fragment>
-        );
+    const all = exchangeActions(ctl, model, ex, ex === last);
+    // A version a newer one replaced: its Regenerate is used up (Edit still starts another version).
+    const ea = versionOf(ex)?.next ? { ...(all.edit ? { edit: all.edit } : {}) } : all;
+    const regenerating = model.pending.some((q) => q.replaces === ex.key && q.status !== "failed");
+    const flags = `${busy} ${regenerating} ${actions.paused} ${Object.keys(ea).join()}`;
+    return (
+      <ExchangeView
+        key={ex.key || "start"}
+        ex={ex}
+        stamp={exchangeStamp(ex.blocks, model.usage)}
+        flags={flags}
+        ctl={ctl}
+        actions={actions}
+        ea={ea}
+        busy={busy}
+        regenerating={regenerating}
+      />
+    );
   };
   return (
     <>
       {shown.length >= VIRTUAL_FROM && scroller ? (
-        <VirtualList scroller={scroller} count={shown.length} keyOf={(i) => shown[i]!.key || "start"} render={(i) => renderExchange(shown[i]!)} />
+        <VirtualList scroller={scroller} count={shown.length} keyOf={keyOfShown(shown)} render={(i) => renderExchange(shown[i]!)} />
       ) : (
         shown.map(renderExchange)
       )}

@@ -6,7 +6,7 @@
  */
 import { elementScroll, observeElementOffset, observeElementRect, Virtualizer, type VirtualizerOptions } from "@tanstack/virtual-core";
 import type { ComponentChildren } from "preact";
-import { useLayoutEffect, useReducer, useRef, useState } from "preact/hooks";
+import { useCallback, useLayoutEffect, useReducer, useRef, useState } from "preact/hooks";
 
 /**
  * Fewer exchanges than this render flat (every one in the DOM): find-in-page then sees them all.
@@ -22,6 +22,9 @@ export const VIRTUAL_FROM = (() => {
 
 type Opts = VirtualizerOptions<HTMLElement, HTMLElement>;
 
+const ESTIMATE = 160;
+const GAP = 14;
+
 export function VirtualList({
   scroller,
   count,
@@ -30,6 +33,7 @@ export function VirtualList({
 }: {
   scroller: { current: HTMLElement | null };
   count: number;
+  /** The same function while the exchanges are the same (a new one re-reads the options). */
   keyOf(index: number): string;
   render(index: number): ComponentChildren;
 }) {
@@ -40,11 +44,14 @@ export function VirtualList({
       new Virtualizer<HTMLElement, HTMLElement>({
         count,
         getScrollElement: () => scroller.current,
-        estimateSize: () => 160,
+        estimateSize: () => ESTIMATE,
+        // Open at the end (where a chat starts): the first render already draws the newest
+        // exchanges, not the oldest ones only to replace them a frame later.
+        initialOffset: () => count * (ESTIMATE + GAP),
         overscan: 4,
         // The transcript's top padding sits above the list in the scrolling element.
         scrollMargin: 24,
-        gap: 14,
+        gap: GAP,
         getItemKey: keyOf,
         scrollToFn: elementScroll,
         observeElementRect,
@@ -52,19 +59,22 @@ export function VirtualList({
         onChange: () => rerender(0),
       } satisfies Opts),
   );
-  v.setOptions({ ...v.options, count, getItemKey: keyOf });
+  // Only when they changed: merging every option on every streamed frame showed in profiles.
+  if (count !== v.options.count || keyOf !== v.options.getItemKey) v.setOptions({ ...v.options, count, getItemKey: keyOf });
   useLayoutEffect(() => v._didMount(), []);
-  // On open, the newest exchange at the bottom of the viewport (where a chat starts).
+  // On open, the newest exchange at the bottom of the viewport (where a chat starts). Keeping a
+  // reader at the bottom while rows are measured is ChatView's (a ResizeObserver): reading
+  // scrollHeight here forced a layout on every render, i.e. every streamed frame.
   useLayoutEffect(() => {
     v._willUpdate();
     if (first.current && count > 0) {
       first.current = false;
       v.scrollToIndex(count - 1, { align: "end" });
     }
-    // Measuring changes the list's height: a reader at the bottom stays there (app.tsx marks it).
-    const el = scroller.current;
-    if (el && el.dataset["stick"] !== "0") el.scrollTop = el.scrollHeight;
   });
+  // One ref callback for the list's life: a new one each render made Preact detach and attach
+  // every row's ref on every render (the virtualiser then re-scanned and re-measured them all).
+  const measure = useCallback((el: HTMLElement | null) => v.measureElement(el), []);
   const items = v.getVirtualItems();
   return (
     <div class="virtual" style={{ height: `${v.getTotalSize()}px` }} data-testid="virtual-transcript">
@@ -73,9 +83,7 @@ export function VirtualList({
           key={it.key as string}
           class="exchange"
           data-index={it.index}
-          ref={(el) => {
-            if (el) v.measureElement(el);
-          }}
+          ref={measure}
           style={{ transform: `translateY(${it.start}px)` }}
         >
           {render(it.index)}

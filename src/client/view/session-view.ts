@@ -133,6 +133,10 @@ export class SessionView {
   getSnapshot = (): SessionViewSnapshot => {
     if (this.snapshot) return this.snapshot;
     const m = this.current;
+    // Summed when read: the page reads the snapshot on every streamed frame for its flags, and
+    // summing a 1,000-reply session's usage each time was a visible part of a frame (#33).
+    const byMessage = m?.usage ?? {};
+    let usage: Usage | undefined;
     this.snapshot = {
       sessionId: this.wanted,
       model: m,
@@ -143,7 +147,9 @@ export class SessionView {
       processes: Object.values(m?.processes ?? {}),
       running: m?.running ?? false,
       state: m?.state,
-      usage: totalUsage(m?.usage ?? {}),
+      get usage() {
+        return (usage ??= totalUsage(byMessage));
+      },
       link: this.link,
       loading: this.loading,
       error: this.failure,

@@ -109,6 +109,7 @@ export function streamChat(
 ): Response {
   c.header(SESSION_HEADER, turn.sid);
   const chunk = chunkOf(turn, includeUsage);
+  const textChunk = textChunkOf(chunk);
   return sseResponse(c, { clock: api.clock, keepAliveMs: api.config.sse_keepalive_ms, metrics: api.metrics }, async (sse) => {
     let content = "";
     let end: TurnEnd = { status: "gone", turnId: null };
@@ -128,7 +129,7 @@ export function streamChat(
           if (f.type !== EventType.MessageDelta) return;
           const text = (f.payload as MessageDeltaPayload).text;
           content += text;
-          await sse.send(chunk({ content: text }, null));
+          await sse.send(textChunk(text));
         },
         (f) => calls.awaitsClient(f),
       );
@@ -141,6 +142,8 @@ export function streamChat(
       const result = completionOf(turn, content, end, calls);
       await finishStream(sse, chunk, includeUsage, result);
       if (claim.kind === "fresh") await claim.record(200, { session_id: turn.sid, completion: result } satisfies StoredChat);
+      // The client has it all (and a retry with its key finds the record): detaching is ours.
+      sse.end();
     } finally {
       if (claim.kind === "fresh") await claim.release().catch(() => undefined);
       await stop(abandoned(end));
@@ -169,6 +172,19 @@ function chunkOf(turn: Pick<ChatTurn, "id" | "created" | "model">, includeUsage:
       choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
       ...(includeUsage ? { usage: null } : {}),
     });
+}
+
+/**
+ * `chunk({ content: text }, null)` for every delta of the stream, as the same bytes: the text's
+ * JSON between a prefix and suffix made once, not a chunk object built and stringified per delta.
+ */
+function textChunkOf(chunk: Chunk): (text: string) => string {
+  const probe = chunk({ content: "" }, null);
+  // The delta follows the id and model (escaped JSON strings) and precedes only nulls.
+  const at = probe.lastIndexOf('"content":""') + '"content":'.length;
+  const prefix = probe.slice(0, at);
+  const suffix = probe.slice(at + 2);
+  return (text) => prefix + JSON.stringify(text) + suffix;
 }
 
 async function finishStream(sse: SseWriter, chunk: Chunk, includeUsage: boolean, result: ChatCompletion): Promise<void> {

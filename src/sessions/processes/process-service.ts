@@ -18,7 +18,10 @@ import type { Clock, TimerHandle } from "../../lib/clock.js";
 import type { IdGenerator } from "../../lib/ids.js";
 import type { Logger } from "../../lib/logger.js";
 import type { ProcessRow, Store, WriteOp } from "../../store/types.js";
-import { spawnShell, type CommandExit, type CommandLaunch, type SpawnedCommand, type WorkspaceProcesses } from "../../agent/tools/workspace/index.js";
+// Their modules, not the workspace index (which re-exports the tools, loaded on first use).
+import { spawnShell, type CommandExit, type SpawnedCommand } from "../../agent/tools/workspace/run-command.js";
+import type { CommandLaunch } from "../../agent/tools/workspace/sandbox.js";
+import type { WorkspaceProcesses } from "../../agent/tools/workspace/processes.js";
 import { ToolFailure } from "../../agent/tools/index.js";
 import { storage } from "../core/session-access.js";
 import type { SessionRuntime } from "../core/session-runtime.js";

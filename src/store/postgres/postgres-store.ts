@@ -43,6 +43,7 @@ import { PgQueuedTurnTables } from "./queued-turn-tables.js";
 import { PG_MIGRATIONS } from "./migrations.js";
 import { PgRetention } from "./retention.js";
 import { appendsOnly, commitAppends, RowBatch } from "./appends.js";
+import { OpRuns } from "./op-runs.js";
 
 export interface PostgresStoreOptions {
   /** `postgres://user@host:port/db`; a `schema` query parameter selects (and creates) a schema. */
@@ -215,9 +216,26 @@ export class PostgresStore implements Store {
         });
         batch.lockedLeases(locked.rows);
       }
-      for (const op of ops) await this.writes.apply(c, op, batch);
+      await this.applyAll(c, ops, batch);
       await batch.flush(c);
     });
+  }
+
+  /**
+   * Row-keyed writes of many sessions go many rows a statement (op-runs.ts); appends and fences
+   * into the RowBatch (no statement); every other op in place, after the runs gathered before it.
+   */
+  private async applyAll(c: pg.PoolClient, ops: readonly WriteOp[], batch: RowBatch): Promise<void> {
+    const runs = new OpRuns();
+    for (const op of ops) {
+      if (OpRuns.gathers(op)) runs.add(op, batch);
+      else if (op.op === "event.append" || op.op === "delta.append" || op.op === "lease.fence") await this.writes.apply(c, op, batch);
+      else {
+        await runs.flush(c);
+        await this.writes.apply(c, op, batch);
+      }
+    }
+    await runs.flush(c);
   }
 
   private async q<R extends pg.QueryResultRow = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<R[]> {

@@ -3,7 +3,8 @@
  * background process), `process_output`, `process_kill`, `read_file`, `list_dir`,
  * `search_files`, `write_file`, `edit_file`. Off unless the profile names workspace roots (`tools.workspace: { roots }`).
  */
-export { WorkspaceSource, createWorkspaceTools, WORKSPACE_SOURCE, type CwdGate } from "./workspace-source.js";
+export { WorkspaceSource, WORKSPACE_SOURCE, type CwdGate } from "./workspace-source.js";
+export { createWorkspaceTools } from "./workspace-tools.js";
 export { DEFAULT_TERMINAL_TIMEOUT_S, type TerminalResult } from "./terminal-tool.js";
 export { HeadTailBuffer, DEFAULT_HEAD_BYTES, DEFAULT_TAIL_BYTES } from "./output-cap.js";
 export { confineCwd, CwdRefused, OUTSIDE_WORKSPACE, resolveInScope, scopeOf, type WorkspaceRoots, type WorkspaceScope } from "./paths.js";

@@ -5,6 +5,10 @@
  * source: read-only tools `auto`, the terminal and the writes `ask`; `tools.policy` overrides them
  * by name. It is also the gate of a client's `cwd` (`confineCwd`): a session of a profile with
  * workspace tools may only start inside one of its roots.
+ *
+ * The tools' own code (terminal, processes, reads and writes, their argument schemas: ~60 KB) is
+ * imported by the first listing with roots, not at start: a profile without workspace roots never
+ * loads it (test/unit/startup-imports.test.ts). The gate needs only paths.ts and folders.ts.
  */
 import { realPaths, type ResolvedToolsConfig, type WorkspaceSettings } from "../../../config/index.js";
 import type { Clock } from "../../../lib/clock.js";
@@ -12,26 +16,8 @@ import type { Tool } from "../registry.js";
 import type { SourceListing, ToolSource } from "../tool-runtime.js";
 import { confineCwd, type WorkspaceRoots } from "./paths.js";
 import { workspaceFolders, type WorkspaceFolders } from "./folders.js";
-import { processKillTool, processOutputTool } from "./process-tools.js";
-import { listDirTool, readFileTool, searchFilesTool } from "./read-tools.js";
-import { terminalTool } from "./terminal-tool.js";
-import type { WorkspaceOptions } from "./workspace-options.js";
-import { editFileTool, writeFileTool } from "./write-tools.js";
 
 export const WORKSPACE_SOURCE = "workspace";
-
-export function createWorkspaceTools(opts: WorkspaceOptions): Tool[] {
-  return [
-    terminalTool(opts),
-    processOutputTool(),
-    processKillTool(),
-    readFileTool(opts),
-    listDirTool(opts),
-    searchFilesTool(opts),
-    writeFileTool(opts),
-    editFileTool(opts),
-  ];
-}
 
 /** What the sessions layer asks of a profile's workspace when a client names a `cwd`. */
 export interface CwdGate {
@@ -50,14 +36,16 @@ export class WorkspaceSource implements ToolSource, CwdGate {
   private settings: WorkspaceSettings | null;
   private protect: readonly string[];
   private readonly protectOf: () => readonly string[];
-  private readonly tools: Tool[];
+  private readonly clock: Clock;
+  /** The tools, made by the first listing with roots (their module is imported then). */
+  private tools: Promise<Tool[]> | undefined;
 
   /** `protect`: the gateway's own paths (store files, data and config folders) no root may hold. */
   constructor(opts: { clock: Clock; config: ResolvedToolsConfig; protect?: () => readonly string[] }) {
     this.protectOf = opts.protect ?? (() => []);
     this.settings = opts.config.workspace;
     this.protect = realPaths(this.protectOf());
-    this.tools = createWorkspaceTools({ clock: opts.clock, roots: () => this.roots(), settings: () => this.current() });
+    this.clock = opts.clock;
   }
 
   apply(config: ResolvedToolsConfig): void {
@@ -82,7 +70,10 @@ export class WorkspaceSource implements ToolSource, CwdGate {
 
   async list(_req: unknown, reserved: ReadonlySet<string>): Promise<SourceListing> {
     if (!this.settings || this.settings.roots.length === 0) return { tools: [], unavailable: [] };
-    return { tools: this.tools.filter((t) => !reserved.has(t.spec.name)).map((tool) => ({ tool, source: WORKSPACE_SOURCE })), unavailable: [] };
+    this.tools ??= import("./workspace-tools.js").then((m) =>
+      m.createWorkspaceTools({ clock: this.clock, roots: () => this.roots(), settings: () => this.current() }),
+    );
+    return { tools: (await this.tools).filter((t) => !reserved.has(t.spec.name)).map((tool) => ({ tool, source: WORKSPACE_SOURCE })), unavailable: [] };
   }
 
   private roots(): WorkspaceRoots {
