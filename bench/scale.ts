@@ -19,7 +19,7 @@
  */
 import { NO_QUOTAS } from "./no-quotas.js";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -55,12 +55,13 @@ interface CatchupResult {
   frames: number;
 }
 
-export const ENV: Record<string, string> = { TETHER_DEMO_DELAY_MS: "0", TETHER_LOG_LEVEL: "warn", TETHER_ORPHAN_GRACE_S: "0", ...NO_QUOTAS };
+const ENV: Record<string, string> = { TETHER_DEMO_DELAY_MS: "0", TETHER_LOG_LEVEL: "warn", TETHER_ORPHAN_GRACE_S: "0", ...NO_QUOTAS };
 // E.g. TETHER_BENCH_NODE_OPTIONS="--import ./bench/cpu-prof-preload.mjs" TETHER_BENCH_PROF_DIR=/tmp/prof profiles every
-// node (not the clients): Node 20 refuses --cpu-prof in NODE_OPTIONS.
+// node (not the clients): Node 20 refuses --cpu-prof in NODE_OPTIONS. TETHER_BENCH_WINDOWS=<file> appends each
+// run's measured interval (label, start and end on the monotonic clock in µs, as the profiles' timestamps) to cut them to it.
 if (process.env.TETHER_BENCH_NODE_OPTIONS) ENV.NODE_OPTIONS = process.env.TETHER_BENCH_NODE_OPTIONS;
 
-export async function cluster(n: number, args: string[], bin?: string): Promise<SpawnedGateway[]> {
+async function cluster(n: number, args: string[], bin?: string): Promise<SpawnedGateway[]> {
   return Promise.all(Array.from({ length: n }, () => spawnGateway(["--port", "0", ...args], ENV, bin)));
 }
 
@@ -100,7 +101,7 @@ async function interleavedRuns(runs: number, configs: Config[], sessions: number
 }
 
 /** S sessions, spread over the nodes, stream at once; returns aggregate client-side frames/s. */
-export async function stream(label: string, nodes: SpawnedGateway[], sessions: number, countTo: number, socketsPerNode = 4): Promise<StreamResult & { ids: Array<{ node: number; sid: string }> }> {
+async function stream(label: string, nodes: SpawnedGateway[], sessions: number, countTo: number, socketsPerNode = 4): Promise<StreamResult & { ids: Array<{ node: number; sid: string }> }> {
   const clients: RpcClient[][] = await Promise.all(nodes.map((n) => Promise.all(Array.from({ length: socketsPerNode }, () => RpcClient.open(n.wsUrl)))));
   const ids: Array<{ node: number; sid: string; client: RpcClient }> = [];
   for (let i = 0; i < sessions; i++) {
@@ -143,6 +144,7 @@ export async function stream(label: string, nodes: SpawnedGateway[], sessions: n
   const pids = nodes.map((n) => n.child.pid!);
   const cpu0 = cpuSample(pids);
   const t0 = performance.now();
+  const mono0 = process.hrtime.bigint() / 1000n;
   await Promise.all(ids.map((s) => s.client.call("prompt.submit", { session_id: s.sid, text: `count to ${countTo}` })));
   await all.finally(() => clearInterval(watchdog)).catch(async (err: Error) => {
     for (const n of nodes) console.error(`node ${n.child.pid} stderr (tail):\n${n.stderr().slice(-3000)}`);
@@ -152,6 +154,8 @@ export async function stream(label: string, nodes: SpawnedGateway[], sessions: n
   });
   const seconds = (performance.now() - t0) / 1000;
   const cpu = cpuSplit(cpu0, cpuSample(pids));
+  // Each run's measured interval on the monotonic clock (µs), which the nodes' profiles share: cuts them to it.
+  if (process.env.TETHER_BENCH_WINDOWS) appendFileSync(process.env.TETHER_BENCH_WINDOWS, `${label}\t${mono0}\t${process.hrtime.bigint() / 1000n}\n`);
   for (const c of clients.flat()) {
     c.ws.removeAllListeners("close");
     await c.close();

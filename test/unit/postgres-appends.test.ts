@@ -148,6 +148,11 @@ describe.skipIf(!pgAvailable)("PostgreSQL commits, batched", () => {
       expect((await store.loadHidden("s0", "m_edit")).map((m) => [m.id, m.content])).toEqual([["m_new", "inserted"]]);
       expect((await store.loadMessages("s0")).map((m) => m.id)).toEqual(["m_s0", "m_after"]);
       expect((await store.getSession("s1"))!.title).toBe("second");
+      // Every column of a message at once, again and again (its statement's name must fit PostgreSQL's 63 bytes).
+      for (let i = 0; i < 3; i++) {
+        await store.commit([{ op: "message.update", id: "m_s0", patch: { content: `c${i}`, status: "complete", tool_calls: null, display_metadata: { i } } as never }]);
+      }
+      expect((await store.loadMessages("s0"))[0]).toMatchObject({ content: "c2", display_metadata: { i: 2 } });
       // A duplicate insert still fails the whole batch (and its other rows with it).
       await expect(store.commit([
         { op: "session.update", id: "s1", patch: { title: "third" } },

@@ -53,15 +53,23 @@ const DELTA_COMPACT = {
     WHERE d.session_id = x.session_id AND d.message_id = x.message_id`,
 };
 
+/** Update statements by table and columns, each named once per process (PostgreSQL cuts names at 63 bytes). */
+const updates = new Map<string, { name: string; text: string }>();
+
 /** `UPDATE table t SET c = v.c, … FROM unnest(ids, c…) v WHERE t.id = v.id`, for one set of columns. */
 function updateStatement(table: "sessions" | "messages", cols: string[]): { name: string; text: string } {
+  const key = `${table}:${cols.join(",")}`;
+  let statement = updates.get(key);
+  if (statement) return statement;
   for (const c of cols) if (!COLUMN_NAME.test(c)) throw new Error(`not a column: ${c}`);
   const arrays = cols.map((c, i) => `$${i + 2}::${arrayType(c)}`).join(", ");
   const sets = cols.map((c) => `${c} = v.${c}`).join(", ");
-  return {
-    name: `tether_update_${table}_${cols.join("_")}`,
+  statement = {
+    name: `tether_update_${updates.size + 1}`,
     text: `UPDATE ${table} t SET ${sets} FROM unnest($1::text[], ${arrays}) AS v(id, ${cols.join(", ")}) WHERE t.id = v.id`,
   };
+  updates.set(key, statement);
+  return statement;
 }
 
 export class OpRuns {
