@@ -17,6 +17,8 @@ export interface CpuSample {
   machineTotal: number;
   /** CPU ms by group. */
   ms: Record<CpuGroup, number>;
+  /** The server processes' CPU ms by pid (cpuSplit adds each one's own change). */
+  servers: Record<"postgres" | "redis", Map<number, number>>;
 }
 
 export type CpuGroup = "nodes" | "postgres" | "redis" | "clients";
@@ -28,21 +30,18 @@ export interface CpuSplitResult {
   ms: Record<CpuGroup, number>;
 }
 
-/**
- * utime + stime of `pid`; with `reaped`, also cutime + cstime: the CPU of its children that exited.
- * PostgreSQL's backends come and go with the pools (an idle pooled connection closes after 10 s),
- * and a backend that exited between two samples took its CPU with it: the sum went down and the
- * group read 0. The postmaster's reaped-children time keeps it.
- */
-function procTicks(pid: number, reaped = false): number {
+function procTicks(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const own = Number(fields[11]) + Number(fields[12]); // utime, stime
-    return reaped ? own + Number(fields[13]) + Number(fields[14]) : own; // cutime, cstime
+    return Number(fields[11]) + Number(fields[12]); // utime, stime
   } catch {
     return 0;
   }
+}
+
+function byPid(pids: number[]): Map<number, number> {
+  return new Map(pids.map((p) => [p, procTicks(p) * TICK_MS]));
 }
 
 function pidsNamed(names: readonly string[]): number[] {
@@ -75,7 +74,7 @@ export function cpuSample(nodePids: readonly number[]): CpuSample | null {
   const v = line.trim().split(/\s+/).slice(1).map(Number);
   const idle = (v[3] ?? 0) + (v[4] ?? 0);
   const total = v.reduce((a, b) => a + b, 0);
-  const sum = (pids: number[], reaped = false) => pids.reduce((a, p) => a + procTicks(p, reaped), 0) * TICK_MS;
+  const sum = (pids: number[]) => pids.reduce((a, p) => a + procTicks(p), 0) * TICK_MS;
   const self = process.cpuUsage();
   return {
     at: performance.now(),
@@ -83,10 +82,11 @@ export function cpuSample(nodePids: readonly number[]): CpuSample | null {
     machineTotal: total,
     ms: {
       nodes: sum([...nodePids]),
-      postgres: sum(pidsNamed(["postgres"]), true),
-      redis: sum(pidsNamed(["redis-server"]), true),
+      postgres: 0,
+      redis: 0,
       clients: (self.user + self.system) / 1000,
     },
+    servers: { postgres: byPid(pidsNamed(["postgres"])), redis: byPid(pidsNamed(["redis-server"])) },
   };
 }
 
@@ -94,5 +94,11 @@ export function cpuSplit(a: CpuSample | null, b: CpuSample | null): CpuSplitResu
   if (!a || !b || b.machineTotal === a.machineTotal) return null;
   const ms = {} as Record<CpuGroup, number>;
   for (const k of Object.keys(a.ms) as CpuGroup[]) ms[k] = Math.max(0, b.ms[k] - a.ms[k]);
+  // Per process: PostgreSQL's backends come and go (other users' too, on a shared machine), and one
+  // that exited mid-run must not take the others' CPU with it (a plain sum went down and read 0).
+  // One that started mid-run counts from 0; one that exited mid-run is missed (ours live through a run).
+  for (const k of ["postgres", "redis"] as const) {
+    for (const [pid, after] of b.servers[k]) ms[k] += Math.max(0, after - (a.servers[k].get(pid) ?? 0));
+  }
   return { machineBusy: (b.machineBusy - a.machineBusy) / (b.machineTotal - a.machineTotal), ms };
 }

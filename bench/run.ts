@@ -6,6 +6,7 @@
  *
  *   npm run bench                      # everything (~2 minutes on 2 cores)
  *   npm run bench -- --only=web        # the web client with a 2,000-message session, in Chromium (bench/web.ts)
+ *   npm run bench -- --only=web --web-baseline=/tmp/main/web/dist --web-rounds=3   # A/B against another build, alternating
  *   npm run bench -- --only=catchup    # appends | fanout | catchup | idle | slowviewer | tools | clienttools | startup | retention | tracing | agents | crash | overhead | concurrency | wal | modelinput, comma-separated
  *   npm run bench -- --only=startup --startup-before=/tmp/main/bin/tether.js   # + another build in the same loop
  *   npm run bench -- --quick           # smaller sizes, for working on the harness itself
@@ -48,8 +49,8 @@ const onlyArg = args.find((a) => a.startsWith("--only="));
 const only = onlyArg ? new Set(onlyArg.slice("--only=".length).split(",")) : null;
 if (only?.has("web")) {
   // The web client in Chromium (bench/web.ts): its own run and report, like --scale.
-  const { runWebBench, printWebBench } = await import("./web.js");
-  printWebBench(await runWebBench({ quick }));
+  const { runWebBench, printWebBench, webBenchArgs } = await import("./web.js");
+  printWebBench(await runWebBench(webBenchArgs(args)));
   process.exit(0);
 }
 const wanted = (name: string) => only === null || only.has(name);

@@ -75,7 +75,10 @@ describe("responses with the demo provider", () => {
       if (rt) viewerCounts.push(rt.viewers.size);
     }
     expect(viewerCounts.length).toBeGreaterThan(0);
-    expect(new Set(viewerCounts)).toEqual(new Set([1]));
+    // One viewer while it streams; none once it ended (the turn's end comes with its last message,
+    // so the client may still be reading buffered deltas when the response has let go).
+    expect(viewerCounts[0]).toBe(1);
+    expect(Math.max(...viewerCounts)).toBe(1);
     expect(textOf(events)).toBe(counting(40));
     expect(events.map((e) => e.type).slice(0, 2)).toEqual(["response.created", "response.in_progress"]);
     expect(events.at(-1)!.type).toBe("response.completed");

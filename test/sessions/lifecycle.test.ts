@@ -284,3 +284,20 @@ describe("the turn slot's gate", () => {
     expect(lines.filter((l) => l.msg === skipped)).toEqual([expect.objectContaining({ session_id: b.session_id, step: "stop", level: 50 })]);
   });
 });
+
+describe("ends refuse no transition", () => {
+  it("closing a detached session while its turn runs: the turn settles after the end began, and nothing asks to park it", async () => {
+    const { logger, lines } = capturingLogger();
+    const h = await startHarness({ dbPath: tempDbPath(), clock: new FakeClock(), processId: "p1", lifecycle: { startup_sweep: false }, logger, demoDelayMs: 100 });
+    harnesses.push(h);
+    const v = new TestViewer("a");
+    const a = await h.manager.create(ME, {}, v);
+    await h.manager.submit(ME, a.session_id, "count to 50");
+    h.manager.detachViewer(v);
+    await h.clock.advance(300);
+    expect(sessionRooms(h.manager).registry.get(a.session_id)!.running).toBe(true);
+    await h.manager.close(ME, a.session_id);
+    expect((await h.store.getSession(a.session_id))!.end_reason).toBe("user_close");
+    expect(lines.filter((l) => l.msg === "session state transition refused")).toEqual([]);
+  });
+});

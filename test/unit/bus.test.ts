@@ -71,6 +71,33 @@ describe.skipIf(!redisAvailable)("Redis bus", () => {
     }
   });
 
+  it("hands a tick's entries to ioredis as bytes (encoded once, no string to measure and encode again), each the frames' text byte for byte", async () => {
+    const prefix = testPrefix();
+    const url = redisTestUrl(prefix);
+    const raw = new Redis(REDIS_URL);
+    const [a, b] = await Promise.all([RedisBus.open({ url, ringFrames: 100, nodeId: "A", frames: "batched" }), RedisBus.open({ url, ringFrames: 100, nodeId: "B" })]);
+    const call = vi.spyOn(Redis.prototype, "call");
+    try {
+      const wires = [`{"t":"é\n"}`, `{"t":"😀 \u2028"}`, `{"t":"plain"}`];
+      a.publish("bytes1", 1, wires[0]!);
+      a.publish("bytes2", 1, wires[1]!);
+      a.publish("bytes1", 2, wires[2]!);
+      await a.flush();
+      const evals = call.mock.calls.filter((c) => c[0] === "EVAL");
+      expect(evals).toHaveLength(1);
+      const bodies = evals[0]!.filter((arg) => typeof arg !== "string");
+      expect(bodies.map((x) => Buffer.isBuffer(x))).toEqual([true, true]);
+      expect(bodies.map((x) => (x as Buffer).toString("utf8"))).toEqual([`1 ${wires[0]!.length}\n${wires[0]}2 ${wires[2]!.length}\n${wires[2]}`, `1 ${wires[1]!.length}\n${wires[1]}`]);
+      expect((await raw.xrange(`${prefix}s:bytes1`, "-", "+")).map(([id, f]) => [id, f[0]])).toEqual([["2-0", "f"]]);
+      expect((await b.readAfter("bytes1", 0)).map((e) => e.wire)).toEqual([wires[0], wires[2]]);
+      expect((await b.readAfter("bytes2", 0)).map((e) => e.wire)).toEqual([wires[1]]);
+    } finally {
+      call.mockRestore();
+      raw.disconnect();
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   it("refuses an unknown frames= value on the bus URL by name", async () => {
     await expect(RedisBus.open({ url: `${redisTestUrl(testPrefix())}&frames=double`, ringFrames: 100, nodeId: "A" })).rejects.toThrow(/frames=double is not one of auto, single, batched/);
   });

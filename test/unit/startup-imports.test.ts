@@ -85,6 +85,14 @@ describe("the start of tether serve (dist/)", () => {
     expect(lazy.filter((m) => modules.has(m))).toEqual([]);
   });
 
+  it("bundles hono and its node adapter into the command (one chunk, not ~30 ES modules resolved and linked at start); the library leaves them to the app's node_modules", () => {
+    const serveChunk = readdirSync(join(DIST, "chunks")).find((f) => /^serve-.*\.js$/.test(f))!;
+    const command = new Set([...walk(join(DIST, "cli.js")).packages, ...walk(join(DIST, "chunks", serveChunk)).packages]);
+    expect([...command].filter((p) => p === "hono" || p === "@hono/node-server")).toEqual([]);
+    const library = walk(join(DIST, "index.js")).packages;
+    expect([...library].filter((p) => p === "hono" || p === "@hono/node-server").sort()).toEqual(["@hono/node-server", "hono"]);
+  });
+
   it("is pure ASCII: V8 keeps a module with one non-ASCII character (a comment's dash) as two-byte source, twice the heap", () => {
     const files = [join(DIST, "cli.js"), join(DIST, "index.js"), ...readdirSync(join(DIST, "chunks")).filter((f) => f.endsWith(".js")).map((f) => join(DIST, "chunks", f))];
     const wide = files.filter((f) => /[^\x00-\x7f]/.test(readFileSync(f, "utf8")));

@@ -2,11 +2,12 @@
 import { ToolArgs, ToolResult } from "./tool-args.js";
 import { Icon } from "./icons.js";
 import { MessageAttachments } from "./attachments.js";
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Usage } from "../../src/protocol/index.js";
 import { formatCount, interruptedLabel } from "./labels.js";
 import type { Block, DelegationTaskView } from "./model.js";
-import { hasMath, highlightJson, renderMarkdown } from "./markdown.js";
+import { highlightJson, renderMarkdown, renderMarkdownFragment } from "./markdown.js";
+import { patchChildren } from "./dom-patch.js";
 import { noteRender } from "./render-probe.js";
 
 const LAYER_TITLES: Record<string, string> = {
@@ -20,36 +21,47 @@ const LAYER_TITLES: Record<string, string> = {
   tool: "Tool error",
 };
 
-/** Markdown, with a Copy button added to each code block's head bar. */
-export function Markdown({ text, className, copy }: { text: string; className?: string; copy?: (text: string) => Promise<boolean> }) {
-  const html = useMemo(() => renderMarkdown(text), [text]);
+/**
+ * Markdown, with a Copy button added to each code block's head bar. `live`: the text grows (a
+ * streaming reply): its DOM is patched in place (dom-patch.ts) rather than replaced per frame.
+ */
+export function Markdown({ text, className, copy, live }: { text: string; className?: string; copy?: (text: string) => Promise<boolean>; live?: boolean }) {
+  const html = useMemo(() => (live ? "" : renderMarkdown(text)), [text, live]);
   const root = useRef<HTMLDivElement>(null);
+  useLayoutEffect(() => {
+    if (live && root.current) patchChildren(root.current, renderMarkdownFragment(text));
+  }, [text, live]);
   useEffect(() => {
-    if (!copy) return;
-    for (const head of root.current?.querySelectorAll<HTMLElement>(".code-head") ?? []) {
-      if (head.querySelector(".code-copy")) continue;
-      const btn = document.createElement("button");
-      btn.type = "button";
-      btn.className = "code-copy";
-      btn.textContent = "Copy";
-      btn.setAttribute("aria-label", "Copy code");
-      btn.addEventListener("click", () => {
-        const code = head.parentElement?.querySelector("code")?.textContent ?? "";
-        void copy(code).then((ok) => {
-          if (!ok) return;
-          btn.textContent = "Copied";
-          setTimeout(() => (btn.textContent = "Copy"), 2000);
-        });
-      });
-      head.appendChild(btn);
-    }
-  }, [html, copy]);
+    const el = root.current;
+    if (!copy || !el) return;
+    addCopyButtons(el, copy);
+  }, [html, text, copy]);
   // Formulas are typeset by KaTeX, loaded the first time a message holds one (math.ts).
   useEffect(() => {
-    if (!hasMath(html)) return;
+    if (!root.current?.querySelector(".math:not([data-typeset])")) return;
     void import("./math.js").then((m) => root.current && m.typesetMath(root.current));
-  }, [html]);
-  return <div ref={root} class={`md ${className ?? ""}`} dangerouslySetInnerHTML={{ __html: html }} />;
+  }, [html, text]);
+  return <div ref={root} class={`md ${className ?? ""}`} {...(live ? {} : { dangerouslySetInnerHTML: { __html: html } })} />;
+}
+
+function addCopyButtons(root: HTMLElement, copy: (text: string) => Promise<boolean>): void {
+  for (const head of root.querySelectorAll<HTMLElement>(".code-head")) {
+    if (head.querySelector(".code-copy")) continue;
+    const btn = document.createElement("button");
+    btn.type = "button";
+    btn.className = "code-copy";
+    btn.textContent = "Copy";
+    btn.setAttribute("aria-label", "Copy code");
+    btn.addEventListener("click", () => {
+      const code = head.parentElement?.querySelector("code")?.textContent ?? "";
+      void copy(code).then((ok) => {
+        if (!ok) return;
+        btn.textContent = "Copied";
+        setTimeout(() => (btn.textContent = "Copy"), 2000);
+      });
+    });
+    head.appendChild(btn);
+  }
 }
 
 function Json({ value }: { value: unknown }) {
@@ -219,7 +231,7 @@ function AssistantBlock({ block, actions, ex, join = {} }: { block: Extract<Bloc
             <div class="reasoning-text">{block.reasoning}</div>
           </details>
         )}
-        <Markdown text={text} className={block.status === "streaming" ? (paused ? "streaming paused" : "streaming") : ""} copy={actions.copy} />
+        <Markdown text={text} className={block.status === "streaming" ? (paused ? "streaming paused" : "streaming") : ""} copy={actions.copy} live={block.status === "streaming"} />
         {block.status === "streaming" && !block.text && <span class={`caret ${paused ? "paused" : ""}`} aria-hidden="true" />}
         {paused ? (
           <div class="badge badge-warn" role="note" data-testid="paused-badge">

@@ -89,30 +89,41 @@ const marked = new Marked({
   },
 });
 
-DOMPurify.addHook("afterSanitizeAttributes", (node) => {
-  if (node.tagName === "A") {
-    node.setAttribute("target", "_blank");
-    node.setAttribute("rel", "noopener noreferrer nofollow");
-  }
-  // A code block scrolls sideways: it takes focus so a keyboard can scroll it (axe scrollable-region-focusable).
-  if (node.tagName === "PRE") node.setAttribute("tabindex", "0");
-});
-
 const PURIFY = {
   USE_PROFILES: { html: true },
   FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "iframe", "object", "embed"],
   FORBID_ATTR: ["style"],
 };
 
-/** True when rendered HTML holds a formula (the page then loads KaTeX: math.ts). */
-export function hasMath(html: string): boolean {
-  return html.includes('class="math');
+/**
+ * Two sanitizers, each with its configuration set once: a configuration passed to every
+ * `sanitize` call is parsed again on every call (its sets rebuilt), which showed in profiles of a
+ * streaming reply and of opening a long session (#33). One returns HTML, the other nodes.
+ */
+function purifier(cfg: Parameters<typeof DOMPurify.setConfig>[0]): typeof DOMPurify {
+  const p = DOMPurify(window);
+  p.setConfig(cfg);
+  p.addHook("afterSanitizeAttributes", (node) => {
+    if (node.tagName === "A") {
+      node.setAttribute("target", "_blank");
+      node.setAttribute("rel", "noopener noreferrer nofollow");
+    }
+    // A code block scrolls sideways: it takes focus so a keyboard can scroll it (axe scrollable-region-focusable).
+    if (node.tagName === "PRE") node.setAttribute("tabindex", "0");
+  });
+  return p;
 }
+const toHtml = purifier(PURIFY);
+const toNodes = purifier({ ...PURIFY, RETURN_DOM_FRAGMENT: true });
 
 /** Sanitized HTML for a Markdown text (safe for innerHTML). */
 export function renderMarkdown(text: string): string {
-  const html = marked.parse(text, { async: false });
-  return DOMPurify.sanitize(html, PURIFY);
+  return toHtml.sanitize(marked.parse(text, { async: false }));
+}
+
+/** The same, as nodes (a streaming reply patches its DOM with them: dom-patch.ts); no second parse. */
+export function renderMarkdownFragment(text: string): DocumentFragment {
+  return toNodes.sanitize(marked.parse(text, { async: false })) as unknown as DocumentFragment;
 }
 
 /** Pretty JSON for tool arguments and results. */

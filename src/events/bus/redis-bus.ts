@@ -22,7 +22,7 @@ import { Redis } from "ioredis";
 import { randomUUID } from "node:crypto";
 import { NodeUnreachable, type Bus, type BusEntry, type BusFrameListener, type BusGlobalListener, type BusOptions, type BusRequest, type BusRequestHandler, type WireError } from "./types.js";
 import { fromWireError, toWireError } from "./rpc-errors.js";
-import { appendFrame, forEachFrame, framesAfter, lastWire, type RawEntry } from "./redis-entries.js";
+import { encodeBodies, forEachFrame, framesAfter, lastWire, type RawEntry } from "./redis-entries.js";
 import { capsChannel, CHECK_EVERY_MS, everyNodeReadsBatches, parseFramesMode, type FramesMode } from "./redis-format.js";
 
 export interface RedisBusOptions extends BusOptions {
@@ -251,7 +251,8 @@ export class RedisBus implements Bus {
    * more than ENTRY_FRAMES gets several, in order), each chunk of entries one EVAL.
    */
   private async sendEntries(sessions: string[], seqs: number[], wires: string[]): Promise<void> {
-    const entries = groupEntries(sessions, seqs, wires);
+    const entries = groupEntries(sessions, seqs);
+    const bodies = encodeBodies(entries.map((e) => e.frames), seqs, wires);
     const sent: Promise<unknown>[] = [];
     const ttl = String(this.ttlMs);
     const now = Date.now();
@@ -259,13 +260,13 @@ export class RedisBus implements Bus {
     for (let i = 0; i < entries.length; i += PUBLISH_BATCH) {
       const end = Math.min(entries.length, i + PUBLISH_BATCH);
       const expiring = this.expiryDue(entryKeys, i, end, now);
-      const args: string[] = [PUBLISH_BATCHES_SCRIPT, String(end - i + expiring.length)];
+      const args: Array<string | Buffer> = [PUBLISH_BATCHES_SCRIPT, String(end - i + expiring.length)];
       for (let k = i; k < end; k++) args.push(entryKeys[k]!);
       for (const key of expiring) args.push(key);
       args.push(ttl, String(end - i));
       for (let k = i; k < end; k++) {
         const e = entries[k]!;
-        args.push(String(Math.max(0, e.last - this.ringFrames + 1)), `${e.last}-0`, e.body);
+        args.push(String(Math.max(0, e.last - this.ringFrames + 1)), `${e.last}-0`, bodies[k]!);
       }
       sent.push(this.cmd.call("EVAL", ...args).catch((err: unknown) => this.onError(err, "bus publish")));
     }
@@ -517,29 +518,27 @@ export class RedisBus implements Bus {
 interface Entry {
   session: string;
   last: number;
-  n: number;
-  body: string;
+  /** Indexes of its frames in the tick's arrays. */
+  frames: number[];
 }
 
 /**
  * A tick's frames as format-2 entries: one per session, in publish order (seq order within a
  * session); a session with more than ENTRY_FRAMES frames gets several, in order.
  */
-function groupEntries(sessions: readonly string[], seqs: readonly number[], wires: readonly string[]): Entry[] {
+function groupEntries(sessions: readonly string[], seqs: readonly number[]): Entry[] {
   const entries: Entry[] = [];
   const open = new Map<string, Entry>();
   for (let k = 0; k < sessions.length; k++) {
     const session = sessions[k]!;
-    const seq = seqs[k]!;
     let e = open.get(session);
-    if (!e || e.n >= ENTRY_FRAMES) {
-      e = { session, last: seq, n: 0, body: "" };
+    if (!e || e.frames.length >= ENTRY_FRAMES) {
+      e = { session, last: seqs[k]!, frames: [] };
       open.set(session, e);
       entries.push(e);
     }
-    e.body = appendFrame(e.body, seq, wires[k]!);
-    e.last = seq;
-    e.n++;
+    e.frames.push(k);
+    e.last = seqs[k]!;
   }
   return entries;
 }

@@ -72,11 +72,10 @@ async function run(outgoing: ServerResponse, opts: SseOptions, body: (sse: SseWr
   };
   outgoing.once("close", gone);
   opts.metrics?.connectionOpened("sse");
-  const batch = burstBatcher(outgoing);
+  const burst = new BurstWriter(outgoing);
   const write = (text: string): Promise<void> => {
     if (abort.signal.aborted || outgoing.destroyed || outgoing.writableEnded) return Promise.resolve();
-    batch(text.length);
-    if (outgoing.write(text)) return Promise.resolve();
+    if (burst.write(text)) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const on = () => {
         outgoing.off("drain", on);
@@ -99,7 +98,7 @@ async function run(outgoing: ServerResponse, opts: SseOptions, body: (sse: SseWr
   let cut: TimerHandle | null = null;
   const writer: SseWriter = {
     signal: abort.signal,
-    pendingBytes: () => outgoing.writableLength,
+    pendingBytes: () => outgoing.writableLength + burst.held,
     blocked: () => outgoing.writableNeedDrain,
     onDrain(fn) {
       drainListeners.push(fn);
@@ -115,6 +114,7 @@ async function run(outgoing: ServerResponse, opts: SseOptions, body: (sse: SseWr
       if (done) return;
       done = true;
       (timer as TimerHandle | null)?.cancel();
+      burst.flush();
       if (!outgoing.writableEnded) outgoing.end();
     },
     send(data, fields = {}) {
@@ -137,44 +137,59 @@ async function run(outgoing: ServerResponse, opts: SseOptions, body: (sse: SseWr
     outgoing.off("close", gone);
     for (const fn of drainListeners) outgoing.off("drain", fn);
     opts.metrics?.connectionClosed("sse");
+    burst.flush();
     if (!outgoing.writableEnded) outgoing.end();
   }
 }
 
 /**
  * A burst of events leaves in one write: the first event of a run of the event loop goes out at
- * once (the first token is never held), and when more follow before the run ends the response is
- * corked, so the rest leave together at its end (one writev of every chunk) instead of one write
- * and one syscall each. A 200-delta burst is delivered in one loop callback after its one group
- * commit, and the route's loop takes each frame through a few promise hops; the run ends at the
- * next `process.nextTick` after the microtasks drain, i.e. once the loop waits for frames again.
- * Past 64 KiB corked, it flushes and corks again (a burst never piles up behind the cork).
+ * once (the first token is never held), and the events that follow before the run ends are joined
+ * into one string, written at its end — one `write` (one HTTP chunk, one syscall) instead of one
+ * per event, each with its chunk framing (node's cork still framed every write on its own: a
+ * 200-delta burst left as ~800 buffers). A 200-delta burst is delivered in one loop callback after
+ * its one group commit, and the route's loop takes each frame through a few promise hops; the run
+ * ends at the next `process.nextTick` after the microtasks drain, i.e. once the loop waits for
+ * frames again. Past 64 KiB held, it writes at once (a burst never piles up in memory).
  */
-function burstBatcher(outgoing: ServerResponse): (bytes: number) => void {
-  let run: "idle" | "wrote" | "corked" = "idle";
-  let corked = 0;
-  const endOfRun = () => {
-    if (run === "corked" && !outgoing.destroyed) outgoing.uncork();
-    run = "idle";
-  };
-  return (bytes) => {
-    if (run === "idle") {
-      run = "wrote";
-      process.nextTick(endOfRun);
-    } else if (run === "wrote") {
-      run = "corked";
-      corked = 0;
-      outgoing.cork();
-    } else if (corked > CORK_FLUSH_BYTES) {
-      outgoing.uncork();
-      outgoing.cork();
-      corked = 0;
+class BurstWriter {
+  private text = "";
+  private inRun = false;
+  constructor(private readonly outgoing: ServerResponse) {}
+
+  /** Characters held for the end of the run (not yet given to node). */
+  get held(): number {
+    return this.text.length;
+  }
+
+  /** False while node's buffer is over its high-water mark: the caller waits for `drain`. */
+  write(text: string): boolean {
+    if (!this.inRun) {
+      this.inRun = true;
+      process.nextTick(this.endOfRun);
+      return this.outgoing.write(text);
     }
-    corked += bytes;
+    this.text += text;
+    if (this.text.length > HOLD_FLUSH_CHARS) return this.flush();
+    return !this.outgoing.writableNeedDrain;
+  }
+
+  /** Writes what is held now (before the response ends, or past the limit). */
+  flush(): boolean {
+    const text = this.text;
+    if (text === "") return !this.outgoing.writableNeedDrain;
+    this.text = "";
+    if (this.outgoing.destroyed || this.outgoing.writableEnded) return true;
+    return this.outgoing.write(text);
+  }
+
+  private readonly endOfRun = (): void => {
+    this.inRun = false;
+    this.flush();
   };
 }
 
-const CORK_FLUSH_BYTES = 64 * 1024;
+const HOLD_FLUSH_CHARS = 64 * 1024;
 
 /** One event as hono's writeSSE wrote it: `event:`, one `data:` line per line, `id:`. */
 function sseEvent(data: string, fields: { event?: string; id?: string }): string {

@@ -59,8 +59,11 @@ export class ViewerBinding {
 
   /** A turn settled (the runtime's `turnSettled` hook): restart a detached session's grace, mark its lease. */
   turnSettled(runtime: SessionRuntime): void {
+    // A turn its runtime's end or hand-over stopped settles after the state moved on: no grace to
+    // restart (asking to park an ending runtime is a transition the table refuses).
+    if (!this.deps.registry.isServing(runtime)) return;
     this.deps.lifecycle.activity(runtime);
-    if (runtime.viewers.size === 0 && this.deps.registry.isServing(runtime)) this.leaseDetached(runtime, true);
+    if (runtime.viewers.size === 0) this.leaseDetached(runtime, true);
   }
 
   /**
