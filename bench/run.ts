@@ -519,10 +519,13 @@ async function runConcurrency(): Promise<void> {
   const deltasArg = Number(args.find((a) => a.startsWith("--concurrency-deltas="))?.slice("--concurrency-deltas=".length));
   const sizesArg = args.find((a) => a.startsWith("--concurrency-sessions="))?.slice("--concurrency-sessions=".length);
   const sizes = { deltas: Number.isInteger(deltasArg) && deltasArg > 0 ? deltasArg : SIZES.concurrency.deltas, sessions: sizesArg ? sizesArg.split(",").map(Number) : SIZES.concurrency.sessions };
+  // `--concurrency-cpu-prof=DIR`: each gateway (this build's) writes a V8 CPU profile there when its round ends.
+  const profDir = args.find((a) => a.startsWith("--concurrency-cpu-prof="))?.slice("--concurrency-cpu-prof=".length);
+  const prof = profDir ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profDir}`] } : {};
   const r: ConcurrencyResult = { deltasPerTurn: sizes.deltas, rows: [], largestHolding: 0 };
   const b: ConcurrencyResult = { deltasPerTurn: sizes.deltas, rows: [], largestHolding: 0 };
   for (const n of sizes.sessions) {
-    const one = await benchConcurrency({ ...sizes, sessions: [n] });
+    const one = await benchConcurrency({ ...sizes, sessions: [n], ...prof });
     r.rows.push(...one.rows);
     r.largestHolding = Math.max(r.largestHolding, one.largestHolding);
     if (before) b.rows.push(...(await benchConcurrency({ ...sizes, sessions: [n], bin: before })).rows);
