@@ -70,7 +70,8 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
       await expect.poll(() => page.locator('[data-kind="assistant"][data-status="complete"]').count()).toBe(i + 2);
     }
     expect(await activeId(page)).toBe("composer-input"); // still there after sending
-    await send(page, "count to 1500");
+    // Long enough to outlast the queue edits and the jump below on a loaded machine (the button shows only while a reply runs).
+    await send(page, "count to 4000");
     await page.locator('[data-kind="assistant"][data-status="streaming"]').waitFor();
     // While it streams the live region is not read word by word: it still says the last finished reply.
     expect(await announcer.innerText()).toBe("Reply finished (62 words)");
@@ -101,9 +102,9 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
       .poll(() => page.getByRole("log", { name: "Transcript" }).evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight))
       .toBeLessThan(80);
     // The edited prompt ran as edited, right after the turn it queued behind; the cancelled one never ran.
-    await page.locator('[data-kind="assistant"]').nth(5).and(page.locator('[data-status="complete"]')).waitFor({ timeout: 20_000 });
+    await page.locator('[data-kind="assistant"]').nth(5).and(page.locator('[data-status="complete"]')).waitFor({ timeout: 45_000 });
     await page.waitForTimeout(300);
-    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 20", "count to 60", "count to 61", "count to 62", "count to 1500", "count to 8"]);
+    expect(await page.locator('[data-kind="user"]').allInnerTexts()).toEqual(["count to 20", "count to 60", "count to 61", "count to 62", "count to 4000", "count to 8"]);
 
     // A new error is an alert; the same card rebuilt on reopening is not (no re-announcing).
     await send(page, "fail: provider/rate_limited");
