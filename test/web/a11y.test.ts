@@ -7,11 +7,11 @@
  */
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../support/start-server.js";
+import type { TestServer } from "../support/start-server.js";
 import { readLog, stdioTestServer, tempLog } from "../support/mcp-fixture.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, openApp, send, startSession, type Browser } from "./browser.js";
+import { browserSuite, chromiumAvailable, openApp, send, startSession, type Browser } from "./browser.js";
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const log = tempLog();
@@ -61,16 +61,9 @@ const focused = (page: Page) => page.evaluate(() => document.activeElement?.clos
 describe.skipIf(!chromiumAvailable)("web client accessibility (#33)", () => {
   let srv: TestServer;
   let browser: Browser;
-
-  beforeAll(async () => {
-    await ensureWebBuilt();
-    srv = await startTestServer({ demoDelayMs: 3, config: { mcp_servers: { notes: stdioTestServer({ MCP_TEST_LOG: log }) } } });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await srv?.close();
+  browserSuite({ demoDelayMs: 3, config: { mcp_servers: { notes: stdioTestServer({ MCP_TEST_LOG: log }) } } }, (s, b) => {
+    srv = s;
+    browser = b;
   });
 
   it("axe finds nothing serious on any view, light and dark; dialogs hold focus and close on Esc", async () => {

@@ -7,26 +7,19 @@
 import { mkdirSync, mkdtempSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { readLog, stdioTestServer, tempLog } from "../support/mcp-fixture.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, screenshot, send, type Browser } from "./browser.js";
+import { browserSuite, chromiumAvailable, newSession, openApp, screenshot, send, type Browser } from "./browser.js";
 
 const log = tempLog();
 
 describe.skipIf(!chromiumAvailable)("web client: approvals", () => {
   let srv: TestServer;
   let browser: Browser;
-
-  beforeAll(async () => {
-    await ensureWebBuilt();
-    srv = await startTestServer({ demoDelayMs: 0, config: { mcp_servers: { notes: stdioTestServer({ MCP_TEST_LOG: log }) } } });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await srv?.close();
+  browserSuite({ demoDelayMs: 0, config: { mcp_servers: { notes: stdioTestServer({ MCP_TEST_LOG: log }) } } }, (s, b) => {
+    srv = s;
+    browser = b;
   });
 
   it("shows the request as a card with its tool, arguments and choices; keeps it across a reload; Approve once runs the tool", async () => {

@@ -8,10 +8,10 @@
  */
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../support/start-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, openApp, sessionIdOf, type Browser } from "./browser.js";
+import type { TestServer } from "../support/start-server.js";
+import { browserSuite, chromiumAvailable, openApp, sessionIdOf, type Browser } from "./browser.js";
 
 /** A 1×1 PNG, 70 bytes. */
 const PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
@@ -48,15 +48,9 @@ describe.skipIf(!chromiumAvailable)("web client: attachments (#31)", () => {
     return body.sessions.map((s) => s.session_id);
   };
 
-  beforeAll(async () => {
-    await ensureWebBuilt();
-    srv = await startTestServer({ demoDelayMs: 4 });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await srv?.close();
+  browserSuite({ demoDelayMs: 4 }, (s, b) => {
+    srv = s;
+    browser = b;
   });
 
   it("sends a pasted image with the prompt and shows it in the user message after a reload", async () => {

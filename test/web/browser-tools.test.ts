@@ -3,23 +3,16 @@
  * made in the page declares `browser_time`, the model calls it (the demo provider's `call:` cue),
  * and the page answers it through the SDK's `onToolCall` — the reply quotes the browser's clock.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "../support/start-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, send, type Browser } from "./browser.js";
+import { describe, expect, it } from "vitest";
+import type { TestServer } from "../support/start-server.js";
+import { browserSuite, chromiumAvailable, newSession, openApp, send, type Browser } from "./browser.js";
 
 describe.skipIf(!chromiumAvailable)("web client: a browser-side tool", () => {
   let srv: TestServer;
   let browser: Browser;
-
-  beforeAll(async () => {
-    await ensureWebBuilt();
-    srv = await startTestServer({ demoDelayMs: 0 });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await srv?.close();
+  browserSuite({ demoDelayMs: 0 }, (s, b) => {
+    srv = s;
+    browser = b;
   });
 
   it("the page runs browser_time when the model calls it, and the turn completes with its answer", async () => {

@@ -7,6 +7,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
+import { afterAll, beforeAll } from "vitest";
+import { startTestServer, type TestServer, type TestServerOptions } from "../support/start-server.js";
 
 export const CHROMIUM_PATH = process.env.TETHER_CHROMIUM ?? "/usr/bin/chromium";
 export const chromiumAvailable = existsSync(CHROMIUM_PATH);
@@ -35,6 +37,25 @@ export interface Browser {
   context: BrowserContext;
   page(opts?: { width?: number; height?: number }): Promise<Page>;
   close(): Promise<void>;
+}
+
+/**
+ * A suite's gateway and browser: before its tests, the page is built, a gateway started with
+ * `opts` and Chromium launched, and both handed to `use`; after them, both closed.
+ */
+export function browserSuite(opts: TestServerOptions, use: (srv: TestServer, browser: Browser) => void): void {
+  let srv: TestServer | undefined;
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    await ensureWebBuilt();
+    srv = await startTestServer(opts);
+    browser = await launchBrowser();
+    use(srv, browser);
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await srv?.close();
+  });
 }
 
 /** Chromium with a fresh `--user-data-dir` (a persistent context on a new temp folder); `args`: more flags. */

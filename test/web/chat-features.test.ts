@@ -5,10 +5,10 @@
  * region that announces a finished reply only, only a new error as an alert, a heading, badge
  * contrast of at least 4.5:1 in both themes (computed here), focus where the user expects it.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../support/start-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, screenshot, send, startSession, type Browser } from "./browser.js";
+import type { TestServer } from "../support/start-server.js";
+import { browserSuite, chromiumAvailable, newSession, openApp, screenshot, send, startSession, type Browser } from "./browser.js";
 
 const activeId = (page: Page) => page.evaluate(() => document.activeElement?.id || document.activeElement?.getAttribute("aria-label") || "");
 
@@ -42,16 +42,10 @@ describe.skipIf(!chromiumAvailable)("web client chat features and accessibility 
   let srv: TestServer;
   let browser: Browser;
 
-  beforeAll(async () => {
-    await ensureWebBuilt();
-    // A compression cap, so the demo model (no context window) has a point to measure against.
-    srv = await startTestServer({ demoDelayMs: 4, config: { compression: { threshold_tokens: 100_000 } } });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await srv?.close();
+  // A compression cap, so the demo model (no context window) has a point to measure against.
+  browserSuite({ demoDelayMs: 4, config: { compression: { threshold_tokens: 100_000 } } }, (s, b) => {
+    srv = s;
+    browser = b;
   });
 
   it("chips, context meter, announcer, jump to latest, queued prompts cancelled and edited, alerts and focus", async () => {

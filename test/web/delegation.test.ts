@@ -6,10 +6,10 @@
  * (never a user bubble), and the same after a reload (from the Snapshot's `delegations[]` and
  * messages). The screenshot goes to TETHER_SCREENSHOT_DIR (docs/screenshots), else a temp folder.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../support/start-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, screenshot, send, type Browser } from "./browser.js";
+import type { TestServer } from "../support/start-server.js";
+import { browserSuite, chromiumAvailable, newSession, openApp, screenshot, send, type Browser } from "./browser.js";
 
 const GOALS = ["write a haiku", "check the spelling"];
 const PROMPT = `delegate: ${GOALS.join("; ")}`;
@@ -50,16 +50,10 @@ describe.skipIf(!chromiumAvailable)("web client: delegations", () => {
   let srv: TestServer;
   let browser: Browser;
 
-  beforeAll(async () => {
-    await ensureWebBuilt();
-    // Paced so a sub-agent's reply (~20 chunks) runs for about a second: long enough to see it run.
-    srv = await startTestServer({ demoDelayMs: 60 });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await srv?.close();
+  // Paced so a sub-agent's reply (~20 chunks) runs for about a second: long enough to see it run.
+  browserSuite({ demoDelayMs: 60 }, (s, b) => {
+    srv = s;
+    browser = b;
   });
 
   it("shows sub-agents running, then delivered, the result as a result card; the same after a reload", async () => {

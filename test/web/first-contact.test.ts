@@ -7,10 +7,10 @@
  *   actions in a ⋯ menu (keyboard: → opens it, Esc closes it), one Tab stop per row, no lifecycle
  *   words, and no overlap on a 390×844 phone.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../support/start-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, send, sessionIdOf, startSession, transitionsDone, type Browser } from "./browser.js";
+import type { TestServer } from "../support/start-server.js";
+import { browserSuite, chromiumAvailable, launchBrowser, newSession, openApp, send, sessionIdOf, startSession, transitionsDone, type Browser } from "./browser.js";
 
 const focusedId = (page: Page) => page.evaluate(() => document.activeElement?.id ?? "");
 
@@ -24,15 +24,9 @@ describe.skipIf(!chromiumAvailable)("web client: first contact, usage from the s
     return body.sessions.map((s) => s.session_id);
   };
 
-  beforeAll(async () => {
-    await ensureWebBuilt();
-    srv = await startTestServer({ demoDelayMs: 4, config: { compression: { threshold_tokens: 100_000 } } });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await srv?.close();
+  browserSuite({ demoDelayMs: 4, config: { compression: { threshold_tokens: 100_000 } } }, (s, b) => {
+    srv = s;
+    browser = b;
   });
 
   it("opens on a focused message box; New session creates nothing until the first send", async () => {

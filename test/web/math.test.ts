@@ -4,23 +4,16 @@
  * formula (its script is not in the page's entry bundle); prices stay text; a formula from the
  * model cannot make a link (`\href`: KaTeX's trust is off).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "../support/start-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, openApp, screenshot, startSession, type Browser } from "./browser.js";
+import { describe, expect, it } from "vitest";
+import type { TestServer } from "../support/start-server.js";
+import { browserSuite, chromiumAvailable, openApp, screenshot, startSession, type Browser } from "./browser.js";
 
 describe.skipIf(!chromiumAvailable)("web client: math in replies", () => {
   let srv: TestServer;
   let browser: Browser;
-
-  beforeAll(async () => {
-    await ensureWebBuilt();
-    srv = await startTestServer({ demoDelayMs: 0 });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await srv?.close();
+  browserSuite({ demoDelayMs: 0 }, (s, b) => {
+    srv = s;
+    browser = b;
   });
 
   it("typesets formulas with KaTeX loaded on demand; prices stay text; no links from a formula", async () => {

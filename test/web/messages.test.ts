@@ -5,10 +5,10 @@
  * same after a reload that forgot everything, and Continue on a reply the user stopped (its label
  * from the gateway). One gateway, one browser, one page.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../support/start-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, newSession, openApp, screenshot, send, type Browser } from "./browser.js";
+import type { TestServer } from "../support/start-server.js";
+import { browserSuite, chromiumAvailable, newSession, openApp, screenshot, send, type Browser } from "./browser.js";
 
 async function clipboardAfter(page: Page, click: () => Promise<void>): Promise<string> {
   await page.evaluate(() => navigator.clipboard.writeText("nothing yet"));
@@ -30,16 +30,9 @@ const replyTexts = (page: Page) => page.locator('[data-kind="assistant"] .md').a
 describe.skipIf(!chromiumAvailable)("web client per-message actions in Chromium", () => {
   let srv: TestServer;
   let browser: Browser;
-
-  beforeAll(async () => {
-    await ensureWebBuilt();
-    srv = await startTestServer({ demoDelayMs: 10 });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await srv?.close();
+  browserSuite({ demoDelayMs: 10 }, (s, b) => {
+    srv = s;
+    browser = b;
   });
 
   it("copies, edits and resends, regenerates, and continues a stopped reply; code blocks have a Copy button", async () => {

@@ -4,29 +4,22 @@
  * running, pid) from the SDK's SessionView, its output on demand (read on as the process writes
  * more), and Stop ends it.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startTestServer, type TestServer } from "../support/start-server.js";
+import type { TestServer } from "../support/start-server.js";
 import { RpcSocket } from "../support/rpc-socket.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, openApp, screenshot, type Browser } from "./browser.js";
+import { browserSuite, chromiumAvailable, openApp, screenshot, type Browser } from "./browser.js";
 
 const work = realpathSync(mkdtempSync(join(tmpdir(), "tether-web-proc-")));
 
 describe.skipIf(!chromiumAvailable)("web client: background processes", () => {
   let srv: TestServer;
   let browser: Browser;
-
-  beforeAll(async () => {
-    await ensureWebBuilt();
-    srv = await startTestServer({ demoDelayMs: 0, config: { tools: { workspace: { roots: [work] }, policy: { terminal: "auto" } } } as never });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await srv?.close();
+  browserSuite({ demoDelayMs: 0, config: { tools: { workspace: { roots: [work] }, policy: { terminal: "auto" } } } as never }, (s, b) => {
+    srv = s;
+    browser = b;
   });
 
   it("lists the session's running process with its output, and Stop ends it", async () => {

@@ -5,26 +5,19 @@
  * ends); the streaming reply's DOM is patched, not replaced, so a reader's selection in it stays. The page counts renders per block when `tether.test.renders` is in localStorage
  * (web/src/render-probe.ts). Debian's Chromium against a real gateway (demo provider).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../support/start-server.js";
-import { chromiumAvailable, ensureWebBuilt, launchBrowser, openApp, send, startSession, type Browser } from "./browser.js";
+import type { TestServer } from "../support/start-server.js";
+import { browserSuite, chromiumAvailable, openApp, send, startSession, type Browser } from "./browser.js";
 
 const renders = (page: Page) => page.evaluate(() => ({ ...((window as unknown as { __tetherRenders?: Record<string, number> }).__tetherRenders ?? {}) }));
 
 describe.skipIf(!chromiumAvailable)("web client: a streamed frame renders only the streaming reply (#33)", () => {
   let srv: TestServer;
   let browser: Browser;
-
-  beforeAll(async () => {
-    await ensureWebBuilt();
-    srv = await startTestServer({ demoDelayMs: 3 });
-    browser = await launchBrowser();
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await srv?.close();
+  browserSuite({ demoDelayMs: 3 }, (s, b) => {
+    srv = s;
+    browser = b;
   });
 
   it("does not render finished messages again while a reply streams below them", async () => {
