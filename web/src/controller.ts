@@ -68,6 +68,8 @@ export class AppController {
   searchQuery = "";
   showArchived = false;
   private listSeq = 0;
+  /** The first `session.list` after a connect (an ended session's read-only view waits for its row). */
+  private listed: Promise<void> = Promise.resolve();
   models: ModelOption[] = [];
   /** Models that ask for confirmation before a switch (`requires_confirmation` on /v1/models, or a confirm_required seen). */
   guarded = new Set<string>();
@@ -210,23 +212,42 @@ export class AppController {
     return this.token ? { authorization: `Bearer ${this.token}` } : {};
   }
 
-  /** Checks the key over HTTP (a browser learns nothing from a refused WebSocket), then connects. */
+  /**
+   * Opens the socket while the key is checked over HTTP (a browser learns nothing from a refused
+   * WebSocket): neither waits on the other (#33). A refused key closes that socket again.
+   */
   async start(): Promise<void> {
+    const client = this.newClient();
+    const connecting = this.connect(client);
+    if (await this.checkKey(client)) await connecting;
+  }
+
+  /** GET /v1/models: false when the key is refused (the key screen shows, `client` is closed); fills the model list. */
+  private async checkKey(client: TetherClient): Promise<boolean> {
     let res: Response;
-    try {
-      res = await fetch("/v1/models", { headers: this.authHeaders() });
-    } catch (err) {
-      this.status = { state: "reconnecting", attempt: 1, delayMs: 2000, reason: errorText(err) };
-      this.changed();
-      setTimeout(() => void this.start(), 2000);
-      return;
+    for (;;) {
+      try {
+        res = await fetch("/v1/models", { headers: this.authHeaders() });
+        break;
+      } catch (err) {
+        if (this.client !== client) return false;
+        if (this.status.state !== "connected") this.status = { state: "reconnecting", attempt: 1, delayMs: 2000, reason: errorText(err) };
+        this.changed();
+        await new Promise((r) => setTimeout(r, 2000));
+        if (this.client !== client) return false;
+      }
     }
+    if (this.client !== client) return false;
     if (res.status === 401) {
+      this.client = undefined;
+      this.view?.dispose();
+      this.view = undefined;
+      void client.close();
       this.needsKey = true;
       this.keyError = this.token ? "That API key was refused." : undefined;
       this.status = { state: "closed" };
       this.changed();
-      return;
+      return false;
     }
     this.needsKey = false;
     if (res.ok) {
@@ -234,7 +255,8 @@ export class AppController {
       this.models = (body.data ?? []).map((m) => ({ id: m.id, provider: m.owned_by, ...(m.compress_at_tokens ? { compressAt: m.compress_at_tokens } : {}) }));
       this.guarded = new Set((body.data ?? []).filter((m) => m.requires_confirmation).map((m) => m.id));
     }
-    await this.connect();
+    this.changed();
+    return true;
   }
 
   async setToken(token: string): Promise<void> {
@@ -255,7 +277,7 @@ export class AppController {
     this.changed();
   }
 
-  private async connect(): Promise<void> {
+  private newClient(): TetherClient {
     const proto = this.location.protocol === "https:" ? "wss:" : "ws:";
     const client = new TetherClient({
       url: `${proto}//${this.location.host}/ws`,
@@ -267,11 +289,17 @@ export class AppController {
       wakeProbeMs: 2500,
       onHandlerError: (err) => console.error("tether web: handler failed", err),
     });
+    void this.client?.close(); // a key entered again: the socket with the old one goes
     this.client = client;
     this.view?.dispose();
     this.view = this.sessionView(client);
+    return client;
+  }
+
+  private async connect(client: TetherClient): Promise<void> {
     installBrowserTools(client);
     client.onStatus((s) => {
+      if (this.client !== client) return; // a socket closed for a refused key, or replaced
       this.status = s;
       if (s.state === "connected") {
         this.lastFrameAt = Date.now();
@@ -292,17 +320,21 @@ export class AppController {
         await client.connect();
         break;
       } catch (err) {
+        if (this.client !== client) return;
         this.status = { state: "reconnecting", attempt: 1, delayMs: 1000, reason: errorText(err) };
         this.changed();
         await new Promise((r) => setTimeout(r, 1000));
         if (this.client !== client) return;
       }
     }
-    await this.refreshSessions();
+    // The list fills the sidebar when it comes; the session in the URL is resumed at once (#33).
+    const listed = this.refreshSessions();
+    this.listed = listed;
     this.listTimer ??= setInterval(() => void this.refreshSessions(), 10_000);
     const wanted = this.sessionFromHash();
     // Without a session in the URL the page opens on a new session's composer (a draft).
     if (wanted) await this.openSession(wanted);
+    await listed;
     this.changed();
   }
 
@@ -345,7 +377,11 @@ export class AppController {
   /** The SDK's view of the open session, wired to the page: renders, the list, the address, the stall probe. */
   private sessionView(client: TetherClient): SessionView {
     const view = new SessionView(client, {
-      describe: (id) => this.sessions.find((s) => s.session_id === id),
+      // An ended session's title and model: from the list, once the first one has answered.
+      describe: async (id) => {
+        await this.listed;
+        return this.sessions.find((s) => s.session_id === id);
+      },
       onFrame: (frame, applied) => {
         this.lastFrameAt = Date.now();
         if (applied) this.onModelFrame(frame);

@@ -32,8 +32,11 @@ export interface SessionViewOptions {
   retry?: SubmitRetry;
   /** Seed background processes from `process.list` when a session opens. @default true */
   processes?: boolean;
-  /** What the app's session list knows of an ended session (its title, profile, model), for its read-only view. */
-  describe?: (sessionId: string) => SessionSummary | undefined;
+  /**
+   * What the app's session list knows of an ended session (its title, profile, model), for its
+   * read-only view; a promise when the list may still be on its way (an app that resumes first).
+   */
+  describe?: (sessionId: string) => SessionSummary | undefined | Promise<SessionSummary | undefined>;
   /** Every frame of the open session (`applied`: it changed the view), after it is applied. */
   onFrame?: (frame: Frame, applied: boolean) => void;
   /** A streamed message's text so far, sent after a reconnect (after it is applied). */
@@ -268,7 +271,7 @@ export class SessionView {
 
   private async failed(sessionId: string, err: unknown): Promise<void> {
     if (isClosedError(err)) {
-      this.current = await endedModel(this.client, sessionId, err, this.opts.describe?.(sessionId));
+      this.current = await endedModel(this.client, sessionId, err, await this.opts.describe?.(sessionId));
       return;
     }
     this.current = undefined;
