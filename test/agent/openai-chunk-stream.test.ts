@@ -76,3 +76,53 @@ describe("OpenAIProvider: the work per streamed chunk", () => {
     expect(timers).toBeLessThanOrEqual(2);
   });
 });
+
+/** Answers with CHUNKS text chunks, a finish and [DONE] in one write (one read on the other side); `bad` replaces the last text chunk. */
+async function oneBurst(bad?: string): Promise<string> {
+  server = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const texts = Array.from({ length: CHUNKS }, (_, i) => (bad !== undefined && i === CHUNKS - 1 ? bad : JSON.stringify({ choices: [{ index: 0, delta: { content: `c${i} ` }, finish_reason: null }] })));
+      const end = JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }], usage: { prompt_tokens: 3, completion_tokens: CHUNKS, total_tokens: CHUNKS + 3 } });
+      res.end(`${texts.map((t) => `data: ${t}\n\n`).join("")}data: ${end}\n\ndata: [DONE]\n\n`);
+    });
+  });
+  await new Promise<void>((r) => server!.listen(0, "127.0.0.1", r));
+  return `http://127.0.0.1:${(server!.address() as AddressInfo).port}/v1`;
+}
+
+describe("OpenAIProvider: a burst read at once", () => {
+  it("hands out the first chunk after parsing one payload, not the whole burst (the first token is not held by the rest)", async () => {
+    const p = new OpenAIProvider({ name: "burst", baseUrl: await oneBurst(), defaultModel: "m" });
+    const parse = JSON.parse;
+    let parses = 0;
+    let atFirst = -1;
+    JSON.parse = ((text: string, reviver?: Parameters<typeof parse>[1]) => (parses++, parse(text, reviver))) as typeof JSON.parse;
+    const chunks: ProviderChunk[] = [];
+    try {
+      for await (const c of p.stream({ model: "m", messages: [{ role: "user", content: "hi" }], signal: new AbortController().signal }) as AsyncIterable<ProviderChunk>) {
+        if (chunks.push(c) === 1) atFirst = parses;
+      }
+    } finally {
+      JSON.parse = parse;
+    }
+    expect(atFirst).toBeLessThanOrEqual(2);
+    expect(chunks.filter((c) => c.type === "text").map((c) => (c as { text: string }).text).join("")).toBe(expected);
+    // What follows the last payload still comes, after the text: the finish and the usage.
+    expect(chunks.at(-1)).toMatchObject({ type: "finish" });
+    expect(chunks.some((c) => c.type === "usage")).toBe(true);
+  });
+
+  it("a bad payload late in the burst: every chunk before it first, then the provider's error", async () => {
+    const p = new OpenAIProvider({ name: "burst", baseUrl: await oneBurst("{not json"), defaultModel: "m" });
+    let text = "";
+    const err = await (async () => {
+      for await (const c of p.stream({ model: "m", messages: [{ role: "user", content: "hi" }], signal: new AbortController().signal }) as AsyncIterable<ProviderChunk>) {
+        if (c.type === "text") text += c.text;
+      }
+    })().catch((e: unknown) => e);
+    expect(text).toBe(expected.slice(0, expected.lastIndexOf("c")));
+    expect(String((err as Error).message)).toMatch(/malformed|not valid|chunk/i);
+  });
+});
