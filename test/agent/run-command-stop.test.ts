@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FakeClock } from "../../src/lib/clock.js";
 import { spawnShell, type CommandExit } from "../../src/agent/tools/workspace/index.js";
+import { pidAlive } from "../support/pid-alive.js";
 
 const dir = mkdtempSync(join(tmpdir(), "tether-fake-bwrap-"));
 const fakeBwrap = join(dir, "bwrap");
@@ -45,14 +46,6 @@ afterEach(() => {
   }
 });
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** Waits on real time for a real process, moving the fake clock the exit's checks wait on. */
 async function until<T>(check: () => T, what: string, clock: FakeClock): Promise<NonNullable<T>> {
@@ -91,7 +84,7 @@ describe("stopping a sandbox whose init has not made its session yet", () => {
     await reported();
     cmd.kill("SIGTERM");
     expect((await exited()).treeGone).toBe(true);
-    expect(alive(init)).toBe(false);
+    expect(pidAlive(init)).toBe(false);
   });
 
   it("a stop before bwrap reported its init waits for the report, then ends the init", async () => {
@@ -100,6 +93,6 @@ describe("stopping a sandbox whose init has not made its session yet", () => {
     // bwrap has cloned, not reported: killing bwrap now would orphan the init.
     cmd.kill("SIGTERM");
     expect((await exited()).treeGone).toBe(true);
-    expect(alive(init)).toBe(false);
+    expect(pidAlive(init)).toBe(false);
   });
 });

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { startTestServer, type TestServer } from "../support/start-server.js";
 import { RpcSocket } from "../support/rpc-socket.js";
 import { eventually } from "../support/mcp-fixture.js";
+import { pidAlive } from "../support/pid-alive.js";
 
 const work = realpathSync(mkdtempSync(join(tmpdir(), "tether-proc-e2e-")));
 let srv: TestServer;
@@ -27,14 +28,6 @@ afterAll(async () => {
 });
 
 const open = (key = "k-alice") => RpcSocket.open(`${srv.wsUrl}?token=${key}`);
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 async function turn(sock: RpcSocket, session_id: string, text: string) {
   const sub = await sock.call("prompt.submit", { session_id, text });
@@ -63,7 +56,7 @@ describe("background processes over the wire", () => {
     expect(bad.error).toMatchObject({ code: -32602 });
 
     expect((await sock.call("process.kill", { session_id, id: started.id })).process).toMatchObject({ id: started.id, status: "killed", signal: "SIGTERM" });
-    expect(alive(started.pid)).toBe(false);
+    expect(pidAlive(started.pid)).toBe(false);
     const exited = await sock.waitForEvent(session_id, (f) => f.type === "process.exited", 5_000);
     expect(exited.payload).toMatchObject({ id: started.id, status: "killed", output_tail: "line1\nline2\nline3\n" });
     sock.close();

@@ -14,6 +14,7 @@ import { spawnGateway, type SpawnedGateway } from "../support/spawn-gateway.js";
 import { tempDbPath } from "../support/temp-db.js";
 import { killSurvivors, survivors, uniqueMarker } from "../support/proc-scan.js";
 import { sandboxStatus } from "../../src/agent/tools/workspace/index.js";
+import { pidAlive } from "../support/pid-alive.js";
 
 const sandbox = await sandboxStatus();
 if (!sandbox.available) console.warn(`SKIPPED background process fault tests: ${sandbox.reason}`);
@@ -47,14 +48,6 @@ async function gateway(db: string, config: string): Promise<SpawnedGateway> {
   return g;
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 async function startBackground(sock: RpcSocket, command = "echo up; sleep 300"): Promise<{ session_id: string; id: string; pid: number }> {
   const { session_id } = await sock.call("session.create", { cwd: work });
@@ -74,12 +67,12 @@ describe.skipIf(!sandbox.available)("background processes when the gateway dies"
     markers.push(marker);
     const { session_id, id, pid } = await startBackground(sock, `setsid sleep ${marker} & timeout 100 sleep ${marker} & echo up; sleep 300`);
     leftovers.push(pid);
-    expect(alive(pid)).toBe(true);
+    expect(pidAlive(pid)).toBe(true);
     // The command has printed before the stop (on a busy machine the shell may not have run `echo` yet).
     await expect.poll(async () => (await sock.call("process.output", { session_id, id })).output, { timeout: 10_000 }).toBe("up\n");
     await expect.poll(() => survivors(marker).filter((p) => p.cmdline.startsWith("sleep")).length, { timeout: 10_000 }).toBe(2);
     expect(await g.kill("SIGTERM")).toBe(0);
-    expect(alive(pid)).toBe(false);
+    expect(pidAlive(pid)).toBe(false);
     expect(survivors(marker)).toEqual([]);
     sock.close();
 

@@ -19,6 +19,7 @@ import { launchFor, sandboxStatus } from "../../src/agent/tools/workspace/index.
 import { killSurvivors, survivors, uniqueMarker } from "../support/proc-scan.js";
 import { ME, settle, startHarness, TestViewer, type Harness } from "../support/manager-harness.js";
 import { sessionRooms } from "../../src/sessions/session-manager.js";
+import { pidAlive } from "../support/pid-alive.js";
 
 const work = realpathSync(mkdtempSync(join(tmpdir(), "tether-proc-")));
 const harnesses: Harness[] = [];
@@ -43,14 +44,6 @@ async function harness(lifecycle: Record<string, unknown> = {}, config: ConfigIn
   return h;
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** Waits on real time for a real process (the clock is fake; the child is not). */
 async function until<T>(check: () => T | Promise<T>, what: string, clock?: FakeClock): Promise<NonNullable<T>> {
@@ -124,11 +117,11 @@ describe.skipIf(!sandbox.available)("background processes", () => {
     const killing = h.manager.processKill(ME, rt.id, info.id).then((r) => ((answered = true), r));
     await new Promise((r) => setTimeout(r, 100));
     expect(answered).toBe(false);
-    expect(alive(info.pid)).toBe(true);
+    expect(pidAlive(info.pid)).toBe(true);
     await h.clock.advance(KILL_GRACE_MS);
     const { process: killed } = await until(async () => (answered ? killing : null), "the kill", h.clock);
     expect(killed).toMatchObject({ id: info.id, status: "killed", signal: "SIGKILL", exit_code: null });
-    expect(alive(info.pid)).toBe(false);
+    expect(pidAlive(info.pid)).toBe(false);
     // Killing it again answers as it is.
     expect((await h.manager.processKill(ME, rt.id, info.id)).process.status).toBe("killed");
   });
@@ -156,10 +149,10 @@ describe.skipIf(!sandbox.available)("background processes", () => {
     await h.clock.advance(60_000);
     await settle();
     expect(sessionRooms(h.manager).registry.get(rt.id)).toBe(rt);
-    expect(alive(info.pid)).toBe(true);
+    expect(pidAlive(info.pid)).toBe(true);
 
     await whileTicking(h.manager.close(ME, rt.id), "the close", h.clock);
-    expect(alive(info.pid)).toBe(false);
+    expect(pidAlive(info.pid)).toBe(false);
     expect((await h.store.processes.listProcesses(rt.id))[0]).toMatchObject({ status: "killed", signal: "SIGTERM" });
     const events = await h.store.readEvents(rt.id, 0, 1000);
     const types = events.map((e) => e.type);
@@ -194,7 +187,7 @@ describe.skipIf(!sandbox.available)("background processes", () => {
     await until(async () => (await h.store.processes.listProcesses(childId)).length === 1, "the record to move");
     const { process: killed } = await whileTicking(h.manager.processKill(ME, childId, info.id), "the kill", h.clock);
     expect(killed.status).toBe("killed");
-    expect(alive(info.pid)).toBe(false);
+    expect(pidAlive(info.pid)).toBe(false);
     await child.log.flushed();
     expect((await h.store.readEvents(childId, 0, 1000)).some((e) => e.type === "process.exited")).toBe(true);
     expect(await h.store.processes.listProcesses(rt.id)).toEqual([]);
